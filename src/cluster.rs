@@ -1,0 +1,1 @@
+//! The `ClusterView` the rules read.

@@ -1,0 +1,241 @@
+//! The kinds ipam-guard serves: one table that dispatch, the manifests test, RBAC and the live
+//! view all read, so the code and the webhook registrations cannot drift apart.
+
+/// API groups, spelled once.
+pub const CAPI_IPAM: &str = "ipam.cluster.x-k8s.io";
+pub const METAL3_IPAM: &str = "ipam.metal3.io";
+pub const SPIDERPOOL: &str = "spiderpool.spidernet.io";
+pub const CAPV: &str = "infrastructure.cluster.x-k8s.io";
+
+/// Annotation naming the address space a pool belongs to (SPEC §6).
+pub const ADDRESS_SPACE_ANNOTATION: &str = "ipam-guard.io/address-space";
+pub const DEFAULT_ADDRESS_SPACE: &str = "default";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Kind {
+    IPAddressClaim,
+    IPAddress,
+    InClusterIPPool,
+    GlobalInClusterIPPool,
+    Metal3IPPool,
+    Metal3IPClaim,
+    Metal3IPAddress,
+    SpiderIPPool,
+    VSphereMachine,
+    VSphereMachineTemplate,
+}
+
+/// Static facts about a kind (SPEC §1).
+#[derive(Debug, Clone, Copy)]
+pub struct KindInfo {
+    pub kind: Kind,
+    pub group: &'static str,
+    /// The Kubernetes `kind` string.
+    pub name: &'static str,
+    pub plural: &'static str,
+    /// Served versions, storage version last.
+    pub versions: &'static [&'static str],
+    pub namespaced: bool,
+    pub pool: bool,
+}
+
+pub const KINDS: &[KindInfo] = &[
+    KindInfo {
+        kind: Kind::IPAddressClaim,
+        group: CAPI_IPAM,
+        name: "IPAddressClaim",
+        plural: "ipaddressclaims",
+        versions: &["v1alpha1", "v1beta1", "v1beta2"],
+        namespaced: true,
+        pool: false,
+    },
+    KindInfo {
+        kind: Kind::IPAddress,
+        group: CAPI_IPAM,
+        name: "IPAddress",
+        plural: "ipaddresses",
+        versions: &["v1alpha1", "v1beta1", "v1beta2"],
+        namespaced: true,
+        pool: false,
+    },
+    KindInfo {
+        kind: Kind::InClusterIPPool,
+        group: CAPI_IPAM,
+        name: "InClusterIPPool",
+        plural: "inclusterippools",
+        versions: &["v1alpha1", "v1alpha2"],
+        namespaced: true,
+        pool: true,
+    },
+    KindInfo {
+        kind: Kind::GlobalInClusterIPPool,
+        group: CAPI_IPAM,
+        name: "GlobalInClusterIPPool",
+        plural: "globalinclusterippools",
+        versions: &["v1alpha1", "v1alpha2"],
+        namespaced: false,
+        pool: true,
+    },
+    KindInfo {
+        kind: Kind::Metal3IPPool,
+        group: METAL3_IPAM,
+        name: "IPPool",
+        plural: "ippools",
+        versions: &["v1alpha1"],
+        namespaced: true,
+        pool: true,
+    },
+    KindInfo {
+        kind: Kind::Metal3IPClaim,
+        group: METAL3_IPAM,
+        name: "IPClaim",
+        plural: "ipclaims",
+        versions: &["v1alpha1"],
+        namespaced: true,
+        pool: false,
+    },
+    KindInfo {
+        kind: Kind::Metal3IPAddress,
+        group: METAL3_IPAM,
+        name: "IPAddress",
+        plural: "ipaddresses",
+        versions: &["v1alpha1"],
+        namespaced: true,
+        pool: false,
+    },
+    KindInfo {
+        kind: Kind::SpiderIPPool,
+        group: SPIDERPOOL,
+        name: "SpiderIPPool",
+        plural: "spiderippools",
+        versions: &["v2beta1"],
+        namespaced: false,
+        pool: true,
+    },
+    KindInfo {
+        kind: Kind::VSphereMachine,
+        group: CAPV,
+        name: "VSphereMachine",
+        plural: "vspheremachines",
+        versions: &["v1beta1", "v1beta2"],
+        namespaced: true,
+        pool: false,
+    },
+    KindInfo {
+        kind: Kind::VSphereMachineTemplate,
+        group: CAPV,
+        name: "VSphereMachineTemplate",
+        plural: "vspheremachinetemplates",
+        versions: &["v1beta1", "v1beta2"],
+        namespaced: true,
+        pool: false,
+    },
+];
+
+impl Kind {
+    pub const ALL: [Kind; 10] = [
+        Kind::IPAddressClaim,
+        Kind::IPAddress,
+        Kind::InClusterIPPool,
+        Kind::GlobalInClusterIPPool,
+        Kind::Metal3IPPool,
+        Kind::Metal3IPClaim,
+        Kind::Metal3IPAddress,
+        Kind::SpiderIPPool,
+        Kind::VSphereMachine,
+        Kind::VSphereMachineTemplate,
+    ];
+
+    /// A kind is always matched together with its group: Metal3's `IPAddress` is not CAPI's.
+    pub fn from_group_kind(group: &str, kind: &str) -> Option<Kind> {
+        KINDS
+            .iter()
+            .find(|k| k.group == group && k.name == kind)
+            .map(|k| k.kind)
+    }
+
+    /// Parses `apiVersion` (`group/version`) and `kind` as written in an object.
+    pub fn from_api_version(api_version: &str, kind: &str) -> Option<(Kind, String)> {
+        let (group, version) = api_version.rsplit_once('/')?;
+        Kind::from_group_kind(group, kind).map(|k| (k, version.to_string()))
+    }
+
+    pub fn info(self) -> &'static KindInfo {
+        // KINDS is written in the order of the enum.
+        &KINDS[self as usize]
+    }
+    pub fn group(self) -> &'static str {
+        self.info().group
+    }
+    pub fn name(self) -> &'static str {
+        self.info().name
+    }
+    pub fn plural(self) -> &'static str {
+        self.info().plural
+    }
+    pub fn namespaced(self) -> bool {
+        self.info().namespaced
+    }
+    pub fn is_pool(self) -> bool {
+        self.info().pool
+    }
+    pub fn serves_version(self, version: &str) -> bool {
+        self.info().versions.contains(&version)
+    }
+    pub fn storage_version(self) -> &'static str {
+        self.info().versions.last().copied().unwrap_or_default()
+    }
+    /// DELETE is judged only for pools (P9, MP4, S6); registering it elsewhere adds latency for nothing.
+    pub fn operations(self) -> &'static [&'static str] {
+        if self.is_pool() {
+            &["CREATE", "UPDATE", "DELETE"]
+        } else {
+            &["CREATE", "UPDATE"]
+        }
+    }
+    /// Kinds the mutating webhook patches (M1, M2).
+    pub fn mutated(self) -> bool {
+        matches!(self, Kind::IPAddressClaim | Kind::IPAddress)
+    }
+    /// How kinds are written in `check` output and messages: bare in the CAPI IPAM group,
+    /// `Kind.group` elsewhere (Metal3's IPAddress must not read as CAPI's).
+    pub fn display_name(self) -> String {
+        if self.group() == CAPI_IPAM {
+            self.name().to_string()
+        } else {
+            format!("{}.{}", self.name(), self.group())
+        }
+    }
+}
+
+impl std::fmt::Display for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.display_name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_is_in_enum_order() {
+        for k in Kind::ALL {
+            assert_eq!(k.info().kind, k);
+        }
+        assert_eq!(KINDS.len(), Kind::ALL.len());
+    }
+
+    #[test]
+    fn kind_is_matched_with_its_group() {
+        assert_eq!(
+            Kind::from_group_kind(CAPI_IPAM, "IPAddress"),
+            Some(Kind::IPAddress)
+        );
+        assert_eq!(
+            Kind::from_group_kind(METAL3_IPAM, "IPAddress"),
+            Some(Kind::Metal3IPAddress)
+        );
+        assert_eq!(Kind::from_group_kind("example.com", "IPAddress"), None);
+    }
+}
