@@ -3,6 +3,9 @@
 
 use std::sync::Arc;
 
+use crate::cluster::ClusterView;
+use crate::rules::Options;
+
 /// Which webhook path a review came in on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Endpoint {
@@ -53,12 +56,26 @@ pub struct Admission {
     inner: Arc<Inner>,
 }
 
-struct Inner {}
+struct Inner {
+    view: Arc<dyn ClusterView>,
+    options: Options,
+}
 
 impl Admission {
+    pub fn new(view: Arc<dyn ClusterView>, options: Options) -> Self {
+        Admission {
+            inner: Arc::new(Inner { view, options }),
+        }
+    }
+
+    /// The view behind this handler (metrics read object counts from it).
+    pub fn view(&self) -> &Arc<dyn ClusterView> {
+        &self.inner.view
+    }
+
     /// Judges one AdmissionReview body. Never panics: bad bodies are a 400 answer with a message.
     pub fn review(&self, endpoint: Endpoint, body: &[u8]) -> Answer {
-        let _ = (&self.inner, endpoint, body);
+        let _ = (&self.inner.options, endpoint, body);
         Answer {
             http_status: 500,
             body: br#"{"message":"not built yet"}"#.to_vec(),
@@ -68,6 +85,6 @@ impl Admission {
 
     /// Whether the cluster view has synced every watched kind (SPEC X3): `/readyz`.
     pub fn ready(&self) -> bool {
-        false
+        self.inner.view.synced()
     }
 }

@@ -14,5 +14,7 @@
 
 pub mod address;
 pub mod admission;
+pub mod cli;
 pub mod cluster;
 pub mod kinds;
+pub mod rules;
