@@ -17,4 +17,5 @@ pub mod admission;
 pub mod cli;
 pub mod cluster;
 pub mod kinds;
+// pub mod model; (enabled once address lands)
 pub mod rules;

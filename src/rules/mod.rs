@@ -1,6 +1,8 @@
 //! The rule catalogue of SPEC as pure functions: `(request, old object, cluster view) -> findings`.
 //! No HTTP and no kube client in here.
 
+pub mod field;
+
 use crate::cli::{OverlapScope, RuleArgs};
 
 /// Settings that change verdicts.

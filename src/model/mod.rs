@@ -1,0 +1,195 @@
+//! Reading Kubernetes objects (any served version) into what the rules and the index need.
+//! Decoding is lenient on purpose: a bad value becomes a field error at its path, never a
+//! decode failure, so a user gets `spec.prefix: Invalid value: "abc": ...` instead of a 400.
+//! Pure: no I/O.
+
+pub mod read;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::address::{AddrSet, Family, Ip};
+use crate::kinds::{Kind, ADDRESS_SPACE_ANNOTATION, DEFAULT_ADDRESS_SPACE};
+
+/// Identifies one object: kind (with group), namespace (None when cluster-scoped) and name.
+/// Namespaces are shared `Arc<str>` because thousands of cached objects share a few.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ObjKey {
+    pub kind: Kind,
+    pub namespace: Option<Arc<str>>,
+    pub name: Arc<str>,
+}
+
+impl ObjKey {
+    pub fn new(kind: Kind, namespace: Option<&str>, name: &str) -> Self {
+        ObjKey {
+            kind,
+            namespace: if kind.namespaced() {
+                namespace.map(Arc::from)
+            } else {
+                None
+            },
+            name: Arc::from(name),
+        }
+    }
+    /// `ns/name`, or `name` when cluster-scoped.
+    pub fn ns_name(&self) -> String {
+        match &self.namespace {
+            Some(ns) => format!("{ns}/{}", self.name),
+            None => self.name.to_string(),
+        }
+    }
+}
+
+impl fmt::Display for ObjKey {
+    /// `InClusterIPPool ns/name`, `IPPool.ipam.metal3.io ns/name`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.kind, self.ns_name())
+    }
+}
+
+/// The metadata fields the rules read.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Meta {
+    pub namespace: Option<String>,
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+    pub annotations: BTreeMap<String, String>,
+    pub deleting: bool,
+}
+
+impl Meta {
+    /// Reads `metadata`; wrong types are ignored here (the API server validates metadata itself).
+    pub fn read(obj: &Value) -> Meta {
+        let m = obj.get("metadata");
+        let s = |k: &str| m.and_then(|m| m.get(k)).and_then(Value::as_str);
+        let map = |k: &str| -> BTreeMap<String, String> {
+            m.and_then(|m| m.get(k))
+                .and_then(Value::as_object)
+                .map(|o| {
+                    o.iter()
+                        .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        Meta {
+            namespace: s("namespace").map(str::to_string),
+            name: s("name").unwrap_or_default().to_string(),
+            labels: map("labels"),
+            annotations: map("annotations"),
+            deleting: m
+                .and_then(|m| m.get("deletionTimestamp"))
+                .is_some_and(|v| !v.is_null()),
+        }
+    }
+
+    /// The address space the object names (SPEC §6): annotation `ipam-guard.io/address-space`, or `default`.
+    pub fn address_space(&self) -> &str {
+        self.annotations
+            .get(ADDRESS_SPACE_ANNOTATION)
+            .map(String::as_str)
+            .filter(|s| !s.is_empty())
+            .unwrap_or(DEFAULT_ADDRESS_SPACE)
+    }
+}
+
+/// A typed reference to a pool, as written in a claim or address (`poolRef`, Metal3 `pool`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct PoolRef {
+    pub api_group: String,
+    pub kind: String,
+    pub name: String,
+}
+
+impl PoolRef {
+    /// The key of the referenced pool when it is a known pool kind (SPEC: "known pool kind").
+    pub fn key(&self, namespace: Option<&str>) -> Option<ObjKey> {
+        let kind = Kind::from_group_kind(&self.api_group, &self.kind)?;
+        kind.is_pool()
+            .then(|| ObjKey::new(kind, namespace, &self.name))
+    }
+}
+
+/// What the index keeps of a pool: its reading under SPEC §5, nothing else.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PoolProj {
+    pub key: ObjKey,
+    pub space: Arc<str>,
+    /// None when the spec names no valid address at all.
+    pub family: Option<Family>,
+    /// declared − excluded − gateway − reserved: what the pool can really hand out.
+    pub allocatable: AddrSet,
+    pub gateway: Option<Ip>,
+    pub prefix: Option<u8>,
+    pub deleting: bool,
+    /// Annotations that switch off delete protection (P9): skip-validate-delete-webhook, delete-for-move.
+    pub skip_delete_check: bool,
+}
+
+/// What the index keeps of an address object (CAPI IPAddress or Metal3 IPAddress).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AddressProj {
+    pub key: ObjKey,
+    /// None when `spec.address` does not parse: such an object holds nothing.
+    pub ip: Option<Ip>,
+    /// The pool it references, when that is a known pool kind.
+    pub pool: Option<ObjKey>,
+    /// The claim it fulfils (`spec.claimRef.name`, Metal3 `spec.claim.name`).
+    pub claim: Option<Arc<str>>,
+}
+
+/// What the index keeps of a claim (CAPI IPAddressClaim): A6 compares its poolRef.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimProj {
+    pub key: ObjKey,
+    pub pool_ref: PoolRef,
+}
+
+/// What a review asks about, stripped of transport (the rules never see HTTP).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Operation {
+    Create,
+    Update,
+    Delete,
+    Connect,
+}
+
+impl Operation {
+    pub fn parse(s: &str) -> Option<Operation> {
+        match s {
+            "CREATE" => Some(Operation::Create),
+            "UPDATE" => Some(Operation::Update),
+            "DELETE" => Some(Operation::Delete),
+            "CONNECT" => Some(Operation::Connect),
+            _ => None,
+        }
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Operation::Create => "CREATE",
+            Operation::Update => "UPDATE",
+            Operation::Delete => "DELETE",
+            Operation::Connect => "CONNECT",
+        }
+    }
+}
+
+/// One admission request as the rules see it.
+#[derive(Debug, Clone, Copy)]
+pub struct Request<'a> {
+    pub operation: Operation,
+    pub kind: Kind,
+    /// The version the client used (no conversion webhook is assumed): every served version is decoded.
+    pub version: &'a str,
+    pub namespace: Option<&'a str>,
+    pub name: &'a str,
+    /// The new object (CREATE, UPDATE); None on DELETE.
+    pub object: Option<&'a Value>,
+    /// The stored object (UPDATE, DELETE).
+    pub old_object: Option<&'a Value>,
+    pub dry_run: bool,
+}

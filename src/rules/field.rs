@@ -1,0 +1,333 @@
+//! Field errors as Kubernetes writes them (`field.ErrorList`), warnings, and the verdict a rule run returns.
+
+use std::fmt;
+
+use serde_json::Value;
+
+/// The types of `k8s.io/apimachinery/pkg/util/validation/field.ErrorType` that ipam-guard uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorType {
+    Required,
+    Invalid,
+    Forbidden,
+    Duplicate,
+}
+
+impl ErrorType {
+    /// The `StatusCause.reason` Kubernetes sends for this type.
+    pub fn reason(self) -> &'static str {
+        match self {
+            ErrorType::Required => "FieldValueRequired",
+            ErrorType::Invalid => "FieldValueInvalid",
+            ErrorType::Forbidden => "FieldValueForbidden",
+            ErrorType::Duplicate => "FieldValueDuplicate",
+        }
+    }
+    fn label(self) -> &'static str {
+        match self {
+            ErrorType::Required => "Required value",
+            ErrorType::Invalid => "Invalid value",
+            ErrorType::Forbidden => "Forbidden",
+            ErrorType::Duplicate => "Duplicate value",
+        }
+    }
+}
+
+/// One problem with one field, tagged with the SPEC rule that found it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FieldError {
+    pub rule: &'static str,
+    pub path: String,
+    pub kind: ErrorType,
+    /// The offending value (Invalid, Duplicate); printed as `field.Invalid` prints it.
+    pub value: Option<Value>,
+    pub detail: String,
+}
+
+/// Values longer than this are cut with `...` (SPEC §8): a denial never echoes a whole object.
+const MAX_VALUE_LEN: usize = 64;
+
+impl FieldError {
+    pub fn required(
+        rule: &'static str,
+        path: impl Into<String>,
+        detail: impl Into<String>,
+    ) -> Self {
+        FieldError {
+            rule,
+            path: path.into(),
+            kind: ErrorType::Required,
+            value: None,
+            detail: detail.into(),
+        }
+    }
+    pub fn invalid(
+        rule: &'static str,
+        path: impl Into<String>,
+        value: impl Into<Value>,
+        detail: impl Into<String>,
+    ) -> Self {
+        FieldError {
+            rule,
+            path: path.into(),
+            kind: ErrorType::Invalid,
+            value: Some(value.into()),
+            detail: detail.into(),
+        }
+    }
+    pub fn forbidden(
+        rule: &'static str,
+        path: impl Into<String>,
+        detail: impl Into<String>,
+    ) -> Self {
+        FieldError {
+            rule,
+            path: path.into(),
+            kind: ErrorType::Forbidden,
+            value: None,
+            detail: detail.into(),
+        }
+    }
+    pub fn duplicate(
+        rule: &'static str,
+        path: impl Into<String>,
+        value: impl Into<Value>,
+        detail: impl Into<String>,
+    ) -> Self {
+        FieldError {
+            rule,
+            path: path.into(),
+            kind: ErrorType::Duplicate,
+            value: Some(value.into()),
+            detail: detail.into(),
+        }
+    }
+
+    /// Kubernetes' `ValidateImmutableField` text, with the old value added so the user sees both.
+    pub fn immutable(
+        rule: &'static str,
+        path: impl Into<String>,
+        new: &Value,
+        old: &Value,
+    ) -> Self {
+        let detail = if old.is_null() {
+            "field is immutable (was not set)".to_string()
+        } else {
+            format!("field is immutable (was {})", format_value(old))
+        };
+        let new = if new.is_null() {
+            Value::Null
+        } else {
+            new.clone()
+        };
+        FieldError::invalid(rule, path, new, detail)
+    }
+
+    /// `ErrorBody()`: what follows `<field>: ` in kubectl's output, and the cause's `message`.
+    pub fn body(&self) -> String {
+        let mut s = match self.kind {
+            ErrorType::Required | ErrorType::Forbidden => self.kind.label().to_string(),
+            ErrorType::Invalid | ErrorType::Duplicate => format!(
+                "{}: {}",
+                self.kind.label(),
+                format_value(self.value.as_ref().unwrap_or(&Value::Null))
+            ),
+        };
+        if !self.detail.is_empty() {
+            s.push_str(": ");
+            s.push_str(&self.detail);
+        }
+        s
+    }
+}
+
+impl fmt::Display for FieldError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path, self.body())
+    }
+}
+
+/// Formats a value as `field.Invalid` does: strings quoted, numbers and booleans bare, long values cut.
+pub fn format_value(v: &Value) -> String {
+    let s = match v {
+        Value::String(s) => return quote(&truncate(s)),
+        Value::Null => "null".to_string(),
+        Value::Bool(_) | Value::Number(_) => v.to_string(),
+        Value::Array(_) | Value::Object(_) => v.to_string(),
+    };
+    truncate(&s)
+}
+
+fn truncate(s: &str) -> String {
+    if s.chars().count() <= MAX_VALUE_LEN {
+        return s.to_string();
+    }
+    let cut: String = s.chars().take(MAX_VALUE_LEN).collect();
+    format!("{cut}...")
+}
+
+/// Go's `%q` for the strings we print: JSON escaping is close enough and always unambiguous.
+fn quote(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| format!("\"{s}\""))
+}
+
+/// A finding that allows the write; kubectl prints it as `Warning: <path>: <message>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Warning {
+    pub rule: &'static str,
+    /// The field it is about; empty for the object as a whole.
+    pub path: String,
+    pub message: String,
+}
+
+impl Warning {
+    pub fn new(rule: &'static str, path: impl Into<String>, message: impl Into<String>) -> Self {
+        Warning {
+            rule,
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.path.is_empty() {
+            f.write_str(&self.message)
+        } else {
+            write!(f, "{}: {}", self.path, self.message)
+        }
+    }
+}
+
+/// How a denial is reported (SPEC §8): 422 Invalid for bad objects, 403 Forbidden for blocked deletes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DenyReason {
+    #[default]
+    Invalid,
+    Forbidden,
+}
+
+/// One JSON Patch operation (RFC 6902) the mutating webhook sends. Only `add` is ever needed:
+/// mutations fill what is absent and never rewrite what the user wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PatchOp {
+    pub rule: &'static str,
+    /// JSON pointer, e.g. `/spec/poolRef/apiGroup`.
+    pub path: String,
+    pub value: Value,
+}
+
+/// Everything one run of the rules found about one request.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Verdict {
+    pub errors: Vec<FieldError>,
+    pub warnings: Vec<Warning>,
+    pub reason: DenyReason,
+    /// The view cannot answer yet (SPEC X3): the request is denied with 503 and this text.
+    pub unavailable: Option<String>,
+    /// Mutations (only from `rules::mutate`).
+    pub patch: Vec<PatchOp>,
+}
+
+impl Verdict {
+    pub fn allowed(&self) -> bool {
+        self.errors.is_empty() && self.unavailable.is_none()
+    }
+    pub fn deny(&mut self, e: FieldError) {
+        self.errors.push(e);
+    }
+    pub fn warn(
+        &mut self,
+        rule: &'static str,
+        path: impl Into<String>,
+        message: impl Into<String>,
+    ) {
+        self.warnings.push(Warning::new(rule, path, message));
+    }
+    /// Rule ids behind this verdict, sorted and unique (for logs and metrics).
+    pub fn rules(&self) -> Vec<&'static str> {
+        let mut ids: Vec<&'static str> = self
+            .errors
+            .iter()
+            .map(|e| e.rule)
+            .chain(self.warnings.iter().map(|w| w.rule))
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn bodies_match_kubernetes_text() {
+        let e = FieldError::invalid(
+            "P2",
+            "spec.addresses[0]",
+            "10.0.0.0/33",
+            "must be a valid CIDR or IP range",
+        );
+        assert_eq!(
+            e.to_string(),
+            r#"spec.addresses[0]: Invalid value: "10.0.0.0/33": must be a valid CIDR or IP range"#
+        );
+        let e = FieldError::required("C1", "spec.poolRef.name", "");
+        assert_eq!(e.to_string(), "spec.poolRef.name: Required value");
+        let e = FieldError::required("P1", "spec.addresses", "addresses is required");
+        assert_eq!(
+            e.to_string(),
+            "spec.addresses: Required value: addresses is required"
+        );
+        let e = FieldError::forbidden(
+            "C2",
+            "spec.poolRef.namespace",
+            "references must stay in the object's namespace",
+        );
+        assert_eq!(
+            e.to_string(),
+            "spec.poolRef.namespace: Forbidden: references must stay in the object's namespace"
+        );
+        let e = FieldError::invalid(
+            "A2",
+            "spec.prefix",
+            33,
+            "prefix is too large for an IPv4 address",
+        );
+        assert_eq!(
+            e.to_string(),
+            "spec.prefix: Invalid value: 33: prefix is too large for an IPv4 address"
+        );
+        let e = FieldError::duplicate(
+            "A9",
+            "spec.address",
+            "10.0.0.5",
+            "10.0.0.5 is already held by IPAddress ns/a",
+        );
+        assert_eq!(e.kind.reason(), "FieldValueDuplicate");
+        assert_eq!(
+            e.to_string(),
+            r#"spec.address: Duplicate value: "10.0.0.5": 10.0.0.5 is already held by IPAddress ns/a"#
+        );
+    }
+
+    #[test]
+    fn immutable_names_the_old_value() {
+        let e = FieldError::immutable("C4", "spec.poolRef.name", &json!("b"), &json!("a"));
+        assert_eq!(
+            e.to_string(),
+            r#"spec.poolRef.name: Invalid value: "b": field is immutable (was "a")"#
+        );
+    }
+
+    #[test]
+    fn long_values_are_cut() {
+        let long = "x".repeat(100);
+        let e = FieldError::invalid("A1", "spec.address", long, "not a valid IP address");
+        assert!(e.body().contains(&format!("\"{}...\"", "x".repeat(64))));
+    }
+}
