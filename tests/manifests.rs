@@ -1,0 +1,766 @@
+//! The install manifests agree with `src/kinds.rs` and with what the server expects.
+//!
+//! Renders `manifests/` with `kubectl kustomize` (or a standalone `kustomize build`), then checks
+//! the webhook registrations, RBAC, Deployment and certificate wiring. Every expectation about
+//! kinds is derived from `ipam_guard::kinds::KINDS`, so adding a kind there without registering it
+//! here fails. Needs kubectl on PATH (or `KUBECTL=/path/to/kubectl`); without it the tests fail
+//! rather than pass silently.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use clap::Parser;
+use ipam_guard::cli::{Cli, Command as CliCommand, LogFormat, ServeArgs};
+use ipam_guard::kinds::{Kind, KindInfo, KINDS};
+use serde::Deserialize;
+use serde_json::Value;
+
+/// The server drains in-flight requests for this long after `--shutdown-delay` (SPEC §10, issue 5).
+const DRAIN_SECS: u64 = 30;
+const CERT_MANAGER_INJECT_CA: &str = "cert-manager.io/inject-ca-from";
+const NAME_LABEL: &str = "app.kubernetes.io/name";
+const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
+
+// ---------------------------------------------------------------------------------------------
+// Rendering
+
+fn find_on_path(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|candidate| candidate.is_file())
+}
+
+fn manifests_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("manifests")
+}
+
+fn render_text() -> String {
+    let dir = manifests_dir();
+    let mut cmd = if let Some(kubectl) = std::env::var_os("KUBECTL")
+        .map(PathBuf::from)
+        .or_else(|| find_on_path("kubectl"))
+    {
+        let mut c = Command::new(kubectl);
+        c.arg("kustomize").arg(&dir);
+        c
+    } else if let Some(kustomize) = find_on_path("kustomize") {
+        let mut c = Command::new(kustomize);
+        c.arg("build").arg(&dir);
+        c
+    } else {
+        panic!(
+            "kubectl is not on PATH (nor kustomize): the manifests test renders manifests/ with \
+             `kubectl kustomize`. Install kubectl (https://kubernetes.io/docs/tasks/tools/), e.g.\n  \
+             curl -fsSLo kubectl https://dl.k8s.io/release/v1.33.0/bin/linux/amd64/kubectl && \
+             install -m 0755 kubectl /usr/local/bin/kubectl\nor point KUBECTL at a kubectl binary."
+        );
+    };
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("running {cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed ({}):\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("kustomize output is UTF-8")
+}
+
+/// Every rendered object, once per test binary.
+fn objects() -> &'static [Value] {
+    static OBJECTS: OnceLock<Vec<Value>> = OnceLock::new();
+    OBJECTS.get_or_init(|| {
+        let text = render_text();
+        let mut docs = Vec::new();
+        for doc in serde_yaml_ng::Deserializer::from_str(&text) {
+            let v = Value::deserialize(doc).expect("rendered manifests are valid YAML");
+            if !v.is_null() {
+                docs.push(v);
+            }
+        }
+        assert!(!docs.is_empty(), "kustomize rendered nothing");
+        docs
+    })
+}
+
+fn all_of(kind: &str) -> Vec<&'static Value> {
+    objects().iter().filter(|o| o["kind"] == kind).collect()
+}
+
+/// The one object of `kind`; panics when there is none or several.
+fn only(kind: &str) -> &'static Value {
+    let found = all_of(kind);
+    assert_eq!(
+        found.len(),
+        1,
+        "expected exactly one {kind}, rendered {}",
+        found.len()
+    );
+    found[0]
+}
+
+fn named(kind: &str, namespace: Option<&str>, name: &str) -> Option<&'static Value> {
+    objects().iter().find(|o| {
+        o["kind"] == kind
+            && o["metadata"]["name"] == name
+            && o["metadata"]["namespace"].as_str() == namespace
+    })
+}
+
+fn s<'a>(v: &'a Value, what: &str) -> &'a str {
+    v.as_str()
+        .unwrap_or_else(|| panic!("{what}: expected a string, got {v}"))
+}
+
+fn arr<'a>(v: &'a Value, what: &str) -> &'a [Value] {
+    v.as_array()
+        .unwrap_or_else(|| panic!("{what}: expected a list, got {v}"))
+}
+
+fn strings(v: &Value, what: &str) -> Vec<String> {
+    arr(v, what)
+        .iter()
+        .map(|x| s(x, what).to_string())
+        .collect()
+}
+
+fn name_of(o: &Value) -> &str {
+    s(&o["metadata"]["name"], "metadata.name")
+}
+
+fn namespace_of(o: &Value) -> &str {
+    s(&o["metadata"]["namespace"], "metadata.namespace")
+}
+
+/// Set difference report: what is expected but missing, and what is there but not expected.
+fn assert_same_set<T: Ord + std::fmt::Debug>(
+    what: &str,
+    actual: &BTreeSet<T>,
+    expected: &BTreeSet<T>,
+) {
+    let lines = |items: Vec<&T>| -> String {
+        items
+            .iter()
+            .map(|x| format!("\n    {x:?}"))
+            .collect::<String>()
+    };
+    let missing: Vec<_> = expected.difference(actual).collect();
+    let extra: Vec<_> = actual.difference(expected).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "{what} do not match src/kinds.rs\n  missing:{}\n  unexpected:{}",
+        lines(missing),
+        lines(extra)
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The workload: Deployment, its container and the flags it passes
+
+struct Workload {
+    deployment: &'static Value,
+    pod: &'static Value,
+    container: &'static Value,
+    serve: ServeArgs,
+}
+
+fn workload() -> Workload {
+    let deployment = only("Deployment");
+    let pod = &deployment["spec"]["template"]["spec"];
+    let containers = arr(&pod["containers"], "containers");
+    let container = containers
+        .iter()
+        .find(|c| c["name"] == "ipam-guard")
+        .expect("a container named ipam-guard");
+    assert!(
+        container.get("command").is_none(),
+        "the container must not override the image's ENTRYPOINT [\"/ipam-guard\"]"
+    );
+    let args = strings(&container["args"], "container args");
+    let cli = Cli::try_parse_from(std::iter::once("ipam-guard".to_string()).chain(args.clone()))
+        .unwrap_or_else(|e| {
+            panic!("the Deployment's args {args:?} are not accepted by the CLI:\n{e}")
+        });
+    let CliCommand::Serve(serve) = cli.command else {
+        panic!("the Deployment must run `serve`, got {args:?}");
+    };
+    Workload {
+        deployment,
+        pod,
+        container,
+        serve,
+    }
+}
+
+fn container_port(container: &Value, name: &str) -> u16 {
+    let port = arr(&container["ports"], "container ports")
+        .iter()
+        .find(|p| p["name"] == name)
+        .unwrap_or_else(|| panic!("no container port named {name}"));
+    assert_eq!(port["protocol"].as_str().unwrap_or("TCP"), "TCP");
+    port["containerPort"]
+        .as_u64()
+        .and_then(|p| u16::try_from(p).ok())
+        .unwrap_or_else(|| panic!("container port {name}: bad containerPort"))
+}
+
+/// `":9443"` → 9443. Listen addresses carry no host (see `listeners_bind_every_family`).
+fn listen_port(listen: &str) -> u16 {
+    let (_, port) = listen
+        .rsplit_once(':')
+        .unwrap_or_else(|| panic!("listen address {listen:?} has no port"));
+    port.parse()
+        .unwrap_or_else(|_| panic!("listen address {listen:?}: bad port"))
+}
+
+/// The Service fronting the webhook: the one whose selector picks the Deployment's pods and
+/// that has a port targeting the container's `webhook` port.
+fn webhook_service(w: &Workload) -> &'static Value {
+    let pod_labels = &w.deployment["spec"]["template"]["metadata"]["labels"];
+    let services: Vec<_> = all_of("Service")
+        .into_iter()
+        .filter(|svc| selects(&svc["spec"]["selector"], pod_labels))
+        .collect();
+    assert_eq!(
+        services.len(),
+        1,
+        "exactly one Service must select the pods"
+    );
+    services[0]
+}
+
+/// Whether a plain `key: value` selector (Service) matches `labels`.
+fn selects(selector: &Value, labels: &Value) -> bool {
+    match selector.as_object() {
+        Some(m) if !m.is_empty() => m.iter().all(|(k, v)| &labels[k] == v),
+        _ => false,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Webhook rules
+
+/// One (group, version, resource, operation, scope) a webhook is registered for.
+type Registration = (String, String, String, String, String);
+
+fn scope_of(k: &KindInfo) -> &'static str {
+    if k.namespaced {
+        "Namespaced"
+    } else {
+        "Cluster"
+    }
+}
+
+fn expected_registrations(
+    kinds: &[&KindInfo],
+    ops: impl Fn(Kind) -> Vec<&'static str>,
+) -> BTreeSet<Registration> {
+    let mut want = BTreeSet::new();
+    for k in kinds {
+        for v in k.versions {
+            for op in ops(k.kind) {
+                want.insert((
+                    k.group.to_string(),
+                    v.to_string(),
+                    k.plural.to_string(),
+                    op.to_string(),
+                    scope_of(k).to_string(),
+                ));
+            }
+        }
+    }
+    want
+}
+
+/// Expands every rule of every webhook of `config_kind` into the requests it matches.
+fn registrations(config_kind: &str) -> BTreeSet<Registration> {
+    let mut got = BTreeSet::new();
+    for config in all_of(config_kind) {
+        for hook in arr(&config["webhooks"], "webhooks") {
+            let rules = arr(&hook["rules"], "rules");
+            assert!(!rules.is_empty(), "webhook {} has no rules", hook["name"]);
+            for rule in rules {
+                let groups = strings(&rule["apiGroups"], "apiGroups");
+                let versions = strings(&rule["apiVersions"], "apiVersions");
+                let resources = strings(&rule["resources"], "resources");
+                let ops = strings(&rule["operations"], "operations");
+                // Explicit scope: "*" (the default) would let a namespaced rule match a
+                // cluster-scoped kind of the same group.
+                let scope = s(&rule["scope"], "rule scope").to_string();
+                for x in groups.iter().chain(&versions).chain(&resources).chain(&ops) {
+                    assert!(!x.contains('*'), "{config_kind} rule {rule}: no wildcards");
+                }
+                for r in &resources {
+                    assert!(
+                        !r.contains('/'),
+                        "{config_kind} rule {rule}: no subresources"
+                    );
+                }
+                for g in &groups {
+                    for v in &versions {
+                        for r in &resources {
+                            for op in &ops {
+                                got.insert((
+                                    g.clone(),
+                                    v.clone(),
+                                    r.clone(),
+                                    op.clone(),
+                                    scope.clone(),
+                                ));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    got
+}
+
+#[test]
+fn validating_rules_cover_exactly_the_kinds_table() {
+    let all: Vec<&KindInfo> = KINDS.iter().collect();
+    let want = expected_registrations(&all, |k| k.operations().to_vec());
+    assert_same_set(
+        "ValidatingWebhookConfiguration rules",
+        &registrations("ValidatingWebhookConfiguration"),
+        &want,
+    );
+    // DELETE reaches the webhook for pools only.
+    for k in KINDS {
+        assert_eq!(
+            k.kind.operations().contains(&"DELETE"),
+            k.pool,
+            "{}",
+            k.kind
+        );
+    }
+}
+
+#[test]
+fn mutating_rules_cover_exactly_the_mutated_kinds() {
+    let mutated: Vec<&KindInfo> = KINDS.iter().filter(|k| k.kind.mutated()).collect();
+    assert!(!mutated.is_empty());
+    // SPEC §7: M1 on CREATE, M2 on CREATE and UPDATE; never DELETE.
+    let want = expected_registrations(&mutated, |_| vec!["CREATE", "UPDATE"]);
+    assert_same_set(
+        "MutatingWebhookConfiguration rules",
+        &registrations("MutatingWebhookConfiguration"),
+        &want,
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// RBAC
+
+#[test]
+fn cluster_role_grants_only_reads_of_served_kinds_and_crds() {
+    assert!(all_of("Role").is_empty(), "no namespaced Roles are needed");
+    assert!(
+        all_of("RoleBinding").is_empty(),
+        "no RoleBindings are needed"
+    );
+
+    let role = only("ClusterRole");
+    let mut got = BTreeSet::new();
+    for rule in arr(&role["rules"], "ClusterRole rules") {
+        assert!(
+            rule.get("nonResourceURLs").is_none(),
+            "no nonResourceURLs: {rule}"
+        );
+        assert!(
+            rule.get("resourceNames").is_none(),
+            "no resourceNames: {rule}"
+        );
+        for g in strings(&rule["apiGroups"], "apiGroups") {
+            for r in strings(&rule["resources"], "resources") {
+                for v in strings(&rule["verbs"], "verbs") {
+                    got.insert((g.clone(), r.clone(), v));
+                }
+            }
+        }
+    }
+    let mut want = BTreeSet::new();
+    let reads = ["get", "list", "watch"];
+    for k in KINDS {
+        for v in reads {
+            want.insert((k.group.to_string(), k.plural.to_string(), v.to_string()));
+        }
+    }
+    // Discovery of which of those CRDs are installed (SPEC: every 60 s).
+    for v in reads {
+        want.insert((
+            "apiextensions.k8s.io".to_string(),
+            "customresourcedefinitions".to_string(),
+            v.to_string(),
+        ));
+    }
+    assert_same_set("ClusterRole grants", &got, &want);
+
+    // Bound to the ServiceAccount the pods run as.
+    let w = workload();
+    let sa_name = s(&w.pod["serviceAccountName"], "serviceAccountName");
+    let ns = namespace_of(w.deployment);
+    assert!(
+        named("ServiceAccount", Some(ns), sa_name).is_some(),
+        "ServiceAccount {ns}/{sa_name} is rendered"
+    );
+    assert_ne!(
+        w.pod["automountServiceAccountToken"], false,
+        "the live view needs the token"
+    );
+    let binding = only("ClusterRoleBinding");
+    assert_eq!(binding["roleRef"]["kind"], "ClusterRole");
+    assert_eq!(binding["roleRef"]["name"], name_of(role));
+    let subjects = arr(&binding["subjects"], "subjects");
+    assert_eq!(subjects.len(), 1);
+    assert_eq!(subjects[0]["kind"], "ServiceAccount");
+    assert_eq!(subjects[0]["name"], sa_name);
+    assert_eq!(subjects[0]["namespace"], ns);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Webhook settings, Service and certificate wiring
+
+/// The Certificate whose Secret the pods mount.
+fn serving_certificate(w: &Workload) -> &'static Value {
+    let mounts = arr(&w.container["volumeMounts"], "volumeMounts");
+    let cert_dir = w
+        .serve
+        .cert_dir
+        .as_ref()
+        .expect("the Deployment passes --cert-dir (the mount path)");
+    let mount = mounts
+        .iter()
+        .find(|m| Path::new(s(&m["mountPath"], "mountPath")) == cert_dir.as_path())
+        .unwrap_or_else(|| panic!("nothing is mounted at --cert-dir={}", cert_dir.display()));
+    assert_eq!(
+        mount["readOnly"], true,
+        "the certificate mount is read-only"
+    );
+    let volume = arr(&w.pod["volumes"], "volumes")
+        .iter()
+        .find(|v| v["name"] == mount["name"])
+        .expect("the certificate volume");
+    let secret = s(
+        &volume["secret"]["secretName"],
+        "certificate volume secretName",
+    );
+    let ns = namespace_of(w.deployment);
+    let certs: Vec<_> = all_of("Certificate")
+        .into_iter()
+        .filter(|c| c["spec"]["secretName"] == secret && namespace_of(c) == ns)
+        .collect();
+    assert_eq!(
+        certs.len(),
+        1,
+        "exactly one Certificate writes Secret {ns}/{secret}"
+    );
+    certs[0]
+}
+
+#[test]
+fn webhooks_are_wired_to_the_service_and_certificate() {
+    let w = workload();
+    let ns = namespace_of(w.deployment);
+    let service = webhook_service(&w);
+    assert_eq!(namespace_of(service), ns);
+    let cert = serving_certificate(&w);
+
+    // The Service port the webhooks call must reach the container's webhook port.
+    let webhook_port = container_port(w.container, "webhook");
+    let service_ports = arr(&service["spec"]["ports"], "Service ports");
+    let https = service_ports
+        .iter()
+        .find(|p| {
+            p["targetPort"] == "webhook" || p["targetPort"].as_u64() == Some(webhook_port.into())
+        })
+        .expect("a Service port targeting the webhook port");
+    assert_eq!(https["port"], 443);
+
+    let dns = strings(&cert["spec"]["dnsNames"], "dnsNames");
+    let svc = name_of(service);
+    for want in [
+        format!("{svc}.{ns}.svc"),
+        format!("{svc}.{ns}.svc.cluster.local"),
+    ] {
+        assert!(
+            dns.contains(&want),
+            "Certificate dnsNames {dns:?} lack {want}"
+        );
+    }
+    assert_eq!(cert["spec"]["privateKey"]["algorithm"], "ECDSA");
+    assert_eq!(cert["spec"]["privateKey"]["size"], 256);
+    issuer_chain_is_rendered(cert);
+
+    let mut names = BTreeSet::new();
+    for (config_kind, path, failure_policy) in [
+        ("ValidatingWebhookConfiguration", "/validate", "Fail"),
+        ("MutatingWebhookConfiguration", "/mutate", "Ignore"),
+    ] {
+        let config = only(config_kind);
+        assert_eq!(
+            config["metadata"]["annotations"][CERT_MANAGER_INJECT_CA],
+            format!("{}/{}", namespace_of(cert), name_of(cert)),
+            "{config_kind}: cainjector must read the serving Certificate"
+        );
+        let hooks = arr(&config["webhooks"], "webhooks");
+        assert!(!hooks.is_empty());
+        for hook in hooks {
+            let name = s(&hook["name"], "webhook name");
+            assert!(
+                names.insert(name.to_string()),
+                "duplicate webhook name {name}"
+            );
+            let ctx = format!("{config_kind} webhook {name}");
+            let client = &hook["clientConfig"];
+            assert!(
+                client.get("url").is_none(),
+                "{ctx}: call the Service, not a URL"
+            );
+            assert!(
+                client.get("caBundle").is_none(),
+                "{ctx}: caBundle is injected by cert-manager"
+            );
+            assert_eq!(client["service"]["name"], svc, "{ctx}");
+            assert_eq!(client["service"]["namespace"], ns, "{ctx}");
+            assert_eq!(client["service"]["path"], path, "{ctx}");
+            assert_eq!(client["service"]["port"], https["port"], "{ctx}");
+            assert_eq!(hook["sideEffects"], "None", "{ctx}");
+            assert_eq!(
+                hook["admissionReviewVersions"],
+                serde_json::json!(["v1"]),
+                "{ctx}"
+            );
+            assert_eq!(hook["timeoutSeconds"], 2, "{ctx}");
+            assert_eq!(hook["failurePolicy"], failure_policy, "{ctx}");
+            assert_eq!(hook["matchPolicy"], "Equivalent", "{ctx}");
+            assert!(
+                hook.get("objectSelector").is_none(),
+                "{ctx}: an objectSelector would let labels opt out"
+            );
+            if config_kind == "MutatingWebhookConfiguration" {
+                assert_ne!(
+                    hook["reinvocationPolicy"], "IfNeeded",
+                    "{ctx}: patches are idempotent, once is enough"
+                );
+            }
+
+            // Off its own namespace and kube-system, and nothing else.
+            let exprs = arr(
+                &hook["namespaceSelector"]["matchExpressions"],
+                "namespaceSelector",
+            );
+            assert_eq!(exprs.len(), 1, "{ctx}: one namespaceSelector expression");
+            assert!(
+                hook["namespaceSelector"].get("matchLabels").is_none(),
+                "{ctx}"
+            );
+            assert_eq!(exprs[0]["key"], NAMESPACE_NAME_LABEL, "{ctx}");
+            assert_eq!(exprs[0]["operator"], "NotIn", "{ctx}");
+            let excluded: BTreeSet<String> =
+                strings(&exprs[0]["values"], "values").into_iter().collect();
+            let want: BTreeSet<String> = [ns.to_string(), "kube-system".to_string()].into();
+            assert_eq!(excluded, want, "{ctx}: namespaces kept out of the webhook");
+        }
+    }
+}
+
+/// The serving Certificate's issuer (and, for a CA issuer, the CA's own Certificate) exist in
+/// the same namespace, so cert-manager can actually issue it.
+fn issuer_chain_is_rendered(cert: &Value) {
+    let ns = namespace_of(cert);
+    let mut cert = cert;
+    for _ in 0..3 {
+        let issuer_ref = &cert["spec"]["issuerRef"];
+        assert_eq!(
+            issuer_ref["kind"].as_str().unwrap_or("Issuer"),
+            "Issuer",
+            "a namespaced Issuer"
+        );
+        let issuer_name = s(&issuer_ref["name"], "issuerRef.name");
+        let issuer = named("Issuer", Some(ns), issuer_name)
+            .unwrap_or_else(|| panic!("Issuer {ns}/{issuer_name} is not rendered"));
+        if issuer["spec"].get("selfSigned").is_some() {
+            return;
+        }
+        let ca_secret = s(&issuer["spec"]["ca"]["secretName"], "CA issuer secretName");
+        cert = all_of("Certificate")
+            .into_iter()
+            .find(|c| c["spec"]["secretName"] == ca_secret && namespace_of(c) == ns)
+            .unwrap_or_else(|| panic!("no Certificate writes the CA Secret {ns}/{ca_secret}"));
+        assert_eq!(cert["spec"]["isCA"], true, "the CA Certificate is a CA");
+    }
+    panic!("the issuer chain does not end in a selfSigned Issuer");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Deployment
+
+#[test]
+fn deployment_is_locked_down() {
+    let w = workload();
+    let spec = &w.deployment["spec"];
+    assert_eq!(spec["replicas"], 2);
+
+    let pod_sc = &w.pod["securityContext"];
+    let sc = &w.container["securityContext"];
+    // Container settings win over pod settings; either place counts.
+    let effective = |key: &str| -> &Value {
+        if sc.get(key).is_some() {
+            &sc[key]
+        } else {
+            &pod_sc[key]
+        }
+    };
+    assert_eq!(effective("runAsNonRoot"), true);
+    assert_eq!(effective("runAsUser"), 65532);
+    assert_eq!(effective("seccompProfile")["type"], "RuntimeDefault");
+    assert_eq!(sc["readOnlyRootFilesystem"], true);
+    assert_eq!(sc["allowPrivilegeEscalation"], false);
+    assert_eq!(sc["capabilities"]["drop"], serde_json::json!(["ALL"]));
+    assert!(sc["capabilities"].get("add").is_none());
+    for forbidden in ["privileged"] {
+        assert_ne!(sc[forbidden], true);
+    }
+    for host in ["hostNetwork", "hostPID", "hostIPC"] {
+        assert_ne!(w.pod[host], true, "{host}");
+    }
+
+    // Termination: readiness off for --shutdown-delay, then the drain, all inside the grace period.
+    let grace = w.pod["terminationGracePeriodSeconds"]
+        .as_u64()
+        .expect("terminationGracePeriodSeconds is set");
+    let needed = w.serve.shutdown_delay.as_secs() + DRAIN_SECS;
+    assert!(
+        grace > needed,
+        "terminationGracePeriodSeconds {grace} must exceed shutdown delay + drain = {needed}"
+    );
+
+    // Ports named after the listeners, and the listeners on those ports.
+    assert_eq!(
+        container_port(w.container, "webhook"),
+        listen_port(&w.serve.listen)
+    );
+    assert_eq!(
+        container_port(w.container, "probes"),
+        listen_port(&w.serve.probe_listen)
+    );
+    assert_eq!(
+        container_port(w.container, "metrics"),
+        listen_port(&w.serve.metrics_listen)
+    );
+    assert_eq!(w.serve.log_format, LogFormat::Json);
+    assert!(!w.serve.dev, "--dev in a cluster");
+    assert!(
+        w.serve.state_from.is_empty(),
+        "the cluster install uses the live view"
+    );
+
+    let probe_port = container_port(w.container, "probes");
+    for (probe, path) in [("readinessProbe", "/readyz"), ("livenessProbe", "/healthz")] {
+        let get = &w.container[probe]["httpGet"];
+        assert_eq!(get["path"], path, "{probe}");
+        assert!(
+            get["port"] == "probes" || get["port"].as_u64() == Some(probe_port.into()),
+            "{probe} must use the probe port, got {}",
+            get["port"]
+        );
+        assert_eq!(get["scheme"].as_str().unwrap_or("HTTP"), "HTTP", "{probe}");
+    }
+
+    for kind in ["requests", "limits"] {
+        for res in ["cpu", "memory"] {
+            assert!(
+                w.container["resources"][kind][res].is_string(),
+                "resources.{kind}.{res} is set"
+            );
+        }
+    }
+
+    let image = s(&w.container["image"], "image");
+    let (_, tag) = image.rsplit_once(':').expect("the image has a tag");
+    assert!(
+        !tag.contains('/') && tag != "latest",
+        "pin the image tag, got {image}"
+    );
+
+    // Spread across nodes (preferred, so a one-node cluster still runs both).
+    let terms = arr(
+        &w.pod["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"],
+        "preferred pod anti-affinity",
+    );
+    let pod_labels = &spec["template"]["metadata"]["labels"];
+    assert!(terms.iter().any(|t| {
+        let term = &t["podAffinityTerm"];
+        term["topologyKey"] == "kubernetes.io/hostname"
+            && selects(&term["labelSelector"]["matchLabels"], pod_labels)
+    }));
+
+    // The certificate Secret the Certificate writes is the one mounted at --cert-dir.
+    let cert = serving_certificate(&w);
+    assert_eq!(namespace_of(cert), namespace_of(w.deployment));
+}
+
+/// SPEC §10: the manifests must work in IPv4-only, IPv6-only and dual-stack clusters. Listeners
+/// are given as a bare `:PORT`, which the server binds on every family the pod has (`[::]`
+/// dual-stack, falling back to `0.0.0.0` when the kernel has no IPv6). A literal `0.0.0.0`
+/// misses IPv6-only clusters and a literal `[::]` fails where IPv6 is disabled.
+#[test]
+fn listeners_bind_every_family() {
+    let w = workload();
+    for (flag, listen) in [
+        ("--listen", &w.serve.listen),
+        ("--probe-listen", &w.serve.probe_listen),
+        ("--metrics-listen", &w.serve.metrics_listen),
+    ] {
+        let (host, _) = listen.rsplit_once(':').expect("host:port");
+        assert!(
+            host.is_empty(),
+            "{flag}={listen}: give the port only (:PORT) so every IP family is served"
+        );
+    }
+}
+
+#[test]
+fn everything_is_labelled_namespaced_and_disruption_safe() {
+    let w = workload();
+    let ns = namespace_of(w.deployment);
+    let namespace = only("Namespace");
+    assert_eq!(name_of(namespace), ns);
+    for o in objects() {
+        let what = format!("{} {}", o["kind"], o["metadata"]["name"]);
+        assert_eq!(
+            o["metadata"]["labels"][NAME_LABEL], "ipam-guard",
+            "{what} carries {NAME_LABEL}"
+        );
+        if let Some(obj_ns) = o["metadata"]["namespace"].as_str() {
+            assert_eq!(obj_ns, ns, "{what} is in the install namespace");
+        }
+    }
+    let pod_labels = &w.deployment["spec"]["template"]["metadata"]["labels"];
+    assert_eq!(pod_labels[NAME_LABEL], "ipam-guard");
+    assert!(selects(
+        &w.deployment["spec"]["selector"]["matchLabels"],
+        pod_labels
+    ));
+
+    let pdb = only("PodDisruptionBudget");
+    assert_eq!(namespace_of(pdb), ns);
+    assert_eq!(pdb["spec"]["minAvailable"], 1);
+    assert!(selects(&pdb["spec"]["selector"]["matchLabels"], pod_labels));
+
+    let service = webhook_service(&w);
+    let metrics = container_port(w.container, "metrics");
+    assert!(
+        arr(&service["spec"]["ports"], "Service ports")
+            .iter()
+            .any(|p| p["targetPort"] == "metrics"
+                || p["targetPort"].as_u64() == Some(metrics.into())),
+        "the Service exposes the metrics port"
+    );
+}
