@@ -19,3 +19,4 @@ pub mod cluster;
 pub mod kinds;
 // pub mod model; (enabled once address lands)
 pub mod rules;
+pub mod server;

@@ -1,5 +1,7 @@
 //! Command line: `serve`, `check`, `audit`. Thin: each command parses flags and hands over to the library.
 
+pub mod serve;
+
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};

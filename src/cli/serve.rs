@@ -1,0 +1,159 @@
+//! `ipam-guard serve`: flags → certificates, cluster view and server config; signals → shutdown.
+
+use std::io::IsTerminal;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{bail, Context};
+use prometheus_client::registry::Registry;
+use tokio::signal::unix::{signal, Signal, SignalKind};
+
+use crate::admission::Admission;
+use crate::cli::{LogFormat, ServeArgs};
+use crate::cluster::{ClusterView, StaticView};
+use crate::rules::Options;
+use crate::server::dev::{self, Made};
+use crate::server::{Addrs, CertFiles, Config, Server};
+
+/// Where controller-runtime (and so most webhook Helm charts) mount the serving Secret.
+pub const DEFAULT_CERT_DIR: &str = "/tmp/k8s-webhook-server/serving-certs";
+pub const DEV_CERT_DIR: &str = "./certs/dev";
+/// The example review the `--dev` banner tells to post.
+pub const DEV_EXAMPLE: &str = "examples/reviews/claim-create.json";
+
+/// Runs the webhook until SIGTERM or SIGINT, then drains and returns.
+pub async fn run(args: ServeArgs, registry: Registry) -> anyhow::Result<()> {
+    init_logging(args.log_format);
+    // Installed before anything slow, so an early SIGTERM drains instead of killing.
+    let term = signal(SignalKind::terminate()).context("cannot install the SIGTERM handler")?;
+    let int = signal(SignalKind::interrupt()).context("cannot install the SIGINT handler")?;
+
+    let mut config = Config::new(cert_files(&args)?);
+    config.listen = parse_addr(&args.listen, "--listen")?;
+    config.probe_listen = parse_addr(&args.probe_listen, "--probe-listen")?;
+    config.metrics_listen = parse_addr(&args.metrics_listen, "--metrics-listen")?;
+    config.shutdown_delay = args.shutdown_delay;
+    if args.audit_interval.is_some() {
+        tracing::warn!("--audit-interval is not built yet; no periodic audit will run");
+    }
+
+    let dev_ca = if args.dev && args.tls_cert_file.is_none() {
+        let dir = config.certs.cert.parent().unwrap_or(Path::new("."));
+        let made =
+            dev::ensure(dir).with_context(|| format!("--dev certificates in {}", dir.display()))?;
+        Some(made)
+    } else {
+        None
+    };
+
+    let view = build_view(&args).await?;
+    let admission = Admission::new(view, Options::from(&args.rules));
+    let server = Server::bind(config, admission, registry).await?;
+    if let Some(certs) = dev_ca {
+        print_dev_banner(&certs, server.addrs());
+    }
+    server.run(shutdown_signal(term, int)).await;
+    Ok(())
+}
+
+/// SPEC §10: `--dev` never reads KUBECONFIG or in-cluster config on its own.
+async fn build_view(args: &ServeArgs) -> anyhow::Result<Arc<dyn ClusterView>> {
+    if !args.state_from.is_empty() {
+        // TODO(state-from): StaticView::load(&args.state_from)
+        tracing::warn!("--state-from is not read yet; serving an empty view");
+        return Ok(Arc::new(StaticView::empty()));
+    }
+    if args.dev && args.kubeconfig.is_none() {
+        return Ok(Arc::new(StaticView::empty()));
+    }
+    bail!("live view not built yet: use --state-from FILES, or --dev for an empty view")
+}
+
+fn cert_files(args: &ServeArgs) -> anyhow::Result<CertFiles> {
+    if let (Some(cert), Some(key)) = (&args.tls_cert_file, &args.tls_key_file) {
+        return Ok(CertFiles {
+            cert: cert.clone(),
+            key: key.clone(),
+        });
+    }
+    let dir = match (&args.cert_dir, args.dev) {
+        (Some(dir), _) => dir.clone(),
+        (None, true) => PathBuf::from(DEV_CERT_DIR),
+        (None, false) => PathBuf::from(DEFAULT_CERT_DIR),
+    };
+    Ok(CertFiles::in_dir(&dir))
+}
+
+fn parse_addr(value: &str, flag: &str) -> anyhow::Result<SocketAddr> {
+    value.trim().parse().map_err(|_| {
+        anyhow::anyhow!(
+            "{flag} {value:?}: expected an address and port such as 0.0.0.0:9443 or [::]:9443"
+        )
+    })
+}
+
+/// Logs go to stderr; stdout is kept for what a person asked for (the `--dev` banner).
+fn init_logging(format: LogFormat) {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(std::io::stderr);
+    // try_init: a second call (tests running `run` twice) keeps the first subscriber.
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+    };
+}
+
+/// The first SIGTERM/SIGINT starts the graceful shutdown; a second one exits at once.
+async fn shutdown_signal(mut term: Signal, mut int: Signal) {
+    let name = tokio::select! {
+        _ = term.recv() => "SIGTERM",
+        _ = int.recv() => "SIGINT",
+    };
+    tracing::info!(signal = name, "shutdown signal received");
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+        tracing::warn!("second shutdown signal: exiting without draining");
+        std::process::exit(130);
+    });
+}
+
+fn print_dev_banner(certs: &dev::DevCerts, addrs: Addrs) {
+    let made = match certs.made {
+        Made::Nothing => "reused",
+        Made::ServingCert => "reused; serving certificate made anew",
+        Made::CaAndServingCert => "made now",
+    };
+    let host = if addrs.webhook.ip().is_loopback() || addrs.webhook.ip().is_unspecified() {
+        "localhost".to_string()
+    } else {
+        // Not among the certificate's names: curl will say so, which is the honest answer.
+        match addrs.webhook {
+            SocketAddr::V4(a) => a.ip().to_string(),
+            SocketAddr::V6(a) => format!("[{}]", a.ip()),
+        }
+    };
+    let port = addrs.webhook.port();
+    let ca = certs.ca_cert.display();
+    println!(
+        "ipam-guard serve --dev (no cluster: an empty view unless --state-from or --kubeconfig)"
+    );
+    println!("  CA certificate: {ca} ({made})");
+    println!(
+        "  webhook:        https://{host}:{port}/validate and /mutate (listening on {})",
+        addrs.webhook
+    );
+    println!("  probes:         http://{}/readyz", addrs.probe);
+    println!("  metrics:        http://{}/metrics", addrs.metrics);
+    println!("  try:");
+    println!(
+        "    curl --cacert {ca} -H 'Content-Type: application/json' --data @{DEV_EXAMPLE} https://{host}:{port}/validate"
+    );
+}

@@ -1,0 +1,181 @@
+//! Listening sockets and the accept loop shared by the HTTPS webhook and the plain-HTTP listeners.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::{GracefulShutdown, Watcher};
+use hyper_util::service::TowerToHyperService;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
+use tokio::task::JoinSet;
+use tokio_rustls::TlsAcceptor;
+
+/// Binds with SO_REUSEADDR (a restarted pod must not wait out TIME_WAIT). `[::]` is bound
+/// dual-stack explicitly, so one address serves IPv4-only, IPv6-only and dual-stack clusters.
+pub(crate) fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    if addr.is_ipv6() && addr.ip().is_unspecified() {
+        socket.set_only_v6(false)?;
+    }
+    socket.set_reuse_address(true)?;
+    socket.set_nonblocking(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(1024)?;
+    TcpListener::from_std(socket.into())
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    pub(crate) handshake_timeout: Duration,
+    pub(crate) header_read_timeout: Duration,
+    pub(crate) max_connections: usize,
+    pub(crate) drain_timeout: Duration,
+}
+
+/// Accepts until `stop` turns true, then closes the listener, asks every connection to finish
+/// (idle keep-alive connections close at once, requests in progress complete) and waits up to
+/// `drain_timeout` before dropping what is left.
+pub(crate) async fn serve(
+    name: &'static str,
+    listener: TcpListener,
+    tls: Option<TlsAcceptor>,
+    router: Router,
+    limits: Limits,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout);
+    builder.http2().timer(TokioTimer::new());
+    let builder = Arc::new(builder);
+
+    let graceful = GracefulShutdown::new();
+    // Each connection holds a permit, so a flood of idle connections queues in the kernel
+    // backlog instead of growing memory here.
+    let permits = Arc::new(Semaphore::new(limits.max_connections));
+    let mut permit: Option<OwnedSemaphorePermit> = None;
+    let mut tasks = JoinSet::new();
+    loop {
+        let Some(held) = permit.take() else {
+            tokio::select! {
+                p = permits.clone().acquire_owned() => permit = p.ok(),
+                _ = stopped(&mut stop) => break,
+                Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+            }
+            continue;
+        };
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((tcp, peer)) => {
+                    let watcher = graceful.watcher();
+                    let conn = Conn {
+                        name,
+                        tcp,
+                        peer,
+                        tls: tls.clone(),
+                        router: router.clone(),
+                        builder: builder.clone(),
+                        handshake_timeout: limits.handshake_timeout,
+                    };
+                    tasks.spawn(conn.run(watcher, held));
+                }
+                Err(e) => {
+                    permit = Some(held);
+                    // EMFILE and friends: back off instead of spinning on the error.
+                    tracing::warn!(listener = name, error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            _ = stopped(&mut stop) => break,
+            Some(_) = tasks.join_next(), if !tasks.is_empty() => permit = Some(held),
+        }
+    }
+    drop(listener);
+    let open = graceful.count();
+    tracing::debug!(
+        listener = name,
+        open,
+        "stopped accepting; draining connections"
+    );
+    if tokio::time::timeout(limits.drain_timeout, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            listener = name,
+            timeout = ?limits.drain_timeout,
+            "connections still open after the drain timeout; closing them"
+        );
+    }
+    tasks.abort_all();
+    while tasks.join_next().await.is_some() {}
+}
+
+/// Resolves once `stop` is true or its sender is gone (the `Ref` guard is not `Send`).
+pub(crate) async fn stopped(stop: &mut watch::Receiver<bool>) {
+    let _ = stop.wait_for(|s| *s).await;
+}
+
+struct Conn {
+    name: &'static str,
+    tcp: TcpStream,
+    peer: SocketAddr,
+    tls: Option<TlsAcceptor>,
+    router: Router,
+    builder: Arc<auto::Builder<TokioExecutor>>,
+    handshake_timeout: Duration,
+}
+
+impl Conn {
+    /// The handshake runs here, in the connection's own task: a slow client never stalls accepts.
+    async fn run(self, watcher: Watcher, _permit: OwnedSemaphorePermit) {
+        let _ = self.tcp.set_nodelay(true);
+        let Some(acceptor) = &self.tls else {
+            http(&self.builder, self.tcp, self.router, watcher, self.name).await;
+            return;
+        };
+        match tokio::time::timeout(self.handshake_timeout, acceptor.accept(self.tcp)).await {
+            Ok(Ok(stream)) => http(&self.builder, stream, self.router, watcher, self.name).await,
+            Ok(Err(e)) => {
+                // An alert from the client usually means it does not trust our certificate
+                // (a stale caBundle): worth seeing without debug logs.
+                let alert = e
+                    .get_ref()
+                    .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+                    .is_some_and(|r| matches!(r, rustls::Error::AlertReceived(_)));
+                if alert {
+                    tracing::info!(listener = self.name, peer = %self.peer, error = %e, "TLS handshake refused by the client");
+                } else {
+                    tracing::debug!(listener = self.name, peer = %self.peer, error = %e, "TLS handshake failed");
+                }
+            }
+            Err(_) => {
+                tracing::debug!(listener = self.name, peer = %self.peer, "TLS handshake timed out")
+            }
+        }
+    }
+}
+
+async fn http<I>(
+    builder: &auto::Builder<TokioExecutor>,
+    io: I,
+    router: Router,
+    watcher: Watcher,
+    name: &'static str,
+) where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let service = TowerToHyperService::new(router);
+    let conn = builder.serve_connection(TokioIo::new(io), service);
+    if let Err(e) = watcher.watch(conn).await {
+        tracing::debug!(listener = name, error = %e, "connection ended with an error");
+    }
+}

@@ -1,0 +1,209 @@
+//! The server's metrics, registered into the `Registry` the caller built (no globals).
+//!
+//! Names follow controller-runtime's webhook metrics so existing dashboards work. prometheus-client
+//! appends `_total` to counters and the unit to `register_with_unit` names: register the stem.
+
+use std::fmt;
+use std::time::Duration;
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::{Registry, Unit};
+
+use crate::admission::{Admission, Endpoint, Outcome};
+use crate::kinds::Kind;
+
+/// Reviews take tens of microseconds: the low buckets must resolve 50 µs.
+const LATENCY_BUCKETS: [f64; 12] = [
+    0.000_025, 0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.1, 1.0,
+];
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct WebhookLabels {
+    webhook: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    webhook: &'static str,
+    code: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DecisionLabels {
+    kind: String,
+    operation: String,
+    decision: &'static str,
+    rule: String,
+}
+
+fn latency_histogram() -> Histogram {
+    Histogram::new(LATENCY_BUCKETS)
+}
+
+#[derive(Debug)]
+pub(crate) struct Metrics {
+    requests: Family<RequestLabels, Counter>,
+    latency: Family<WebhookLabels, Histogram, fn() -> Histogram>,
+    in_flight: Family<WebhookLabels, Gauge>,
+    decisions: Family<DecisionLabels, Counter>,
+    pub(crate) tls_not_after: Gauge,
+    pub(crate) tls_reload_errors: Counter,
+}
+
+impl Metrics {
+    pub(crate) fn register(registry: &mut Registry, admission: &Admission) -> Metrics {
+        let m = Metrics {
+            requests: Family::default(),
+            latency: Family::new_with_constructor(latency_histogram),
+            in_flight: Family::default(),
+            decisions: Family::default(),
+            tls_not_after: Gauge::default(),
+            tls_reload_errors: Counter::default(),
+        };
+        registry.register(
+            "controller_runtime_webhook_requests",
+            "Admission requests by webhook path and HTTP status code",
+            m.requests.clone(),
+        );
+        registry.register_with_unit(
+            "controller_runtime_webhook_latency",
+            "Time spent answering an admission request, body read included",
+            Unit::Seconds,
+            m.latency.clone(),
+        );
+        registry.register(
+            "controller_runtime_webhook_requests_in_flight",
+            "Admission requests being answered now",
+            m.in_flight.clone(),
+        );
+        registry.register(
+            "ipam_guard_decisions",
+            "Validation decisions, one per rule id behind a denial or warning (rule=\"\" when none)",
+            m.decisions.clone(),
+        );
+        registry.register_with_unit(
+            "ipam_guard_tls_certificate_not_after",
+            "notAfter of the serving certificate, Unix time",
+            Unit::Seconds,
+            m.tls_not_after.clone(),
+        );
+        registry.register(
+            "ipam_guard_tls_reload_errors",
+            "Rotated certificate/key pairs refused (unreadable, unparsable or mismatched)",
+            m.tls_reload_errors.clone(),
+        );
+        registry.register_collector(Box::new(ViewCollector {
+            admission: admission.clone(),
+        }));
+        m
+    }
+
+    /// Counts a request in flight until the guard drops (also on a cancelled request future).
+    pub(crate) fn in_flight(&self, endpoint: Endpoint) -> InFlight {
+        let gauge = self.in_flight.get_or_create_owned(&WebhookLabels {
+            webhook: endpoint.path(),
+        });
+        gauge.inc();
+        InFlight { gauge }
+    }
+
+    pub(crate) fn observe(&self, endpoint: Endpoint, code: u16, elapsed: Duration) {
+        let webhook = endpoint.path();
+        self.requests
+            .get_or_create(&RequestLabels { webhook, code })
+            .inc();
+        self.latency
+            .get_or_create(&WebhookLabels { webhook })
+            .observe(elapsed.as_secs_f64());
+    }
+
+    pub(crate) fn decision(&self, outcome: &Outcome) {
+        let decision = if !outcome.allowed {
+            "denied"
+        } else if outcome.warnings > 0 {
+            "warned"
+        } else {
+            "allowed"
+        };
+        let kind = kind_label(&outcome.group, &outcome.kind);
+        let mut labels = DecisionLabels {
+            kind,
+            operation: outcome.operation.clone(),
+            decision,
+            rule: String::new(),
+        };
+        if outcome.rules.is_empty() {
+            self.decisions.get_or_create(&labels).inc();
+        }
+        for rule in &outcome.rules {
+            labels.rule.clone_from(rule);
+            self.decisions.get_or_create(&labels).inc();
+        }
+    }
+}
+
+/// Kinds as `check` writes them, so Metal3's IPAddress does not merge with CAPI's.
+fn kind_label(group: &str, kind: &str) -> String {
+    match Kind::from_group_kind(group, kind) {
+        Some(k) => k.display_name(),
+        None => kind.to_string(),
+    }
+}
+
+/// Decrements the in-flight gauge when dropped.
+pub(crate) struct InFlight {
+    gauge: Gauge,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.gauge.dec();
+    }
+}
+
+// === impl ViewCollector ===
+
+/// Reads the view at scrape time, so the numbers are never staler than the scrape.
+struct ViewCollector {
+    admission: Admission,
+}
+
+impl fmt::Debug for ViewCollector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ViewCollector").finish_non_exhaustive()
+    }
+}
+
+impl Collector for ViewCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), fmt::Error> {
+        let view = self.admission.view();
+        let objects = Family::<Vec<(&'static str, String)>, Gauge>::default();
+        for (kind, count) in view.object_counts() {
+            objects
+                .get_or_create(&vec![("kind", kind.display_name())])
+                .set(i64::try_from(count).unwrap_or(i64::MAX));
+        }
+        if !objects.is_empty() {
+            let metric = encoder.encode_descriptor(
+                "ipam_guard_view_objects",
+                "Objects held in the cluster view, by kind",
+                None,
+                objects.metric_type(),
+            )?;
+            objects.encode(metric)?;
+        }
+        let synced = ConstGauge::new(i64::from(view.synced()));
+        let metric = encoder.encode_descriptor(
+            "ipam_guard_view_synced",
+            "1 once the cluster view has synced every watched kind",
+            None,
+            synced.metric_type(),
+        )?;
+        synced.encode(metric)
+    }
+}

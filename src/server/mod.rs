@@ -1,0 +1,269 @@
+//! HTTPS for `/validate` and `/mutate`, plain-HTTP probes and metrics, certificate reload and
+//! graceful shutdown. Never decides a verdict: every webhook answer body comes from
+//! `Admission::review`, byte for byte.
+//!
+//! ```text
+//! let server = Server::bind(config, admission, registry).await?;   // sockets bound, certs loaded
+//! let addrs = server.addrs();                                      // real ports when given :0
+//! server.run(shutdown_signal).await;                               // returns once drained
+//! ```
+
+mod conn;
+pub mod dev;
+mod metrics;
+mod routes;
+pub mod tls;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use prometheus_client::registry::Registry;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio_rustls::TlsAcceptor;
+
+use crate::admission::Admission;
+use metrics::Metrics;
+pub use tls::{CertError, CertFiles};
+
+/// The largest AdmissionReview body accepted: object and oldObject of a ≈3 MiB etcd object.
+pub const BODY_LIMIT: usize = 7 * 1024 * 1024;
+
+/// Everything the server needs besides the admission handler and the registry.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// HTTPS address for `/validate` and `/mutate` (`--listen`).
+    pub listen: SocketAddr,
+    /// Plain-HTTP address for `/healthz` and `/readyz` (`--probe-listen`).
+    pub probe_listen: SocketAddr,
+    /// Plain-HTTP address for `/metrics` (`--metrics-listen`).
+    pub metrics_listen: SocketAddr,
+    pub certs: CertFiles,
+    /// How often the certificate files are compared with what is served.
+    pub cert_poll_interval: Duration,
+    /// How long requests keep being served after the shutdown signal, with `/readyz` failing.
+    pub shutdown_delay: Duration,
+    /// How long requests in progress may take to finish once accepting has stopped.
+    pub drain_timeout: Duration,
+    pub handshake_timeout: Duration,
+    /// Also the idle timeout of HTTP/1.1 keep-alive connections (hyper starts it on idle).
+    pub header_read_timeout: Duration,
+    pub max_connections: usize,
+    pub body_limit: usize,
+}
+
+impl Config {
+    /// The production defaults: the addresses of the CLI defaults and the given certificate files.
+    pub fn new(certs: CertFiles) -> Config {
+        Config {
+            listen: SocketAddr::from(([0, 0, 0, 0], 9443)),
+            probe_listen: SocketAddr::from(([0, 0, 0, 0], 8081)),
+            metrics_listen: SocketAddr::from(([0, 0, 0, 0], 8080)),
+            certs,
+            cert_poll_interval: Duration::from_secs(5),
+            shutdown_delay: Duration::from_secs(5),
+            drain_timeout: Duration::from_secs(30),
+            handshake_timeout: Duration::from_secs(10),
+            header_read_timeout: Duration::from_secs(10),
+            max_connections: 1024,
+            body_limit: BODY_LIMIT,
+        }
+    }
+}
+
+/// The addresses actually bound (the real port when the config said 0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Addrs {
+    pub webhook: SocketAddr,
+    pub probe: SocketAddr,
+    pub metrics: SocketAddr,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error("cannot listen on {addr} for {listener} (set {flag}): {source}")]
+    Bind {
+        listener: &'static str,
+        flag: &'static str,
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("serving certificate: {0}")]
+    Certificate(#[from] CertError),
+}
+
+/// State the handlers share.
+pub(crate) struct Shared {
+    admission: Admission,
+    metrics: Arc<Metrics>,
+    registry: Arc<Registry>,
+    shutting_down: AtomicBool,
+    body_limit: usize,
+}
+
+/// A bound, not yet running server.
+pub struct Server {
+    config: Config,
+    shared: Arc<Shared>,
+    webhook: TcpListener,
+    probe: TcpListener,
+    metrics: TcpListener,
+    resolver: Arc<tls::Resolver>,
+    loaded: (Vec<u8>, Vec<u8>),
+    addrs: Addrs,
+}
+
+impl Server {
+    /// Loads the certificate pair, registers the metrics into `registry` and binds all three
+    /// listeners, so that every configuration error surfaces before anything is served.
+    pub async fn bind(
+        config: Config,
+        admission: Admission,
+        mut registry: Registry,
+    ) -> Result<Server, ServerError> {
+        let files = config.certs.clone();
+        let (cert, key) = tls::read_pair(&files)?;
+        let pair = tls::parse_pair(&cert, &key, &files)?;
+
+        let metrics = Arc::new(Metrics::register(&mut registry, &admission));
+        metrics.tls_not_after.set(pair.not_after);
+
+        let webhook = bind_one("the webhook", "--listen", config.listen)?;
+        let probe = bind_one("the probes", "--probe-listen", config.probe_listen)?;
+        let metrics_listener = bind_one("the metrics", "--metrics-listen", config.metrics_listen)?;
+        let addrs = Addrs {
+            webhook: local_addr(&webhook, config.listen),
+            probe: local_addr(&probe, config.probe_listen),
+            metrics: local_addr(&metrics_listener, config.metrics_listen),
+        };
+        Ok(Server {
+            shared: Arc::new(Shared {
+                admission,
+                metrics,
+                registry: Arc::new(registry),
+                shutting_down: AtomicBool::new(false),
+                body_limit: config.body_limit,
+            }),
+            resolver: Arc::new(tls::Resolver::new(pair.key)),
+            loaded: (cert, key),
+            config,
+            webhook,
+            probe,
+            metrics: metrics_listener,
+            addrs,
+        })
+    }
+
+    pub fn addrs(&self) -> Addrs {
+        self.addrs
+    }
+
+    /// Serves until `shutdown` resolves, then: `/readyz` fails at once; requests keep being
+    /// served for `shutdown_delay` (the API server needs that long to drop this endpoint);
+    /// then accepting stops, idle connections close, and requests in progress get up to
+    /// `drain_timeout`. Returns when the webhook listener has drained.
+    pub async fn run(self, shutdown: impl Future<Output = ()>) {
+        let Server {
+            config,
+            shared,
+            webhook,
+            probe,
+            metrics,
+            resolver,
+            loaded,
+            addrs,
+        } = self;
+        let (stop_webhook, webhook_stopped) = watch::channel(false);
+        let (stop_aux, aux_stopped) = watch::channel(false);
+
+        let limits = conn::Limits {
+            handshake_timeout: config.handshake_timeout,
+            header_read_timeout: config.header_read_timeout,
+            max_connections: config.max_connections,
+            drain_timeout: config.drain_timeout,
+        };
+        // Probes and metrics are tiny and local; a short drain is plenty.
+        let aux_limits = conn::Limits {
+            max_connections: 64,
+            drain_timeout: Duration::from_secs(1),
+            ..limits
+        };
+        let acceptor = TlsAcceptor::from(tls::server_config(resolver.clone()));
+        let webhook_task = tokio::spawn(conn::serve(
+            "webhook",
+            webhook,
+            Some(acceptor),
+            routes::webhook(shared.clone()),
+            limits,
+            webhook_stopped,
+        ));
+        let probe_task = tokio::spawn(conn::serve(
+            "probes",
+            probe,
+            None,
+            routes::probes(shared.clone()),
+            aux_limits,
+            aux_stopped.clone(),
+        ));
+        let metrics_task = tokio::spawn(conn::serve(
+            "metrics",
+            metrics,
+            None,
+            routes::metrics(shared.clone()),
+            aux_limits,
+            aux_stopped.clone(),
+        ));
+        let reloader = tls::Reloader {
+            files: config.certs.clone(),
+            resolver,
+            metrics: shared.metrics.clone(),
+            interval: config.cert_poll_interval,
+        };
+        let reload_task = tokio::spawn(reloader.run(loaded, aux_stopped));
+        tracing::info!(
+            webhook = %addrs.webhook,
+            probes = %addrs.probe,
+            metrics = %addrs.metrics,
+            cert = %config.certs.cert.display(),
+            "serving"
+        );
+
+        shutdown.await;
+        shared.shutting_down.store(true, Ordering::Relaxed);
+        tracing::info!(
+            delay = ?config.shutdown_delay,
+            "shutdown requested: /readyz fails now; still serving during the shutdown delay"
+        );
+        tokio::time::sleep(config.shutdown_delay).await;
+        tracing::info!("shutdown delay over: no new connections; finishing requests in progress");
+        let _ = stop_webhook.send(true);
+        if let Err(e) = webhook_task.await {
+            tracing::error!(error = %e, "webhook listener task failed");
+        }
+        let _ = stop_aux.send(true);
+        for task in [probe_task, metrics_task, reload_task] {
+            let _ = task.await;
+        }
+        tracing::info!("stopped");
+    }
+}
+
+fn bind_one(
+    listener: &'static str,
+    flag: &'static str,
+    addr: SocketAddr,
+) -> Result<TcpListener, ServerError> {
+    conn::bind(addr).map_err(|source| ServerError::Bind {
+        listener,
+        flag,
+        addr,
+        source,
+    })
+}
+
+fn local_addr(listener: &TcpListener, configured: SocketAddr) -> SocketAddr {
+    listener.local_addr().unwrap_or(configured)
+}

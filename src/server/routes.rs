@@ -1,0 +1,234 @@
+//! The three routers: webhook (HTTPS), probes and metrics (plain HTTP).
+//! The webhook handler enforces transport limits only; every verdict body comes from `review`.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{any, get};
+use axum::Router;
+use http::header::{ALLOW, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE};
+use http::{HeaderValue, Method, StatusCode, Version};
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+
+use super::Shared;
+use crate::admission::{Endpoint, Outcome};
+
+pub(crate) fn webhook(shared: Arc<Shared>) -> Router {
+    Router::new()
+        .route(
+            "/validate",
+            any(|State(s): State<Arc<Shared>>, req: Request| serve(s, Endpoint::Validate, req)),
+        )
+        .route(
+            "/mutate",
+            any(|State(s): State<Arc<Shared>>, req: Request| serve(s, Endpoint::Mutate, req)),
+        )
+        .fallback(|| async {
+            message(
+                StatusCode::NOT_FOUND,
+                "not found: the webhook serves POST /validate and POST /mutate",
+            )
+        })
+        .with_state(shared)
+}
+
+pub(crate) fn probes(shared: Arc<Shared>) -> Router {
+    Router::new()
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/readyz", get(readyz))
+        .with_state(shared)
+}
+
+pub(crate) fn metrics(shared: Arc<Shared>) -> Router {
+    Router::new()
+        .route("/metrics", get(scrape))
+        .with_state(shared)
+}
+
+/// A JSON error body, the shape the API server logs when a call fails at the HTTP level.
+fn message(status: StatusCode, text: &str) -> Response {
+    let body = serde_json::json!({ "message": text }).to_string();
+    (status, [(CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+async fn serve(shared: Arc<Shared>, endpoint: Endpoint, req: Request) -> Response {
+    let start = Instant::now();
+    let in_flight = shared.metrics.in_flight(endpoint);
+    let version = req.version();
+    let mut response = answer(&shared, endpoint, req).await;
+    shared
+        .metrics
+        .observe(endpoint, response.status().as_u16(), start.elapsed());
+    drop(in_flight);
+    // While draining, tell HTTP/1.1 clients to reconnect after this answer: by the time idle
+    // connections are closed the API server has already moved to another replica.
+    if shared.shutting_down.load(Ordering::Relaxed) && version == Version::HTTP_11 {
+        response
+            .headers_mut()
+            .insert(CONNECTION, HeaderValue::from_static("close"));
+    }
+    response
+}
+
+async fn answer(shared: &Shared, endpoint: Endpoint, req: Request) -> Response {
+    if req.method() != Method::POST {
+        let mut r = message(
+            StatusCode::METHOD_NOT_ALLOWED,
+            &format!("method {} not allowed: use POST", req.method()),
+        );
+        r.headers_mut()
+            .insert(ALLOW, HeaderValue::from_static("POST"));
+        return r;
+    }
+    if let Err(found) = json_content_type(req.headers().get(CONTENT_TYPE)) {
+        return message(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            &format!("Content-Type {found} not supported: send application/json"),
+        );
+    }
+    let limit = shared.body_limit;
+    let declared = req
+        .headers()
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return too_large(limit);
+    }
+    let body = match Limited::new(req.into_body(), limit).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => return too_large(limit),
+        Err(e) => {
+            return message(
+                StatusCode::BAD_REQUEST,
+                &format!("cannot read the request body: {e}"),
+            )
+        }
+    };
+    let answer = shared.admission.review(endpoint, &body);
+    if let Some(outcome) = &answer.outcome {
+        log_outcome(endpoint, outcome);
+        if endpoint == Endpoint::Validate {
+            shared.metrics.decision(outcome);
+        }
+    }
+    let status =
+        StatusCode::from_u16(answer.http_status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    Response::builder()
+        .status(status)
+        .header(CONTENT_TYPE, "application/json")
+        .body(Body::from(answer.body))
+        .unwrap_or_else(|_| {
+            message(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "cannot build the response",
+            )
+        })
+}
+
+fn too_large(limit: usize) -> Response {
+    message(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        &format!("request body larger than {limit} bytes"),
+    )
+}
+
+/// Accepts `application/json` with parameters (`; charset=utf-8`), in any letter case.
+/// A missing Content-Type is refused too: the API server always sends one, and a client that
+/// forgot it (curl `--data` sends a form type) is told what to fix.
+fn json_content_type(value: Option<&HeaderValue>) -> Result<(), String> {
+    let Some(value) = value else {
+        return Err("(missing)".to_string());
+    };
+    let text = value.to_str().map_err(|_| format!("{value:?}"))?;
+    let essence = text.split(';').next().unwrap_or("").trim();
+    if essence.eq_ignore_ascii_case("application/json") {
+        Ok(())
+    } else {
+        Err(format!("{text:?}"))
+    }
+}
+
+/// Denials at info (one line each, what an operator greps for); allowed requests at debug only.
+fn log_outcome(endpoint: Endpoint, o: &Outcome) {
+    let object = match &o.namespace {
+        Some(ns) => format!("{ns}/{}", o.name),
+        None => o.name.clone(),
+    };
+    if o.allowed {
+        tracing::debug!(
+            webhook = endpoint.path(),
+            uid = %o.uid,
+            kind = %o.kind,
+            object = %object,
+            operation = %o.operation,
+            warnings = o.warnings,
+            patched = o.patched,
+            dry_run = o.dry_run,
+            "allowed"
+        );
+    } else {
+        tracing::info!(
+            webhook = endpoint.path(),
+            uid = %o.uid,
+            kind = %o.kind,
+            group = %o.group,
+            object = %object,
+            operation = %o.operation,
+            rules = %o.rules.join(","),
+            code = o.code,
+            dry_run = o.dry_run,
+            "denied"
+        );
+    }
+}
+
+async fn readyz(State(shared): State<Arc<Shared>>) -> Response {
+    if shared.shutting_down.load(Ordering::Relaxed) {
+        (StatusCode::SERVICE_UNAVAILABLE, "shutting down\n").into_response()
+    } else if !shared.admission.ready() {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "cluster view not synced yet\n",
+        )
+            .into_response()
+    } else {
+        (StatusCode::OK, "ok\n").into_response()
+    }
+}
+
+async fn scrape(State(shared): State<Arc<Shared>>) -> Response {
+    let mut text = String::new();
+    match prometheus_client::encoding::text::encode(&mut text, &shared.registry) {
+        Ok(()) => (
+            [(
+                CONTENT_TYPE,
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            )],
+            text,
+        )
+            .into_response(),
+        Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, "cannot encode metrics\n").into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_types() {
+        let ok = |s: &'static str| json_content_type(Some(&HeaderValue::from_static(s)));
+        assert!(ok("application/json").is_ok());
+        assert!(ok("application/json; charset=utf-8").is_ok());
+        assert!(ok("Application/JSON;charset=UTF-8").is_ok());
+        assert!(ok("application/yaml").is_err());
+        assert!(ok("application/json-patch+json").is_err());
+        assert!(ok("application/x-www-form-urlencoded").is_err());
+        assert!(json_content_type(None).is_err());
+    }
+}
