@@ -764,3 +764,58 @@ fn everything_is_labelled_namespaced_and_disruption_safe() {
         "the Service exposes the metrics port"
     );
 }
+
+/// The binary itself accepts the Deployment's flags, listener forms included: starts
+/// `ipam-guard serve` with the Deployment's args, changed only where a test machine differs from
+/// a pod (`--dev` for an empty view and generated certificates in a temporary `--cert-dir`, port 0
+/// for every listener), and expects it to be still running after a few seconds.
+#[test]
+fn binary_accepts_the_deployment_args() {
+    let w = workload();
+    let certs = tempfile::tempdir().expect("temporary cert dir");
+    let mut args: Vec<String> = Vec::new();
+    for arg in strings(&w.container["args"], "container args") {
+        let arg = match arg.split_once('=') {
+            Some((flag @ ("--listen" | "--probe-listen" | "--metrics-listen"), value)) => {
+                let (host, _) = value.rsplit_once(':').expect("host:port");
+                format!("{flag}={host}:0")
+            }
+            Some(("--cert-dir", _)) => format!("--cert-dir={}", certs.path().display()),
+            _ => arg,
+        };
+        args.push(arg);
+    }
+    args.push("--dev".to_string());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ipam-guard"))
+        .args(&args)
+        .env_remove("KUBECONFIG")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start ipam-guard");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+    let exited = loop {
+        if let Some(status) = child.try_wait().expect("wait for ipam-guard") {
+            break Some(status);
+        }
+        if std::time::Instant::now() >= deadline {
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    if exited.is_none() {
+        let _ = child.kill();
+    }
+    let out = child.wait_with_output().expect("collect ipam-guard output");
+    if let Some(status) = exited {
+        panic!(
+            "`ipam-guard {}` exited ({status}) instead of serving; the Deployment passes these \
+             flags, so the pods would crash-loop. Listeners are given as a bare \":PORT\" (every IP \
+             family: [::] dual-stack, 0.0.0.0 when the kernel has no IPv6; see \
+             manifests/deployment.yaml).\nstderr:\n{}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
