@@ -3,6 +3,9 @@
 //! decode failure, so a user gets `spec.prefix: Invalid value: "abc": ...` instead of a 400.
 //! Pure: no I/O.
 
+pub mod capi;
+pub mod incluster;
+pub mod pool;
 pub mod read;
 
 use std::collections::BTreeMap;
@@ -192,4 +195,48 @@ pub struct Request<'a> {
     /// The stored object (UPDATE, DELETE).
     pub old_object: Option<&'a Value>,
     pub dry_run: bool,
+}
+
+/// What the index caches of one object: the same reading admission, the static and live views
+/// and the audit use.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Projection {
+    Pool(PoolProj),
+    Address(AddressProj),
+    Claim(ClaimProj),
+}
+
+impl Projection {
+    pub fn key(&self) -> &ObjKey {
+        match self {
+            Projection::Pool(p) => &p.key,
+            Projection::Address(a) => &a.key,
+            Projection::Claim(c) => &c.key,
+        }
+    }
+}
+
+/// Turns an object of `kind` (any served version) into what the index keeps; None for kinds the
+/// index does not hold and for objects without a name.
+pub fn project(kind: Kind, obj: &Value) -> Option<Projection> {
+    let m = obj.get("metadata");
+    let name = m.and_then(|m| m.get("name")).and_then(Value::as_str)?;
+    let namespace = m.and_then(|m| m.get("namespace")).and_then(Value::as_str);
+    match kind {
+        Kind::InClusterIPPool
+        | Kind::GlobalInClusterIPPool
+        | Kind::Metal3IPPool
+        | Kind::SpiderIPPool => Some(Projection::Pool(pool::read_pool(kind, obj).proj)),
+        Kind::IPAddress => Some(Projection::Address(capi::project_address(
+            obj,
+            ObjKey::new(kind, namespace, name),
+        ))),
+        Kind::IPAddressClaim => Some(Projection::Claim(capi::project_claim(
+            obj,
+            ObjKey::new(kind, namespace, name),
+        ))),
+        // issue 7: Metal3 IPAddress (MA4, MP4) is projected once its reader lands.
+        Kind::Metal3IPAddress => None,
+        Kind::Metal3IPClaim | Kind::VSphereMachine | Kind::VSphereMachineTemplate => None,
+    }
 }

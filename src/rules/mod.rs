@@ -1,9 +1,21 @@
 //! The rule catalogue of SPEC as pure functions: `(request, old object, cluster view) -> findings`.
 //! No HTTP and no kube client in here.
 
+pub mod claim;
 pub mod field;
+pub mod ipaddress;
+pub mod mutate;
+pub mod pool;
+mod util;
+
+#[cfg(test)]
+mod tests;
 
 use crate::cli::{OverlapScope, RuleArgs};
+use crate::index::Index;
+use crate::kinds::Kind;
+use crate::model::{Operation, Request};
+use field::Verdict;
 
 /// Settings that change verdicts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -19,4 +31,50 @@ impl From<&RuleArgs> for Options {
             require_existing_pool: a.require_existing_pool,
         }
     }
+}
+
+/// What the rules read besides the request: the view's index and the settings.
+pub struct Ctx<'a> {
+    pub index: &'a Index,
+    pub options: Options,
+}
+
+/// Validating webhook: every rule of SPEC for the request's kind. Unknown kinds never reach here.
+pub fn validate(req: &Request, ctx: &Ctx) -> Verdict {
+    if req.operation == Operation::Connect {
+        return Verdict::default();
+    }
+    if !req.kind.serves_version(req.version) {
+        // SPEC §1: a version we cannot decode is let through, but never silently.
+        let mut v = Verdict::default();
+        v.warn(
+            "K1",
+            "",
+            format!(
+                "{}/{} {} is not a version ipam-guard knows (serves {}); the object was not checked",
+                req.kind.group(),
+                req.version,
+                req.kind.name(),
+                req.kind.info().versions.join(", ")
+            ),
+        );
+        return v;
+    }
+    match req.kind {
+        Kind::IPAddressClaim => claim::validate(req, ctx),
+        Kind::IPAddress => ipaddress::validate(req, ctx),
+        Kind::InClusterIPPool | Kind::GlobalInClusterIPPool => pool::validate(req, ctx),
+        // issue 7: Metal3 (MP*, MC*, MA*), Spiderpool (S*) and CAPV (V1) rules get their own modules.
+        Kind::Metal3IPPool
+        | Kind::Metal3IPClaim
+        | Kind::Metal3IPAddress
+        | Kind::SpiderIPPool
+        | Kind::VSphereMachine
+        | Kind::VSphereMachineTemplate => Verdict::default(),
+    }
+}
+
+/// Mutating webhook (SPEC §7): fills absent fields only; idempotent.
+pub fn mutate(req: &Request) -> Verdict {
+    mutate::mutate(req)
 }

@@ -1,0 +1,219 @@
+//! The one reading of a pool (SPEC §5): every pool kind is reduced to declared, excluded and
+//! allocatable sets, a gateway and a prefix. Admission, the index, `check` and `audit` all call
+//! [`read_pool`], so a pool means the same thing wherever it is judged.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::address::{subnet_of, AddrSet, Family, Ip, IpRange};
+use crate::kinds::Kind;
+use crate::model::{incluster, Meta, ObjKey, PoolProj};
+use crate::rules::field::{FieldError, Warning};
+
+/// Annotations that switch off delete protection (P9): the in-cluster provider's own escape
+/// hatch, and the one `clusterctl move` sets before it deletes the source objects.
+pub const SKIP_DELETE_ANNOTATIONS: [&str; 2] = [
+    "ipam.cluster.x-k8s.io/skip-validate-delete-webhook",
+    "clusterctl.cluster.x-k8s.io/delete-for-move",
+];
+
+/// One declared entry with where it was written, so a cause can sit on the entry (P10).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PoolEntry {
+    /// `spec.addresses[1]`.
+    pub path: String,
+    /// The text as written, for the cause's value.
+    pub text: String,
+    /// What the entry declares (one run, in the pool's family).
+    pub set: AddrSet,
+}
+
+/// A pool as read, with everything the rules need beyond the projection.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PoolReading {
+    /// What the index keeps (allocatable set, space, gateway, prefix, …).
+    pub proj: PoolProj,
+    /// The union of the declared entries of the pool's family.
+    pub declared: AddrSet,
+    /// The union of the excluded entries of the pool's family.
+    pub excluded: AddrSet,
+    /// The subnet of the pool's prefix that holds its lowest address, when both are known.
+    pub subnet: Option<IpRange>,
+    /// Declared entries in order, for causes that sit on an entry.
+    pub entries: Vec<PoolEntry>,
+    /// The field that declares the addresses (`spec.addresses`, `spec.subnet`): where a cause about
+    /// the declared set as a whole goes (P8).
+    pub declared_path: &'static str,
+    /// Problems of the spec on its own (P1–P6), collected.
+    pub errors: Vec<FieldError>,
+    /// P7 and address-syntax warnings.
+    pub warnings: Vec<Warning>,
+}
+
+impl PoolReading {
+    /// A reading with no addresses: metadata only.
+    pub(crate) fn empty(kind: Kind, meta: &Meta) -> PoolReading {
+        PoolReading {
+            proj: projection(kind, meta, None, AddrSet::empty(Family::V4), None, None),
+            declared: AddrSet::empty(Family::V4),
+            excluded: AddrSet::empty(Family::V4),
+            subnet: None,
+            entries: Vec::new(),
+            declared_path: "spec",
+            errors: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+}
+
+/// Reads any pool kind. A kind that is not a pool gives an empty reading.
+pub fn read_pool(kind: Kind, obj: &Value) -> PoolReading {
+    match kind {
+        Kind::InClusterIPPool | Kind::GlobalInClusterIPPool => incluster::read(kind, obj),
+        // issue 7: Metal3 IPPool and SpiderIPPool readers land with their rules; until then such
+        // pools are indexed with no addresses (they overlap nothing and hold nothing).
+        Kind::Metal3IPPool | Kind::SpiderIPPool => PoolReading::empty(kind, &Meta::read(obj)),
+        _ => PoolReading::empty(kind, &Meta::read(obj)),
+    }
+}
+
+/// The projection for a pool whose sets are known.
+pub(crate) fn projection(
+    kind: Kind,
+    meta: &Meta,
+    family: Option<Family>,
+    allocatable: AddrSet,
+    gateway: Option<Ip>,
+    prefix: Option<u8>,
+) -> PoolProj {
+    PoolProj {
+        key: ObjKey::new(kind, meta.namespace.as_deref(), &meta.name),
+        space: Arc::from(meta.address_space()),
+        family,
+        allocatable,
+        gateway,
+        prefix,
+        deleting: meta.deleting,
+        skip_delete_check: SKIP_DELETE_ANNOTATIONS
+            .iter()
+            .any(|a| meta.annotations.contains_key(*a)),
+    }
+}
+
+/// RFC 3021 / RFC 6164 point-to-point and host prefixes: every address is usable.
+pub fn is_point_to_point(family: Family, prefix: u8) -> bool {
+    match family {
+        Family::V4 => prefix >= 31,
+        Family::V6 => prefix >= 127,
+    }
+}
+
+/// Whether a prefix leaves room for a subnet with a network address (IPv4 ≤ /30, IPv6 ≤ /126).
+pub fn has_room_for_subnet(family: Family, prefix: u8) -> bool {
+    match family {
+        Family::V4 => prefix <= 30,
+        Family::V6 => prefix <= 126,
+    }
+}
+
+/// IPv6 link-local gateways (`fe80::/10`) come from router advertisements and are exempt from
+/// every inside-the-subnet check (SPEC §2).
+pub fn is_link_local_gateway(ip: Ip) -> bool {
+    ip.family == Family::V6 && ip.value >> 118 == 0x3fa
+}
+
+/// `10.0.0.0/24`: a subnet as text.
+pub fn subnet_text(family: Family, subnet: IpRange, prefix: u8) -> String {
+    format!("{}/{prefix}", Ip::new(family, subnet.start))
+}
+
+/// The subnet of `prefix` holding the lowest declared address.
+pub(crate) fn pool_subnet(declared: &AddrSet, prefix: Option<u8>) -> Option<IpRange> {
+    Some(subnet_of(declared.first()?, prefix?))
+}
+
+/// declared − excluded − gateway − reserved (SPEC §5). Reserved is the network address and, for
+/// IPv4, the broadcast address of the pool's subnet, unless the pool allocates them or the prefix
+/// is a point-to-point or host prefix.
+pub fn allocatable(
+    declared: &AddrSet,
+    excluded: &AddrSet,
+    gateway: Option<Ip>,
+    subnet: Option<IpRange>,
+    prefix: Option<u8>,
+    allocate_reserved: bool,
+) -> AddrSet {
+    let family = declared.family();
+    let mut out = declared.difference(excluded);
+    if let Some(gw) = gateway.filter(|g| g.family == family) {
+        out.remove(IpRange::single(gw.value));
+    }
+    if let (Some(subnet), Some(prefix)) = (subnet, prefix) {
+        if !allocate_reserved && !is_point_to_point(family, prefix) {
+            out.remove(IpRange::single(subnet.start));
+            if family == Family::V4 {
+                out.remove(IpRange::single(subnet.end));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::address::parse_ip;
+
+    fn ip(s: &str) -> Ip {
+        parse_ip(s).unwrap().value
+    }
+
+    #[test]
+    fn link_local_is_fe80_slash_10() {
+        assert!(is_link_local_gateway(ip("fe80::1")));
+        assert!(is_link_local_gateway(ip("febf::1")));
+        assert!(!is_link_local_gateway(ip("fec0::1")));
+        assert!(!is_link_local_gateway(ip("2001:db8::1")));
+        assert!(!is_link_local_gateway(ip("10.0.0.1")));
+    }
+
+    #[test]
+    fn reserved_addresses_leave_point_to_point_prefixes_alone() {
+        let set = |a: &str, b: &str| {
+            let (a, b) = (ip(a), ip(b));
+            AddrSet::from_range(a.family, IpRange::new(a.value, b.value))
+        };
+        let none = AddrSet::empty(Family::V4);
+        let d = set("10.0.0.0", "10.0.0.255");
+        let a = allocatable(&d, &none, None, pool_subnet(&d, Some(24)), Some(24), false);
+        assert_eq!(a.to_string(), "10.0.0.1-10.0.0.254");
+        let a = allocatable(&d, &none, None, pool_subnet(&d, Some(24)), Some(24), true);
+        assert_eq!(a.to_string(), "10.0.0.0-10.0.0.255");
+        let d = set("10.0.0.4", "10.0.0.5");
+        let a = allocatable(&d, &none, None, pool_subnet(&d, Some(31)), Some(31), false);
+        assert_eq!(a.to_string(), "10.0.0.4-10.0.0.5");
+        let d = set("2001:db8::", "2001:db8::ff");
+        let none6 = AddrSet::empty(Family::V6);
+        let a = allocatable(
+            &d,
+            &none6,
+            Some(ip("2001:db8::1")),
+            pool_subnet(&d, Some(64)),
+            Some(64),
+            false,
+        );
+        // IPv6 has no broadcast: only the subnet-router anycast address and the gateway go.
+        assert_eq!(a.to_string(), "2001:db8::2-2001:db8::ff");
+        let d = set("2001:db8::", "2001:db8::1");
+        let a = allocatable(
+            &d,
+            &none6,
+            None,
+            pool_subnet(&d, Some(127)),
+            Some(127),
+            false,
+        );
+        assert_eq!(a.to_string(), "2001:db8::-2001:db8::1");
+    }
+}

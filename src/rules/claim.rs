@@ -1,0 +1,150 @@
+//! `IPAddressClaim` (SPEC §3): C1–C5.
+
+use serde_json::Value;
+
+use crate::kinds::{Kind, KINDS};
+use crate::model::capi::{read_claim, ClaimReading};
+use crate::model::{read, ObjKey, Operation, Request};
+use crate::rules::field::{FieldError, Verdict};
+use crate::rules::mutate::CLUSTER_NAME_LABEL;
+use crate::rules::util::{dns1123_subdomain_errors, immutable_changes, spec_changed};
+use crate::rules::Ctx;
+
+/// C2's detail, shared with IPAddress references.
+pub(crate) const NO_REF_NAMESPACE: &str = "references must stay in the object's namespace";
+
+pub(crate) fn validate(req: &Request, ctx: &Ctx) -> Verdict {
+    let mut v = Verdict::default();
+    let Some(obj) = req.object else {
+        return v;
+    };
+    match (req.operation, req.old_object) {
+        (Operation::Update, Some(old)) => {
+            // X5: the spec is immutable, so a changed spec is judged by C4 alone and an unchanged
+            // one never fails for a problem it already had.
+            if spec_changed(obj, old) {
+                immutable_changes(
+                    "C4",
+                    "spec",
+                    obj.get("spec"),
+                    old.get("spec"),
+                    &mut v.errors,
+                );
+            }
+            let touched = |p: &str| read::get(obj, p) != read::get(old, p);
+            if touched("spec.clusterName") || label(obj) != label(old) {
+                c5(obj, &read_claim(obj), &mut v);
+            }
+        }
+        (Operation::Create, _) => {
+            let namespace = req.namespace.or_else(|| namespace_of(obj));
+            let r = read_claim(obj);
+            v.errors.extend(r.errors.iter().cloned());
+            c1_c2(&r, &mut v);
+            c3(&r, namespace, ctx, &mut v);
+            c5(obj, &r, &mut v);
+        }
+        _ => {}
+    }
+    v
+}
+
+fn namespace_of(obj: &Value) -> Option<&str> {
+    read::get(obj, "metadata.namespace").and_then(Value::as_str)
+}
+
+fn label(obj: &Value) -> Option<&Value> {
+    obj.get("metadata")
+        .and_then(|m| m.get("labels"))
+        .and_then(|l| l.get(CLUSTER_NAME_LABEL))
+}
+
+/// C1: every poolRef field present and non-empty, the name a DNS-1123 subdomain; C2: no namespace.
+fn c1_c2(r: &ClaimReading, v: &mut Verdict) {
+    if !r.has_pool_ref {
+        if !v.errors.iter().any(|e| e.path == "spec.poolRef") {
+            v.deny(FieldError::required("C1", "spec.poolRef", ""));
+        }
+        return;
+    }
+    let p = &r.pool_ref;
+    for (field, value) in [
+        ("apiGroup", p.api_group),
+        ("kind", p.kind),
+        ("name", p.name),
+    ] {
+        let path = format!("spec.poolRef.{field}");
+        if value.is_none_or(str::is_empty) && !v.errors.iter().any(|e| e.path == path) {
+            v.deny(FieldError::required("C1", path, ""));
+        }
+    }
+    if let Some(name) = p.name.filter(|n| !n.is_empty()) {
+        for detail in dns1123_subdomain_errors(name) {
+            v.deny(FieldError::invalid("C1", "spec.poolRef.name", name, detail));
+        }
+    }
+    if p.has_namespace {
+        v.deny(FieldError::forbidden(
+            "C2",
+            "spec.poolRef.namespace",
+            NO_REF_NAMESPACE,
+        ));
+    }
+}
+
+/// C3: a known pool kind names a pool the view holds; a known pool group names a pool kind.
+fn c3(r: &ClaimReading, namespace: Option<&str>, ctx: &Ctx, v: &mut Verdict) {
+    let p = &r.pool_ref;
+    let (Some(kind), Some(name)) = (
+        p.kind.filter(|k| !k.is_empty()),
+        p.name.filter(|n| !n.is_empty()),
+    ) else {
+        return;
+    };
+    let group = p.effective_group();
+    match Kind::from_group_kind(group, kind).filter(|k| k.is_pool()) {
+        Some(k) => {
+            let key = ObjKey::new(k, namespace, name);
+            if ctx.index.pool(&key).is_none() {
+                let detail = format!("{key} not found");
+                if ctx.options.require_existing_pool {
+                    v.deny(FieldError::invalid("C3", "spec.poolRef.name", name, detail));
+                } else {
+                    v.warn("C3", "spec.poolRef.name", detail);
+                }
+            }
+        }
+        None => {
+            let known: Vec<&str> = KINDS
+                .iter()
+                .filter(|k| k.pool && k.group == group)
+                .map(|k| k.name)
+                .collect();
+            if !known.is_empty() {
+                v.warn(
+                    "C3",
+                    "spec.poolRef.kind",
+                    format!(
+                        "{kind} is not a pool kind of {group} (pool kinds: {})",
+                        known.join(", ")
+                    ),
+                );
+            }
+        }
+    }
+}
+
+/// C5: `spec.clusterName` and the cluster-name label, when both are set, agree.
+fn c5(obj: &Value, r: &ClaimReading, v: &mut Verdict) {
+    let (Some(cluster), Some(Value::String(l))) = (r.cluster_name, label(obj)) else {
+        return;
+    };
+    if cluster != l {
+        v.deny(FieldError::invalid(
+            "C5",
+            "metadata.labels",
+            l.as_str(),
+            format!("label {CLUSTER_NAME_LABEL} must equal spec.clusterName {cluster:?}"),
+        ));
+    }
+}

@@ -1,0 +1,290 @@
+//! CAPI `IPAddress` (SPEC §4): A1–A10.
+
+use serde_json::Value;
+
+use crate::address::{subnet_of, Family};
+use crate::cli::OverlapScope;
+use crate::kinds::Kind;
+use crate::model::capi::{read_address, AddressReading};
+use crate::model::pool::{has_room_for_subnet, is_link_local_gateway, subnet_text};
+use crate::model::{read, AddressProj, ObjKey, Operation, Request};
+use crate::rules::claim::NO_REF_NAMESPACE;
+use crate::rules::field::{FieldError, Verdict, Warning};
+use crate::rules::util::{
+    immutable_changes, join_limited, join_shown, ratchet, spec_changed, MAX_LISTED,
+};
+use crate::rules::Ctx;
+
+const OTHER_POOL: &str =
+    "the referenced pool is different from the pool referenced by the claim this address should fulfill";
+
+pub(crate) fn validate(req: &Request, ctx: &Ctx) -> Verdict {
+    let mut v = Verdict::default();
+    let Some(obj) = req.object else {
+        return v;
+    };
+    match (req.operation, req.old_object) {
+        (Operation::Update, Some(old)) => {
+            // X5: metadata-only updates pass whatever the spec looks like.
+            if !spec_changed(obj, old) {
+                return v;
+            }
+            immutable_changes(
+                "A10",
+                "spec",
+                obj.get("spec"),
+                old.get("spec"),
+                &mut v.errors,
+            );
+            let (errors, warnings) = findings(&read_address(obj));
+            let (old_errors, _) = findings(&read_address(old));
+            v.errors.extend(ratchet(errors, &old_errors));
+            v.warnings = warnings;
+        }
+        (Operation::Create, _) => {
+            let r = read_address(obj);
+            let (errors, warnings) = findings(&r);
+            v.errors = errors;
+            v.warnings = warnings;
+            let namespace = req
+                .namespace
+                .or_else(|| read::get(obj, "metadata.namespace").and_then(Value::as_str));
+            let own = ObjKey::new(Kind::IPAddress, namespace, req.name);
+            cross_object(&r, &own, ctx, &mut v);
+        }
+        _ => {}
+    }
+    v
+}
+
+/// A1–A5 and C2: what the object says on its own.
+fn findings(r: &AddressReading) -> (Vec<FieldError>, Vec<Warning>) {
+    let mut errors = r.errors.clone();
+    let mut warnings = r.warnings.clone();
+    let has_error_at = |errors: &[FieldError], p: &str| errors.iter().any(|e| e.path == p);
+
+    // A5: the references are required.
+    if r.claim_name.is_none_or(str::is_empty)
+        && !has_error_at(&errors, "spec.claimRef")
+        && !has_error_at(&errors, "spec.claimRef.name")
+    {
+        errors.push(FieldError::required("A5", "spec.claimRef.name", ""));
+    }
+    if r.pool_ref.raw.is_none() {
+        if !has_error_at(&errors, "spec.poolRef") {
+            errors.push(FieldError::required("A5", "spec.poolRef", ""));
+        }
+    } else {
+        let p = &r.pool_ref;
+        for (field, value) in [
+            ("apiGroup", p.api_group),
+            ("kind", p.kind),
+            ("name", p.name),
+        ] {
+            let path = format!("spec.poolRef.{field}");
+            if value.is_none_or(str::is_empty) && !has_error_at(&errors, &path) {
+                errors.push(FieldError::required("A5", path, ""));
+            }
+        }
+    }
+    // C2: references never leave the namespace.
+    if r.pool_ref.has_namespace {
+        errors.push(FieldError::forbidden(
+            "C2",
+            "spec.poolRef.namespace",
+            NO_REF_NAMESPACE,
+        ));
+    }
+    if r.claim_ref_has_namespace {
+        errors.push(FieldError::forbidden(
+            "C2",
+            "spec.claimRef.namespace",
+            NO_REF_NAMESPACE,
+        ));
+    }
+
+    let Some(addr) = r.address else {
+        return (errors, warnings);
+    };
+    let family = addr.family;
+    let subnet = r.prefix.map(|p| (p, subnet_of(addr, p)));
+
+    // A3: the gateway against the address.
+    if let (Some(gw), Some(text)) = (r.gateway, r.gateway_text) {
+        if gw.family != family {
+            errors.push(FieldError::invalid(
+                "A3",
+                "spec.gateway",
+                text,
+                "must be of the same IP family as the address",
+            ));
+        } else if gw == addr {
+            errors.push(FieldError::invalid(
+                "A3",
+                "spec.gateway",
+                text,
+                "must not be the same as the address",
+            ));
+        } else if let Some((p, net)) = subnet {
+            if has_room_for_subnet(family, p)
+                && !is_link_local_gateway(gw)
+                && !net.contains(gw.value)
+            {
+                errors.push(FieldError::invalid(
+                    "A3",
+                    "spec.gateway",
+                    text,
+                    format!(
+                        "must be inside the address's subnet {}",
+                        subnet_text(family, net, p)
+                    ),
+                ));
+            }
+        }
+    }
+
+    // A4: network and broadcast addresses are legal but almost never meant.
+    if let Some((p, net)) = subnet.filter(|(p, _)| has_room_for_subnet(family, *p)) {
+        let cidr = subnet_text(family, net, p);
+        if addr.value == net.start {
+            warnings.push(Warning::new(
+                "A4",
+                "spec.address",
+                format!("{addr} is the network address of {cidr}"),
+            ));
+        } else if family == Family::V4 && addr.value == net.end {
+            warnings.push(Warning::new(
+                "A4",
+                "spec.address",
+                format!("{addr} is the broadcast address of {cidr}"),
+            ));
+        }
+    }
+    (errors, warnings)
+}
+
+/// A6–A9: the address against the claim, the pool and the other addresses the view holds.
+fn cross_object(r: &AddressReading, own: &ObjKey, ctx: &Ctx, v: &mut Verdict) {
+    let index = ctx.index;
+    let namespace = own.namespace.as_deref();
+
+    if let Some(claim) = r.claim_name.filter(|c| !c.is_empty()) {
+        // A6: the address fulfils its claim with the claim's pool.
+        let claim_key = ObjKey::new(Kind::IPAddressClaim, namespace, claim);
+        match index.claim(&claim_key) {
+            Some(c) => {
+                if r.pool_ref.raw.is_some() && c.pool_ref != r.pool_ref.pool_ref() {
+                    let value = r.pool_ref.raw.cloned().unwrap_or(Value::Null);
+                    v.deny(FieldError::invalid("A6", "spec.poolRef", value, OTHER_POOL));
+                }
+            }
+            None => v.warn(
+                "A6",
+                "spec.claimRef.name",
+                format!(
+                    "{claim_key} not found; allowed because restores may create addresses before their claims"
+                ),
+            ),
+        }
+        // A7: one address per claim.
+        let others: Vec<String> = index
+            .addresses_for_claim(Kind::IPAddress, namespace.unwrap_or_default(), claim)
+            .into_iter()
+            .filter(|a| a.key != *own)
+            .map(|a| a.key.to_string())
+            .collect();
+        if !others.is_empty() {
+            v.deny(FieldError::duplicate(
+                "A7",
+                "spec.claimRef.name",
+                claim,
+                format!(
+                    "{claim_key} is already fulfilled by {}",
+                    join_limited(&others)
+                ),
+            ));
+        }
+    }
+
+    let pool_key = r.pool_ref.pool_key(namespace);
+    let (Some(addr), Some(text)) = (r.address, r.address_text) else {
+        return;
+    };
+
+    // A8: inside what the pool can hand out; the pool's prefix and gateway are expected.
+    if let Some(pool) = pool_key.as_ref().and_then(|k| index.pool(k)) {
+        if !pool.allocatable.contains(addr) {
+            v.deny(FieldError::invalid(
+                "A8",
+                "spec.address",
+                text,
+                format!(
+                    "not an allocatable address of {}: {}",
+                    pool.key,
+                    pool.allocatable.display_limited(MAX_LISTED)
+                ),
+            ));
+        }
+        if let (Some(pp), Some(ap)) = (pool.prefix, r.prefix) {
+            if pp != ap {
+                v.warn(
+                    "A8",
+                    "spec.prefix",
+                    format!("prefix {ap} differs from the prefix {pp} of {}", pool.key),
+                );
+            }
+        }
+        match (pool.gateway, r.gateway) {
+            (Some(pg), Some(ag)) if pg != ag => v.warn(
+                "A8",
+                "spec.gateway",
+                format!("gateway {ag} differs from the gateway {pg} of {}", pool.key),
+            ),
+            (Some(pg), None) if r.gateway_text.is_none() => v.warn(
+                "A8",
+                "spec.gateway",
+                format!("not set, while {} has gateway {pg}", pool.key),
+            ),
+            (None, Some(ag)) => v.warn(
+                "A8",
+                "spec.gateway",
+                format!("gateway {ag} is set, while {} has none", pool.key),
+            ),
+            _ => {}
+        }
+    }
+
+    // A9: one holder per address and address space.
+    if ctx.options.overlap_scope == OverlapScope::Off {
+        return;
+    }
+    let space = match &pool_key {
+        Some(k) => index.space_of_pool(k),
+        None => crate::kinds::DEFAULT_ADDRESS_SPACE,
+    };
+    let cluster_wide = |k: &Option<ObjKey>| k.as_ref().is_some_and(|k| !k.kind.namespaced());
+    let in_scope = |h: &AddressProj| match ctx.options.overlap_scope {
+        OverlapScope::Namespace => {
+            h.key.namespace == own.namespace || cluster_wide(&pool_key) || cluster_wide(&h.pool)
+        }
+        _ => true,
+    };
+    let mut total = 0;
+    let mut shown = Vec::new();
+    for h in index.holders(addr) {
+        if h.key != *own && index.space_of_address(h) == space && in_scope(h) {
+            total += 1;
+            if shown.len() < MAX_LISTED {
+                shown.push(h.key.to_string());
+            }
+        }
+    }
+    if total > 0 {
+        v.deny(FieldError::duplicate(
+            "A9",
+            "spec.address",
+            text,
+            format!("{addr} is already held by {}", join_shown(&shown, total)),
+        ));
+    }
+}

@@ -1,0 +1,191 @@
+//! `InClusterIPPool` and `GlobalInClusterIPPool` (SPEC §5): P1–P7 come from the pool reader
+//! (the same reading the index uses), P8–P11 are judged here. The overlap (P10) and delete (P9)
+//! halves are written against any pool kind so the Metal3 and Spiderpool rules can call them.
+
+use serde_json::Value;
+
+use crate::address::AddrSet;
+use crate::cli::OverlapScope;
+use crate::model::pool::{read_pool, PoolReading};
+use crate::model::{read, Meta, ObjKey, Operation, Request};
+use crate::rules::field::{DenyReason, FieldError, Verdict};
+use crate::rules::util::{join_limited, join_shown, ratchet, spec_changed, MAX_LISTED};
+use crate::rules::Ctx;
+
+/// P9's text (the in-cluster provider's own), followed by who holds the pool.
+const HELD: &str =
+    "Pool has IPAddresses allocated. Cannot delete Pool until all IPAddresses have been removed.";
+
+pub(crate) fn validate(req: &Request, ctx: &Ctx) -> Verdict {
+    match (req.operation, req.object, req.old_object) {
+        (Operation::Delete, _, old) => delete(req, old, ctx),
+        (Operation::Create, Some(obj), _) => {
+            let r = read_pool(req.kind, obj);
+            let mut v = Verdict {
+                warnings: r.warnings.clone(),
+                ..Verdict::default()
+            };
+            v.errors.clone_from(&r.errors);
+            overlap(&r, None, ctx, &mut v);
+            v
+        }
+        (Operation::Update, Some(obj), Some(old)) => update(req, obj, old, ctx),
+        _ => Verdict::default(),
+    }
+}
+
+fn update(req: &Request, obj: &Value, old: &Value, ctx: &Ctx) -> Verdict {
+    let mut v = Verdict::default();
+    // P11: a pool on its way out (finalizers being removed) is never held up.
+    let deleting = |o: &Value| read::get(o, "metadata.deletionTimestamp").is_some();
+    if deleting(obj) || deleting(old) {
+        return v;
+    }
+    let changed = spec_changed(obj, old);
+    let space_changed = Meta::read(obj).address_space() != Meta::read(old).address_space();
+    if !changed && !space_changed {
+        return v;
+    }
+    let r = read_pool(req.kind, obj);
+    if !changed {
+        // Only the address space moved: the whole pool meets new neighbours.
+        overlap(&r, None, ctx, &mut v);
+        return v;
+    }
+    let before = read_pool(req.kind, old);
+    v.errors = ratchet(r.errors.clone(), &before.errors);
+    v.warnings.clone_from(&r.warnings);
+    keeps_allocated(&r, obj, ctx, &mut v);
+    overlap(&r, (!space_changed).then_some(&before), ctx, &mut v);
+    v
+}
+
+/// P8: every address that references the pool stays allocatable.
+pub(crate) fn keeps_allocated(r: &PoolReading, obj: &Value, ctx: &Ctx, v: &mut Verdict) {
+    let mut total = 0;
+    let mut shown = Vec::new();
+    for a in ctx.index.addresses_for_pool(&r.proj.key) {
+        // An address that does not parse holds nothing (the index never placed it).
+        let Some(ip) = a.ip else { continue };
+        if !r.proj.allocatable.contains(ip) {
+            total += 1;
+            if shown.len() < MAX_LISTED {
+                shown.push(format!("{} {ip}", a.key.ns_name()));
+            }
+        }
+    }
+    if total > 0 {
+        let value = read::get(obj, r.declared_path)
+            .cloned()
+            .unwrap_or(Value::Null);
+        v.deny(FieldError::invalid(
+            "P8",
+            r.declared_path,
+            value,
+            format!(
+                "pool addresses do not contain allocated addresses: {}",
+                join_shown(&shown, total)
+            ),
+        ));
+    }
+}
+
+/// Whether two pools can conflict under `--overlap-scope namespace`: namespaced pools only within
+/// their namespace, cluster-scoped pools with every pool.
+fn in_scope(scope: OverlapScope, a: &ObjKey, b: &ObjKey) -> bool {
+    match scope {
+        OverlapScope::Off => false,
+        OverlapScope::AddressSpace => true,
+        OverlapScope::Namespace => {
+            !a.kind.namespaced() || !b.kind.namespaced() || a.namespace == b.namespace
+        }
+    }
+}
+
+/// P10: the allocatable set meets no other pool's in the same address space. On an update within
+/// one space, `before` limits the question to the addresses the update adds (X5): an overlap the
+/// pool already had is the audit's to report, not this update's fault.
+pub(crate) fn overlap(r: &PoolReading, before: Option<&PoolReading>, ctx: &Ctx, v: &mut Verdict) {
+    let scope = ctx.options.overlap_scope;
+    if scope == OverlapScope::Off {
+        return;
+    }
+    let added;
+    let probe = match before {
+        Some(b) => {
+            added = r.proj.allocatable.difference(&b.proj.allocatable);
+            &added
+        }
+        None => &r.proj.allocatable,
+    };
+    if probe.is_empty() {
+        return;
+    }
+    let own = &r.proj.key;
+    let others: Vec<(&ObjKey, AddrSet)> = ctx
+        .index
+        .overlapping_pools(&r.proj.space, probe)
+        .into_iter()
+        .filter(|(p, _)| p.key != *own && in_scope(scope, own, &p.key))
+        .map(|(p, shared)| (&p.key, shared))
+        .collect();
+    if others.is_empty() {
+        return;
+    }
+    // The cause sits on each entry that overlaps and names every pool it meets there.
+    for e in &r.entries {
+        let parts: Vec<String> = others
+            .iter()
+            .filter_map(|(key, shared)| {
+                let here = shared.intersection(&e.set);
+                (!here.is_empty()).then(|| format!("{key} ({})", here.display_limited(MAX_LISTED)))
+            })
+            .collect();
+        if !parts.is_empty() {
+            v.deny(FieldError::invalid(
+                "P10",
+                e.path.clone(),
+                e.text.as_str(),
+                format!("overlaps {}", join_limited(&parts)),
+            ));
+        }
+    }
+}
+
+/// P9: a pool that addresses still reference cannot be deleted (403 Forbidden, SPEC §8).
+pub(crate) fn delete(req: &Request, old: Option<&Value>, ctx: &Ctx) -> Verdict {
+    let mut v = Verdict::default();
+    let meta = old.map(Meta::read).unwrap_or_default();
+    if crate::model::pool::SKIP_DELETE_ANNOTATIONS
+        .iter()
+        .any(|a| meta.annotations.contains_key(*a))
+    {
+        return v;
+    }
+    let namespace = req.namespace.or(meta.namespace.as_deref());
+    let name = if req.name.is_empty() {
+        meta.name.as_str()
+    } else {
+        req.name
+    };
+    let key = ObjKey::new(req.kind, namespace, name);
+    let holders = ctx.index.addresses_for_pool(&key);
+    if holders.is_empty() {
+        return v;
+    }
+    let shown: Vec<String> = holders
+        .iter()
+        .take(MAX_LISTED)
+        .map(|a| match a.ip {
+            Some(ip) => format!("{} ({ip})", a.key.ns_name()),
+            None => a.key.ns_name(),
+        })
+        .collect();
+    v.reason = DenyReason::Forbidden;
+    v.deny(FieldError::forbidden(
+        "P9",
+        "metadata.name",
+        format!("{HELD} Held by: {}", join_shown(&shown, holders.len())),
+    ));
+    v
+}

@@ -1,0 +1,164 @@
+//! Small pieces the rule modules share: the X5 ratchet, immutability diffs, short lists.
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+use crate::rules::field::FieldError;
+
+/// Lists of offenders stop here (SPEC §8), followed by `and N more`.
+pub(crate) const MAX_LISTED: usize = 5;
+
+/// Deep equality in which a number equals the same number written another way (`24`, `24.0`) and
+/// a missing value equals `null`: on UPDATE, what matters is whether the user changed anything.
+pub(crate) fn same(a: Option<&Value>, b: Option<&Value>) -> bool {
+    let a = a.filter(|v| !v.is_null());
+    let b = b.filter(|v| !v.is_null());
+    match (a, b) {
+        (None, None) => true,
+        (Some(Value::Number(x)), Some(Value::Number(y))) => {
+            match (x.as_i64(), y.as_i64(), x.as_u64(), y.as_u64()) {
+                (Some(x), Some(y), _, _) => x == y,
+                (_, _, Some(x), Some(y)) => x == y,
+                _ => x.as_f64() == y.as_f64(),
+            }
+        }
+        (Some(Value::Object(x)), Some(Value::Object(y))) => {
+            x.keys().chain(y.keys()).all(|k| same(x.get(k), y.get(k)))
+        }
+        (Some(Value::Array(x)), Some(Value::Array(y))) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same(Some(a), Some(b)))
+        }
+        (Some(x), Some(y)) => x == y,
+        _ => false,
+    }
+}
+
+/// Whether an UPDATE changed the spec.
+pub(crate) fn spec_changed(new: &Value, old: &Value) -> bool {
+    !same(new.get("spec"), old.get("spec"))
+}
+
+/// One immutability cause per changed leaf under `path` (C4, A10, as `ValidateImmutableField`).
+/// Objects are walked key by key; lists and scalars are leaves.
+pub(crate) fn immutable_changes(
+    rule: &'static str,
+    path: &str,
+    new: Option<&Value>,
+    old: Option<&Value>,
+    out: &mut Vec<FieldError>,
+) {
+    if let (Some(Value::Object(n)), Some(Value::Object(o))) = (new, old) {
+        let keys: BTreeSet<&String> = n.keys().chain(o.keys()).collect();
+        for k in keys {
+            immutable_changes(rule, &format!("{path}.{k}"), n.get(k), o.get(k), out);
+        }
+        return;
+    }
+    if !same(new, old) {
+        out.push(FieldError::immutable(
+            rule,
+            path,
+            new.unwrap_or(&Value::Null),
+            old.unwrap_or(&Value::Null),
+        ));
+    }
+}
+
+/// X5: keeps the findings the old object did not already have, so an update is judged only on
+/// what it changes (a problem that moves to another path or changes its text counts as new).
+pub(crate) fn ratchet(new: Vec<FieldError>, old: &[FieldError]) -> Vec<FieldError> {
+    new.into_iter().filter(|e| !old.contains(e)).collect()
+}
+
+/// `a, b, c, d, e and 3 more`.
+pub(crate) fn join_limited(items: &[String]) -> String {
+    let shown = &items[..items.len().min(MAX_LISTED)];
+    join_shown(shown, items.len())
+}
+
+/// The first items of a list of `total`, so long lists are never formatted in full.
+pub(crate) fn join_shown(shown: &[String], total: usize) -> String {
+    let list = shown.join(", ");
+    if total > shown.len() {
+        format!("{list} and {} more", total - shown.len())
+    } else {
+        list
+    }
+}
+
+/// Kubernetes `IsDNS1123Subdomain`, with its messages (C1: `poolRef.name`).
+pub(crate) fn dns1123_subdomain_errors(s: &str) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    if s.len() > 253 {
+        out.push("must be no more than 253 characters");
+    }
+    let label_ok = |l: &str| {
+        let alnum = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+        let b = l.as_bytes();
+        b.first().is_some_and(alnum)
+            && b.last().is_some_and(alnum)
+            && b.iter().all(|c| alnum(c) || *c == b'-')
+    };
+    if !s.split('.').all(label_ok) {
+        out.push(
+            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn x5_numbers_compare_by_value() {
+        assert!(same(
+            Some(&json!({"prefix": 24})),
+            Some(&json!({"prefix": 24.0}))
+        ));
+        assert!(!same(
+            Some(&json!({"prefix": 24})),
+            Some(&json!({"prefix": 25}))
+        ));
+        assert!(same(Some(&json!({"a": null})), Some(&json!({}))));
+        assert!(!same(Some(&json!(["a"])), Some(&json!(["a", "b"]))));
+    }
+
+    #[test]
+    fn immutable_changes_are_per_leaf() {
+        let mut out = Vec::new();
+        immutable_changes(
+            "C4",
+            "spec",
+            Some(&json!({"poolRef": {"name": "b", "kind": "K"}, "clusterName": "c"})),
+            Some(&json!({"poolRef": {"name": "a", "kind": "K"}})),
+            &mut out,
+        );
+        let texts: Vec<String> = out.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            texts,
+            [
+                r#"spec.clusterName: Invalid value: "c": field is immutable (was not set)"#,
+                r#"spec.poolRef.name: Invalid value: "b": field is immutable (was "a")"#,
+            ]
+        );
+    }
+
+    #[test]
+    fn lists_stop_at_five() {
+        let items: Vec<String> = (1..=8).map(|i| i.to_string()).collect();
+        assert_eq!(join_limited(&items), "1, 2, 3, 4, 5 and 3 more");
+        assert_eq!(join_limited(&items[..2]), "1, 2");
+    }
+
+    #[test]
+    fn dns1123_subdomain() {
+        assert!(dns1123_subdomain_errors("pool-a.b").is_empty());
+        assert_eq!(dns1123_subdomain_errors("Pool_A").len(), 1);
+        assert_eq!(dns1123_subdomain_errors("-a").len(), 1);
+        assert_eq!(dns1123_subdomain_errors(&"a".repeat(254)).len(), 1);
+    }
+}
