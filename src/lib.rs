@@ -17,6 +17,7 @@ pub mod admission;
 pub mod cli;
 pub mod cluster;
 pub mod kinds;
-// pub mod model; (enabled once address lands)
+pub mod index;
+pub mod model;
 pub mod rules;
 pub mod server;

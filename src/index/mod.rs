@@ -66,6 +66,9 @@ pub struct Index {
 
     claims: HashSet<ClaimEntry>,
 
+    /// Namespaces and space names, held once: readers build a fresh `Arc` per object.
+    strings: Interner,
+
     /// Objects per kind, in `Kind::ALL` order, kept up to date so a metrics scrape is O(1).
     counts: [usize; Kind::ALL.len()],
 }
@@ -79,7 +82,9 @@ impl Index {
 
     /// Adds or replaces the pool with `pool.key`; space, family and ranges may all change.
     /// Returns the pool it replaced.
-    pub fn upsert_pool(&mut self, pool: PoolProj) -> Option<PoolProj> {
+    pub fn upsert_pool(&mut self, mut pool: PoolProj) -> Option<PoolProj> {
+        self.strings.key(&mut pool.key);
+        pool.space = self.strings.get(&pool.space);
         match self.pool_ids.get(&pool.key) {
             Some(&id) => {
                 let old = self.pools.get(id);
@@ -199,7 +204,8 @@ impl Index {
 impl Index {
     /// Adds or replaces the address object with `address.key` (CAPI or Metal3 IPAddress).
     /// Returns the one it replaced.
-    pub fn upsert_address(&mut self, address: AddressProj) -> Option<AddressProj> {
+    pub fn upsert_address(&mut self, mut address: AddressProj) -> Option<AddressProj> {
+        self.share_strings(&mut address);
         match self.address_ids.get(&address.key) {
             Some(&id) => {
                 let old = &self.addresses.get(id).proj;
@@ -317,6 +323,29 @@ impl Index {
         self.claim_hasher.hash_one((kind, namespace, claim))
     }
 
+    /// Points the address's strings at copies the index already holds: at 100k addresses the
+    /// per-object copies of namespace, pool name and claim name are a third of the memory.
+    fn share_strings(&mut self, address: &mut AddressProj) {
+        self.strings.key(&mut address.key);
+        if let Some(claim) = &address.claim {
+            // The CAPI in-cluster provider names an address after its claim.
+            if **claim == *address.key.name {
+                address.claim = Some(address.key.name.clone());
+            }
+        }
+        if let Some(pool) = &mut address.pool {
+            let known = self
+                .by_pool
+                .get_key_value(pool)
+                .map(|(k, _)| k)
+                .or_else(|| self.pool_ids.get_key_value(pool).map(|(k, _)| k));
+            match known {
+                Some(k) => *pool = k.clone(),
+                None => self.strings.key(pool),
+            }
+        }
+    }
+
     fn link_address(&mut self, id: u32) {
         let proj = &self.addresses.get(id).proj;
         match proj.ip.and_then(ip_key) {
@@ -372,7 +401,8 @@ impl Index {
 
 impl Index {
     /// Adds or replaces the claim with `claim.key`. Returns the one it replaced.
-    pub fn upsert_claim(&mut self, claim: ClaimProj) -> Option<ClaimProj> {
+    pub fn upsert_claim(&mut self, mut claim: ClaimProj) -> Option<ClaimProj> {
+        self.strings.key(&mut claim.key);
         let kind = claim.key.kind;
         let old = self.claims.replace(ClaimEntry(claim)).map(|e| e.0);
         if old.is_none() {
@@ -567,6 +597,34 @@ impl Index {
 }
 
 // === helpers ===
+
+/// Strings many objects repeat, held once. Strings no object uses any more are dropped when the
+/// table has doubled since the last sweep, so namespace churn cannot grow it without bound.
+#[derive(Debug, Clone, Default)]
+struct Interner {
+    set: HashSet<Arc<str>>,
+    sweep_at: usize,
+}
+
+impl Interner {
+    fn get(&mut self, s: &Arc<str>) -> Arc<str> {
+        if let Some(held) = self.set.get(&**s) {
+            return held.clone();
+        }
+        if self.set.len() >= self.sweep_at {
+            self.set.retain(|held| Arc::strong_count(held) > 1);
+            self.sweep_at = (self.set.len() * 2).max(64);
+        }
+        self.set.insert(s.clone());
+        s.clone()
+    }
+
+    fn key(&mut self, key: &mut ObjKey) {
+        if let Some(ns) = &key.namespace {
+            key.namespace = Some(self.get(ns));
+        }
+    }
+}
 
 /// Segment maps of one address space.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

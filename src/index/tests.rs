@@ -728,3 +728,69 @@ fn scale_structure_is_linear() {
     }
     assert_eq!(index.spaces["default"].v4.len(), 1);
 }
+
+// === memory ===
+
+#[test]
+fn repeated_strings_are_held_once() {
+    let mut index = Index::new();
+    let pk = key(Kind::InClusterIPPool, Some("ns"), "p");
+    index.upsert_pool(pool(
+        Kind::InClusterIPPool,
+        Some("ns"),
+        "p",
+        "dc2",
+        set(&["10.0.0.0/24"]),
+    ));
+    for name in ["a", "b"] {
+        // Fresh Arcs everywhere, as the readers build them.
+        index.upsert_address(address(
+            Kind::IPAddress,
+            "ns",
+            name,
+            Some("10.0.0.1"),
+            Some(&pk),
+            Some(name),
+        ));
+    }
+    let a = index
+        .address(&key(Kind::IPAddress, Some("ns"), "a"))
+        .unwrap();
+    let b = index
+        .address(&key(Kind::IPAddress, Some("ns"), "b"))
+        .unwrap();
+    let p = index.pool(&pk).unwrap();
+    let ns = |k: &ObjKey| k.namespace.clone().unwrap();
+    assert!(Arc::ptr_eq(&ns(&a.key), &ns(&b.key)));
+    assert!(Arc::ptr_eq(&ns(&a.key), &ns(&p.key)));
+    assert!(Arc::ptr_eq(&a.claim.clone().unwrap(), &a.key.name));
+    let (pa, pb) = (a.pool.clone().unwrap(), b.pool.clone().unwrap());
+    assert!(Arc::ptr_eq(&pa.name, &pb.name) && Arc::ptr_eq(&pa.name, &p.key.name));
+    // Values are untouched.
+    assert_eq!(
+        a,
+        &address(
+            Kind::IPAddress,
+            "ns",
+            "a",
+            Some("10.0.0.1"),
+            Some(&pk),
+            Some("a")
+        )
+    );
+}
+
+#[test]
+fn interned_strings_of_vanished_namespaces_are_swept() {
+    let mut index = Index::new();
+    for i in 0..1000 {
+        let ns = format!("ns{i}");
+        index.upsert_address(address(Kind::IPAddress, &ns, "a", None, None, None));
+        index.remove_address(&key(Kind::IPAddress, Some(&ns), "a"));
+    }
+    assert!(
+        index.strings.set.len() <= 128,
+        "{}",
+        index.strings.set.len()
+    );
+}
