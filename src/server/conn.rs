@@ -49,13 +49,7 @@ pub(crate) async fn serve(
     limits: Limits,
     mut stop: watch::Receiver<bool>,
 ) {
-    let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder
-        .http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(limits.header_read_timeout);
-    builder.http2().timer(TokioTimer::new());
-    let builder = Arc::new(builder);
+    let builders = Arc::new(Builders::new(limits.header_read_timeout));
 
     let graceful = GracefulShutdown::new();
     // Each connection holds a permit, so a flood of idle connections queues in the kernel
@@ -82,7 +76,7 @@ pub(crate) async fn serve(
                         peer,
                         tls: tls.clone(),
                         router: router.clone(),
-                        builder: builder.clone(),
+                        builders: builders.clone(),
                         handshake_timeout: limits.handshake_timeout,
                     };
                     tasks.spawn(conn.run(watcher, held));
@@ -124,13 +118,37 @@ pub(crate) async fn stopped(stop: &mut watch::Receiver<bool>) {
     let _ = stop.wait_for(|s| *s).await;
 }
 
+/// One builder per protocol, chosen by ALPN. Sniffing the h2 preface instead (the auto
+/// default) would leave a silent connection waiting with no timer at all: hyper's header read
+/// timeout only starts once the HTTP/1 connection exists. h2 over TLS without ALPN is not a
+/// thing (RFC 9113 §3.2), so no ALPN means HTTP/1.1.
+struct Builders {
+    h1: auto::Builder<TokioExecutor>,
+    h2: auto::Builder<TokioExecutor>,
+}
+
+impl Builders {
+    fn new(header_read_timeout: Duration) -> Builders {
+        let mut builder = auto::Builder::new(TokioExecutor::new());
+        builder
+            .http1()
+            .timer(TokioTimer::new())
+            .header_read_timeout(header_read_timeout);
+        builder.http2().timer(TokioTimer::new());
+        Builders {
+            h1: builder.clone().http1_only(),
+            h2: builder.http2_only(),
+        }
+    }
+}
+
 struct Conn {
     name: &'static str,
     tcp: TcpStream,
     peer: SocketAddr,
     tls: Option<TlsAcceptor>,
     router: Router,
-    builder: Arc<auto::Builder<TokioExecutor>>,
+    builders: Arc<Builders>,
     handshake_timeout: Duration,
 }
 
@@ -139,11 +157,17 @@ impl Conn {
     async fn run(self, watcher: Watcher, _permit: OwnedSemaphorePermit) {
         let _ = self.tcp.set_nodelay(true);
         let Some(acceptor) = &self.tls else {
-            http(&self.builder, self.tcp, self.router, watcher, self.name).await;
+            http(&self.builders.h1, self.tcp, self.router, watcher, self.name).await;
             return;
         };
         match tokio::time::timeout(self.handshake_timeout, acceptor.accept(self.tcp)).await {
-            Ok(Ok(stream)) => http(&self.builder, stream, self.router, watcher, self.name).await,
+            Ok(Ok(stream)) => {
+                let builder = match stream.get_ref().1.alpn_protocol() {
+                    Some(b"h2") => &self.builders.h2,
+                    _ => &self.builders.h1,
+                };
+                http(builder, stream, self.router, watcher, self.name).await
+            }
             Ok(Err(e)) => {
                 // An alert from the client usually means it does not trust our certificate
                 // (a stale caBundle): worth seeing without debug logs.

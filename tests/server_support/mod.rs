@@ -1,0 +1,569 @@
+//! Shared by the `server_*` tests: a test CA, keys in every PEM format, an HTTPS client that can
+//! speak h1 or h2 on a connection it controls, and an in-process server on loopback.
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{HeaderMap, Request, Version};
+use http_body_util::{BodyExt, Full};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use ipam_guard::admission::Admission;
+use ipam_guard::cluster::{ClusterView, StaticView};
+use ipam_guard::server::{Addrs, CertFiles, Config, Server};
+use prometheus_client::registry::Registry;
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose, PublicKeyData,
+};
+use rustls::pki_types::{CertificateDer, ServerName};
+use rustls::ClientConfig;
+use tokio::net::TcpStream;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+/// Every wait in these tests is bounded by this.
+pub const WAIT: Duration = Duration::from_secs(10);
+
+pub fn fixture(name: &str) -> Vec<u8> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/admission")
+        .join(name);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+// === keys and certificates ===
+
+/// How a serving key is written to `tls.key`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyFormat {
+    /// `PRIVATE KEY` (ECDSA P-256).
+    Pkcs8,
+    /// `EC PRIVATE KEY` with its curve parameters, as cert-manager and OpenSSL write it.
+    Sec1,
+    /// `RSA PRIVATE KEY` (RSA 2048).
+    Pkcs1,
+}
+
+/// A serving key: what signs the certificate request, and the PEM the server reads.
+pub struct ServingKey {
+    public: Public,
+    pub pem: String,
+}
+
+impl ServingKey {
+    pub fn new(format: KeyFormat) -> ServingKey {
+        match format {
+            KeyFormat::Pkcs8 => {
+                let key = KeyPair::generate().unwrap();
+                let pem = key.serialize_pem();
+                ServingKey {
+                    public: Public::Ec(Box::new(key)),
+                    pem,
+                }
+            }
+            KeyFormat::Sec1 => {
+                let key = KeyPair::generate().unwrap();
+                let pem = pem_block(
+                    "EC PRIVATE KEY",
+                    &sec1_from_p256_pkcs8(key.serialized_der()),
+                );
+                ServingKey {
+                    public: Public::Ec(Box::new(key)),
+                    pem,
+                }
+            }
+            KeyFormat::Pkcs1 => {
+                use rsa::pkcs1::{EncodeRsaPrivateKey, EncodeRsaPublicKey, LineEnding};
+                let key = rsa::RsaPrivateKey::new(&mut rsa::rand_core::OsRng, 2048).unwrap();
+                let pem = key.to_pkcs1_pem(LineEnding::LF).unwrap().to_string();
+                let public = key
+                    .to_public_key()
+                    .to_pkcs1_der()
+                    .unwrap()
+                    .as_bytes()
+                    .to_vec();
+                ServingKey {
+                    public: Public::Rsa(public),
+                    pem,
+                }
+            }
+        }
+    }
+}
+
+/// rcgen with ring cannot hold an RSA key pair it did not make; the public half is enough here.
+enum Public {
+    Ec(Box<KeyPair>),
+    /// PKCS#1 RSAPublicKey DER.
+    Rsa(Vec<u8>),
+}
+
+impl PublicKeyData for Public {
+    fn der_bytes(&self) -> &[u8] {
+        match self {
+            Public::Ec(key) => key.der_bytes(),
+            Public::Rsa(der) => der,
+        }
+    }
+    fn algorithm(&self) -> &'static rcgen::SignatureAlgorithm {
+        match self {
+            Public::Ec(key) => PublicKeyData::algorithm(key.as_ref()),
+            Public::Rsa(_) => &rcgen::PKCS_RSA_SHA256,
+        }
+    }
+}
+
+/// A CA that issues serving certificates for the loopback names.
+pub struct TestCa {
+    issuer: Issuer<'static, KeyPair>,
+    pub der: CertificateDer<'static>,
+    pub pem: String,
+}
+
+impl TestCa {
+    pub fn new(name: &str) -> TestCa {
+        let key = KeyPair::generate().unwrap();
+        let params = ca_params(name);
+        let cert = params.self_signed(&key).unwrap();
+        TestCa {
+            der: cert.der().clone(),
+            pem: cert.pem(),
+            issuer: Issuer::new(params, key),
+        }
+    }
+
+    /// An intermediate CA signed by this one.
+    pub fn intermediate(&self, name: &str) -> TestCa {
+        let key = KeyPair::generate().unwrap();
+        let params = ca_params(name);
+        let cert = params.signed_by(&key, &self.issuer).unwrap();
+        TestCa {
+            der: cert.der().clone(),
+            pem: cert.pem(),
+            issuer: Issuer::new(params, key),
+        }
+    }
+
+    /// A leaf for `localhost`, `127.0.0.1` and `::1`, as PEM; `cn` tells leaves apart.
+    pub fn leaf(&self, key: &ServingKey, cn: &str) -> String {
+        let names = ["localhost", "127.0.0.1", "::1"].map(String::from).to_vec();
+        let mut params = CertificateParams::new(names).unwrap();
+        params.distinguished_name.push(DnType::CommonName, cn);
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        params.use_authority_key_identifier_extension = true;
+        params.signed_by(&key.public, &self.issuer).unwrap().pem()
+    }
+}
+
+fn ca_params(name: &str) -> CertificateParams {
+    let mut params = CertificateParams::default();
+    params.distinguished_name.push(DnType::CommonName, name);
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    params
+}
+
+fn pem_block(label: &str, der: &[u8]) -> String {
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::STANDARD.encode(der);
+    let mut out = format!("-----BEGIN {label}-----\n");
+    for line in b64.as_bytes().chunks(64) {
+        out.push_str(std::str::from_utf8(line).unwrap());
+        out.push('\n');
+    }
+    out.push_str(&format!("-----END {label}-----\n"));
+    out
+}
+
+/// One DER element: (tag, whole element, content, rest).
+fn der_element(buf: &[u8]) -> (u8, &[u8], &[u8], &[u8]) {
+    let tag = buf[0];
+    let (len, header) = match buf[1] {
+        n if n < 0x80 => (n as usize, 2),
+        0x81 => (buf[2] as usize, 3),
+        0x82 => (((buf[2] as usize) << 8) | buf[3] as usize, 4),
+        n => panic!("DER length form {n:#x} not expected in a test key"),
+    };
+    (
+        tag,
+        &buf[..header + len],
+        &buf[header..header + len],
+        &buf[header + len..],
+    )
+}
+
+fn der_wrap(tag: u8, content: &[u8]) -> Vec<u8> {
+    let mut out = vec![tag];
+    match content.len() {
+        n if n < 0x80 => out.push(n as u8),
+        n if n < 0x100 => out.extend([0x81, n as u8]),
+        n => out.extend([0x82, (n >> 8) as u8, n as u8]),
+    }
+    out.extend_from_slice(content);
+    out
+}
+
+/// ring writes the ECPrivateKey inside PKCS#8 without the curve; a SEC1 file carries it.
+fn sec1_from_p256_pkcs8(pkcs8: &[u8]) -> Vec<u8> {
+    let (_, _, pkcs8, _) = der_element(pkcs8);
+    let (_, _, _version, rest) = der_element(pkcs8);
+    let (_, _, _algorithm, rest) = der_element(rest);
+    let (_, _, ec_private_key, _) = der_element(rest);
+    let (_, _, ec, _) = der_element(ec_private_key);
+    let (_, version, _, rest) = der_element(ec);
+    let (_, secret, _, mut rest) = der_element(rest);
+    let mut public = None;
+    while !rest.is_empty() {
+        let (tag, whole, _, next) = der_element(rest);
+        if tag == 0xa1 {
+            public = Some(whole);
+        }
+        rest = next;
+    }
+    const PRIME256V1: [u8; 10] = [0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07];
+    let mut content = Vec::new();
+    content.extend_from_slice(version);
+    content.extend_from_slice(secret);
+    content.extend(der_wrap(0xa0, &PRIME256V1));
+    content.extend_from_slice(public.expect("ring writes the public key"));
+    der_wrap(0x30, &content)
+}
+
+/// Writes `tls.crt` (leaf first, then `chain`) and `tls.key` for a fresh key of `format`.
+pub fn write_pair(dir: &Path, ca: &TestCa, format: KeyFormat, cn: &str, chain: &[&str]) {
+    let key = ServingKey::new(format);
+    let mut crt = ca.leaf(&key, cn);
+    for extra in chain {
+        crt.push_str(extra);
+    }
+    std::fs::write(dir.join("tls.crt"), crt).unwrap();
+    std::fs::write(dir.join("tls.key"), &key.pem).unwrap();
+}
+
+// === client ===
+
+pub fn client_config(ca: &CertificateDer<'static>, alpn: &[&[u8]]) -> Arc<ClientConfig> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(ca.clone()).unwrap();
+    let mut config =
+        ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    Arc::new(config)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Proto {
+    H1,
+    H2,
+}
+
+enum Sender {
+    H1(hyper::client::conn::http1::SendRequest<Full<Bytes>>),
+    H2(hyper::client::conn::http2::SendRequest<Full<Bytes>>),
+}
+
+/// One HTTPS connection, kept open across requests.
+pub struct Conn {
+    sender: Sender,
+    pub proto: Proto,
+    /// The leaf certificate the server presented.
+    pub peer_cert: CertificateDer<'static>,
+    pub alpn: Option<Vec<u8>>,
+}
+
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub version: Version,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+impl Reply {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| {
+            panic!(
+                "body is not JSON ({e}): {:?}",
+                String::from_utf8_lossy(&self.body)
+            )
+        })
+    }
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+impl Conn {
+    /// TCP connect and TLS handshake; h2 is offered (ALPN) only for `Proto::H2`.
+    pub async fn open(
+        addr: SocketAddr,
+        ca: &CertificateDer<'static>,
+        proto: Proto,
+    ) -> std::io::Result<Conn> {
+        let alpn: &[&[u8]] = match proto {
+            Proto::H1 => &[b"http/1.1"],
+            Proto::H2 => &[b"h2"],
+        };
+        Conn::open_with(addr, client_config(ca, alpn), proto).await
+    }
+
+    pub async fn open_with(
+        addr: SocketAddr,
+        config: Arc<ClientConfig>,
+        proto: Proto,
+    ) -> std::io::Result<Conn> {
+        let connect = async {
+            let tcp = TcpStream::connect(addr).await?;
+            tcp.set_nodelay(true)?;
+            let name = ServerName::try_from("localhost").unwrap();
+            tokio_rustls::TlsConnector::from(config)
+                .connect(name, tcp)
+                .await
+        };
+        let tls = tokio::time::timeout(WAIT, connect).await.map_err(|_| {
+            std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timed out")
+        })??;
+        let (_, session) = tls.get_ref();
+        let peer_cert = session
+            .peer_certificates()
+            .expect("server sent a certificate")[0]
+            .clone();
+        let alpn = session.alpn_protocol().map(<[u8]>::to_vec);
+        let io = TokioIo::new(tls);
+        let sender = match proto {
+            Proto::H1 => {
+                let (sender, conn) = hyper::client::conn::http1::handshake(io)
+                    .await
+                    .map_err(std::io::Error::other)?;
+                tokio::spawn(conn);
+                Sender::H1(sender)
+            }
+            Proto::H2 => {
+                let (sender, conn) =
+                    hyper::client::conn::http2::handshake(TokioExecutor::new(), io)
+                        .await
+                        .map_err(std::io::Error::other)?;
+                tokio::spawn(conn);
+                Sender::H2(sender)
+            }
+        };
+        Ok(Conn {
+            sender,
+            proto,
+            peer_cert,
+            alpn,
+        })
+    }
+
+    pub async fn send(&mut self, req: Request<Full<Bytes>>) -> Result<Reply, hyper::Error> {
+        let work = async {
+            let response = match &mut self.sender {
+                Sender::H1(s) => {
+                    s.ready().await?;
+                    s.send_request(for_h1(req)).await?
+                }
+                Sender::H2(s) => {
+                    s.ready().await?;
+                    s.send_request(req).await?
+                }
+            };
+            let (parts, body) = response.into_parts();
+            let body = body.collect().await?.to_bytes();
+            Ok(Reply {
+                status: parts.status.as_u16(),
+                version: parts.version,
+                headers: parts.headers,
+                body,
+            })
+        };
+        tokio::time::timeout(WAIT, work)
+            .await
+            .expect("request timed out")
+    }
+
+    /// Whether the server has closed this connection (or it failed).
+    pub fn is_closed(&self) -> bool {
+        match &self.sender {
+            Sender::H1(s) => s.is_closed(),
+            Sender::H2(s) => s.is_closed(),
+        }
+    }
+}
+
+/// HTTP/1.1 wants the origin form and a Host header; h2 takes the absolute URI.
+fn for_h1(req: Request<Full<Bytes>>) -> Request<Full<Bytes>> {
+    let (mut parts, body) = req.into_parts();
+    let authority = parts
+        .uri
+        .authority()
+        .map(|a| a.to_string())
+        .unwrap_or_else(|| "localhost".into());
+    parts.uri = parts
+        .uri
+        .path_and_query()
+        .map(|p| p.as_str())
+        .unwrap_or("/")
+        .parse()
+        .unwrap();
+    parts
+        .headers
+        .insert(http::header::HOST, authority.parse().unwrap());
+    Request::from_parts(parts, body)
+}
+
+/// A POST with an optional Content-Type.
+pub fn post(
+    path: &str,
+    content_type: Option<&str>,
+    body: impl Into<Bytes>,
+) -> Request<Full<Bytes>> {
+    request("POST", path, content_type, body)
+}
+
+pub fn request(
+    method: &str,
+    path: &str,
+    content_type: Option<&str>,
+    body: impl Into<Bytes>,
+) -> Request<Full<Bytes>> {
+    let mut builder = Request::builder()
+        .method(method)
+        .uri(format!("https://localhost{path}"));
+    if let Some(ct) = content_type {
+        builder = builder.header(http::header::CONTENT_TYPE, ct);
+    }
+    builder.body(Full::new(body.into())).unwrap()
+}
+
+/// A one-off HTTP/1.1 GET over plain TCP (probes, metrics).
+pub async fn http_get(addr: SocketAddr, path: &str) -> std::io::Result<(u16, String)> {
+    let work = async {
+        let tcp = TcpStream::connect(addr).await?;
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tcp))
+            .await
+            .map_err(std::io::Error::other)?;
+        tokio::spawn(conn);
+        let req = Request::get(path)
+            .header(http::header::HOST, addr.to_string())
+            .body(Full::new(Bytes::new()))
+            .unwrap();
+        let response = sender
+            .send_request(req)
+            .await
+            .map_err(std::io::Error::other)?;
+        let status = response.status().as_u16();
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .map_err(std::io::Error::other)?
+            .to_bytes();
+        Ok((status, String::from_utf8_lossy(&body).into_owned()))
+    };
+    tokio::time::timeout(WAIT, work)
+        .await
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "GET timed out"))?
+}
+
+// === in-process server ===
+
+/// Loopback addresses with port 0, fast certificate polling, no shutdown delay.
+pub fn loopback_config(certs: CertFiles) -> Config {
+    let mut config = Config::new(certs);
+    config.listen = "127.0.0.1:0".parse().unwrap();
+    config.probe_listen = "127.0.0.1:0".parse().unwrap();
+    config.metrics_listen = "127.0.0.1:0".parse().unwrap();
+    config.cert_poll_interval = Duration::from_millis(100);
+    config.shutdown_delay = Duration::ZERO;
+    config.drain_timeout = Duration::from_secs(5);
+    config
+}
+
+/// A running in-process server.
+pub struct TestServer {
+    pub addrs: Addrs,
+    pub admission: Admission,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<()>>,
+}
+
+impl TestServer {
+    pub async fn start(config: Config) -> TestServer {
+        TestServer::start_with_view(config, Arc::new(StaticView::empty())).await
+    }
+
+    pub async fn start_with_view(config: Config, view: Arc<dyn ClusterView>) -> TestServer {
+        let admission = Admission::new(view, Default::default());
+        let server = Server::bind(config, admission.clone(), Registry::default())
+            .await
+            .expect("server binds");
+        let addrs = server.addrs();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(server.run(async move {
+            let _ = stopped.await;
+        }));
+        TestServer {
+            addrs,
+            admission,
+            stop: Some(stop),
+            task: Some(task),
+        }
+    }
+
+    /// Signals shutdown and waits (bounded) for the server to return.
+    pub async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(task) = self.task.take() {
+            tokio::time::timeout(WAIT * 2, task)
+                .await
+                .expect("server stops in time")
+                .expect("server task did not panic");
+        }
+    }
+
+    pub async fn metrics(&self) -> String {
+        let (status, text) = http_get(self.addrs.metrics, "/metrics").await.unwrap();
+        assert_eq!(status, 200);
+        text
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(task) = &self.task {
+            task.abort();
+        }
+    }
+}
+
+/// A server on loopback with a fresh CA and an ECDSA pair in a temporary directory.
+pub async fn start_default() -> (TestServer, TestCa, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = TestCa::new("test CA");
+    write_pair(dir.path(), &ca, KeyFormat::Pkcs8, "serving", &[]);
+    let server = TestServer::start(loopback_config(CertFiles::in_dir(dir.path()))).await;
+    (server, ca, dir)
+}
+
+/// The value of one sample line `name{labels} value` in a metrics text, if present.
+pub fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| {
+            l.strip_prefix(series)
+                .and_then(|rest| rest.strip_prefix(' '))
+        })
+        .and_then(|v| v.trim().parse().ok())
+}
