@@ -4,9 +4,12 @@
 //! Pure: no I/O.
 
 pub mod capi;
+pub mod capv;
 pub mod incluster;
+pub mod metal3;
 pub mod pool;
 pub mod read;
+pub mod spider;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -235,8 +238,10 @@ pub fn project(kind: Kind, obj: &Value) -> Option<Projection> {
             obj,
             ObjKey::new(kind, namespace, name),
         ))),
-        // issue 7: Metal3 IPAddress (MA4, MP4) is projected once its reader lands.
-        Kind::Metal3IPAddress => None,
+        Kind::Metal3IPAddress => Some(Projection::Address(metal3::project_address(
+            obj,
+            ObjKey::new(kind, namespace, name),
+        ))),
         Kind::Metal3IPClaim | Kind::VSphereMachine | Kind::VSphereMachineTemplate => None,
     }
 }

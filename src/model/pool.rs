@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::address::{subnet_of, AddrSet, Family, Ip, IpRange};
 use crate::kinds::Kind;
-use crate::model::{incluster, Meta, ObjKey, PoolProj};
+use crate::model::{incluster, metal3, spider, Meta, ObjKey, PoolProj};
 use crate::rules::field::{FieldError, Warning};
 
 /// Annotations that switch off delete protection (P9): the in-cluster provider's own escape
@@ -71,9 +71,8 @@ impl PoolReading {
 pub fn read_pool(kind: Kind, obj: &Value) -> PoolReading {
     match kind {
         Kind::InClusterIPPool | Kind::GlobalInClusterIPPool => incluster::read(kind, obj),
-        // issue 7: Metal3 IPPool and SpiderIPPool readers land with their rules; until then such
-        // pools are indexed with no addresses (they overlap nothing and hold nothing).
-        Kind::Metal3IPPool | Kind::SpiderIPPool => PoolReading::empty(kind, &Meta::read(obj)),
+        Kind::Metal3IPPool => metal3::read_pool(obj),
+        Kind::SpiderIPPool => spider::read_pool(obj),
         _ => PoolReading::empty(kind, &Meta::read(obj)),
     }
 }

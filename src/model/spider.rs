@@ -1,0 +1,526 @@
+//! Reader for Spiderpool's `SpiderIPPool` (`spiderpool.spidernet.io` v2beta1, cluster-scoped):
+//! SPEC §5 table and rules S1–S4, plus the allocation record in `status` that S5 and S6 read.
+//!
+//! Spiderpool keeps who holds which address in `status.allocatedIPs`, a JSON object serialised
+//! into a *string* (`{"172.18.41.40":{"pod":"default/web-0",…}}`), so it is decoded here, once.
+
+use serde_json::Value;
+
+use crate::address::{parse_cidr, parse_entry, parse_ip, AddrSet, Cidr, Entry, Family, Forms, Ip};
+use crate::kinds::Kind;
+use crate::model::pool::{
+    allocatable, is_link_local_gateway, is_point_to_point, projection, PoolEntry, PoolReading,
+};
+use crate::model::{read, Meta};
+use crate::rules::field::{FieldError, Warning};
+
+/// One parsed `ips` / `excludeIPs` entry.
+struct Item<'a> {
+    path: String,
+    text: &'a str,
+    entry: Entry,
+}
+
+/// S3: a list of IP-or-range entries at `path`; those that parse, of the subnet's family and
+/// inside it.
+fn entries<'a>(
+    obj: &'a Value,
+    path: &str,
+    family: Option<Family>,
+    subnet: Option<Cidr>,
+    errors: &mut Vec<FieldError>,
+    warnings: &mut Vec<Warning>,
+) -> Vec<Item<'a>> {
+    let list = match read::array("S3", obj, path) {
+        Ok(l) => l.unwrap_or_default(),
+        Err(e) => {
+            errors.push(e);
+            &[]
+        }
+    };
+    let mut out = Vec::new();
+    for (i, v) in list.iter().enumerate() {
+        let item = format!("{path}[{i}]");
+        let Some(text) = v.as_str() else {
+            errors.push(FieldError::invalid(
+                "S3",
+                item,
+                v.clone(),
+                "must be a string",
+            ));
+            continue;
+        };
+        let entry = match parse_entry(text, Forms::IP_OR_RANGE) {
+            Ok(p) => {
+                warnings.extend(
+                    p.warnings
+                        .into_iter()
+                        .map(|w| Warning::new("S3", item.clone(), w)),
+                );
+                p.value
+            }
+            Err(e) => {
+                errors.push(FieldError::invalid("S3", item, text, e.to_string()));
+                continue;
+            }
+        };
+        if family.is_some_and(|f| f != entry.family) {
+            let detail = match subnet {
+                Some(c) => format!("IP family does not match spec.subnet {c}"),
+                None => "IP family does not match spec.ipVersion".to_string(),
+            };
+            errors.push(FieldError::invalid("S3", item, text, detail));
+            continue;
+        }
+        if let Some(c) = subnet {
+            if !(c.network.start <= entry.range.start && entry.range.end <= c.network.end) {
+                errors.push(FieldError::invalid(
+                    "S3",
+                    item,
+                    text,
+                    format!("must be inside spec.subnet {c}"),
+                ));
+                continue;
+            }
+        }
+        out.push(Item {
+            path: item,
+            text,
+            entry,
+        });
+    }
+    out
+}
+
+/// Reads a `SpiderIPPool`.
+pub(crate) fn read_pool(obj: &Value) -> PoolReading {
+    let kind = Kind::SpiderIPPool;
+    let meta = Meta::read(obj);
+    let mut errors = Vec::new();
+    let mut warnings = Vec::new();
+
+    // S1: the subnet, in the canonical form Spiderpool itself insists on.
+    let subnet_text = match read::string("S1", obj, "spec.subnet") {
+        Ok(Some(t)) => Some(t),
+        Ok(None) => {
+            errors.push(FieldError::required("S1", "spec.subnet", ""));
+            None
+        }
+        Err(e) => {
+            errors.push(e);
+            None
+        }
+    };
+    let subnet = subnet_text.and_then(|t| match parse_cidr(t) {
+        Ok(p) => {
+            let canonical = p.value.to_string();
+            if canonical != t {
+                errors.push(FieldError::invalid(
+                    "S1",
+                    "spec.subnet",
+                    t,
+                    format!("unformatted subnet {t}, please change it to {canonical}"),
+                ));
+            }
+            Some(p.value)
+        }
+        Err(e) => {
+            errors.push(FieldError::invalid("S1", "spec.subnet", t, e.to_string()));
+            None
+        }
+    });
+
+    // S2: ipVersion names the subnet's family.
+    let version_family = match read::integer("S2", obj, "spec.ipVersion") {
+        Ok(None) => None,
+        Ok(Some(4)) => Some(Family::V4),
+        Ok(Some(6)) => Some(Family::V6),
+        Ok(Some(v)) => {
+            errors.push(FieldError::invalid(
+                "S2",
+                "spec.ipVersion",
+                v,
+                "must be 4 or 6",
+            ));
+            None
+        }
+        Err(e) => {
+            errors.push(e);
+            None
+        }
+    };
+    if let (Some(c), Some(f)) = (subnet, version_family) {
+        if c.family() != f {
+            let v = read::get(obj, "spec.ipVersion")
+                .cloned()
+                .unwrap_or(Value::Null);
+            errors.push(FieldError::invalid(
+                "S2",
+                "spec.ipVersion",
+                v,
+                format!("does not match spec.subnet {c}, an {} subnet", c.family()),
+            ));
+        }
+    }
+    let family = subnet.map(|c| c.family()).or(version_family);
+
+    let ips = entries(obj, "spec.ips", family, subnet, &mut errors, &mut warnings);
+    let excluded_items = entries(
+        obj,
+        "spec.excludeIPs",
+        family,
+        subnet,
+        &mut errors,
+        &mut warnings,
+    );
+    // Without a subnet or ipVersion the first entry decides, so the index still holds something.
+    let family = family.or(ips.first().map(|i| i.entry.family));
+    let fam = family.unwrap_or(Family::V4);
+    let of_family = |items: &[Item]| {
+        AddrSet::from_ranges(
+            fam,
+            items
+                .iter()
+                .filter(|i| i.entry.family == fam)
+                .map(|i| i.entry.range),
+        )
+    };
+    let declared = of_family(&ips);
+    let excluded = of_family(&excluded_items);
+    let usable = declared.difference(&excluded);
+
+    // S4: the gateway sits inside the subnet and is never handed out.
+    let mut gateway = None;
+    let gw_text = match read::string("S4", obj, "spec.gateway") {
+        Ok(t) => t,
+        Err(e) => {
+            errors.push(e);
+            None
+        }
+    };
+    if let Some(text) = gw_text {
+        match parse_ip(text) {
+            Err(e) => errors.push(FieldError::invalid(
+                "S4",
+                "spec.gateway",
+                text,
+                e.to_string(),
+            )),
+            Ok(p) => {
+                warnings.extend(
+                    p.warnings
+                        .into_iter()
+                        .map(|w| Warning::new("S4", "spec.gateway", w)),
+                );
+                let gw = p.value;
+                if family.is_some_and(|f| f != gw.family) {
+                    errors.push(FieldError::invalid(
+                        "S4",
+                        "spec.gateway",
+                        text,
+                        "provided gateway and addresses are of mixed IP families",
+                    ));
+                } else {
+                    gateway = Some(gw);
+                    if let Some(c) = subnet {
+                        if !is_link_local_gateway(gw) && !c.network.contains(gw.value) {
+                            errors.push(FieldError::invalid(
+                                "S4",
+                                "spec.gateway",
+                                text,
+                                format!("must be inside spec.subnet {c}"),
+                            ));
+                        }
+                    }
+                    if usable.contains(gw) {
+                        errors.push(FieldError::invalid(
+                            "S4",
+                            "spec.gateway",
+                            text,
+                            "must not be allocatable: it is in spec.ips and not in spec.excludeIPs",
+                        ));
+                    }
+                }
+            }
+        }
+    }
+
+    let prefix = subnet.map(|c| c.prefix);
+    let network = subnet.map(|c| c.network);
+    let alloc = allocatable(&declared, &excluded, gateway, network, prefix, false);
+    // Addresses a pod should never get; Spiderpool does not skip them by itself.
+    if let Some(c) = subnet.filter(|c| !is_point_to_point(c.family(), c.prefix)) {
+        let mut reserved = vec![(c.network.start, "network")];
+        if c.family() == Family::V4 {
+            reserved.push((c.network.end, "broadcast"));
+        }
+        for (v, what) in reserved {
+            if usable.contains(Ip::new(fam, v)) {
+                warnings.push(Warning::new(
+                    "S3",
+                    "spec.ips",
+                    format!(
+                        "includes {}, the {what} address of spec.subnet; list it in spec.excludeIPs",
+                        Ip::new(fam, v)
+                    ),
+                ));
+            }
+        }
+    }
+
+    let pool_entries = ips
+        .iter()
+        .filter(|i| i.entry.family == fam)
+        .map(|i| PoolEntry {
+            path: i.path.clone(),
+            text: i.text.to_string(),
+            set: i.entry.to_set(),
+        })
+        .collect();
+    PoolReading {
+        proj: projection(kind, &meta, family, alloc, gateway, prefix),
+        declared,
+        excluded,
+        subnet: network,
+        entries: pool_entries,
+        declared_path: "spec.ips",
+        errors,
+        warnings,
+    }
+}
+
+// === status ===
+
+/// One key of `status.allocatedIPs`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AllocatedIp {
+    /// The key as written.
+    pub key: String,
+    /// The key as an address; None when it is not one.
+    pub ip: Option<Ip>,
+    /// `namespace/name` of the pod holding it, when recorded.
+    pub pod: Option<String>,
+}
+
+impl AllocatedIp {
+    /// `default/web-0 (172.18.41.40)`, or the bare key when no pod is recorded.
+    pub fn holder_text(&self) -> String {
+        match &self.pod {
+            Some(pod) => format!("{pod} ({})", self.key),
+            None => self.key.clone(),
+        }
+    }
+}
+
+/// What `status` says is handed out.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Allocation {
+    /// `status.allocatedIPCount` when it is an integer.
+    pub count: Option<i64>,
+    /// The keys of `status.allocatedIPs`, in key order.
+    pub ips: Vec<AllocatedIp>,
+    /// `status.allocatedIPs` is present but not a JSON object (S6 counts it as held).
+    pub unreadable: bool,
+}
+
+impl Allocation {
+    /// Whether anything is held (S6).
+    pub fn held(&self) -> bool {
+        self.count.is_some_and(|c| c > 0) || !self.ips.is_empty() || self.unreadable
+    }
+}
+
+/// Reads `status.allocatedIPCount` and `status.allocatedIPs`.
+pub fn allocation(obj: &Value) -> Allocation {
+    let count = read::get(obj, "status.allocatedIPCount").and_then(Value::as_i64);
+    let parsed: Option<Value> = match read::get(obj, "status.allocatedIPs") {
+        None => {
+            return Allocation {
+                count,
+                ..Allocation::default()
+            }
+        }
+        Some(Value::String(s)) if s.trim().is_empty() => Some(Value::Object(Default::default())),
+        Some(Value::String(s)) => serde_json::from_str(s).ok(),
+        // A file written by hand may hold the map itself; read it the same way.
+        Some(v @ Value::Object(_)) => Some(v.clone()),
+        Some(_) => None,
+    };
+    let map = match parsed {
+        Some(Value::Object(m)) => m,
+        Some(Value::Null) => Default::default(),
+        _ => {
+            return Allocation {
+                count,
+                ips: Vec::new(),
+                unreadable: true,
+            }
+        }
+    };
+    let ips = map
+        .into_iter()
+        .map(|(key, v)| AllocatedIp {
+            ip: parse_ip(&key).ok().map(|p| p.value),
+            pod: v.get("pod").and_then(Value::as_str).map(str::to_string),
+            key,
+        })
+        .collect();
+    Allocation {
+        count,
+        ips,
+        unreadable: false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn capture(name: &str) -> Value {
+        let path = format!("{}/tests/fixtures/eco/{name}", env!("CARGO_MANIFEST_DIR"));
+        serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+    }
+
+    fn pool(spec: Value) -> Value {
+        json!({"apiVersion": "spiderpool.spidernet.io/v2beta1", "kind": "SpiderIPPool",
+            "metadata": {"name": "p"}, "spec": spec})
+    }
+
+    fn texts(r: &PoolReading) -> Vec<String> {
+        r.errors.iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn captures_read_clean() {
+        let review = capture("spiderippool-create.json");
+        let r = read_pool(&review["request"]["object"]);
+        assert!(r.errors.is_empty(), "{:?}", texts(&r));
+        assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+        assert_eq!(
+            r.proj.allocatable.to_string(),
+            "172.18.41.40-172.18.41.44, 172.18.41.46-172.18.41.50, 172.18.41.60"
+        );
+        assert_eq!(r.proj.prefix, Some(24));
+        assert_eq!(r.proj.key.namespace, None);
+        let review = capture("spiderippool-create-ipv6.json");
+        let r = read_pool(&review["request"]["object"]);
+        assert!(r.errors.is_empty(), "{:?}", texts(&r));
+        assert_eq!(
+            r.proj.allocatable.to_string(),
+            "fd00:172:18::100-fd00:172:18::14f, fd00:172:18::151-fd00:172:18::1ff"
+        );
+    }
+
+    #[test]
+    fn s1_subnet_must_be_canonical() {
+        let r = read_pool(&pool(json!({"subnet": "172.18.41.1/24"})));
+        assert_eq!(
+            texts(&r),
+            [
+                r#"spec.subnet: Invalid value: "172.18.41.1/24": unformatted subnet 172.18.41.1/24, please change it to 172.18.41.0/24"#
+            ]
+        );
+        let r = read_pool(&pool(json!({"subnet": "FD00::/64"})));
+        assert_eq!(
+            texts(&r),
+            [
+                r#"spec.subnet: Invalid value: "FD00::/64": unformatted subnet FD00::/64, please change it to fd00::/64"#
+            ]
+        );
+        let r = read_pool(&pool(json!({})));
+        assert_eq!(texts(&r), ["spec.subnet: Required value"]);
+    }
+
+    #[test]
+    fn s2_ip_version_matches_the_subnet() {
+        let r = read_pool(&pool(json!({"subnet": "10.0.0.0/24", "ipVersion": 6})));
+        assert_eq!(
+            texts(&r),
+            ["spec.ipVersion: Invalid value: 6: does not match spec.subnet 10.0.0.0/24, an IPv4 subnet"]
+        );
+        let r = read_pool(&pool(json!({"subnet": "10.0.0.0/24", "ipVersion": 5})));
+        assert_eq!(
+            texts(&r),
+            ["spec.ipVersion: Invalid value: 5: must be 4 or 6"]
+        );
+    }
+
+    #[test]
+    fn s3_entries_parse_and_lie_inside_the_subnet() {
+        let r = read_pool(&pool(json!({"subnet": "10.0.0.0/24",
+            "ips": ["10.0.0.10-10.0.0.5", "10.0.1.1", "fd00::1", "10.0.0.0/28", "10.0.0.20-10.0.0.30"],
+            "excludeIPs": ["10.0.2.0"]})));
+        assert_eq!(
+            texts(&r),
+            [
+                r#"spec.ips[0]: Invalid value: "10.0.0.10-10.0.0.5": range start 10.0.0.10 is after range end 10.0.0.5"#,
+                r#"spec.ips[1]: Invalid value: "10.0.1.1": must be inside spec.subnet 10.0.0.0/24"#,
+                r#"spec.ips[2]: Invalid value: "fd00::1": IP family does not match spec.subnet 10.0.0.0/24"#,
+                r#"spec.ips[3]: Invalid value: "10.0.0.0/28": a CIDR is not allowed here, expected an IP address or a range"#,
+                r#"spec.excludeIPs[0]: Invalid value: "10.0.2.0": must be inside spec.subnet 10.0.0.0/24"#,
+            ]
+        );
+        assert_eq!(r.proj.allocatable.to_string(), "10.0.0.20-10.0.0.30");
+    }
+
+    #[test]
+    fn s3_network_and_broadcast_in_ips_are_warned_about() {
+        let r = read_pool(&pool(
+            json!({"subnet": "10.0.0.0/24", "ips": ["10.0.0.0-10.0.0.255"]}),
+        ));
+        assert!(r.errors.is_empty());
+        assert_eq!(r.warnings.len(), 2);
+        assert_eq!(r.proj.allocatable.to_string(), "10.0.0.1-10.0.0.254");
+        // Point-to-point subnets use every address.
+        let r = read_pool(&pool(
+            json!({"subnet": "10.0.0.0/31", "ips": ["10.0.0.0-10.0.0.1"]}),
+        ));
+        assert!(r.warnings.is_empty());
+        assert_eq!(r.proj.allocatable.to_string(), "10.0.0.0-10.0.0.1");
+    }
+
+    #[test]
+    fn s4_gateway_inside_the_subnet_and_not_allocatable() {
+        let r = read_pool(&pool(
+            json!({"subnet": "10.0.0.0/24", "ips": ["10.0.0.1-10.0.0.9"],
+            "gateway": "10.0.0.5"}),
+        ));
+        assert_eq!(
+            texts(&r),
+            [
+                r#"spec.gateway: Invalid value: "10.0.0.5": must not be allocatable: it is in spec.ips and not in spec.excludeIPs"#
+            ]
+        );
+        let r = read_pool(&pool(
+            json!({"subnet": "10.0.0.0/24", "ips": ["10.0.0.1-10.0.0.9"],
+            "excludeIPs": ["10.0.0.5"], "gateway": "10.0.0.5"}),
+        ));
+        assert!(r.errors.is_empty(), "{:?}", texts(&r));
+        let r = read_pool(&pool(
+            json!({"subnet": "10.0.0.0/24", "gateway": "10.0.1.1"}),
+        ));
+        assert_eq!(
+            texts(&r),
+            [r#"spec.gateway: Invalid value: "10.0.1.1": must be inside spec.subnet 10.0.0.0/24"#]
+        );
+        // IPv6 link-local gateways come from router advertisements.
+        let r = read_pool(&pool(json!({"subnet": "fd00::/64", "gateway": "fe80::1"})));
+        assert!(r.errors.is_empty(), "{:?}", texts(&r));
+    }
+
+    #[test]
+    fn allocated_ips_is_a_json_string() {
+        let review = capture("spiderippool-update-spec.json");
+        let a = allocation(&review["request"]["oldObject"]);
+        assert_eq!(a.count, Some(1));
+        assert_eq!(a.ips.len(), 1);
+        assert_eq!(a.ips[0].holder_text(), "default/web-0 (172.18.41.40)");
+        assert!(a.held());
+        let none = allocation(&json!({"status": {"allocatedIPCount": 0, "allocatedIPs": "{}"}}));
+        assert!(!none.held());
+        let broken = allocation(&json!({"status": {"allocatedIPs": "{not json"}}));
+        assert!(broken.unreadable && broken.held());
+        assert!(!allocation(&json!({})).held());
+    }
+}
