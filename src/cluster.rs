@@ -2,7 +2,15 @@
 //! A static view is loaded from files (`serve --dev`, `check`, tests, benchmarks); the live view
 //! is fed by kube-runtime watches.
 
+pub mod load;
+mod static_view;
+
+use std::ops::Deref;
+
+use crate::index::Index;
 use crate::kinds::Kind;
+
+pub use static_view::StaticView;
 
 /// What the rules may ask of the cluster. Implementations answer from memory, never from the API server.
 pub trait ClusterView: Send + Sync {
@@ -10,23 +18,7 @@ pub trait ClusterView: Send + Sync {
     fn synced(&self) -> bool;
     /// Objects held per kind, for `ipam_guard_view_objects{kind}`.
     fn object_counts(&self) -> Vec<(Kind, usize)>;
-}
-
-/// A view that never changes: loaded once from files (or empty).
-#[derive(Debug, Default)]
-pub struct StaticView {}
-
-impl StaticView {
-    pub fn empty() -> Self {
-        StaticView::default()
-    }
-}
-
-impl ClusterView for StaticView {
-    fn synced(&self) -> bool {
-        true
-    }
-    fn object_counts(&self) -> Vec<(Kind, usize)> {
-        Vec::new()
-    }
+    /// The index the rules read. A static view lends a plain reference; a live view a read guard,
+    /// so hold it only for one decision and never across an `await`.
+    fn read(&self) -> Box<dyn Deref<Target = Index> + '_>;
 }

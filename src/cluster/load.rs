@@ -1,0 +1,967 @@
+//! Reading manifests from files and directories: what `check` judges and what `--state-from` serves.
+//!
+//! - Directories are walked recursively in sorted order (`.yaml`, `.yml`, `.json`; hidden entries
+//!   skipped), so two runs over the same tree report in the same order. A file named on the
+//!   command line is read whatever its extension; `-` is standard input.
+//! - A file holds YAML documents (`---`) or a stream of JSON values; a document is an object, a
+//!   `kind: List` (or `…List`) with `items`, or a bare list of objects.
+//! - Objects of kinds outside `kinds::KINDS` are counted and skipped, unread beyond their type.
+//! - Values stay as YAML gives them (`yes` is a string, `0x1F` is 31), but a number is never
+//!   truncated: one that fits neither i64 nor u64 is an error naming the file, the document and
+//!   the field, as is a document that is not an object or lacks `apiVersion`, `kind` or a name.
+//!
+//! Files are parsed on every core: 100k objects are mostly YAML scanning.
+
+use std::collections::{BTreeMap, HashSet};
+use std::fmt;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use crate::kinds::Kind;
+use crate::model::ObjKey;
+
+/// Where an object was read: file, document (1-based) and, inside a list, the item (0-based, as
+/// in `items[3]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Source {
+    pub file: Arc<str>,
+    pub document: Option<usize>,
+    pub item: Option<usize>,
+}
+
+impl Source {
+    fn file(file: &Arc<str>) -> Self {
+        Source {
+            file: file.clone(),
+            document: None,
+            item: None,
+        }
+    }
+    fn document(file: &Arc<str>, document: usize) -> Self {
+        Source {
+            file: file.clone(),
+            document: Some(document),
+            item: None,
+        }
+    }
+    fn with_item(&self, item: usize) -> Self {
+        Source {
+            item: Some(item),
+            ..self.clone()
+        }
+    }
+}
+
+impl fmt::Display for Source {
+    /// `file`, `file: document 2`, `file: document 2: items[3]`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.file)?;
+        if let Some(d) = self.document {
+            write!(f, ": document {d}")?;
+        }
+        if let Some(i) = self.item {
+            write!(f, ": items[{i}]")?;
+        }
+        Ok(())
+    }
+}
+
+/// One object of a known kind, as read.
+#[derive(Debug, Clone)]
+pub struct Manifest {
+    pub source: Source,
+    pub kind: Kind,
+    /// The version of `apiVersion`, as written (it may be one the kind does not serve).
+    pub version: String,
+    pub key: ObjKey,
+    /// The object. A namespaced object written without a namespace gets `default`, as `kubectl
+    /// create` without `-n` would place it, so every rule sees the namespace it will live in.
+    pub object: Value,
+}
+
+impl Manifest {
+    /// The namespace (None when the kind is cluster-scoped).
+    pub fn namespace(&self) -> Option<&str> {
+        self.key.namespace.as_deref()
+    }
+    pub fn name(&self) -> &str {
+        &self.key.name
+    }
+}
+
+/// What is wrong with an input, without where (see `LoadError`).
+#[derive(Debug, thiserror::Error)]
+pub enum Problem {
+    #[error("cannot read: {0}")]
+    Read(#[from] std::io::Error),
+    #[error("not valid YAML: {0}")]
+    Yaml(String),
+    #[error("not valid JSON: {0}")]
+    Json(String),
+    #[error("expected an object, found {0}")]
+    NotAnObject(&'static str),
+    #[error("{0} is missing")]
+    Missing(&'static str),
+    #[error("{field} must be {expected}, found {found}")]
+    WrongType {
+        field: &'static str,
+        expected: &'static str,
+        found: &'static str,
+    },
+    /// A value inside the object that JSON cannot hold faithfully (an oversized number, NaN).
+    #[error("{path}: {detail}")]
+    Value { path: String, detail: String },
+}
+
+impl Problem {
+    /// A short stable name, for logs and metrics.
+    pub fn metric_label(&self) -> &'static str {
+        match self {
+            Problem::Read(_) => "read",
+            Problem::Yaml(_) => "yaml",
+            Problem::Json(_) => "json",
+            Problem::NotAnObject(_) => "not_an_object",
+            Problem::Missing(_) => "missing_field",
+            Problem::WrongType { .. } => "wrong_type",
+            Problem::Value { .. } => "value",
+        }
+    }
+}
+
+/// An input that cannot be read as manifests: where, and what is wrong.
+#[derive(Debug, thiserror::Error)]
+#[error("{at}: {problem}")]
+pub struct LoadError {
+    pub at: Source,
+    pub problem: Problem,
+}
+
+impl LoadError {
+    fn new(source: Source, problem: impl Into<Problem>) -> Self {
+        LoadError {
+            at: source,
+            problem: problem.into(),
+        }
+    }
+}
+
+/// Everything read from a set of paths. Errors do not stop the reading: every bad file is named,
+/// and the readable objects are still there for a caller that wants to judge them.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    /// Objects of known kinds, in path order, then file order (sorted within directories), then
+    /// document order.
+    pub manifests: Vec<Manifest>,
+    pub errors: Vec<LoadError>,
+    /// Objects of kinds outside `kinds::KINDS`, by `Kind.group` (`Kind` for the core group).
+    pub skipped: BTreeMap<String, usize>,
+    /// Files read (or attempted).
+    pub files: usize,
+}
+
+impl Loaded {
+    pub fn skipped_total(&self) -> usize {
+        self.skipped.values().sum()
+    }
+}
+
+/// Reads every path (files, directories, `-`). Never fails as a whole: see `Loaded::errors`.
+pub fn read_paths(paths: &[PathBuf]) -> Loaded {
+    let mut loaded = Loaded::default();
+    let mut inputs = Vec::new();
+    let mut seen = HashSet::new();
+    for path in paths {
+        collect(path, true, &mut inputs, &mut seen, &mut loaded.errors);
+    }
+    loaded.files = inputs.len();
+
+    let results = parse_all(&inputs);
+    for r in results {
+        loaded.manifests.extend(r.manifests);
+        loaded.errors.extend(r.errors);
+        for (k, n) in r.skipped {
+            *loaded.skipped.entry(k).or_default() += n;
+        }
+    }
+    loaded
+}
+
+/// Reads one string of YAML (or JSON) as if it were a file named `name`.
+pub fn read_str(name: &str, text: &str) -> Loaded {
+    let file: Arc<str> = Arc::from(name);
+    let r = parse_yaml(&file, text);
+    Loaded {
+        manifests: r.manifests,
+        errors: r.errors,
+        skipped: r.skipped,
+        files: 1,
+    }
+}
+
+// === Finding files ===
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    Yaml,
+    Json,
+}
+
+#[derive(Debug)]
+struct Input {
+    /// As shown in messages: the path as given, joined with the entries walked below it.
+    name: Arc<str>,
+    path: Option<PathBuf>,
+    format: Format,
+}
+
+fn format_of(path: &Path) -> Option<Format> {
+    let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+    match ext.as_str() {
+        "yaml" | "yml" => Some(Format::Yaml),
+        "json" => Some(Format::Json),
+        _ => None,
+    }
+}
+
+fn collect(
+    path: &Path,
+    explicit: bool,
+    inputs: &mut Vec<Input>,
+    seen: &mut HashSet<PathBuf>,
+    errors: &mut Vec<LoadError>,
+) {
+    let name: Arc<str> = Arc::from(path.to_string_lossy().as_ref());
+    if explicit && path.as_os_str() == "-" {
+        inputs.push(Input {
+            name: Arc::from("-"),
+            path: None,
+            format: Format::Yaml,
+        });
+        return;
+    }
+    // Following symlinks is what a user expects; the canonical path both dedups a file named
+    // twice and stops a symlink loop.
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) => {
+            errors.push(LoadError::new(Source::file(&name), e));
+            return;
+        }
+    };
+    let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    if !seen.insert(canonical) {
+        return;
+    }
+    if meta.is_dir() {
+        let entries = match std::fs::read_dir(path) {
+            Ok(rd) => rd,
+            Err(e) => {
+                errors.push(LoadError::new(Source::file(&name), e));
+                return;
+            }
+        };
+        let mut children: Vec<PathBuf> = Vec::new();
+        for entry in entries {
+            match entry {
+                Ok(e) => {
+                    if !e.file_name().to_string_lossy().starts_with('.') {
+                        children.push(e.path());
+                    }
+                }
+                Err(e) => errors.push(LoadError::new(Source::file(&name), e)),
+            }
+        }
+        children.sort();
+        for child in children {
+            // Only manifests inside a directory: READMEs and scripts next to them are not errors.
+            let is_dir = std::fs::metadata(&child).is_ok_and(|m| m.is_dir());
+            if is_dir || format_of(&child).is_some() {
+                collect(&child, false, inputs, seen, errors);
+            }
+        }
+    } else {
+        inputs.push(Input {
+            name,
+            path: Some(path.to_path_buf()),
+            format: format_of(path).unwrap_or(Format::Yaml),
+        });
+    }
+}
+
+// === Parsing ===
+
+#[derive(Debug, Default)]
+struct FileResult {
+    manifests: Vec<Manifest>,
+    errors: Vec<LoadError>,
+    skipped: BTreeMap<String, usize>,
+}
+
+/// Parses inputs on up to `available_parallelism` threads; results come back in input order.
+fn parse_all(inputs: &[Input]) -> Vec<FileResult> {
+    let workers = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(inputs.len());
+    if workers <= 1 {
+        return inputs.iter().map(parse_input).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let slots: Vec<Mutex<Option<FileResult>>> = inputs.iter().map(|_| Mutex::new(None)).collect();
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(input) = inputs.get(i) else { break };
+                let r = parse_input(input);
+                *slots[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
+            });
+        }
+    });
+    slots
+        .into_iter()
+        .map(|m| {
+            m.into_inner()
+                .unwrap_or_else(|p| p.into_inner())
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+fn parse_input(input: &Input) -> FileResult {
+    let bytes = match &input.path {
+        Some(p) => std::fs::read(p),
+        None => {
+            let mut buf = Vec::new();
+            std::io::stdin().lock().read_to_end(&mut buf).map(|_| buf)
+        }
+    };
+    let bytes = match bytes {
+        Ok(b) => b,
+        Err(e) => {
+            return FileResult {
+                errors: vec![LoadError::new(Source::file(&input.name), e)],
+                ..FileResult::default()
+            }
+        }
+    };
+    let text = match String::from_utf8(bytes) {
+        Ok(t) => t,
+        Err(e) => {
+            let problem = match input.format {
+                Format::Yaml => Problem::Yaml(format!("not UTF-8 text ({e})")),
+                Format::Json => Problem::Json(format!("not UTF-8 text ({e})")),
+            };
+            return FileResult {
+                errors: vec![LoadError::new(Source::file(&input.name), problem)],
+                ..FileResult::default()
+            };
+        }
+    };
+    match input.format {
+        Format::Yaml => parse_yaml(&input.name, &text),
+        Format::Json => parse_json(&input.name, &text),
+    }
+}
+
+fn parse_yaml(file: &Arc<str>, text: &str) -> FileResult {
+    let mut out = FileResult::default();
+    for (i, doc) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
+        let source = Source::document(file, i + 1);
+        let value = serde_yaml_ng::Value::deserialize(doc).and_then(|mut v| {
+            v.apply_merge()?;
+            Ok(v)
+        });
+        match value {
+            Ok(v) => dispatch(&source, v, &mut out),
+            Err(e) => {
+                out.errors.push(LoadError::new(source, yaml_problem(&e)));
+                // The parser cannot resynchronise: later documents would repeat this error forever.
+                break;
+            }
+        }
+    }
+    out
+}
+
+fn parse_json(file: &Arc<str>, text: &str) -> FileResult {
+    let mut out = FileResult::default();
+    let stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
+    for (i, value) in stream.enumerate() {
+        let source = Source::document(file, i + 1);
+        match value {
+            Ok(v) => dispatch(&source, v, &mut out),
+            Err(e) => {
+                out.errors
+                    .push(LoadError::new(source, Problem::Json(e.to_string())));
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// serde_yaml_ng reports an integer past 64 bits as a type error (`… as u128`); say what it means.
+fn yaml_problem(e: &serde_yaml_ng::Error) -> Problem {
+    let msg = e.to_string();
+    let too_big = msg
+        .split_once("invalid type: integer `")
+        .and_then(|(before, rest)| {
+            let (num, after) = rest.split_once('`')?;
+            (after.starts_with(" as u128") || after.starts_with(" as i128"))
+                .then(|| (before.trim_end_matches(": ").to_string(), num.to_string()))
+        });
+    match too_big {
+        Some((path, num)) => {
+            let at = e
+                .location()
+                .map(|l| format!(" (line {} column {})", l.line(), l.column()))
+                .unwrap_or_default();
+            Problem::Value {
+                path: if path.is_empty() { ".".into() } else { path },
+                detail: format!("{num} does not fit in a 64-bit integer{at}"),
+            }
+        }
+        None => Problem::Yaml(msg),
+    }
+}
+
+// === From documents to manifests ===
+
+/// What the dispatcher needs of a parsed document, so YAML and JSON share one reading.
+trait Doc: Sized {
+    fn type_name(&self) -> &'static str;
+    fn is_null(&self) -> bool;
+    fn is_object(&self) -> bool;
+    /// A top-level string field: None when absent or null, Err(type name) when not a string.
+    fn str_field(&self, key: &str) -> Option<Result<&str, &'static str>>;
+    /// Splits a list document into its elements; Err(self) when it is not a list.
+    fn into_list(self) -> Result<Vec<Self>, Self>;
+    /// Takes `items` out of an object.
+    fn take_items(&mut self) -> Option<Self>;
+    fn into_json(self) -> Result<Value, ValueError>;
+}
+
+fn dispatch<D: Doc>(source: &Source, doc: D, out: &mut FileResult) {
+    if doc.is_null() {
+        // An empty document (`---` twice, a trailing `---`) holds nothing.
+        return;
+    }
+    let doc = match doc.into_list() {
+        Ok(elements) => {
+            for (i, e) in elements.into_iter().enumerate() {
+                object(source.with_item(i), e, out);
+            }
+            return;
+        }
+        Err(doc) => doc,
+    };
+    if !doc.is_object() {
+        out.errors.push(LoadError::new(
+            source.clone(),
+            Problem::NotAnObject(doc.type_name()),
+        ));
+        return;
+    }
+    let is_list =
+        matches!(doc.str_field("kind"), Some(Ok(k)) if k == "List" || k.ends_with("List"));
+    if is_list {
+        let mut doc = doc;
+        // `kind: List` without items is an empty list.
+        let Some(items) = doc.take_items() else {
+            return;
+        };
+        match items.into_list() {
+            Ok(elements) => {
+                for (i, e) in elements.into_iter().enumerate() {
+                    object(source.with_item(i), e, out);
+                }
+            }
+            Err(items) if items.is_null() => {}
+            Err(items) => out.errors.push(LoadError::new(
+                source.clone(),
+                Problem::WrongType {
+                    field: "items",
+                    expected: "a list",
+                    found: items.type_name(),
+                },
+            )),
+        }
+        return;
+    }
+    object(source.clone(), doc, out);
+}
+
+fn object<D: Doc>(source: Source, doc: D, out: &mut FileResult) {
+    if !doc.is_object() {
+        out.errors.push(LoadError::new(
+            source,
+            Problem::NotAnObject(doc.type_name()),
+        ));
+        return;
+    }
+    let field = |name: &'static str| -> Result<String, Problem> {
+        match doc.str_field(name) {
+            None => Err(Problem::Missing(name)),
+            Some(Ok("")) => Err(Problem::Missing(name)),
+            Some(Ok(s)) => Ok(s.to_string()),
+            Some(Err(found)) => Err(Problem::WrongType {
+                field: name,
+                expected: "a string",
+                found,
+            }),
+        }
+    };
+    let (api_version, kind) = match (field("apiVersion"), field("kind")) {
+        (Ok(a), Ok(k)) => (a, k),
+        (Err(p), _) | (_, Err(p)) => {
+            out.errors.push(LoadError::new(source, p));
+            return;
+        }
+    };
+    let Some((kind, version)) = Kind::from_api_version(&api_version, &kind) else {
+        let label = match api_version.rsplit_once('/') {
+            Some((group, _)) => format!("{kind}.{group}"),
+            None => kind,
+        };
+        *out.skipped.entry(label).or_default() += 1;
+        return;
+    };
+    let mut object = match doc.into_json() {
+        Ok(v) => v,
+        Err(e) => {
+            out.errors.push(LoadError::new(source, e.into_problem()));
+            return;
+        }
+    };
+    match identify(kind, &mut object) {
+        Ok(key) => out.manifests.push(Manifest {
+            source,
+            kind,
+            version,
+            key,
+            object,
+        }),
+        Err(p) => out.errors.push(LoadError::new(source, p)),
+    }
+}
+
+/// Reads name and namespace; fills in `default` for a namespaced object written without one.
+fn identify(kind: Kind, object: &mut Value) -> Result<ObjKey, Problem> {
+    let Some(meta) = object.get_mut("metadata") else {
+        return Err(Problem::Missing("metadata.name"));
+    };
+    let found = json_type_name(meta);
+    let Some(meta) = meta.as_object_mut() else {
+        return Err(Problem::WrongType {
+            field: "metadata",
+            expected: "an object",
+            found,
+        });
+    };
+    let name = match meta.get("name") {
+        Some(Value::String(s)) if !s.is_empty() => s.clone(),
+        None | Some(Value::Null) | Some(Value::String(_)) => {
+            return Err(Problem::Missing("metadata.name"))
+        }
+        Some(v) => {
+            return Err(Problem::WrongType {
+                field: "metadata.name",
+                expected: "a string",
+                found: json_type_name(v),
+            })
+        }
+    };
+    let namespace = match meta.get("namespace") {
+        Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
+        None | Some(Value::Null) | Some(Value::String(_)) => None,
+        Some(v) => {
+            return Err(Problem::WrongType {
+                field: "metadata.namespace",
+                expected: "a string",
+                found: json_type_name(v),
+            })
+        }
+    };
+    let namespace = match (kind.namespaced(), namespace) {
+        (true, None) => {
+            meta.insert("namespace".into(), Value::String("default".into()));
+            Some("default".to_string())
+        }
+        (_, ns) => ns,
+    };
+    Ok(ObjKey::new(kind, namespace.as_deref(), &name))
+}
+
+fn json_type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// A value JSON cannot hold as written, with its path built on the way back up (no cost when
+/// nothing is wrong).
+#[derive(Debug)]
+struct ValueError {
+    /// Path segments, innermost first.
+    rev_path: Vec<Segment>,
+    detail: String,
+}
+
+#[derive(Debug)]
+enum Segment {
+    Key(String),
+    Index(usize),
+}
+
+impl ValueError {
+    fn new(detail: String) -> Self {
+        ValueError {
+            rev_path: Vec::new(),
+            detail,
+        }
+    }
+    fn at(mut self, s: Segment) -> Self {
+        self.rev_path.push(s);
+        self
+    }
+    fn into_problem(self) -> Problem {
+        let mut path = String::new();
+        for s in self.rev_path.iter().rev() {
+            match s {
+                Segment::Key(k) => {
+                    if !path.is_empty() {
+                        path.push('.');
+                    }
+                    path.push_str(k);
+                }
+                Segment::Index(i) => path.push_str(&format!("[{i}]")),
+            }
+        }
+        if path.is_empty() {
+            path.push('.');
+        }
+        Problem::Value {
+            path,
+            detail: self.detail,
+        }
+    }
+}
+
+/// An f64 that stands for an integer past 64 bits (YAML and JSON parsers fall back to a float for
+/// those): keeping it would hand the rules a rounded number.
+fn check_float(f: f64) -> Result<(), ValueError> {
+    if !f.is_finite() {
+        return Err(ValueError::new(format!(
+            "{f} is not a number JSON can hold"
+        )));
+    }
+    // 2^64 and -2^63: every integer inside is read as u64 or i64 before any float.
+    if f.fract() == 0.0
+        && !(-9_223_372_036_854_775_808.0..18_446_744_073_709_551_616.0).contains(&f)
+    {
+        return Err(ValueError::new(format!(
+            "{f:?} does not fit in a 64-bit integer"
+        )));
+    }
+    Ok(())
+}
+
+impl Doc for serde_yaml_ng::Value {
+    fn type_name(&self) -> &'static str {
+        use serde_yaml_ng::Value as Y;
+        match self {
+            Y::Null => "null",
+            Y::Bool(_) => "a boolean",
+            Y::Number(_) => "a number",
+            Y::String(_) => "a string",
+            Y::Sequence(_) => "a list",
+            Y::Mapping(_) => "an object",
+            Y::Tagged(t) => t.value.type_name(),
+        }
+    }
+    fn is_null(&self) -> bool {
+        serde_yaml_ng::Value::is_null(self)
+    }
+    fn is_object(&self) -> bool {
+        self.is_mapping()
+    }
+    fn str_field(&self, key: &str) -> Option<Result<&str, &'static str>> {
+        let v = self.as_mapping()?.get(key)?;
+        match v {
+            serde_yaml_ng::Value::Null => None,
+            serde_yaml_ng::Value::String(s) => Some(Ok(s)),
+            other => Some(Err(other.type_name())),
+        }
+    }
+    fn into_list(self) -> Result<Vec<Self>, Self> {
+        match self {
+            serde_yaml_ng::Value::Sequence(s) => Ok(s),
+            other => Err(other),
+        }
+    }
+    fn take_items(&mut self) -> Option<Self> {
+        self.as_mapping_mut()?.remove("items")
+    }
+    fn into_json(self) -> Result<Value, ValueError> {
+        yaml_to_json(self)
+    }
+}
+
+fn yaml_to_json(v: serde_yaml_ng::Value) -> Result<Value, ValueError> {
+    use serde_yaml_ng::Value as Y;
+    Ok(match v {
+        Y::Null => Value::Null,
+        Y::Bool(b) => Value::Bool(b),
+        Y::Number(n) => {
+            if let Some(u) = n.as_u64() {
+                Value::from(u)
+            } else if let Some(i) = n.as_i64() {
+                Value::from(i)
+            } else {
+                let f = n.as_f64().unwrap_or(f64::NAN);
+                check_float(f)?;
+                serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number)
+            }
+        }
+        Y::String(s) => Value::String(s),
+        Y::Sequence(seq) => {
+            let mut out = Vec::with_capacity(seq.len());
+            for (i, e) in seq.into_iter().enumerate() {
+                out.push(yaml_to_json(e).map_err(|err| err.at(Segment::Index(i)))?);
+            }
+            Value::Array(out)
+        }
+        Y::Mapping(m) => {
+            let mut out = Map::with_capacity(m.len());
+            for (k, v) in m {
+                // As sigs.k8s.io/yaml does: scalar keys become their text (`1: a` → `"1"`).
+                let key = match k {
+                    Y::String(s) => s,
+                    Y::Number(n) => n.to_string(),
+                    Y::Bool(b) => b.to_string(),
+                    Y::Null => "null".to_string(),
+                    other => {
+                        return Err(ValueError::new(format!(
+                            "a key must be a string, found {}",
+                            other.type_name()
+                        )))
+                    }
+                };
+                let v = match yaml_to_json(v) {
+                    Ok(v) => v,
+                    Err(err) => return Err(err.at(Segment::Key(key))),
+                };
+                out.insert(key, v);
+            }
+            Value::Object(out)
+        }
+        // Custom tags carry no meaning for Kubernetes: the value is what counts.
+        Y::Tagged(t) => yaml_to_json(t.value)?,
+    })
+}
+
+impl Doc for Value {
+    fn type_name(&self) -> &'static str {
+        json_type_name(self)
+    }
+    fn is_null(&self) -> bool {
+        Value::is_null(self)
+    }
+    fn is_object(&self) -> bool {
+        Value::is_object(self)
+    }
+    fn str_field(&self, key: &str) -> Option<Result<&str, &'static str>> {
+        match self.get(key)? {
+            Value::Null => None,
+            Value::String(s) => Some(Ok(s)),
+            other => Some(Err(json_type_name(other))),
+        }
+    }
+    fn into_list(self) -> Result<Vec<Self>, Self> {
+        match self {
+            Value::Array(a) => Ok(a),
+            other => Err(other),
+        }
+    }
+    fn take_items(&mut self) -> Option<Self> {
+        self.as_object_mut()?.remove("items")
+    }
+    fn into_json(self) -> Result<Value, ValueError> {
+        check_json_numbers(&self)?;
+        Ok(self)
+    }
+}
+
+fn check_json_numbers(v: &Value) -> Result<(), ValueError> {
+    match v {
+        Value::Number(n) if !n.is_u64() && !n.is_i64() => {
+            check_float(n.as_f64().unwrap_or(f64::NAN))
+        }
+        Value::Array(a) => {
+            for (i, e) in a.iter().enumerate() {
+                check_json_numbers(e).map_err(|err| err.at(Segment::Index(i)))?;
+            }
+            Ok(())
+        }
+        Value::Object(o) => {
+            for (k, e) in o {
+                check_json_numbers(e).map_err(|err| err.at(Segment::Key(k.clone())))?;
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn errors(l: &Loaded) -> Vec<String> {
+        l.errors.iter().map(|e| e.to_string()).collect()
+    }
+
+    #[test]
+    fn multi_document_lists_and_unknown_kinds() {
+        let l = read_str(
+            "x.yaml",
+            r#"
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: c}
+---
+apiVersion: v1
+kind: List
+items:
+- apiVersion: ipam.cluster.x-k8s.io/v1beta2
+  kind: IPAddressClaim
+  metadata: {name: a, namespace: ns}
+- apiVersion: cluster.x-k8s.io/v1beta1
+  kind: Cluster
+  metadata: {name: c}
+---
+---
+- apiVersion: ipam.cluster.x-k8s.io/v1alpha2
+  kind: GlobalInClusterIPPool
+  metadata: {name: g, namespace: ignored}
+"#,
+        );
+        assert_eq!(errors(&l), Vec::<String>::new());
+        assert_eq!(l.manifests.len(), 2);
+        assert_eq!(
+            l.manifests[0].source.to_string(),
+            "x.yaml: document 2: items[0]"
+        );
+        assert_eq!(l.manifests[0].key.ns_name(), "ns/a");
+        assert_eq!(l.manifests[1].key.ns_name(), "g");
+        assert_eq!(
+            l.manifests[1].source.to_string(),
+            "x.yaml: document 4: items[0]"
+        );
+        assert_eq!(l.skipped.get("ConfigMap"), Some(&1));
+        assert_eq!(l.skipped.get("Cluster.cluster.x-k8s.io"), Some(&1));
+    }
+
+    #[test]
+    fn namespace_defaults_for_namespaced_kinds() {
+        let l = read_str(
+            "x.yaml",
+            "apiVersion: ipam.cluster.x-k8s.io/v1beta2\nkind: IPAddress\nmetadata: {name: a}\n",
+        );
+        assert_eq!(l.manifests[0].namespace(), Some("default"));
+        assert_eq!(l.manifests[0].object["metadata"]["namespace"], "default");
+    }
+
+    #[test]
+    fn bad_documents_name_file_and_document() {
+        let cases = [
+            ("foo: [", "x.yaml: document 1: not valid YAML: "),
+            ("--- just text\n", "x.yaml: document 1: expected an object, found a string"),
+            ("---\n42\n", "x.yaml: document 1: expected an object, found a number"),
+            ("kind: IPAddress\nmetadata: {name: a}\n", "x.yaml: document 1: apiVersion is missing"),
+            ("apiVersion: ipam.cluster.x-k8s.io/v1beta2\n", "x.yaml: document 1: kind is missing"),
+            ("apiVersion: 5\nkind: X\n", "x.yaml: document 1: apiVersion must be a string, found a number"),
+            (
+                "apiVersion: ipam.cluster.x-k8s.io/v1beta2\nkind: IPAddress\nmetadata: {namespace: n}\n",
+                "x.yaml: document 1: metadata.name is missing",
+            ),
+            (
+                "apiVersion: ipam.cluster.x-k8s.io/v1beta2\nkind: IPAddress\nmetadata: foo\n",
+                "x.yaml: document 1: metadata must be an object, found a string",
+            ),
+            (
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n---\napiVersion: ipam.cluster.x-k8s.io/v1beta2\nkind: IPAddress\nmetadata: {name: a}\nspec: {prefix: 99999999999999999999}\n",
+                "x.yaml: document 2: spec.prefix: 99999999999999999999 does not fit in a 64-bit integer",
+            ),
+            (
+                "apiVersion: ipam.cluster.x-k8s.io/v1beta2\nkind: IPAddress\nmetadata: {name: a}\nspec: {prefix: 9999999999999999999999999999999999999999999}\n",
+                "x.yaml: document 1: spec.prefix: 1e43 does not fit in a 64-bit integer",
+            ),
+            (
+                "apiVersion: ipam.cluster.x-k8s.io/v1beta2\nkind: IPAddress\nmetadata: {name: a}\nspec: {prefix: .nan}\n",
+                "x.yaml: document 1: spec.prefix: NaN is not a number JSON can hold",
+            ),
+            (
+                "apiVersion: v1\nkind: List\nitems: [5]\n",
+                "x.yaml: document 1: items[0]: expected an object, found a number",
+            ),
+        ];
+        for (text, want) in cases {
+            let l = read_str("x.yaml", text);
+            let got = errors(&l);
+            assert_eq!(got.len(), 1, "{text:?}: {got:?}");
+            assert!(
+                got[0].starts_with(want),
+                "{text:?}: {got:?} does not start with {want:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn yaml_values_stay_as_written_and_numbers_whole() {
+        let l = read_str(
+            "x.yaml",
+            "apiVersion: ipam.cluster.x-k8s.io/v1beta2\nkind: IPAddress\nmetadata: {name: a}\nspec: {prefix: 4294967320, address: yes, gateway: 012, big: 18446744073709551615, neg: -5, f: 24.5}\n",
+        );
+        assert_eq!(errors(&l), Vec::<String>::new());
+        let spec = &l.manifests[0].object["spec"];
+        assert_eq!(spec["prefix"].as_u64(), Some(4294967320));
+        assert_eq!(spec["address"], "yes");
+        assert_eq!(spec["gateway"], "012");
+        assert_eq!(spec["big"].as_u64(), Some(u64::MAX));
+        assert_eq!(spec["neg"].as_i64(), Some(-5));
+        assert_eq!(spec["f"].as_f64(), Some(24.5));
+    }
+
+    #[test]
+    fn json_numbers_are_checked() {
+        let file: Arc<str> = Arc::from("x.json");
+        let r = parse_json(
+            &file,
+            r#"{"apiVersion":"ipam.cluster.x-k8s.io/v1beta2","kind":"IPAddress","metadata":{"name":"a"},"spec":{"prefix":99999999999999999999}}"#,
+        );
+        assert_eq!(r.errors.len(), 1);
+        assert_eq!(
+            r.errors[0].to_string(),
+            "x.json: document 1: spec.prefix: 1e20 does not fit in a 64-bit integer"
+        );
+        // The same number in an object of an unknown kind is not our business.
+        let r = parse_json(
+            &file,
+            r#"[{"apiVersion":"v1","kind":"ConfigMap","data":{"x":99999999999999999999}}]"#,
+        );
+        assert!(r.errors.is_empty());
+        assert_eq!(r.skipped.get("ConfigMap"), Some(&1));
+    }
+}
