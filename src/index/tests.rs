@@ -794,3 +794,52 @@ fn interned_strings_of_vanished_namespaces_are_swept() {
         index.strings.set.len()
     );
 }
+
+/// The brief's full scale: 100k pools and 1M addresses. No timing is asserted (benchmarks do
+/// that); it is here to be run by hand in release: `cargo test --release --lib index -- --ignored`.
+#[test]
+#[ignore = "full scale; run in release by hand"]
+fn scale_100k_pools_1m_addresses() {
+    let mut index = Index::new();
+    let base = u128::from(u32::from(std::net::Ipv4Addr::new(10, 0, 0, 0)));
+    // Nested and overlapping too, as pools stored before install may be.
+    index.upsert_pool(global("eight", "default", &["10.0.0.0/8"]));
+    let n = 100_000u128;
+    for i in 0..n {
+        let s = base + i * 64;
+        index.upsert_pool(pool(
+            Kind::InClusterIPPool,
+            Some(&format!("ns{}", i % 100)),
+            &format!("p{i}"),
+            "default",
+            AddrSet::from_range(Family::V4, IpRange::new(s + 1, s + 62)),
+        ));
+    }
+    assert_eq!(index.spaces["default"].v4.len(), 2 * n as usize + 1);
+    for i in 0..1_000_000u128 {
+        let p = i % n;
+        let ns = format!("ns{}", p % 100);
+        let pk = key(Kind::InClusterIPPool, Some(&ns), &format!("p{p}"));
+        let name = format!("a{i}");
+        index.upsert_address(AddressProj {
+            key: key(Kind::IPAddress, Some(&ns), &name),
+            ip: Some(Ip::new(Family::V4, base + p * 64 + 1 + i / n)),
+            pool: Some(pk),
+            claim: Some(Arc::from(name.as_str())),
+        });
+    }
+    assert_eq!(index.len(), 1_100_001);
+    let pk = key(Kind::InClusterIPPool, Some("ns7"), "p7");
+    assert_eq!(index.addresses_for_pool(&pk).len(), 10);
+    assert_eq!(
+        index
+            .holders(Ip::new(Family::V4, base + 7 * 64 + 1))
+            .count(),
+        1
+    );
+    let all = index.overlapping_pools("default", &set(&["10.0.0.0/8"]));
+    assert_eq!(all.len(), n as usize + 1);
+    index.clear_kind(Kind::IPAddress);
+    index.clear_kind(Kind::InClusterIPPool);
+    assert_eq!(index.spaces["default"].v4.len(), 1);
+}
