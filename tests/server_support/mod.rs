@@ -150,11 +150,20 @@ impl TestCa {
 
     /// A leaf for `localhost`, `127.0.0.1` and `::1`, as PEM; `cn` tells leaves apart.
     pub fn leaf(&self, key: &ServingKey, cn: &str) -> String {
+        self.leaf_until(key, cn, None)
+    }
+
+    /// Like `leaf`, valid until `not_after` (Unix seconds) when given.
+    pub fn leaf_until(&self, key: &ServingKey, cn: &str, not_after: Option<i64>) -> String {
         let names = ["localhost", "127.0.0.1", "::1"].map(String::from).to_vec();
         let mut params = CertificateParams::new(names).unwrap();
         params.distinguished_name.push(DnType::CommonName, cn);
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
         params.use_authority_key_identifier_extension = true;
+        if let Some(t) = not_after {
+            params.not_before = time::OffsetDateTime::now_utc() - time::Duration::hours(1);
+            params.not_after = time::OffsetDateTime::from_unix_timestamp(t).unwrap();
+        }
         params.signed_by(&key.public, &self.issuer).unwrap().pem()
     }
 }
@@ -245,6 +254,16 @@ pub fn write_pair(dir: &Path, ca: &TestCa, format: KeyFormat, cn: &str, chain: &
     }
     std::fs::write(dir.join("tls.crt"), crt).unwrap();
     std::fs::write(dir.join("tls.key"), &key.pem).unwrap();
+}
+
+/// The first certificate of a PEM file.
+pub fn leaf_der(path: &Path) -> CertificateDer<'static> {
+    use rustls::pki_types::pem::PemObject;
+    CertificateDer::pem_file_iter(path)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
 }
 
 // === client ===
@@ -566,4 +585,88 @@ pub fn sample(text: &str, series: &str) -> Option<f64> {
                 .and_then(|rest| rest.strip_prefix(' '))
         })
         .and_then(|v| v.trim().parse().ok())
+}
+
+// === load ===
+
+/// What a load worker saw.
+#[derive(Debug, Default)]
+pub struct LoadStats {
+    pub ok: u64,
+    pub failed: Vec<String>,
+}
+
+/// Workers posting to `/validate` until stopped: `(proto, fresh)` where `fresh` opens a new
+/// connection (and so a new handshake) per request.
+pub struct Load {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    workers: Vec<JoinHandle<LoadStats>>,
+}
+
+impl Load {
+    pub fn start(
+        addr: SocketAddr,
+        ca: &CertificateDer<'static>,
+        expected_status: u16,
+        body: &'static [u8],
+        workers: &[(Proto, bool)],
+    ) -> Load {
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let workers = workers
+            .iter()
+            .map(|&(proto, fresh)| {
+                let stop = stop.clone();
+                let ca = ca.clone();
+                tokio::spawn(async move {
+                    let mut stats = LoadStats::default();
+                    let mut conn: Option<Conn> = None;
+                    // Bounded even if nobody calls stop.
+                    let deadline = std::time::Instant::now() + WAIT * 3;
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed)
+                        && std::time::Instant::now() < deadline
+                    {
+                        if conn.is_none() || fresh {
+                            match Conn::open(addr, &ca, proto).await {
+                                Ok(c) => conn = Some(c),
+                                Err(e) => {
+                                    stats.failed.push(format!("{proto:?} connect: {e}"));
+                                    continue;
+                                }
+                            }
+                        }
+                        let c = conn.as_mut().unwrap();
+                        match c
+                            .send(post("/validate", Some("application/json"), body))
+                            .await
+                        {
+                            Ok(r) if r.status == expected_status => stats.ok += 1,
+                            Ok(r) => stats.failed.push(format!(
+                                "{proto:?} status {}: {}",
+                                r.status,
+                                r.text()
+                            )),
+                            Err(e) => {
+                                stats.failed.push(format!("{proto:?} request: {e}"));
+                                conn = None;
+                            }
+                        }
+                        tokio::time::sleep(Duration::from_millis(2)).await;
+                    }
+                    stats
+                })
+            })
+            .collect();
+        Load { stop, workers }
+    }
+
+    pub async fn finish(self) -> LoadStats {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let mut total = LoadStats::default();
+        for w in self.workers {
+            let stats = tokio::time::timeout(WAIT * 4, w).await.unwrap().unwrap();
+            total.ok += stats.ok;
+            total.failed.extend(stats.failed);
+        }
+        total
+    }
 }
