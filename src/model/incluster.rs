@@ -299,6 +299,7 @@ pub(crate) fn read(kind: Kind, obj: &Value) -> PoolReading {
     // P4
     let prefix = match raw_prefix {
         Some(p) => r.prefix(p, family),
+        None if r.errors.iter().any(|e| e.path == "spec.prefix") => None,
         None => {
             let detail = if v1alpha1 {
                 "prefix is required when using addresses"

@@ -173,8 +173,11 @@ fn cross_object(r: &AddressReading, own: &ObjKey, ctx: &Ctx, v: &mut Verdict) {
         let claim_key = ObjKey::new(Kind::IPAddressClaim, namespace, claim);
         match index.claim(&claim_key) {
             Some(c) => {
-                if r.pool_ref.raw.is_some() && c.pool_ref != r.pool_ref.pool_ref() {
-                    let value = r.pool_ref.raw.cloned().unwrap_or(Value::Null);
+                let mine = r.pool_ref.pool_ref();
+                if r.pool_ref.raw.is_some() && c.pool_ref != mine {
+                    // `Kind.group/name` rather than the JSON object, which the 64-character cut
+                    // would end before the name, the part that usually differs.
+                    let value = format!("{}.{}/{}", mine.kind, mine.api_group, mine.name);
                     v.deny(FieldError::invalid("A6", "spec.poolRef", value, OTHER_POOL));
                 }
             }
