@@ -5,11 +5,19 @@
 //! Layout, chosen for ≈100k cached objects:
 //! - pools and addresses live in slabs (`Vec<Option<T>>` plus a free list) and are named elsewhere
 //!   by a `u32` slot id, so secondary indexes cost 4 bytes per entry rather than a key each. The
-//!   `HashMap<ObjKey, u32>` clones the key, but an `ObjKey` only holds `Arc`s: the strings exist once.
+//!   `HashMap<ObjKey, u32>` clones the key, but an `ObjKey` only holds `Arc`s, and the index
+//!   points repeated namespaces, referenced pool keys and claim names at one copy (readers build
+//!   a fresh `Arc` per object). Measured at 100k addresses + 100k claims + 1k pools: ≈ 390 B per
+//!   address, 260 B per claim, 430 B per pool (bytes requested from the allocator).
 //! - pool allocatable sets go into one `SegmentMap` per (address space, family) (see `segments`).
 //! - an address's space is never stored: it is read through its pool at query time, so a pool that
 //!   appears, vanishes or changes space later is reflected without touching any address.
 //! - claims need no secondary index: a set keyed by the claim's own key holds them once.
+//!
+//! Costs (n objects, S segments): pool upsert/remove O(runs · log S + segments touched); overlap
+//! query O(runs · log S + k) for k segments met, plus sorting the answer; address upsert/remove
+//! O(1) expected; `holders`, `addresses_for_claim`, `addresses_for_pool` O(h log h) in the size of
+//! the answer (sorted so answers do not depend on insertion history); relists O(n).
 
 mod segments;
 
