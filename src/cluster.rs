@@ -2,7 +2,10 @@
 //! A static view is loaded from files (`serve --dev`, `check`, tests, benchmarks); the live view
 //! is fed by kube-runtime watches.
 
+pub mod live;
 pub mod load;
+mod object;
+pub mod shared;
 mod static_view;
 
 use std::ops::Deref;
@@ -10,6 +13,8 @@ use std::ops::Deref;
 use crate::index::Index;
 use crate::kinds::Kind;
 
+pub use object::WatchedObject;
+pub use shared::{IndexGuard, Shared};
 pub use static_view::StaticView;
 
 /// What the rules may ask of the cluster. Implementations answer from memory, never from the API server.

@@ -1,0 +1,236 @@
+//! What every view holds: the index the rules read, the pending entries of SPEC X2, and the lock
+//! that serialises decisions. The live view feeds it from watches; the static view (`--dev`,
+//! `--state-from`) from files; both let admission go through `decide`, so a dev server also refuses
+//! the second of two overlapping creates.
+//!
+//! Pending entries live inside the index (so every rule sees them without knowing about them) and
+//! in a side table that remembers what each one displaced, so an entry that expires (the write
+//! failed after we admitted it) gives back the real object it covered, not a hole.
+//!
+//! Why one decision lock rather than one per address space: a decision takes microseconds, and an
+//! IPAddress's space is only known after reading its pool from the index, so a per-space lock would
+//! need a read before the lock and a re-check after it. One lock serialises every space at once,
+//! which is what X2 asks and more.
+//!
+//! Lock order: `decisions`, then `state`. Watch events take only `state`.
+
+use std::collections::{HashMap, HashSet};
+use std::ops::Deref;
+use std::sync::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::{Duration, Instant};
+
+use crate::index::{Index, Object};
+use crate::kinds::Kind;
+use crate::model::{ObjKey, Projection};
+
+/// How long an admitted object counts as existing before the watch shows it (SPEC X2).
+pub const PENDING_TTL: Duration = Duration::from_secs(30);
+
+/// The index plus pending entries and the decision lock. Cheap to share behind an `Arc`.
+#[derive(Debug)]
+pub struct Shared {
+    state: RwLock<State>,
+    decisions: Mutex<()>,
+    ttl: Duration,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    index: Index,
+    pending: HashMap<ObjKey, Pending>,
+}
+
+#[derive(Debug)]
+struct Pending {
+    expires: Instant,
+    /// What the index held under this key before the first admission (an UPDATE's stored object),
+    /// restored when the entry expires.
+    displaced: Option<Object>,
+}
+
+/// A read lock on the index. Rules read through it; it must not be held across an `await`.
+pub struct IndexGuard<'a>(RwLockReadGuard<'a, State>);
+
+impl Deref for IndexGuard<'_> {
+    type Target = Index;
+    fn deref(&self) -> &Index {
+        &self.0.index
+    }
+}
+
+impl Default for Shared {
+    fn default() -> Self {
+        Shared::new(Index::new())
+    }
+}
+
+impl Shared {
+    pub fn new(index: Index) -> Self {
+        Shared::with_ttl(index, PENDING_TTL)
+    }
+
+    /// As `new`, with another pending TTL (tests).
+    pub fn with_ttl(index: Index, ttl: Duration) -> Self {
+        Shared {
+            state: RwLock::new(State {
+                index,
+                pending: HashMap::new(),
+            }),
+            decisions: Mutex::new(()),
+            ttl,
+        }
+    }
+
+    /// The index as it is now, pending entries included.
+    pub fn read(&self) -> IndexGuard<'_> {
+        IndexGuard(self.state_read())
+    }
+
+    /// Runs one admission decision that reads other objects (SPEC X2).
+    ///
+    /// `f` gets the index (expired pending entries already dropped) and returns the answer plus
+    /// what the request admits: the projection of the new object when the request is allowed and
+    /// not a dry run, else `None`. That projection becomes a pending entry before the next decision
+    /// starts, so the second of two overlapping creates sees the first. A pending entry for the
+    /// same key is replaced (a retried CREATE does not conflict with itself).
+    ///
+    /// Decisions run one at a time; keep `f` free of I/O.
+    pub fn decide<R>(&self, f: impl FnOnce(&Index) -> (R, Option<Projection>)) -> R {
+        let _turn = self
+            .decisions
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        self.sweep(Instant::now());
+        let (answer, admitted) = {
+            let state = self.state_read();
+            f(&state.index)
+        };
+        if let Some(object) = admitted {
+            self.admit(object);
+        }
+        answer
+    }
+
+    /// Records an object admitted outside `decide` (same rules as its `admitted` result).
+    pub fn admit(&self, projection: Projection) {
+        let object = to_object(projection);
+        let expires = Instant::now() + self.ttl;
+        let mut state = self.state_write();
+        let State { index, pending } = &mut *state;
+        let key = object.key().clone();
+        match pending.get_mut(&key) {
+            Some(entry) => entry.expires = expires,
+            None => {
+                let displaced = lookup(index, &key);
+                pending.insert(key, Pending { expires, displaced });
+            }
+        }
+        index.upsert(object);
+    }
+
+    /// Drops pending entries older than the TTL, giving back what each displaced.
+    /// Cheap when nothing is pending (a read lock).
+    pub fn sweep(&self, now: Instant) {
+        if !self.state_read().pending.values().any(|p| p.expires <= now) {
+            return;
+        }
+        let mut state = self.state_write();
+        let State { index, pending } = &mut *state;
+        let expired: Vec<ObjKey> = pending
+            .iter()
+            .filter(|(_, p)| p.expires <= now)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in expired {
+            if let Some(entry) = pending.remove(&key) {
+                tracing::debug!(object = %key, "pending entry expired: the watch never showed it");
+                index.remove(&key);
+                if let Some(real) = entry.displaced {
+                    index.upsert(real);
+                }
+            }
+        }
+    }
+
+    /// Pending entries now (tests and metrics).
+    pub fn pending_len(&self) -> usize {
+        self.state_read().pending.len()
+    }
+
+    // --- what the watches (or a loader) report ---
+
+    /// The watch shows `key` as `object` (None: the object exists but projects to nothing).
+    /// A pending entry for the key is dropped: the real object supersedes it.
+    pub fn apply(&self, key: &ObjKey, projection: Option<Projection>) {
+        let mut state = self.state_write();
+        state.pending.remove(key);
+        match projection {
+            Some(p) => state.index.upsert(to_object(p)),
+            None => {
+                state.index.remove(key);
+            }
+        }
+    }
+
+    /// The watch shows `key` deleted.
+    pub fn delete(&self, key: &ObjKey) {
+        let mut state = self.state_write();
+        state.pending.remove(key);
+        state.index.remove(key);
+    }
+
+    /// End of a relist of `kind`: objects of that kind not in `seen` are gone. Pending entries
+    /// stay (admitted writes the list may predate), but no longer cover a real object.
+    pub fn finish_relist(&self, kind: Kind, seen: &HashSet<ObjKey>) {
+        let mut state = self.state_write();
+        let State { index, pending } = &mut *state;
+        for (key, entry) in pending.iter_mut() {
+            if key.kind == kind && !seen.contains(key) {
+                entry.displaced = None;
+            }
+        }
+        index.retain_kind(kind, |k| seen.contains(k) || pending.contains_key(k));
+    }
+
+    /// The kind is no longer served (its CRD was removed): forget its objects and pending entries.
+    pub fn clear_kind(&self, kind: Kind) {
+        let mut state = self.state_write();
+        state.pending.retain(|k, _| k.kind != kind);
+        state.index.clear_kind(kind);
+    }
+
+    /// Replaces the whole index (a static view reloading its files); pending entries are dropped.
+    pub fn replace(&self, index: Index) {
+        let mut state = self.state_write();
+        state.pending.clear();
+        state.index = index;
+    }
+
+    // A panic while holding a lock leaves a consistent index (every mutation is one index call),
+    // so a poisoned lock is used as is rather than taking the whole webhook down.
+    fn state_read(&self) -> RwLockReadGuard<'_, State> {
+        self.state.read().unwrap_or_else(|p| p.into_inner())
+    }
+    fn state_write(&self) -> RwLockWriteGuard<'_, State> {
+        self.state.write().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+// `model::Projection` and `index::Object` hold the same three projections; one of them may go.
+fn to_object(p: Projection) -> Object {
+    match p {
+        Projection::Pool(p) => Object::Pool(p),
+        Projection::Address(a) => Object::Address(a),
+        Projection::Claim(c) => Object::Claim(c),
+    }
+}
+
+fn lookup(index: &Index, key: &ObjKey) -> Option<Object> {
+    if let Some(p) = index.pool(key) {
+        return Some(Object::Pool(p.clone()));
+    }
+    if let Some(a) = index.address(key) {
+        return Some(Object::Address(a.clone()));
+    }
+    index.claim(key).map(|c| Object::Claim(c.clone()))
+}
