@@ -55,19 +55,31 @@ fn update(req: &Request, obj: &Value, old: &Value, ctx: &Ctx) -> Verdict {
     let before = read_pool(req.kind, old);
     v.errors = ratchet(r.errors.clone(), &before.errors);
     v.warnings.clone_from(&r.warnings);
-    keeps_allocated(&r, obj, ctx, &mut v);
+    keeps_allocated(&r, &before, obj, ctx, &mut v);
     overlap(&r, (!space_changed).then_some(&before), ctx, &mut v);
     v
 }
 
-/// P8: every address that references the pool stays allocatable.
-pub(crate) fn keeps_allocated(r: &PoolReading, obj: &Value, ctx: &Ctx, v: &mut Verdict) {
+/// P8: every address that references the pool stays allocatable. Only addresses the update takes
+/// away count (X5): one that was already outside the pool is the audit's to report, and a pool
+/// that only grows costs no walk over its addresses at all.
+pub(crate) fn keeps_allocated(
+    r: &PoolReading,
+    before: &PoolReading,
+    obj: &Value,
+    ctx: &Ctx,
+    v: &mut Verdict,
+) {
+    let removed = before.proj.allocatable.difference(&r.proj.allocatable);
+    if removed.is_empty() {
+        return;
+    }
     let mut total = 0;
     let mut shown = Vec::new();
     for a in ctx.index.addresses_for_pool(&r.proj.key) {
         // An address that does not parse holds nothing (the index never placed it).
         let Some(ip) = a.ip else { continue };
-        if !r.proj.allocatable.contains(ip) {
+        if removed.contains(ip) {
             total += 1;
             if shown.len() < MAX_LISTED {
                 shown.push(format!("{} {ip}", a.key.ns_name()));

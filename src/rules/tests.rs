@@ -1316,6 +1316,50 @@ fn p8_allocated_addresses_stay_in_the_pool() {
 }
 
 #[test]
+fn p8_only_addresses_the_update_takes_away_count() {
+    let old = ipool(
+        NS,
+        "p",
+        json!({"addresses": ["10.0.0.10-10.0.0.20"], "gateway": "10.0.0.1", "prefix": 24}),
+    );
+    // Restored before ipam-guard: an address on the gateway, outside the allocatable set.
+    let stray = addr(NS, "stray", "10.0.0.1", 24, "InClusterIPPool", "p");
+    let held = addr(NS, "held", "10.0.0.20", 24, "InClusterIPPool", "p");
+    let ix = index(&[
+        (Kind::InClusterIPPool, &old),
+        (Kind::IPAddress, &stray),
+        (Kind::IPAddress, &held),
+    ]);
+    let grown = ipool(
+        NS,
+        "p",
+        json!({"addresses": ["10.0.0.10-10.0.0.30"], "gateway": "10.0.0.1", "prefix": 24}),
+    );
+    assert!(update(Kind::InClusterIPPool, &grown, &old, &ix).allowed());
+    let shrunk = ipool(
+        NS,
+        "p",
+        json!({"addresses": ["10.0.0.10-10.0.0.19"], "gateway": "10.0.0.1", "prefix": 24}),
+    );
+    assert_eq!(
+        errors(&update(Kind::InClusterIPPool, &shrunk, &old, &ix)),
+        [
+            r#"spec.addresses: Invalid value: ["10.0.0.10-10.0.0.19"]: pool addresses do not contain allocated addresses: ns/held 10.0.0.20"#
+        ]
+    );
+    // Changing the family takes every address away.
+    let v6 = ipool(
+        NS,
+        "p",
+        json!({"addresses": ["2001:db8::/120"], "prefix": 64}),
+    );
+    assert_eq!(
+        update(Kind::InClusterIPPool, &v6, &old, &ix).rules(),
+        ["P8"]
+    );
+}
+
+#[test]
 fn p8_offenders_stop_at_five() {
     let old = gpool("g", json!({"addresses": ["10.0.0.0/24"], "prefix": 24}));
     let new = gpool("g", json!({"addresses": ["10.0.0.0/25"], "prefix": 24}));
