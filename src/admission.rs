@@ -1,10 +1,24 @@
 //! AdmissionReview in and out: decode, dispatch to the rules, encode Status and patches.
-//! (Interface fixed first so the server can be built against it; the body lands with the rules.)
+//!
+//! The envelope is read by hand from a `serde_json::Value` rather than through
+//! `kube::core::admission::AdmissionRequest`: that type decodes the object's metadata as a typed
+//! `ObjectMeta` (one wrong-typed label would turn a field problem into a 400 for the whole review),
+//! and its response writes `patch` as an array of numbers where Kubernetes documents a base64
+//! string. The Status we send is kube's own `Status` type.
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
+use base64::Engine as _;
+use kube::core::response::{StatusCause, StatusDetails, StatusSummary};
+use kube::core::Status;
+use serde_json::{json, Map, Value};
+
 use crate::cluster::ClusterView;
-use crate::rules::Options;
+use crate::kinds::Kind;
+use crate::model::{Operation, Request};
+use crate::rules::field::{DenyReason, FieldError, Verdict};
+use crate::rules::{self, Ctx, Options};
 
 /// Which webhook path a review came in on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -50,6 +64,18 @@ pub struct Answer {
     pub outcome: Option<Outcome>,
 }
 
+impl Answer {
+    /// A 400 with a JSON message: the body was not an AdmissionReview we can answer.
+    fn bad_request(message: impl Into<String>) -> Answer {
+        let body = json!({ "message": message.into() });
+        Answer {
+            http_status: 400,
+            body: serde_json::to_vec(&body).unwrap_or_default(),
+            outcome: None,
+        }
+    }
+}
+
 /// The admission handler the server calls. Cheap to clone.
 #[derive(Clone)]
 pub struct Admission {
@@ -59,6 +85,21 @@ pub struct Admission {
 struct Inner {
     view: Arc<dyn ClusterView>,
     options: Options,
+}
+
+/// The envelope fields we read, borrowed from the parsed body.
+struct Envelope {
+    api_version: String,
+    uid: String,
+    group: String,
+    version: String,
+    kind: String,
+    namespace: Option<String>,
+    name: String,
+    operation: String,
+    object: Option<Value>,
+    old_object: Option<Value>,
+    dry_run: bool,
 }
 
 impl Admission {
@@ -73,18 +114,476 @@ impl Admission {
         &self.inner.view
     }
 
-    /// Judges one AdmissionReview body. Never panics: bad bodies are a 400 answer with a message.
-    pub fn review(&self, endpoint: Endpoint, body: &[u8]) -> Answer {
-        let _ = (&self.inner.options, endpoint, body);
-        Answer {
-            http_status: 500,
-            body: br#"{"message":"not built yet"}"#.to_vec(),
-            outcome: None,
-        }
-    }
-
     /// Whether the cluster view has synced every watched kind (SPEC X3): `/readyz`.
     pub fn ready(&self) -> bool {
         self.inner.view.synced()
+    }
+
+    /// Judges one AdmissionReview body. Never panics: bad bodies are a 400 answer with a message,
+    /// a fault inside the rules is a denial with code 500 (never an allow).
+    pub fn review(&self, endpoint: Endpoint, body: &[u8]) -> Answer {
+        let env = match decode(body) {
+            Ok(env) => env,
+            Err(msg) => return Answer::bad_request(msg),
+        };
+        let outcome_base = Outcome {
+            uid: env.uid.clone(),
+            group: env.group.clone(),
+            kind: env.kind.clone(),
+            namespace: env.namespace.clone(),
+            name: env.name.clone(),
+            operation: env.operation.clone(),
+            dry_run: env.dry_run,
+            ..Outcome::default()
+        };
+        let verdict = catch_unwind(AssertUnwindSafe(|| self.judge(endpoint, &env)));
+        let response = match &verdict {
+            Ok(Judged::Untouched) => allow(&env.uid),
+            Ok(Judged::Verdict(kind, v)) => respond(&env, *kind, v),
+            Err(_) => {
+                tracing::error!(uid = %env.uid, kind = %env.kind, "internal fault while judging a review");
+                fault(&env.uid, 500, "InternalError", "internal error in ipam-guard while judging this request; the write is refused to stay safe, retry it")
+            }
+        };
+        let mut outcome = outcome_base;
+        fill_outcome(&mut outcome, &response, &verdict_rules(&verdict));
+        let review = json!({
+            "apiVersion": env.api_version,
+            "kind": "AdmissionReview",
+            "response": response,
+        });
+        Answer {
+            http_status: 200,
+            body: serde_json::to_vec(&review).unwrap_or_default(),
+            outcome: Some(outcome),
+        }
+    }
+
+    fn judge(&self, endpoint: Endpoint, env: &Envelope) -> Judged {
+        let Some(kind) = Kind::from_group_kind(&env.group, &env.kind) else {
+            return Judged::Untouched;
+        };
+        let Some(operation) = Operation::parse(&env.operation) else {
+            return Judged::Untouched;
+        };
+        let req = Request {
+            operation,
+            kind,
+            version: &env.version,
+            namespace: env.namespace.as_deref(),
+            name: &env.name,
+            object: env.object.as_ref(),
+            old_object: env.old_object.as_ref(),
+            dry_run: env.dry_run,
+        };
+        if let Some(err) = shape_error(&req) {
+            let mut v = Verdict::default();
+            v.deny(err);
+            return Judged::Verdict(kind, v);
+        }
+        let verdict = match endpoint {
+            Endpoint::Mutate => rules::mutate(&req),
+            Endpoint::Validate => {
+                let index = self.inner.view.read();
+                let ctx = Ctx {
+                    index: &index,
+                    options: self.inner.options,
+                };
+                rules::validate(&req, &ctx)
+            }
+        };
+        Judged::Verdict(kind, verdict)
+    }
+}
+
+enum Judged {
+    /// Not ours (unknown kind or operation): allowed, nothing added.
+    Untouched,
+    Verdict(Kind, Verdict),
+}
+
+fn verdict_rules(v: &std::thread::Result<Judged>) -> Vec<String> {
+    match v {
+        Ok(Judged::Verdict(_, v)) => v.rules().into_iter().map(str::to_string).collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn fill_outcome(o: &mut Outcome, response: &Value, rules: &[String]) {
+    o.allowed = response["allowed"].as_bool().unwrap_or(false);
+    o.code = response["status"]["code"].as_u64().unwrap_or(0) as u16;
+    o.warnings = response["warnings"].as_array().map_or(0, Vec::len);
+    o.patched = response.get("patch").is_some();
+    o.rules = rules.to_vec();
+}
+
+/// Reads the envelope. Everything that keeps us from answering (not JSON, not a review, no uid)
+/// is a 400 whose message says what was wrong.
+fn decode(body: &[u8]) -> Result<Envelope, String> {
+    let mut review: Value =
+        serde_json::from_slice(body).map_err(|e| format!("request body is not valid JSON: {e}"))?;
+    let Some(top) = review.as_object_mut() else {
+        return Err("request body is not an AdmissionReview: expected a JSON object".into());
+    };
+    let api_version = match top.get("apiVersion").and_then(Value::as_str) {
+        Some(v @ ("admission.k8s.io/v1" | "admission.k8s.io/v1beta1")) => v.to_string(),
+        Some(other) => {
+            return Err(format!(
+                "unsupported AdmissionReview apiVersion {other:?}: expected admission.k8s.io/v1 or admission.k8s.io/v1beta1"
+            ))
+        }
+        None => return Err("request body is not an AdmissionReview: apiVersion is missing".into()),
+    };
+    match top.get("kind").and_then(Value::as_str) {
+        Some("AdmissionReview") => {}
+        Some(other) => {
+            return Err(format!(
+                "request body is a {other:?}, not an AdmissionReview"
+            ))
+        }
+        None => return Err("request body is not an AdmissionReview: kind is missing".into()),
+    }
+    let Some(Value::Object(mut req)) = top.remove("request") else {
+        return Err("AdmissionReview has no request object".into());
+    };
+    let uid = match req.get("uid") {
+        Some(Value::String(s)) if !s.is_empty() => s.clone(),
+        _ => {
+            return Err(
+                "AdmissionReview request has no uid: an answer could not be matched to it".into(),
+            )
+        }
+    };
+    let str_field = |req: &Map<String, Value>, k: &str| -> Result<String, String> {
+        match req.get(k) {
+            None | Some(Value::Null) => Ok(String::new()),
+            Some(Value::String(s)) => Ok(s.clone()),
+            Some(_) => Err(format!("AdmissionReview request.{k} must be a string")),
+        }
+    };
+    let gvk = req.get("kind").cloned().unwrap_or(Value::Null);
+    let Some(gvk) = gvk.as_object() else {
+        return Err(
+            "AdmissionReview request.kind must be an object with group, version and kind".into(),
+        );
+    };
+    let gvk_field = |k: &str| -> Result<String, String> {
+        match gvk.get(k) {
+            None | Some(Value::Null) => Ok(String::new()),
+            Some(Value::String(s)) => Ok(s.clone()),
+            Some(_) => Err(format!("AdmissionReview request.kind.{k} must be a string")),
+        }
+    };
+    let (group, version, kind) = (
+        gvk_field("group")?,
+        gvk_field("version")?,
+        gvk_field("kind")?,
+    );
+    if kind.is_empty() {
+        return Err("AdmissionReview request.kind.kind is missing".into());
+    }
+    let operation = str_field(&req, "operation")?;
+    if Operation::parse(&operation).is_none() {
+        return Err(format!(
+            "AdmissionReview request.operation {operation:?} is not one of CREATE, UPDATE, DELETE, CONNECT"
+        ));
+    }
+    let namespace = Some(str_field(&req, "namespace")?).filter(|s| !s.is_empty());
+    let name = str_field(&req, "name")?;
+    let dry_run = match req.get("dryRun") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Err("AdmissionReview request.dryRun must be a boolean".into()),
+    };
+    let take = |req: &mut Map<String, Value>, k: &str| match req.remove(k) {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(v),
+    };
+    let object = take(&mut req, "object");
+    let old_object = take(&mut req, "oldObject");
+    // A create may not carry the name yet (generateName): the object's own name is the better label.
+    let name = if name.is_empty() {
+        object
+            .as_ref()
+            .and_then(|o| o.pointer("/metadata/name"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    } else {
+        name
+    };
+    Ok(Envelope {
+        api_version,
+        uid,
+        group,
+        version,
+        kind,
+        namespace,
+        name,
+        operation,
+        object,
+        old_object,
+        dry_run,
+    })
+}
+
+/// Checks the request carries the objects its operation needs, in a shape the rules can read.
+/// A broken request is denied with a cause at the offending field, never allowed.
+fn shape_error(req: &Request) -> Option<FieldError> {
+    let need = |v: Option<&Value>, field: &str| -> Option<FieldError> {
+        match v {
+            None => Some(FieldError::required(
+                "REQ",
+                field,
+                format!("a {} request must carry {field}", req.operation.as_str()),
+            )),
+            Some(Value::Object(_)) => None,
+            Some(_) => Some(FieldError::invalid(
+                "REQ",
+                field,
+                "(not an object)",
+                "must be a JSON object",
+            )),
+        }
+    };
+    match req.operation {
+        Operation::Create => need(req.object, "object"),
+        Operation::Update => {
+            need(req.object, "object").or_else(|| need(req.old_object, "oldObject"))
+        }
+        Operation::Delete => need(req.old_object, "oldObject"),
+        Operation::Connect => None,
+    }
+}
+
+fn allow(uid: &str) -> Value {
+    json!({ "uid": uid, "allowed": true })
+}
+
+fn fault(uid: &str, code: u16, reason: &str, message: &str) -> Value {
+    let status = Status {
+        status: Some(StatusSummary::Failure),
+        code,
+        message: message.to_string(),
+        reason: reason.to_string(),
+        metadata: None,
+        details: None,
+    };
+    json!({ "uid": uid, "allowed": false, "status": status })
+}
+
+/// Builds the `response` of a review from a verdict (SPEC §8).
+fn respond(env: &Envelope, kind: Kind, v: &Verdict) -> Value {
+    let mut response = if let Some(why) = &v.unavailable {
+        fault(&env.uid, 503, "ServiceUnavailable", why)
+    } else if v.errors.is_empty() {
+        allow(&env.uid)
+    } else {
+        json!({ "uid": env.uid, "allowed": false, "status": denial_status(&env.name, kind, v) })
+    };
+    if !v.warnings.is_empty() {
+        let warnings: Vec<String> = v.warnings.iter().map(ToString::to_string).collect();
+        response["warnings"] = json!(warnings);
+    }
+    if v.allowed() && !v.patch.is_empty() {
+        let ops: Vec<Value> = v
+            .patch
+            .iter()
+            .map(|op| json!({ "op": "add", "path": op.path, "value": op.value }))
+            .collect();
+        let bytes = serde_json::to_vec(&ops).unwrap_or_default();
+        response["patchType"] = json!("JSONPatch");
+        response["patch"] = json!(base64::engine::general_purpose::STANDARD.encode(bytes));
+    }
+    response
+}
+
+/// The Status of a denial, as apimachinery's `NewInvalid` / `NewForbidden` write it, with one cause per problem.
+pub fn denial_status(name: &str, kind: Kind, v: &Verdict) -> Status {
+    let causes: Vec<StatusCause> = v
+        .errors
+        .iter()
+        .map(|e| StatusCause {
+            reason: e.kind.reason().to_string(),
+            message: e.body(),
+            field: e.path.clone(),
+        })
+        .collect();
+    let (code, reason, message) = match v.reason {
+        DenyReason::Invalid => (
+            422,
+            "Invalid",
+            format!(
+                "{}.{} {:?} is invalid: {}",
+                kind.name(),
+                kind.group(),
+                name,
+                aggregate(v.errors.iter().map(ToString::to_string))
+            ),
+        ),
+        DenyReason::Forbidden => (
+            403,
+            "Forbidden",
+            format!(
+                "{}.{} {:?} is forbidden: {}",
+                kind.plural(),
+                kind.group(),
+                name,
+                aggregate(v.errors.iter().map(|e| e.detail.clone()))
+            ),
+        ),
+    };
+    Status {
+        status: Some(StatusSummary::Failure),
+        code,
+        message,
+        reason: reason.to_string(),
+        metadata: None,
+        details: Some(StatusDetails {
+            name: name.to_string(),
+            group: kind.group().to_string(),
+            kind: kind.name().to_string(),
+            uid: String::new(),
+            causes,
+            retry_after_seconds: 0,
+        }),
+    }
+}
+
+/// apimachinery's aggregate error text: one message bare, several as `[a, b]`, duplicates once.
+fn aggregate(msgs: impl Iterator<Item = String>) -> String {
+    let mut seen: Vec<String> = Vec::new();
+    for m in msgs {
+        if !seen.contains(&m) {
+            seen.push(m);
+        }
+    }
+    match seen.len() {
+        1 => seen.pop().unwrap_or_default(),
+        _ => format!("[{}]", seen.join(", ")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::StaticView;
+
+    fn admission() -> Admission {
+        Admission::new(Arc::new(StaticView::empty()), Options::default())
+    }
+
+    fn body(v: &Value) -> Vec<u8> {
+        serde_json::to_vec(v).unwrap()
+    }
+
+    #[test]
+    fn bad_bodies_are_400_with_a_message() {
+        let a = admission();
+        for (input, needle) in [
+            (b"not json".to_vec(), "not valid JSON"),
+            (b"[]".to_vec(), "expected a JSON object"),
+            (
+                body(&json!({"apiVersion": "v1", "kind": "Pod"})),
+                "unsupported AdmissionReview apiVersion",
+            ),
+            (
+                body(&json!({"apiVersion": "admission.k8s.io/v1", "kind": "Pod"})),
+                "not an AdmissionReview",
+            ),
+            (
+                body(&json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"})),
+                "no request",
+            ),
+            (
+                body(
+                    &json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {}}),
+                ),
+                "no uid",
+            ),
+            (
+                body(
+                    &json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                    "request": {"uid": "u", "kind": {"group": "g", "version": "v", "kind": "K"}, "operation": "EXPLODE"}}),
+                ),
+                "operation",
+            ),
+        ] {
+            let ans = a.review(Endpoint::Validate, &input);
+            assert_eq!(ans.http_status, 400, "{needle}");
+            let msg: Value = serde_json::from_slice(&ans.body).unwrap();
+            assert!(msg["message"].as_str().unwrap().contains(needle), "{msg}");
+            assert!(ans.outcome.is_none());
+        }
+    }
+
+    #[test]
+    fn unknown_kinds_are_allowed_untouched_and_uid_echoed() {
+        let a = admission();
+        let review = json!({"apiVersion": "admission.k8s.io/v1beta1", "kind": "AdmissionReview",
+            "request": {"uid": "abc", "kind": {"group": "apps", "version": "v1", "kind": "Deployment"},
+                "operation": "CREATE", "name": "x", "namespace": "ns", "object": {"spec": {}}}});
+        let ans = a.review(Endpoint::Validate, &body(&review));
+        assert_eq!(ans.http_status, 200);
+        let out: Value = serde_json::from_slice(&ans.body).unwrap();
+        assert_eq!(out["apiVersion"], "admission.k8s.io/v1beta1");
+        assert_eq!(out["response"], json!({"uid": "abc", "allowed": true}));
+    }
+
+    #[test]
+    fn create_without_object_is_denied_not_allowed() {
+        let a = admission();
+        let review = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "request": {"uid": "u1", "kind": {"group": "ipam.cluster.x-k8s.io", "version": "v1beta2", "kind": "IPAddress"},
+                "operation": "CREATE", "name": "x", "namespace": "ns", "object": "oops"}});
+        let out: Value =
+            serde_json::from_slice(&a.review(Endpoint::Validate, &body(&review)).body).unwrap();
+        assert_eq!(out["response"]["allowed"], false);
+        assert_eq!(out["response"]["status"]["code"], 422);
+        assert_eq!(
+            out["response"]["status"]["details"]["causes"][0]["field"],
+            "object"
+        );
+    }
+
+    #[test]
+    fn status_text_follows_new_invalid_and_new_forbidden() {
+        let mut v = Verdict::default();
+        v.deny(FieldError::invalid(
+            "P2",
+            "spec.addresses[0]",
+            "10.0.0.0/33",
+            "bad",
+        ));
+        let s = denial_status("pool-a", Kind::InClusterIPPool, &v);
+        assert_eq!(s.code, 422);
+        assert_eq!(
+            s.message,
+            r#"InClusterIPPool.ipam.cluster.x-k8s.io "pool-a" is invalid: spec.addresses[0]: Invalid value: "10.0.0.0/33": bad"#
+        );
+        v.deny(FieldError::required("P1", "spec.gateway", ""));
+        let s = denial_status("pool-a", Kind::InClusterIPPool, &v);
+        assert!(s.message.ends_with(r#"is invalid: [spec.addresses[0]: Invalid value: "10.0.0.0/33": bad, spec.gateway: Required value]"#));
+        let details = s.details.unwrap();
+        assert_eq!(details.causes.len(), 2);
+        assert_eq!(details.kind, "InClusterIPPool");
+        assert_eq!(details.group, "ipam.cluster.x-k8s.io");
+
+        let mut v = Verdict {
+            reason: DenyReason::Forbidden,
+            ..Verdict::default()
+        };
+        v.deny(FieldError::forbidden(
+            "P9",
+            "metadata.name",
+            "Pool has IPAddresses allocated.",
+        ));
+        let s = denial_status("pool-a", Kind::InClusterIPPool, &v);
+        assert_eq!(s.code, 403);
+        assert_eq!(s.reason, "Forbidden");
+        assert_eq!(
+            s.message,
+            r#"inclusterippools.ipam.cluster.x-k8s.io "pool-a" is forbidden: Pool has IPAddresses allocated."#
+        );
     }
 }
