@@ -1,0 +1,273 @@
+//! The live view's index fed by kube-runtime `watcher::Event`s with no API server (X1), and the
+//! pending entries of X2 around it: admitted objects count until the watch shows them or the TTL
+//! passes, a relist keeps them, a retried request replaces its own entry.
+
+mod live_support;
+
+use std::collections::HashSet;
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use ipam_guard::cluster::live::KindFeed;
+use ipam_guard::cluster::{Shared, WatchedObject};
+use ipam_guard::index::Index;
+use ipam_guard::kinds::Kind;
+use ipam_guard::model::{self, ObjKey, Projection};
+use kube::runtime::watcher::Event;
+use live_support::{global_pool, in_cluster_pool, ip_address};
+use serde_json::Value;
+
+fn obj(v: Value) -> WatchedObject {
+    WatchedObject::from_value(v).unwrap()
+}
+
+fn pool_key(ns: &str, name: &str) -> ObjKey {
+    ObjKey::new(Kind::InClusterIPPool, Some(ns), name)
+}
+
+fn projection(v: &Value) -> Projection {
+    let (kind, _) = Kind::from_api_version(
+        v["apiVersion"].as_str().unwrap(),
+        v["kind"].as_str().unwrap(),
+    )
+    .unwrap();
+    model::project(kind, v).unwrap()
+}
+
+fn pools(shared: &Shared) -> HashSet<String> {
+    shared.read().pools().map(|p| p.key.ns_name()).collect()
+}
+
+fn set(names: &[&str]) -> HashSet<String> {
+    names.iter().map(|s| s.to_string()).collect()
+}
+
+fn allocatable(shared: &Shared, key: &ObjKey) -> String {
+    shared.read().pool(key).unwrap().allocatable.to_string()
+}
+
+#[test]
+fn x1_events_apply_delete_and_relist_removes_vanished_keys() {
+    let shared = Shared::default();
+    let mut feed = KindFeed::new(Kind::InClusterIPPool, "v1alpha2");
+    let a = in_cluster_pool("ns", "a", &["10.0.0.10-10.0.0.20"]);
+    let b = in_cluster_pool("ns", "b", &["10.0.1.10-10.0.1.20"]);
+    let c = in_cluster_pool("ns", "c", &["10.0.2.10-10.0.2.20"]);
+
+    assert!(!feed.apply(&shared, Event::Init));
+    feed.apply(&shared, Event::InitApply(obj(a.clone())));
+    feed.apply(&shared, Event::InitApply(obj(b.clone())));
+    assert!(
+        feed.apply(&shared, Event::InitDone),
+        "InitDone ends the first list"
+    );
+    assert_eq!(pools(&shared), set(&["ns/a", "ns/b"]));
+
+    feed.apply(&shared, Event::Apply(obj(c.clone())));
+    feed.apply(&shared, Event::Delete(obj(a.clone())));
+    assert_eq!(pools(&shared), set(&["ns/b", "ns/c"]));
+
+    // A relist that no longer has c: c stays until InitDone.
+    feed.apply(&shared, Event::Init);
+    let b2 = in_cluster_pool("ns", "b", &["10.0.1.10-10.0.1.30"]);
+    feed.apply(&shared, Event::InitApply(obj(b2)));
+    assert_eq!(pools(&shared), set(&["ns/b", "ns/c"]));
+    assert!(allocatable(&shared, &pool_key("ns", "b")).contains("10.0.1.30"));
+    feed.apply(&shared, Event::InitDone);
+    assert_eq!(pools(&shared), set(&["ns/b"]));
+    shared.read().check_consistency();
+}
+
+#[test]
+fn x1_relist_of_one_kind_leaves_other_kinds_alone() {
+    let shared = Shared::default();
+    let mut pools_feed = KindFeed::new(Kind::InClusterIPPool, "v1alpha2");
+    let mut globals = KindFeed::new(Kind::GlobalInClusterIPPool, "v1alpha2");
+    let mut addresses = KindFeed::new(Kind::IPAddress, "v1beta2");
+    globals.apply(&shared, Event::Init);
+    globals.apply(
+        &shared,
+        Event::InitApply(obj(global_pool("g", &["10.5.0.0/24"]))),
+    );
+    globals.apply(&shared, Event::InitDone);
+    addresses.apply(&shared, Event::Init);
+    addresses.apply(
+        &shared,
+        Event::InitApply(obj(ip_address("ns", "x", "10.0.0.11", "a"))),
+    );
+    addresses.apply(&shared, Event::InitDone);
+    pools_feed.apply(&shared, Event::Init);
+    pools_feed.apply(&shared, Event::InitDone);
+    let index = shared.read();
+    assert!(index
+        .pool(&ObjKey::new(Kind::GlobalInClusterIPPool, None, "g"))
+        .is_some());
+    assert!(index
+        .address(&ObjKey::new(Kind::IPAddress, Some("ns"), "x"))
+        .is_some());
+}
+
+#[test]
+fn x1_objects_are_kept_as_projections_only() {
+    let shared = Shared::default();
+    let mut feed = KindFeed::new(Kind::IPAddress, "v1beta2");
+    feed.apply(
+        &shared,
+        Event::Apply(obj(ip_address("ns", "x", "10.0.0.11", "a"))),
+    );
+    let index = shared.read();
+    let a = index
+        .address(&ObjKey::new(Kind::IPAddress, Some("ns"), "x"))
+        .unwrap();
+    assert_eq!(a.ip.unwrap().to_string(), "10.0.0.11");
+    assert_eq!(a.claim.as_deref(), Some("x"));
+}
+
+#[test]
+fn x2_pending_entry_counts_until_the_watch_shows_the_object() {
+    let shared = Shared::default();
+    let mut feed = KindFeed::new(Kind::InClusterIPPool, "v1alpha2");
+    let p = in_cluster_pool("ns", "p", &["10.0.0.10-10.0.0.20"]);
+    shared.admit(projection(&p));
+    assert_eq!(shared.pending_len(), 1);
+    assert_eq!(pools(&shared), set(&["ns/p"]));
+    feed.apply(&shared, Event::Apply(obj(p)));
+    assert_eq!(
+        shared.pending_len(),
+        0,
+        "the watch showed it: no longer pending"
+    );
+    assert_eq!(pools(&shared), set(&["ns/p"]));
+}
+
+#[test]
+fn x2_pending_entry_expires_and_gives_back_what_it_covered() {
+    let ttl = Duration::from_millis(50);
+    let shared = Shared::with_ttl(Index::new(), ttl);
+    let mut feed = KindFeed::new(Kind::InClusterIPPool, "v1alpha2");
+    let p1 = in_cluster_pool("ns", "p", &["10.0.0.10-10.0.0.20"]);
+    let p2 = in_cluster_pool("ns", "p", &["10.0.0.10-10.0.0.40"]);
+    let q = in_cluster_pool("ns", "q", &["10.0.9.10-10.0.9.20"]);
+    feed.apply(&shared, Event::Apply(obj(p1)));
+    let before = allocatable(&shared, &pool_key("ns", "p"));
+
+    // An admitted UPDATE of p and CREATE of q whose writes never show up.
+    shared.admit(projection(&p2));
+    shared.admit(projection(&q));
+    assert_ne!(allocatable(&shared, &pool_key("ns", "p")), before);
+    assert_eq!(pools(&shared), set(&["ns/p", "ns/q"]));
+
+    shared.sweep(Instant::now());
+    assert_eq!(shared.pending_len(), 2, "not yet expired");
+    shared.sweep(Instant::now() + ttl + Duration::from_millis(1));
+    assert_eq!(shared.pending_len(), 0);
+    assert_eq!(pools(&shared), set(&["ns/p"]));
+    assert_eq!(
+        allocatable(&shared, &pool_key("ns", "p")),
+        before,
+        "the stored p is back"
+    );
+    shared.read().check_consistency();
+}
+
+#[test]
+fn x2_decide_sweeps_expired_entries_first() {
+    let ttl = Duration::from_millis(30);
+    let shared = Shared::with_ttl(Index::new(), ttl);
+    shared.admit(projection(&in_cluster_pool(
+        "ns",
+        "q",
+        &["10.0.9.10-10.0.9.20"],
+    )));
+    std::thread::sleep(ttl + Duration::from_millis(20));
+    let seen = shared.decide(|index| (index.pools().count(), None));
+    assert_eq!(seen, 0);
+}
+
+#[test]
+fn x2_same_key_replaces_its_pending_entry() {
+    let ttl = Duration::from_millis(50);
+    let shared = Shared::with_ttl(Index::new(), ttl);
+    let first = in_cluster_pool("ns", "p", &["10.0.0.10-10.0.0.20"]);
+    let retry = in_cluster_pool("ns", "p", &["10.0.0.10-10.0.0.30"]);
+    shared.admit(projection(&first));
+    shared.admit(projection(&retry));
+    assert_eq!(shared.pending_len(), 1);
+    assert!(allocatable(&shared, &pool_key("ns", "p")).contains("10.0.0.30"));
+    // Nothing was stored before either: expiry leaves nothing behind.
+    shared.sweep(Instant::now() + ttl * 2);
+    assert!(pools(&shared).is_empty());
+}
+
+#[test]
+fn x2_relist_keeps_pending_entries_it_does_not_list() {
+    let shared = Shared::default();
+    let mut feed = KindFeed::new(Kind::InClusterIPPool, "v1alpha2");
+    let p = in_cluster_pool("ns", "p", &["10.0.0.10-10.0.0.20"]);
+    let q = in_cluster_pool("ns", "q", &["10.0.9.10-10.0.9.20"]);
+    feed.apply(&shared, Event::Apply(obj(p.clone())));
+    shared.admit(projection(&q));
+
+    // The list predates q's write.
+    feed.apply(&shared, Event::Init);
+    feed.apply(&shared, Event::InitApply(obj(p.clone())));
+    feed.apply(&shared, Event::InitDone);
+    assert_eq!(pools(&shared), set(&["ns/p", "ns/q"]));
+    assert_eq!(shared.pending_len(), 1);
+
+    // A later list shows q: the pending entry is done.
+    feed.apply(&shared, Event::Init);
+    feed.apply(&shared, Event::InitApply(obj(p)));
+    feed.apply(&shared, Event::InitApply(obj(q)));
+    feed.apply(&shared, Event::InitDone);
+    assert_eq!(shared.pending_len(), 0);
+    assert_eq!(pools(&shared), set(&["ns/p", "ns/q"]));
+}
+
+#[test]
+fn x2_removed_kind_drops_its_pending_entries() {
+    let shared = Shared::default();
+    shared.admit(projection(&in_cluster_pool(
+        "ns",
+        "q",
+        &["10.0.9.10-10.0.9.20"],
+    )));
+    shared.admit(projection(&ip_address("ns", "x", "10.0.9.11", "q")));
+    shared.clear_kind(Kind::InClusterIPPool);
+    assert_eq!(shared.pending_len(), 1);
+    assert!(pools(&shared).is_empty());
+    assert_eq!(shared.read().addresses().count(), 1);
+}
+
+#[test]
+fn x2_decisions_are_serialised_and_see_what_was_admitted_before() {
+    // 64 threads race to create the same range; each decision sees the earlier admissions.
+    let shared = Arc::new(Shared::default());
+    let barrier = Arc::new(Barrier::new(64));
+    let handles: Vec<_> = (0..64)
+        .map(|i| {
+            let shared = shared.clone();
+            let barrier = barrier.clone();
+            std::thread::spawn(move || {
+                let me = in_cluster_pool("ns", &format!("p{i}"), &["10.0.0.10-10.0.0.20"]);
+                let proj = projection(&me);
+                let Projection::Pool(pool) = &proj else {
+                    unreachable!()
+                };
+                let set = pool.allocatable.clone();
+                barrier.wait();
+                shared.decide(|index| {
+                    let free = index.overlapping_pools("default", &set).is_empty();
+                    (free, free.then_some(proj))
+                })
+            })
+        })
+        .collect();
+    let allowed = handles
+        .into_iter()
+        .map(|h| h.join().unwrap())
+        .filter(|ok| *ok)
+        .count();
+    assert_eq!(allowed, 1);
+    assert_eq!(shared.pending_len(), 1);
+}
