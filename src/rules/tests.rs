@@ -191,7 +191,7 @@ fn k1_unserved_version_allowed_with_warning() {
 }
 
 #[test]
-fn connect_and_other_kinds_are_not_judged_here() {
+fn connect_is_allowed_untouched() {
     let obj = claim(NS, "c", "InClusterIPPool", "p");
     let v = judge(
         Kind::IPAddressClaim,
@@ -202,12 +202,16 @@ fn connect_and_other_kinds_are_not_judged_here() {
         Options::default(),
     );
     assert_eq!(v, Verdict::default());
-    let metal3 = json!({"apiVersion": "ipam.metal3.io/v1alpha1", "kind": "IPPool",
-        "metadata": {"name": "m", "namespace": NS}, "spec": {}});
-    assert_eq!(
-        create(Kind::Metal3IPPool, &metal3, &Index::new()),
-        Verdict::default()
+    // DELETE of a kind that is not a pool is not judged either.
+    let v = judge(
+        Kind::IPAddress,
+        Operation::Delete,
+        None,
+        Some(&addr(NS, "a", "10.0.0.5", 24, "InClusterIPPool", "p")),
+        &Index::new(),
+        Options::default(),
     );
+    assert_eq!(v, Verdict::default());
 }
 
 #[test]
