@@ -21,9 +21,11 @@ async fn main() -> ExitCode {
                 }
             }
         }
-        // NOT BUILT YET: becomes `ExitCode::from(ipam_guard::cli::check::run(args))` (and audit)
-        // once those modules land.
-        Command::Check(_) | Command::Audit(_) => {
+        Command::Check(args) => {
+            ExitCode::from(u8::try_from(ipam_guard::cli::check::run(&args)).unwrap_or(2))
+        }
+        // NOT BUILT YET: becomes `ExitCode::from(ipam_guard::cli::audit::run(args))` once it lands.
+        Command::Audit(_) => {
             eprintln!("error: not built yet");
             ExitCode::from(2)
         }

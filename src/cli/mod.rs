@@ -1,5 +1,7 @@
 //! Command line: `serve`, `check`, `audit`. Thin: each command parses flags and hands over to the library.
 
+pub mod check;
+pub mod report;
 pub mod serve;
 
 use std::path::PathBuf;
@@ -7,7 +9,11 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
-#[command(name = "ipam-guard", version, about = "Admission webhook that keeps Kubernetes IP address management honest")]
+#[command(
+    name = "ipam-guard",
+    version,
+    about = "Admission webhook that keeps Kubernetes IP address management honest"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,

@@ -1,0 +1,267 @@
+//! `ipam-guard check PATH...`: judges manifests on disk the way the API server would if each
+//! were created next to all the others (SPEC X4): mutation first (a patch that would apply is a
+//! warning), then validation of the patched object as a CREATE.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::{self, BufWriter, Write};
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use super::report::{self, Finding, Subject, Summary};
+use super::{CheckArgs, OverlapScope};
+use crate::cluster::load::{self, LoadError, Manifest, Source};
+use crate::cluster::StaticView;
+use crate::model::{ObjKey, Operation, Request};
+use crate::rules::field::{format_value, PatchOp, Verdict, Warning};
+use crate::rules::{self, Ctx, Options};
+
+/// What one `check` run found.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// In file order, then document order; within an object mutations, denials, then warnings.
+    pub findings: Vec<Finding>,
+    pub errors: Vec<LoadError>,
+    pub summary: Summary,
+}
+
+/// Runs `check` and returns the exit code: 2 when an input could not be read, else 1 when an
+/// object would be denied, else 0. Findings go to stdout, errors and the summary to stderr.
+pub fn run(args: &CheckArgs) -> i32 {
+    let options = Options::from(&args.rules);
+    let mut err = io::stderr().lock();
+    if options.overlap_scope == OverlapScope::Off {
+        let _ = writeln!(
+            err,
+            "note: --overlap-scope off: pool overlaps (P10) and duplicate addresses (A9) are not checked"
+        );
+    }
+    let outcome = check(&args.paths, options);
+    for e in &outcome.errors {
+        let _ = writeln!(err, "error: {e}");
+    }
+    let mut out = BufWriter::new(io::stdout().lock());
+    // A closed pipe (`check … | head`) is the reader's choice, not a failure of the check.
+    let _ = report::write_findings(&mut out, args.output, &outcome.findings);
+    let _ = write!(err, "{}", outcome.summary);
+    outcome.summary.exit_code()
+}
+
+/// Reads `paths` and judges every object of a known kind.
+pub fn check(paths: &[PathBuf], options: Options) -> Outcome {
+    let loaded = load::read_paths(paths);
+    let mut summary = Summary {
+        files: Some(loaded.files),
+        skipped: loaded.skipped,
+        unreadable: loaded.errors.len(),
+        ..Summary::default()
+    };
+    let findings = judge(loaded.manifests, options);
+    summary.count(&findings.1);
+    summary.objects = findings.0;
+    Outcome {
+        findings: findings.1,
+        errors: loaded.errors,
+        summary,
+    }
+}
+
+/// Judges manifests as CREATEs against each other; returns objects per kind and the findings.
+fn judge(
+    mut manifests: Vec<Manifest>,
+    options: Options,
+) -> (BTreeMap<crate::kinds::Kind, usize>, Vec<Finding>) {
+    let mut per_object: Vec<Vec<Finding>> = Vec::with_capacity(manifests.len());
+    let mut objects = BTreeMap::new();
+
+    // The API server runs mutating webhooks before validating ones, and stores what they
+    // produce: the others are judged against the mutated objects too.
+    let mut first_seen: HashMap<ObjKey, Source> = HashMap::with_capacity(manifests.len());
+    for m in &mut manifests {
+        *objects.entry(m.kind).or_default() += 1;
+        let subject = Subject::new(Some(m.source.file.clone()), m.key.clone());
+        let mut found = Vec::new();
+        if let Some(first) = first_seen.get(&m.key) {
+            found.push(Finding::warn(
+                &subject,
+                &Warning::new(
+                    "X4",
+                    "metadata.name",
+                    format!(
+                        "defined again (first at {first}); a second CREATE would fail with AlreadyExists, \
+                         and the others are judged against the last definition"
+                    ),
+                ),
+            ));
+        } else {
+            first_seen.insert(m.key.clone(), m.source.clone());
+        }
+        if m.kind.mutated() {
+            let verdict = rules::mutate(&request(m));
+            record(&subject, &verdict, &mut found);
+            for op in &verdict.patch {
+                found.push(Finding::warn(&subject, &mutation_warning(op)));
+                if let Err(e) = apply_add(&mut m.object, op) {
+                    // A patch the API server would reject: the object is judged unpatched.
+                    found.push(Finding::warn(
+                        &subject,
+                        &Warning::new(op.rule, pointer_to_field(&op.path), e),
+                    ));
+                }
+            }
+        }
+        per_object.push(found);
+    }
+    drop(first_seen);
+
+    let mut view = StaticView::from_manifests(manifests);
+    view.each_as_create(|i, m, index| {
+        let verdict = rules::validate(&request(m), &Ctx { index, options });
+        let subject = Subject::new(Some(m.source.file.clone()), m.key.clone());
+        record(&subject, &verdict, &mut per_object[i]);
+    });
+    (objects, per_object.into_iter().flatten().collect())
+}
+
+fn request(m: &Manifest) -> Request<'_> {
+    Request {
+        operation: Operation::Create,
+        kind: m.kind,
+        version: &m.version,
+        namespace: m.namespace(),
+        name: m.name(),
+        object: Some(&m.object),
+        old_object: None,
+        dry_run: false,
+    }
+}
+
+fn record(subject: &Subject, verdict: &Verdict, out: &mut Vec<Finding>) {
+    out.extend(verdict.errors.iter().map(|e| Finding::deny(subject, e)));
+    if let Some(why) = &verdict.unavailable {
+        // A static view is always synced; should a rule still say so, it must not pass silently.
+        out.push(Finding::deny(
+            subject,
+            &crate::rules::field::FieldError::forbidden("X3", "", why.clone()),
+        ));
+    }
+    out.extend(verdict.warnings.iter().map(|w| Finding::warn(subject, w)));
+}
+
+fn mutation_warning(op: &PatchOp) -> Warning {
+    Warning::new(
+        op.rule,
+        pointer_to_field(&op.path),
+        format!(
+            "not set; the mutating webhook sets it to {}",
+            format_value(&op.value)
+        ),
+    )
+}
+
+fn unescape(segment: &str) -> String {
+    segment.replace("~1", "/").replace("~0", "~")
+}
+
+/// `/metadata/labels/cluster.x-k8s.io~1cluster-name` → `metadata.labels[cluster.x-k8s.io/cluster-name]`,
+/// the way `field.Path` writes map keys and list indexes.
+fn pointer_to_field(pointer: &str) -> String {
+    let mut out = String::new();
+    for seg in pointer.split('/').skip(1).map(unescape) {
+        let index = !seg.is_empty() && seg.bytes().all(|b| b.is_ascii_digit());
+        if index || seg.contains(['.', '/']) {
+            out.push_str(&format!("[{seg}]"));
+        } else {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(&seg);
+        }
+    }
+    out
+}
+
+/// RFC 6902 `add`, the only operation mutations use: the parent must exist; an existing member
+/// is replaced.
+fn apply_add(doc: &mut Value, op: &PatchOp) -> Result<(), String> {
+    let fail = |why: &str| {
+        format!(
+            "the mutating webhook's patch {} cannot apply: {why}",
+            op.path
+        )
+    };
+    let Some((parent, last)) = op.path.rsplit_once('/') else {
+        return Err(fail("not a JSON pointer"));
+    };
+    let last = unescape(last);
+    let target = if parent.is_empty() {
+        Some(doc)
+    } else {
+        doc.pointer_mut(parent)
+    };
+    match target {
+        Some(Value::Object(map)) => {
+            map.insert(last, op.value.clone());
+            Ok(())
+        }
+        Some(Value::Array(list)) => {
+            let at = if last == "-" {
+                list.len()
+            } else {
+                last.parse::<usize>()
+                    .ok()
+                    .filter(|i| *i <= list.len())
+                    .ok_or_else(|| fail("index out of bounds"))?
+            };
+            list.insert(at, op.value.clone());
+            Ok(())
+        }
+        Some(_) => Err(fail("the parent is not an object or a list")),
+        None => Err(fail("the parent does not exist")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn pointers_read_as_field_paths() {
+        assert_eq!(
+            pointer_to_field("/spec/poolRef/apiGroup"),
+            "spec.poolRef.apiGroup"
+        );
+        assert_eq!(
+            pointer_to_field("/metadata/labels/cluster.x-k8s.io~1cluster-name"),
+            "metadata.labels[cluster.x-k8s.io/cluster-name]"
+        );
+        assert_eq!(pointer_to_field("/spec/addresses/0"), "spec.addresses[0]");
+    }
+
+    #[test]
+    fn add_fills_and_replaces() {
+        let mut doc = json!({"spec": {"poolRef": {"apiGroup": ""}}, "metadata": {}});
+        let op = |path: &str, value: Value| PatchOp {
+            rule: "M1",
+            path: path.into(),
+            value,
+        };
+        apply_add(&mut doc, &op("/spec/poolRef/apiGroup", json!("g"))).unwrap();
+        apply_add(&mut doc, &op("/metadata/labels", json!({"a": "b"}))).unwrap();
+        apply_add(
+            &mut doc,
+            &op(
+                "/metadata/labels/cluster.x-k8s.io~1cluster-name",
+                json!("c"),
+            ),
+        )
+        .unwrap();
+        assert_eq!(
+            doc,
+            json!({"spec": {"poolRef": {"apiGroup": "g"}},
+                   "metadata": {"labels": {"a": "b", "cluster.x-k8s.io/cluster-name": "c"}}})
+        );
+        assert!(apply_add(&mut doc, &op("/status/x", json!(1))).is_err());
+    }
+}
