@@ -454,14 +454,6 @@ pub(crate) fn read_pool(obj: &Value) -> PoolReading {
         }
         alloc = alloc.union(&entry_alloc);
     }
-    if list.is_empty() && errors.iter().all(|e| e.path != "spec.pools") {
-        warnings.push(Warning::new(
-            "MP1",
-            "spec.pools",
-            "the pool declares no addresses: it hands out nothing",
-        ));
-    }
-
     // MP3: pre-allocations are valid, unique and inside the pools.
     let pre = pre_allocations(obj, family, &declared, &mut errors, &mut warnings);
     let pre_ips: Vec<Ip> = pre.values().copied().collect();

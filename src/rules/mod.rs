@@ -1,11 +1,14 @@
 //! The rule catalogue of SPEC as pure functions: `(request, old object, cluster view) -> findings`.
 //! No HTTP and no kube client in here.
 
+pub mod capv;
 pub mod claim;
 pub mod field;
 pub mod ipaddress;
+pub mod metal3;
 pub mod mutate;
 pub mod pool;
+pub mod spider;
 mod util;
 
 #[cfg(test)]
@@ -64,13 +67,11 @@ pub fn validate(req: &Request, ctx: &Ctx) -> Verdict {
         Kind::IPAddressClaim => claim::validate(req, ctx),
         Kind::IPAddress => ipaddress::validate(req, ctx),
         Kind::InClusterIPPool | Kind::GlobalInClusterIPPool => pool::validate(req, ctx),
-        // issue 7: Metal3 (MP*, MC*, MA*), Spiderpool (S*) and CAPV (V1) rules get their own modules.
-        Kind::Metal3IPPool
-        | Kind::Metal3IPClaim
-        | Kind::Metal3IPAddress
-        | Kind::SpiderIPPool
-        | Kind::VSphereMachine
-        | Kind::VSphereMachineTemplate => Verdict::default(),
+        Kind::Metal3IPPool => metal3::validate_pool(req, ctx),
+        Kind::Metal3IPClaim => metal3::validate_claim(req, ctx),
+        Kind::Metal3IPAddress => metal3::validate_address(req, ctx),
+        Kind::SpiderIPPool => spider::validate(req, ctx),
+        Kind::VSphereMachine | Kind::VSphereMachineTemplate => capv::validate(req, ctx),
     }
 }
 

@@ -1,0 +1,1036 @@
+//! Metal3 IPAM (`ipam.metal3.io`, SPEC §5): IPPool (MP1–MP4 with P9–P11), IPClaim (MC1–MC4) and
+//! IPAddress (MA1–MA4).
+//!
+//! MP1–MP3 come from the pool reader (the reading the index uses). The overlap (P10) and delete
+//! (P9-style) halves are the in-cluster pool's own code, run against the Metal3 reading. Holders of
+//! a Metal3 pool are the address objects the index files under its key: Metal3 IPAddresses naming
+//! it in `spec.pool.name`, and CAPI IPAddresses whose `poolRef` names it (ip-address-manager
+//! serves CAPI claims from the same pool and counts both).
+
+use serde_json::Value;
+
+use crate::address::{parse_ip, subnet_of};
+use crate::cli::OverlapScope;
+use crate::kinds::{Kind, DEFAULT_ADDRESS_SPACE};
+use crate::model::metal3::{read_address, read_claim, AddressReading, IP_ADDRESS_ANNOTATION};
+use crate::model::pool::{
+    has_room_for_subnet, is_link_local_gateway, read_pool, subnet_text, PoolReading,
+};
+use crate::model::{read, AddressProj, Meta, ObjKey, Operation, Request};
+use crate::rules::field::{FieldError, Verdict};
+use crate::rules::pool::{delete, overlap};
+use crate::rules::util::{immutable_changes, join_shown, ratchet, same, spec_changed, MAX_LISTED};
+use crate::rules::Ctx;
+
+/// The start of P8's text, which MP4 and S5 share: the same complaint about other pool kinds.
+pub(crate) const RELEASES_HELD: &str = "pool addresses do not contain allocated addresses";
+
+fn namespace<'a>(req: &Request<'a>, obj: &'a Value) -> Option<&'a str> {
+    req.namespace
+        .or_else(|| read::get(obj, "metadata.namespace").and_then(Value::as_str))
+}
+
+/// Whether a write is part of the object's deletion (finalizers being removed): never held up.
+fn deleting(obj: &Value, old: &Value) -> bool {
+    Meta::read(obj).deleting || Meta::read(old).deleting
+}
+
+// === IPPool ===
+
+pub(crate) fn validate_pool(req: &Request, ctx: &Ctx) -> Verdict {
+    match (req.operation, req.object, req.old_object) {
+        (Operation::Delete, _, old) => {
+            // P9's check and text; the holders are this pool's (see the module docs).
+            let mut v = delete(req, old, ctx);
+            for e in &mut v.errors {
+                e.rule = "MP4";
+            }
+            v
+        }
+        (Operation::Create, Some(obj), _) => {
+            let r = read_pool(Kind::Metal3IPPool, obj);
+            let mut v = Verdict {
+                errors: r.errors.clone(),
+                warnings: r.warnings.clone(),
+                ..Verdict::default()
+            };
+            overlap(&r, None, ctx, &mut v);
+            v
+        }
+        (Operation::Update, Some(obj), Some(old)) => update_pool(obj, old, ctx),
+        _ => Verdict::default(),
+    }
+}
+
+fn update_pool(obj: &Value, old: &Value, ctx: &Ctx) -> Verdict {
+    let mut v = Verdict::default();
+    // P11
+    if deleting(obj, old) {
+        return v;
+    }
+    let changed = spec_changed(obj, old);
+    let space_changed = Meta::read(obj).address_space() != Meta::read(old).address_space();
+    if !changed && !space_changed {
+        return v;
+    }
+    let r = read_pool(Kind::Metal3IPPool, obj);
+    if !changed {
+        overlap(&r, None, ctx, &mut v);
+        return v;
+    }
+    let before = read_pool(Kind::Metal3IPPool, old);
+    // MP4: what names the addresses and how they are picked cannot change under live claims.
+    for field in ["namePrefix", "allocationStrategy"] {
+        let path = format!("spec.{field}");
+        immutable_changes(
+            "MP4",
+            &path,
+            read::get(obj, &path),
+            read::get(old, &path),
+            &mut v.errors,
+        );
+    }
+    v.errors.extend(ratchet(r.errors.clone(), &before.errors));
+    v.warnings.clone_from(&r.warnings);
+    let held = held_by_index(&r, ctx);
+    keeps_held("MP4", &r, &before, obj, held, &mut v);
+    overlap(&r, (!space_changed).then_some(&before), ctx, &mut v);
+    v
+}
+
+/// The address objects the index files under the pool, as `(label, ip)`.
+fn held_by_index(r: &PoolReading, ctx: &Ctx) -> Vec<(String, crate::address::Ip)> {
+    ctx.index
+        .addresses_for_pool(&r.proj.key)
+        .into_iter()
+        .filter_map(|a| a.ip.map(|ip| (a.key.ns_name(), ip)))
+        .collect()
+}
+
+/// MP4 / S5: held addresses stay allocatable, in P8's words, at the field declaring the
+/// addresses. X5: an address the old spec did not count as allocatable either (a gateway handed
+/// out before ipam-guard was installed) is not this update's doing, so it is left to the audit.
+pub(crate) fn keeps_held(
+    rule: &'static str,
+    r: &PoolReading,
+    before: &PoolReading,
+    obj: &Value,
+    held: impl IntoIterator<Item = (String, crate::address::Ip)>,
+    v: &mut Verdict,
+) {
+    let mut total = 0;
+    let mut shown = Vec::new();
+    for (label, ip) in held {
+        if !r.proj.allocatable.contains(ip) && before.proj.allocatable.contains(ip) {
+            total += 1;
+            if shown.len() < MAX_LISTED {
+                shown.push(format!("{label} {ip}"));
+            }
+        }
+    }
+    if total > 0 {
+        let value = read::get(obj, r.declared_path)
+            .cloned()
+            .unwrap_or(Value::Null);
+        v.deny(FieldError::invalid(
+            rule,
+            r.declared_path,
+            value,
+            format!("{RELEASES_HELD}: {}", join_shown(&shown, total)),
+        ));
+    }
+}
+
+// === IPClaim ===
+
+pub(crate) fn validate_claim(req: &Request, ctx: &Ctx) -> Verdict {
+    let mut v = Verdict::default();
+    let Some(obj) = req.object else {
+        return v;
+    };
+    let ns = namespace(req, obj);
+    match (req.operation, req.old_object) {
+        (Operation::Create, _) => {
+            let r = read_claim(obj);
+            v.errors.extend(r.errors.iter().cloned());
+            if r.pool_name.is_none_or(str::is_empty)
+                && !v.errors.iter().any(|e| e.path == "spec.pool.name")
+            {
+                v.deny(FieldError::required("MC1", "spec.pool.name", ""));
+            }
+            mc2_namespace("MC2", "spec.pool.namespace", r.pool_namespace, ns, &mut v);
+            mc4(obj, ns, ctx, &mut v);
+        }
+        (Operation::Update, Some(old)) => {
+            if deleting(obj, old) {
+                return v;
+            }
+            if spec_changed(obj, old) {
+                immutable_changes(
+                    "MC3",
+                    "spec",
+                    obj.get("spec"),
+                    old.get("spec"),
+                    &mut v.errors,
+                );
+            }
+            let annotation = |o: &'_ Value| {
+                o.get("metadata")
+                    .and_then(|m| m.get("annotations"))
+                    .and_then(|a| a.get(IP_ADDRESS_ANNOTATION))
+                    .cloned()
+            };
+            if !same(annotation(obj).as_ref(), annotation(old).as_ref()) {
+                mc4(obj, ns, ctx, &mut v);
+            }
+        }
+        _ => {}
+    }
+    v
+}
+
+/// MC2 / MA2: a Metal3 reference may name a namespace, but only the object's own; the provider
+/// ignores claims for pools elsewhere.
+fn mc2_namespace(
+    rule: &'static str,
+    path: &str,
+    given: Option<&str>,
+    own: Option<&str>,
+    v: &mut Verdict,
+) {
+    if let (Some(given), Some(own)) = (given.filter(|g| !g.is_empty()), own) {
+        if given != own {
+            v.deny(FieldError::invalid(
+                rule,
+                path,
+                given,
+                format!("must be the object's own namespace {own:?}"),
+            ));
+        }
+    }
+}
+
+/// MC4: the `ipAddress` annotation is an IP (deny), inside the pool's allocatable set (warn).
+fn mc4(obj: &Value, ns: Option<&str>, ctx: &Ctx, v: &mut Verdict) {
+    let r = read_claim(obj);
+    let Some(text) = r.requested else {
+        return;
+    };
+    let path = format!("metadata.annotations[{IP_ADDRESS_ANNOTATION}]");
+    let ip = match parse_ip(text) {
+        Ok(p) => {
+            for w in p.warnings {
+                v.warn("MC4", path.clone(), w);
+            }
+            p.value
+        }
+        Err(e) => {
+            v.deny(FieldError::invalid("MC4", path, text, e.to_string()));
+            return;
+        }
+    };
+    let Some(name) = r.pool_name.filter(|n| !n.is_empty()) else {
+        return;
+    };
+    let key = ObjKey::new(Kind::Metal3IPPool, ns, name);
+    if let Some(pool) = ctx.index.pool(&key) {
+        if !pool.allocatable.contains(ip) {
+            v.warn(
+                "MC4",
+                path,
+                format!(
+                    "{ip} is not an allocatable address of {key}: {}",
+                    pool.allocatable.display_limited(MAX_LISTED)
+                ),
+            );
+        }
+    }
+}
+
+// === IPAddress ===
+
+pub(crate) fn validate_address(req: &Request, ctx: &Ctx) -> Verdict {
+    let mut v = Verdict::default();
+    let Some(obj) = req.object else {
+        return v;
+    };
+    let ns = namespace(req, obj);
+    match (req.operation, req.old_object) {
+        (Operation::Create, _) => {
+            let r = read_address(obj);
+            v.errors = findings(&r, ns);
+            v.warnings.clone_from(&r.warnings);
+            let own = ObjKey::new(Kind::Metal3IPAddress, ns, req.name);
+            ma4(&r, &own, ctx, &mut v);
+        }
+        (Operation::Update, Some(old)) => {
+            // X5: the finalizer removal (both objects deleting, spec unchanged) and every other
+            // metadata-only write pass whatever the spec holds.
+            if !spec_changed(obj, old) {
+                return v;
+            }
+            immutable_changes(
+                "MA3",
+                "spec",
+                obj.get("spec"),
+                old.get("spec"),
+                &mut v.errors,
+            );
+            let r = read_address(obj);
+            let old_ns = namespace(req, old);
+            v.errors.extend(ratchet(
+                findings(&r, ns),
+                &findings(&read_address(old), old_ns),
+            ));
+            v.warnings.clone_from(&r.warnings);
+        }
+        _ => {}
+    }
+    v
+}
+
+/// MA1 and MA2: what the object says on its own. The gateway is held to A3's terms.
+fn findings(r: &AddressReading, ns: Option<&str>) -> Vec<FieldError> {
+    let mut errors = r.errors.clone();
+    for (path, value) in [
+        ("spec.pool.name", r.pool_name),
+        ("spec.claim.name", r.claim_name),
+    ] {
+        if value.is_none_or(str::is_empty) && !errors.iter().any(|e| e.path == path) {
+            errors.push(FieldError::required("MA2", path, ""));
+        }
+    }
+    let mut v = Verdict::default();
+    mc2_namespace("MA2", "spec.pool.namespace", r.pool_namespace, ns, &mut v);
+    mc2_namespace("MA2", "spec.claim.namespace", r.claim_namespace, ns, &mut v);
+    errors.append(&mut v.errors);
+
+    let (Some(addr), Some(gw), Some(text)) = (r.address, r.gateway, r.gateway_text) else {
+        return errors;
+    };
+    let family = addr.family;
+    if gw.family != family {
+        errors.push(FieldError::invalid(
+            "MA1",
+            "spec.gateway",
+            text,
+            "must be of the same IP family as the address",
+        ));
+    } else if gw == addr {
+        errors.push(FieldError::invalid(
+            "MA1",
+            "spec.gateway",
+            text,
+            "must not be the same as the address",
+        ));
+    } else if let Some(p) = r.prefix.filter(|p| has_room_for_subnet(family, *p)) {
+        let net = subnet_of(addr, p);
+        if !is_link_local_gateway(gw) && !net.contains(gw.value) {
+            errors.push(FieldError::invalid(
+                "MA1",
+                "spec.gateway",
+                text,
+                format!(
+                    "must be inside the address's subnet {}",
+                    subnet_text(family, net, p)
+                ),
+            ));
+        }
+    }
+    errors
+}
+
+/// MA4 (as A8–A9): inside the pool's allocatable set, and the only holder of the address in its
+/// address space. Unlike A8, the prefix and gateway are not compared with the pool's: a Metal3
+/// pool sets them per entry, and the index keeps only the pool-level ones.
+fn ma4(r: &AddressReading, own: &ObjKey, ctx: &Ctx, v: &mut Verdict) {
+    let (Some(addr), Some(text)) = (r.address, r.address_text) else {
+        return;
+    };
+    let index = ctx.index;
+    let pool_key = r
+        .pool_name
+        .filter(|n| !n.is_empty())
+        .map(|n| ObjKey::new(Kind::Metal3IPPool, own.namespace.as_deref(), n));
+    if let Some(pool) = pool_key.as_ref().and_then(|k| index.pool(k)) {
+        if !pool.allocatable.contains(addr) {
+            v.deny(FieldError::invalid(
+                "MA4",
+                "spec.address",
+                text,
+                format!(
+                    "not an allocatable address of {}: {}",
+                    pool.key,
+                    pool.allocatable.display_limited(MAX_LISTED)
+                ),
+            ));
+        }
+    }
+
+    let scope = ctx.options.overlap_scope;
+    if scope == OverlapScope::Off {
+        return;
+    }
+    let space = pool_key
+        .as_ref()
+        .map_or(DEFAULT_ADDRESS_SPACE, |k| index.space_of_pool(k));
+    let cluster_wide = |k: &Option<ObjKey>| k.as_ref().is_some_and(|k| !k.kind.namespaced());
+    let in_scope = |h: &AddressProj| match scope {
+        OverlapScope::Namespace => h.key.namespace == own.namespace || cluster_wide(&h.pool),
+        _ => true,
+    };
+    let mut total = 0;
+    let mut shown = Vec::new();
+    for h in index.holders(addr) {
+        if h.key != *own && index.space_of_address(h) == space && in_scope(h) {
+            total += 1;
+            if shown.len() < MAX_LISTED {
+                shown.push(h.key.to_string());
+            }
+        }
+    }
+    if total > 0 {
+        v.deny(FieldError::duplicate(
+            "MA4",
+            "spec.address",
+            text,
+            format!("{addr} is already held by {}", join_shown(&shown, total)),
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::Index;
+    use crate::model::{project, Projection};
+    use crate::rules::field::{DenyReason, ErrorType};
+    use crate::rules::{validate, Options};
+    use serde_json::json;
+
+    // === helpers ===
+
+    fn review(name: &str) -> Value {
+        let path = format!("{}/tests/fixtures/eco/{name}", env!("CARGO_MANIFEST_DIR"));
+        serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+    }
+
+    fn object(name: &str) -> Value {
+        review(name)["request"]["object"].clone()
+    }
+
+    fn old_object(name: &str) -> Value {
+        review(name)["request"]["oldObject"].clone()
+    }
+
+    fn index(objects: &[(Kind, &Value)]) -> Index {
+        let mut ix = Index::new();
+        for (kind, obj) in objects {
+            match project(*kind, obj).expect("projectable") {
+                Projection::Pool(p) => {
+                    ix.upsert_pool(p);
+                }
+                Projection::Address(a) => {
+                    ix.upsert_address(a);
+                }
+                Projection::Claim(c) => {
+                    ix.upsert_claim(c);
+                }
+            }
+        }
+        ix
+    }
+
+    fn judge(
+        kind: Kind,
+        op: Operation,
+        obj: Option<&Value>,
+        old: Option<&Value>,
+        ix: &Index,
+        options: Options,
+    ) -> Verdict {
+        let o = obj.or(old).unwrap();
+        let req = Request {
+            operation: op,
+            kind,
+            version: o["apiVersion"]
+                .as_str()
+                .and_then(|v| v.rsplit_once('/'))
+                .map_or("", |(_, v)| v),
+            namespace: o["metadata"]["namespace"].as_str(),
+            name: o["metadata"]["name"].as_str().unwrap_or_default(),
+            object: obj,
+            old_object: old,
+            dry_run: false,
+        };
+        validate(&req, &Ctx { index: ix, options })
+    }
+
+    fn create(kind: Kind, obj: &Value, ix: &Index) -> Verdict {
+        judge(
+            kind,
+            Operation::Create,
+            Some(obj),
+            None,
+            ix,
+            Options::default(),
+        )
+    }
+
+    fn update(kind: Kind, obj: &Value, old: &Value, ix: &Index) -> Verdict {
+        judge(
+            kind,
+            Operation::Update,
+            Some(obj),
+            Some(old),
+            ix,
+            Options::default(),
+        )
+    }
+
+    fn delete(kind: Kind, old: &Value, ix: &Index) -> Verdict {
+        judge(
+            kind,
+            Operation::Delete,
+            None,
+            Some(old),
+            ix,
+            Options::default(),
+        )
+    }
+
+    fn texts(v: &Verdict) -> Vec<String> {
+        v.errors.iter().map(ToString::to_string).collect()
+    }
+
+    fn warnings(v: &Verdict) -> Vec<String> {
+        v.warnings.iter().map(ToString::to_string).collect()
+    }
+
+    fn m3pool(ns: &str, name: &str, spec: Value) -> Value {
+        json!({"apiVersion": "ipam.metal3.io/v1alpha1", "kind": "IPPool",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": spec})
+    }
+
+    fn m3addr(ns: &str, name: &str, address: &str, pool: &str) -> Value {
+        json!({"apiVersion": "ipam.metal3.io/v1alpha1", "kind": "IPAddress",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"address": address, "prefix": 24, "pool": {"name": pool, "namespace": ns},
+                "claim": {"name": format!("claim-{name}"), "namespace": ns}}})
+    }
+
+    fn ipool(ns: &str, name: &str, addresses: &[&str]) -> Value {
+        json!({"apiVersion": "ipam.cluster.x-k8s.io/v1alpha2", "kind": "InClusterIPPool",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"addresses": addresses, "prefix": 24}})
+    }
+
+    fn spool(name: &str, subnet: &str, ips: &[&str]) -> Value {
+        json!({"apiVersion": "spiderpool.spidernet.io/v2beta1", "kind": "SpiderIPPool",
+            "metadata": {"name": name},
+            "spec": {"subnet": subnet, "ips": ips}})
+    }
+
+    fn with_space(mut obj: Value, space: &str) -> Value {
+        obj["metadata"]["annotations"] = json!({"ipam-guard.io/address-space": space});
+        obj
+    }
+
+    // === IPPool ===
+
+    #[test]
+    fn captures_pass_with_only_their_real_warnings() {
+        let ix = Index::new();
+        let v = create(
+            Kind::Metal3IPPool,
+            &object("metal3-ippool-create.json"),
+            &ix,
+        );
+        assert!(v.allowed(), "{:?}", texts(&v));
+        assert_eq!(v.rules(), ["MP1"]);
+        let v = update(
+            Kind::Metal3IPPool,
+            &object("metal3-ippool-update-spec.json"),
+            &old_object("metal3-ippool-update-spec.json"),
+            &ix,
+        );
+        assert!(v.allowed(), "{:?}", texts(&v));
+        let v = update(
+            Kind::Metal3IPPool,
+            &object("metal3-ippool-update-label.json"),
+            &old_object("metal3-ippool-update-label.json"),
+            &ix,
+        );
+        assert_eq!(v, Verdict::default());
+        let v = delete(
+            Kind::Metal3IPPool,
+            &old_object("metal3-ippool-delete.json"),
+            &ix,
+        );
+        assert!(v.allowed());
+    }
+
+    #[test]
+    fn mp1_start_after_end() {
+        let obj = m3pool(
+            "ns",
+            "p",
+            json!({"namePrefix": "p", "prefix": 24,
+                "pools": [{"start": "10.0.0.20", "end": "10.0.0.10"}, {"subnet": "10.0.1.0/24", "start": "10.0.2.1"}]}),
+        );
+        let v = create(Kind::Metal3IPPool, &obj, &Index::new());
+        assert_eq!(
+            texts(&v),
+            [
+                r#"spec.pools[0].end: Invalid value: "10.0.0.10": must not be before start 10.0.0.20"#,
+                r#"spec.pools[1].start: Invalid value: "10.0.2.1": must be inside subnet 10.0.1.0/24"#,
+            ]
+        );
+        assert!(v.errors.iter().all(|e| e.rule == "MP1"));
+    }
+
+    #[test]
+    fn mp1_entry_needs_start_end_or_subnet() {
+        let obj = m3pool(
+            "ns",
+            "p",
+            json!({"namePrefix": "p", "pools": [{"prefix": 24}]}),
+        );
+        let v = create(Kind::Metal3IPPool, &obj, &Index::new());
+        assert_eq!(
+            texts(&v),
+            ["spec.pools[0]: Required value: at least one of start, end or subnet is required"]
+        );
+    }
+
+    #[test]
+    fn mp2_ipv4_prefix_above_32_is_denied() {
+        // The CRD allows 128 for any family; an IPv4 pool with /40 would hand out nonsense.
+        let obj = m3pool(
+            "ns",
+            "p",
+            json!({"namePrefix": "p", "prefix": 40, "pools": [{"subnet": "10.0.0.0/24"}]}),
+        );
+        let v = create(Kind::Metal3IPPool, &obj, &Index::new());
+        assert_eq!(
+            texts(&v),
+            ["spec.prefix: Invalid value: 40: prefix is too large for an IPv4 address"]
+        );
+        assert_eq!(v.errors[0].rule, "MP2");
+    }
+
+    #[test]
+    fn mp3_pre_allocation_outside_the_pools_is_denied() {
+        let mut obj = object("metal3-ippool-create.json");
+        obj["spec"]["preAllocations"]["claim2"] = json!("192.168.0.99");
+        let v = create(Kind::Metal3IPPool, &obj, &Index::new());
+        assert_eq!(v.rules(), ["MP1", "MP3"]);
+        assert_eq!(
+            v.errors[0].path,
+            "spec.preAllocations[claim2]",
+            "{:?}",
+            texts(&v)
+        );
+    }
+
+    #[test]
+    fn mp4_name_prefix_and_allocation_strategy_are_immutable() {
+        let old = old_object("metal3-ippool-update-spec.json");
+        let mut obj = object("metal3-ippool-update-spec.json");
+        obj["spec"]["namePrefix"] = json!("other");
+        obj["spec"]["allocationStrategy"] = json!("random");
+        let v = update(Kind::Metal3IPPool, &obj, &old, &Index::new());
+        assert_eq!(
+            texts(&v),
+            [
+                r#"spec.namePrefix: Invalid value: "other": field is immutable (was "test1-prov")"#,
+                r#"spec.allocationStrategy: Invalid value: "random": field is immutable (was "sequential")"#,
+            ]
+        );
+    }
+
+    #[test]
+    fn mp4_held_addresses_stay_inside_the_pools() {
+        let old = old_object("metal3-ippool-update-spec.json");
+        let held = m3addr("capture-eco", "a", "192.168.0.25", "provisioning-pool");
+        // A CAPI IPAddress served from the same Metal3 pool holds too.
+        let capi = json!({"apiVersion": "ipam.cluster.x-k8s.io/v1beta2", "kind": "IPAddress",
+            "metadata": {"name": "c", "namespace": "capture-eco"},
+            "spec": {"address": "192.168.0.28", "prefix": 24, "claimRef": {"name": "c"},
+                "poolRef": {"apiGroup": "ipam.metal3.io", "kind": "IPPool", "name": "provisioning-pool"}}});
+        let ix = index(&[
+            (Kind::Metal3IPPool, &old),
+            (Kind::Metal3IPAddress, &held),
+            (Kind::IPAddress, &capi),
+        ]);
+        let mut obj = old.clone();
+        obj["spec"]["pools"][0]["end"] = json!("192.168.0.20");
+        let v = update(Kind::Metal3IPPool, &obj, &old, &ix);
+        assert_eq!(v.errors.len(), 1, "{:?}", texts(&v));
+        assert_eq!(v.errors[0].rule, "MP4");
+        assert_eq!(v.errors[0].path, "spec.pools");
+        assert_eq!(
+            v.errors[0].detail,
+            "pool addresses do not contain allocated addresses: capture-eco/c 192.168.0.28, capture-eco/a 192.168.0.25"
+        );
+    }
+
+    #[test]
+    fn mp4_ratchet_leaves_addresses_that_were_never_allocatable() {
+        // ip-address-manager handed out the gateway before ipam-guard was installed; a later,
+        // unrelated spec change is not held up by it.
+        let old = object("metal3-ippool-create.json");
+        let gw = m3addr("capture-eco", "gw", "192.168.1.1", "provisioning-pool");
+        let ix = index(&[(Kind::Metal3IPPool, &old), (Kind::Metal3IPAddress, &gw)]);
+        let mut obj = old.clone();
+        obj["spec"]["preAllocations"]["claim9"] = json!("192.168.0.20");
+        let v = update(Kind::Metal3IPPool, &obj, &old, &ix);
+        assert!(v.allowed(), "{:?}", texts(&v));
+    }
+
+    #[test]
+    fn mp4_delete_is_forbidden_while_addresses_are_held() {
+        let old = old_object("metal3-ippool-delete.json");
+        let a = object("metal3-ipaddress-create.json");
+        let ix = index(&[(Kind::Metal3IPPool, &old), (Kind::Metal3IPAddress, &a)]);
+        let v = delete(Kind::Metal3IPPool, &old, &ix);
+        assert_eq!(v.reason, DenyReason::Forbidden);
+        assert_eq!(v.errors[0].rule, "MP4");
+        assert_eq!(v.errors[0].kind, ErrorType::Forbidden);
+        assert_eq!(
+            v.errors[0].to_string(),
+            "metadata.name: Forbidden: Pool has IPAddresses allocated. Cannot delete Pool until all IPAddresses have been removed. Held by: capture-eco/test1-prov-192-168-0-13 (192.168.0.13)"
+        );
+        // Same escape hatch as the in-cluster pools.
+        let mut skip = old.clone();
+        skip["metadata"]["annotations"] =
+            json!({"ipam.cluster.x-k8s.io/skip-validate-delete-webhook": ""});
+        assert!(delete(Kind::Metal3IPPool, &skip, &ix).allowed());
+        // Another pool of the same name in another namespace holds nothing of this one.
+        let mut elsewhere = old.clone();
+        elsewhere["metadata"]["namespace"] = json!("other");
+        assert!(delete(Kind::Metal3IPPool, &elsewhere, &ix).allowed());
+    }
+
+    #[test]
+    fn p11_deleting_metal3_pool_passes_every_update() {
+        let old = old_object("metal3-ippool-update-spec.json");
+        let mut obj = old.clone();
+        obj["spec"]["namePrefix"] = json!("other");
+        obj["metadata"]["deletionTimestamp"] = json!("2026-11-21T23:22:32Z");
+        assert!(update(Kind::Metal3IPPool, &obj, &old, &Index::new()).allowed());
+    }
+
+    #[test]
+    fn x5_unchanged_metal3_pool_spec_is_never_denied() {
+        let mut old = old_object("metal3-ippool-update-label.json");
+        old["spec"]["pools"][0]["end"] = json!("192.168.0.1");
+        let mut obj = old.clone();
+        obj["metadata"]["labels"]["x"] = json!("y");
+        assert_eq!(
+            update(Kind::Metal3IPPool, &obj, &old, &Index::new()),
+            Verdict::default()
+        );
+        // A spec change elsewhere is judged on what it adds, not on the old reversed range.
+        obj["spec"]["dnsServers"] = json!(["8.8.8.8"]);
+        let v = update(Kind::Metal3IPPool, &obj, &old, &Index::new());
+        assert!(v.allowed(), "{:?}", texts(&v));
+    }
+
+    #[test]
+    fn p10_metal3_pool_overlaps_in_cluster_and_spiderpool_in_one_space() {
+        let incluster = ipool("capture-eco", "nodes", &["192.168.0.0/28"]);
+        let spider = spool("pods", "192.168.1.0/24", &["192.168.1.200-192.168.1.210"]);
+        let ix = index(&[
+            (Kind::InClusterIPPool, &incluster),
+            (Kind::SpiderIPPool, &spider),
+        ]);
+        let v = create(
+            Kind::Metal3IPPool,
+            &object("metal3-ippool-create.json"),
+            &ix,
+        );
+        assert_eq!(
+            texts(&v),
+            [
+                r#"spec.pools[0]: Invalid value: "192.168.0.10-192.168.0.30": overlaps InClusterIPPool capture-eco/nodes (192.168.0.10-192.168.0.15)"#,
+                r#"spec.pools[2]: Invalid value: "192.168.1.128/25": overlaps SpiderIPPool.spiderpool.spidernet.io pods (192.168.1.200-192.168.1.210)"#,
+            ]
+        );
+        assert!(v.errors.iter().all(|e| e.rule == "P10"));
+        // The other direction: an in-cluster pool meets the Metal3 pool the index holds.
+        let m3 = object("metal3-ippool-create.json");
+        let ix = index(&[(Kind::Metal3IPPool, &m3)]);
+        let v = create(Kind::InClusterIPPool, &incluster, &ix);
+        assert_eq!(v.rules(), ["P10"]);
+        assert!(texts(&v)[0].contains("IPPool.ipam.metal3.io capture-eco/provisioning-pool"));
+    }
+
+    #[test]
+    fn p10_metal3_pool_in_another_address_space_overlaps_nothing() {
+        let incluster = with_space(ipool("capture-eco", "nodes", &["192.168.0.0/28"]), "dc2");
+        let spider = spool("pods", "192.168.1.0/24", &["192.168.1.200-192.168.1.210"]);
+        let ix = index(&[
+            (Kind::InClusterIPPool, &incluster),
+            (Kind::SpiderIPPool, &with_space(spider, "dc2")),
+        ]);
+        let v = create(
+            Kind::Metal3IPPool,
+            &object("metal3-ippool-create.json"),
+            &ix,
+        );
+        assert!(v.allowed(), "{:?}", texts(&v));
+        // Moving the Metal3 pool into dc2 is judged as a whole.
+        let old = object("metal3-ippool-create.json");
+        let obj = with_space(old.clone(), "dc2");
+        let v = update(Kind::Metal3IPPool, &obj, &old, &ix);
+        assert_eq!(v.rules(), ["P10"]);
+    }
+
+    // === IPClaim ===
+
+    #[test]
+    fn mc_captures_pass() {
+        let ix = Index::new();
+        assert_eq!(
+            create(
+                Kind::Metal3IPClaim,
+                &object("metal3-ipclaim-create.json"),
+                &ix
+            ),
+            Verdict::default()
+        );
+        let v = update(
+            Kind::Metal3IPClaim,
+            &object("metal3-ipclaim-update-label.json"),
+            &old_object("metal3-ipclaim-update-label.json"),
+            &ix,
+        );
+        assert_eq!(v, Verdict::default());
+    }
+
+    #[test]
+    fn mc1_pool_name_is_required() {
+        let mut obj = object("metal3-ipclaim-create.json");
+        obj["spec"]["pool"] = json!({"namespace": "capture-eco"});
+        let v = create(Kind::Metal3IPClaim, &obj, &Index::new());
+        assert_eq!(texts(&v), ["spec.pool.name: Required value"]);
+        assert_eq!(v.errors[0].kind.reason(), "FieldValueRequired");
+    }
+
+    #[test]
+    fn mc2_pool_namespace_must_be_the_claims() {
+        let mut obj = object("metal3-ipclaim-create.json");
+        obj["spec"]["pool"]["namespace"] = json!("elsewhere");
+        let v = create(Kind::Metal3IPClaim, &obj, &Index::new());
+        assert_eq!(
+            texts(&v),
+            [
+                r#"spec.pool.namespace: Invalid value: "elsewhere": must be the object's own namespace "capture-eco""#
+            ]
+        );
+    }
+
+    #[test]
+    fn mc3_spec_is_immutable() {
+        let v = update(
+            Kind::Metal3IPClaim,
+            &object("metal3-ipclaim-update-spec.json"),
+            &old_object("metal3-ipclaim-update-spec.json"),
+            &Index::new(),
+        );
+        assert_eq!(
+            texts(&v),
+            [
+                r#"spec.pool.name: Invalid value: "provisioning-pool-b": field is immutable (was "provisioning-pool")"#
+            ]
+        );
+    }
+
+    #[test]
+    fn mc4_ip_address_annotation() {
+        let pool = object("metal3-ippool-create.json");
+        let ix = index(&[(Kind::Metal3IPPool, &pool)]);
+        let mut obj = object("metal3-ipclaim-create.json");
+        obj["metadata"]["annotations"] = json!({"ipAddress": "192.168.0.300"});
+        let v = create(Kind::Metal3IPClaim, &obj, &ix);
+        assert_eq!(
+            texts(&v),
+            [
+                r#"metadata.annotations[ipAddress]: Invalid value: "192.168.0.300": IPv4 octets must be between 0 and 255"#
+            ]
+        );
+        obj["metadata"]["annotations"] = json!({"ipAddress": "192.168.0.99"});
+        let v = create(Kind::Metal3IPClaim, &obj, &ix);
+        assert!(v.allowed());
+        assert_eq!(
+            warnings(&v),
+            ["metadata.annotations[ipAddress]: 192.168.0.99 is not an allocatable address of IPPool.ipam.metal3.io capture-eco/provisioning-pool: 192.168.0.10-192.168.0.30, 192.168.1.2-192.168.1.63, 192.168.1.129-192.168.1.254"]
+        );
+        obj["metadata"]["annotations"] = json!({"ipAddress": "192.168.0.20"});
+        assert_eq!(create(Kind::Metal3IPClaim, &obj, &ix), Verdict::default());
+        // Updates judge the annotation only when it changes.
+        let mut old = obj.clone();
+        old["metadata"]["annotations"] = json!({"ipAddress": "bad"});
+        let mut same_bad = old.clone();
+        same_bad["metadata"]["labels"]["x"] = json!("y");
+        assert!(update(Kind::Metal3IPClaim, &same_bad, &old, &ix).allowed());
+        let mut to_bad = obj.clone();
+        to_bad["metadata"]["annotations"] = json!({"ipAddress": "10.0.0.01"});
+        assert_eq!(
+            update(Kind::Metal3IPClaim, &to_bad, &obj, &ix).rules(),
+            ["MC4"]
+        );
+    }
+
+    // === IPAddress ===
+
+    #[test]
+    fn ma_captures_pass() {
+        let pool = object("metal3-ippool-create.json");
+        let ix = index(&[(Kind::Metal3IPPool, &pool)]);
+        let v = create(
+            Kind::Metal3IPAddress,
+            &object("metal3-ipaddress-create.json"),
+            &ix,
+        );
+        assert_eq!(v, Verdict::default());
+        for f in [
+            "metal3-ipaddress-update-label.json",
+            "metal3-ipaddress-update-finalizer.json",
+        ] {
+            let v = update(Kind::Metal3IPAddress, &object(f), &old_object(f), &ix);
+            assert_eq!(v, Verdict::default(), "{f}");
+        }
+    }
+
+    #[test]
+    fn ma1_address_prefix_and_gateway_as_a1_to_a3() {
+        let mut obj = object("metal3-ipaddress-create.json");
+        obj["spec"]["address"] = json!("192.168.0.013");
+        obj["spec"]["prefix"] = json!(33);
+        let v = create(Kind::Metal3IPAddress, &obj, &Index::new());
+        assert_eq!(
+            texts(&v),
+            [
+                r#"spec.address: Invalid value: "192.168.0.013": leading zeros are not allowed in an IPv4 octet"#,
+                "spec.prefix: Invalid value: 33: prefix is too large for an IPv4 address",
+            ]
+        );
+        let mut obj = object("metal3-ipaddress-create.json");
+        obj["spec"]["gateway"] = json!("192.168.1.1");
+        let v = create(Kind::Metal3IPAddress, &obj, &Index::new());
+        assert_eq!(
+            texts(&v),
+            [
+                r#"spec.gateway: Invalid value: "192.168.1.1": must be inside the address's subnet 192.168.0.0/25"#
+            ]
+        );
+        obj["spec"]["gateway"] = json!("192.168.0.13");
+        let v = create(Kind::Metal3IPAddress, &obj, &Index::new());
+        assert_eq!(v.errors[0].detail, "must not be the same as the address");
+        obj["spec"]["gateway"] = json!("fd00::1");
+        let v = create(Kind::Metal3IPAddress, &obj, &Index::new());
+        assert_eq!(v.rules(), ["MA1"]);
+    }
+
+    #[test]
+    fn ma2_refs_are_required_and_stay_in_the_namespace() {
+        let mut obj = object("metal3-ipaddress-create.json");
+        obj["spec"]["pool"] = json!({"namespace": "capture-eco"});
+        obj["spec"]["claim"]["namespace"] = json!("other");
+        let v = create(Kind::Metal3IPAddress, &obj, &Index::new());
+        assert_eq!(
+            texts(&v),
+            [
+                "spec.pool.name: Required value",
+                r#"spec.claim.namespace: Invalid value: "other": must be the object's own namespace "capture-eco""#,
+            ]
+        );
+    }
+
+    #[test]
+    fn ma3_spec_is_immutable_but_finalizer_removal_passes() {
+        let v = update(
+            Kind::Metal3IPAddress,
+            &object("metal3-ipaddress-update-spec.json"),
+            &old_object("metal3-ipaddress-update-spec.json"),
+            &Index::new(),
+        );
+        assert_eq!(
+            texts(&v),
+            [
+                r#"spec.address: Invalid value: "192.168.0.14": field is immutable (was "192.168.0.13")"#
+            ]
+        );
+        let f = "metal3-ipaddress-update-finalizer.json";
+        assert!(update(
+            Kind::Metal3IPAddress,
+            &object(f),
+            &old_object(f),
+            &Index::new()
+        )
+        .allowed());
+    }
+
+    #[test]
+    fn ma4_address_outside_the_pool_is_denied() {
+        let pool = object("metal3-ippool-create.json");
+        let ix = index(&[(Kind::Metal3IPPool, &pool)]);
+        // The pool's gateway, which ip-address-manager would hand out from pools[1].
+        let obj = m3addr("capture-eco", "gw", "192.168.1.1", "provisioning-pool");
+        let v = create(Kind::Metal3IPAddress, &obj, &ix);
+        assert_eq!(
+            texts(&v),
+            [
+                r#"spec.address: Invalid value: "192.168.1.1": not an allocatable address of IPPool.ipam.metal3.io capture-eco/provisioning-pool: 192.168.0.10-192.168.0.30, 192.168.1.2-192.168.1.63, 192.168.1.129-192.168.1.254"#
+            ]
+        );
+    }
+
+    #[test]
+    fn ma4_duplicates_a_capi_address_in_the_same_space() {
+        let m3 = object("metal3-ippool-create.json");
+        let incl = ipool("capture-eco", "nodes", &["192.168.0.0/24"]);
+        let capi = json!({"apiVersion": "ipam.cluster.x-k8s.io/v1beta2", "kind": "IPAddress",
+            "metadata": {"name": "c", "namespace": "capture-eco"},
+            "spec": {"address": "192.168.0.13", "prefix": 24, "claimRef": {"name": "c"},
+                "poolRef": {"apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterIPPool", "name": "nodes"}}});
+        let ix = index(&[
+            (Kind::Metal3IPPool, &m3),
+            (Kind::InClusterIPPool, &incl),
+            (Kind::IPAddress, &capi),
+        ]);
+        let v = create(
+            Kind::Metal3IPAddress,
+            &object("metal3-ipaddress-create.json"),
+            &ix,
+        );
+        assert_eq!(
+            texts(&v),
+            [
+                r#"spec.address: Duplicate value: "192.168.0.13": 192.168.0.13 is already held by IPAddress capture-eco/c"#
+            ]
+        );
+        assert_eq!(v.errors[0].rule, "MA4");
+        // The CAPI side sees the Metal3 holder too (A9).
+        let m3a = object("metal3-ipaddress-create.json");
+        let ix = index(&[
+            (Kind::Metal3IPPool, &m3),
+            (Kind::InClusterIPPool, &incl),
+            (Kind::Metal3IPAddress, &m3a),
+        ]);
+        let v = create(Kind::IPAddress, &capi, &ix);
+        assert_eq!(v.errors.len(), 1);
+        assert_eq!(v.errors[0].rule, "A9");
+        // Different spaces: no conflict.
+        let incl = with_space(incl, "dc2");
+        let ix = index(&[
+            (Kind::Metal3IPPool, &m3),
+            (Kind::InClusterIPPool, &incl),
+            (Kind::IPAddress, &capi),
+        ]);
+        assert!(create(Kind::Metal3IPAddress, &m3a, &ix).allowed());
+    }
+}

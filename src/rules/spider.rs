@@ -1,0 +1,353 @@
+//! Spiderpool `SpiderIPPool` (SPEC §5): S1–S4 come from the pool reader (the reading the index
+//! uses), S5 and S6 are judged here with P10 and P11.
+//!
+//! Who holds an address of a SpiderIPPool is recorded by Spiderpool itself in the pool's
+//! `status.allocatedIPs`, not in objects the index watches, so S5 and S6 read the status of the
+//! stored object (a main-resource update cannot change status, so old and new carry the same).
+
+use serde_json::Value;
+
+use crate::kinds::Kind;
+use crate::model::pool::read_pool;
+use crate::model::spider::{allocation, Allocation};
+use crate::model::{read, Meta, Operation, Request};
+use crate::rules::field::{DenyReason, FieldError, Verdict};
+use crate::rules::metal3::keeps_held;
+use crate::rules::pool::overlap;
+use crate::rules::util::{immutable_changes, join_shown, ratchet, spec_changed, MAX_LISTED};
+use crate::rules::Ctx;
+
+/// S6's text, in P9's words.
+const HELD: &str = "Pool has IPs allocated. Cannot delete Pool until all IPs have been released.";
+
+pub(crate) fn validate(req: &Request, ctx: &Ctx) -> Verdict {
+    match (req.operation, req.object, req.old_object) {
+        (Operation::Delete, _, old) => delete(old),
+        (Operation::Create, Some(obj), _) => {
+            let r = read_pool(Kind::SpiderIPPool, obj);
+            let mut v = Verdict {
+                errors: r.errors.clone(),
+                warnings: r.warnings.clone(),
+                ..Verdict::default()
+            };
+            overlap(&r, None, ctx, &mut v);
+            v
+        }
+        (Operation::Update, Some(obj), Some(old)) => update(obj, old, ctx),
+        _ => Verdict::default(),
+    }
+}
+
+fn update(obj: &Value, old: &Value, ctx: &Ctx) -> Verdict {
+    let mut v = Verdict::default();
+    // P11: a pool being deleted passes every update (its finalizer must be removable).
+    if Meta::read(obj).deleting || Meta::read(old).deleting {
+        return v;
+    }
+    let changed = spec_changed(obj, old);
+    let space_changed = Meta::read(obj).address_space() != Meta::read(old).address_space();
+    if !changed && !space_changed {
+        return v;
+    }
+    let r = read_pool(Kind::SpiderIPPool, obj);
+    if !changed {
+        overlap(&r, None, ctx, &mut v);
+        return v;
+    }
+    let before = read_pool(Kind::SpiderIPPool, old);
+    // S5: Spiderpool keys everything it hands out by subnet and family.
+    for field in ["subnet", "ipVersion"] {
+        let path = format!("spec.{field}");
+        immutable_changes(
+            "S5",
+            &path,
+            read::get(obj, &path),
+            read::get(old, &path),
+            &mut v.errors,
+        );
+    }
+    v.errors.extend(ratchet(r.errors.clone(), &before.errors));
+    v.warnings.clone_from(&r.warnings);
+    // S5: what pods hold stays allocatable.
+    let held = allocation(old).ips.into_iter().filter_map(|a| {
+        a.ip.map(|ip| (a.pod.unwrap_or_else(|| "(unknown pod)".to_string()), ip))
+    });
+    keeps_held("S5", &r, &before, obj, held, &mut v);
+    overlap(&r, (!space_changed).then_some(&before), ctx, &mut v);
+    v
+}
+
+/// S6: a pool whose status says it hands out addresses cannot be deleted (403 Forbidden).
+/// The skip annotations of P9 apply too: they are the documented escape hatch for any pool.
+fn delete(old: Option<&Value>) -> Verdict {
+    let mut v = Verdict::default();
+    let Some(old) = old else {
+        return v;
+    };
+    let meta = Meta::read(old);
+    if crate::model::pool::SKIP_DELETE_ANNOTATIONS
+        .iter()
+        .any(|a| meta.annotations.contains_key(*a))
+    {
+        return v;
+    }
+    let a = allocation(old);
+    if !a.held() {
+        return v;
+    }
+    v.reason = DenyReason::Forbidden;
+    v.deny(FieldError::forbidden(
+        "S6",
+        "metadata.name",
+        format!("{HELD} {}", holders(&a)),
+    ));
+    v
+}
+
+/// Who holds the pool, as far as its status tells.
+fn holders(a: &Allocation) -> String {
+    if a.unreadable {
+        return "status.allocatedIPs cannot be read, so the pool counts as held.".to_string();
+    }
+    if a.ips.is_empty() {
+        return format!(
+            "status.allocatedIPCount is {}.",
+            a.count.unwrap_or_default()
+        );
+    }
+    let shown: Vec<String> = a
+        .ips
+        .iter()
+        .take(MAX_LISTED)
+        .map(|ip| ip.holder_text())
+        .collect();
+    format!("Held by: {}", join_shown(&shown, a.ips.len()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::Index;
+    use crate::model::{project, Projection};
+    use crate::rules::field::ErrorType;
+    use crate::rules::{validate, Options};
+    use serde_json::json;
+
+    fn review(name: &str) -> Value {
+        let path = format!("{}/tests/fixtures/eco/{name}", env!("CARGO_MANIFEST_DIR"));
+        serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+    }
+
+    fn object(name: &str) -> Value {
+        review(name)["request"]["object"].clone()
+    }
+
+    fn old_object(name: &str) -> Value {
+        review(name)["request"]["oldObject"].clone()
+    }
+
+    fn index(objects: &[(Kind, &Value)]) -> Index {
+        let mut ix = Index::new();
+        for (kind, obj) in objects {
+            if let Some(Projection::Pool(p)) = project(*kind, obj) {
+                ix.upsert_pool(p);
+            }
+        }
+        ix
+    }
+
+    fn judge(op: Operation, obj: Option<&Value>, old: Option<&Value>, ix: &Index) -> Verdict {
+        let o = obj.or(old).unwrap();
+        let req = Request {
+            operation: op,
+            kind: Kind::SpiderIPPool,
+            version: "v2beta1",
+            namespace: None,
+            name: o["metadata"]["name"].as_str().unwrap_or_default(),
+            object: obj,
+            old_object: old,
+            dry_run: false,
+        };
+        let options = Options::default();
+        validate(&req, &Ctx { index: ix, options })
+    }
+
+    fn create(obj: &Value, ix: &Index) -> Verdict {
+        judge(Operation::Create, Some(obj), None, ix)
+    }
+
+    fn update(obj: &Value, old: &Value, ix: &Index) -> Verdict {
+        judge(Operation::Update, Some(obj), Some(old), ix)
+    }
+
+    fn delete(old: &Value) -> Verdict {
+        judge(Operation::Delete, None, Some(old), &Index::new())
+    }
+
+    fn texts(v: &Verdict) -> Vec<String> {
+        v.errors.iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn captures_pass() {
+        let ix = Index::new();
+        for f in ["spiderippool-create.json", "spiderippool-create-ipv6.json"] {
+            assert_eq!(create(&object(f), &ix), Verdict::default(), "{f}");
+        }
+        for f in [
+            "spiderippool-update-label.json",
+            "spiderippool-update-spec.json",
+        ] {
+            let v = update(&object(f), &old_object(f), &ix);
+            assert!(v.allowed(), "{f}: {:?}", texts(&v));
+        }
+    }
+
+    #[test]
+    fn s1_unformatted_subnet_is_denied() {
+        let mut obj = object("spiderippool-create.json");
+        obj["spec"]["subnet"] = json!("172.18.41.7/24");
+        let v = create(&obj, &Index::new());
+        assert_eq!(
+            texts(&v),
+            [
+                r#"spec.subnet: Invalid value: "172.18.41.7/24": unformatted subnet 172.18.41.7/24, please change it to 172.18.41.0/24"#
+            ]
+        );
+    }
+
+    #[test]
+    fn s2_ip_version_of_the_other_family_is_denied() {
+        let mut obj = object("spiderippool-create-ipv6.json");
+        obj["spec"]["ipVersion"] = json!(4);
+        assert_eq!(create(&obj, &Index::new()).rules(), ["S2"]);
+    }
+
+    #[test]
+    fn s3_ip_outside_the_subnet_is_denied() {
+        let mut obj = object("spiderippool-create.json");
+        obj["spec"]["ips"][1] = json!("172.18.42.60");
+        obj["spec"]["excludeIPs"][0] = json!("172.18.41.45-172.18.41.40");
+        let v = create(&obj, &Index::new());
+        assert_eq!(
+            texts(&v),
+            [
+                r#"spec.ips[1]: Invalid value: "172.18.42.60": must be inside spec.subnet 172.18.41.0/24"#,
+                r#"spec.excludeIPs[0]: Invalid value: "172.18.41.45-172.18.41.40": range start 172.18.41.45 is after range end 172.18.41.40"#,
+            ]
+        );
+    }
+
+    #[test]
+    fn s4_allocatable_gateway_is_denied() {
+        let mut obj = object("spiderippool-create.json");
+        obj["spec"]["gateway"] = json!("172.18.41.41");
+        let v = create(&obj, &Index::new());
+        assert_eq!(v.rules(), ["S4"]);
+        // Excluded, the same gateway is fine.
+        obj["spec"]["excludeIPs"] = json!(["172.18.41.41"]);
+        assert!(create(&obj, &Index::new()).allowed());
+    }
+
+    #[test]
+    fn s5_subnet_and_ip_version_are_immutable() {
+        let old = old_object("spiderippool-update-spec.json");
+        let mut obj = object("spiderippool-update-spec.json");
+        obj["spec"]["subnet"] = json!("172.18.0.0/16");
+        obj["spec"]["ipVersion"] = json!(6);
+        let v = update(&obj, &old, &Index::new());
+        let texts = texts(&v);
+        assert_eq!(
+            texts[..2],
+            [
+                r#"spec.subnet: Invalid value: "172.18.0.0/16": field is immutable (was "172.18.41.0/24")"#,
+                "spec.ipVersion: Invalid value: 6: field is immutable (was 4)",
+            ]
+        );
+    }
+
+    #[test]
+    fn s5_allocated_ips_in_the_status_string_stay_allocatable() {
+        let old = old_object("spiderippool-update-spec.json");
+        let mut obj = object("spiderippool-update-spec.json");
+        obj["spec"]["excludeIPs"] = json!(["172.18.41.40"]);
+        let v = update(&obj, &old, &Index::new());
+        assert_eq!(
+            texts(&v),
+            [
+                r#"spec.ips: Invalid value: ["172.18.41.40-172.18.41.55","172.18.41.60"]: pool addresses do not contain allocated addresses: default/web-0 172.18.41.40"#
+            ]
+        );
+        assert_eq!(v.errors[0].rule, "S5");
+    }
+
+    #[test]
+    fn s6_delete_denied_while_allocated_ips_string_has_keys() {
+        let v = delete(&old_object("spiderippool-delete.json"));
+        assert_eq!(v.reason, DenyReason::Forbidden);
+        assert_eq!(v.errors[0].kind, ErrorType::Forbidden);
+        assert_eq!(
+            texts(&v),
+            ["metadata.name: Forbidden: Pool has IPs allocated. Cannot delete Pool until all IPs have been released. Held by: default/web-0 (172.18.41.40)"]
+        );
+    }
+
+    #[test]
+    fn s6_delete_denied_on_count_or_unreadable_allocations() {
+        let mut old = old_object("spiderippool-delete.json");
+        old["status"] = json!({"allocatedIPCount": 2, "allocatedIPs": "{}"});
+        assert!(texts(&delete(&old))[0].ends_with("status.allocatedIPCount is 2."));
+        old["status"] = json!({"allocatedIPCount": 0, "allocatedIPs": "{\"172.18.41.40\":"});
+        assert!(texts(&delete(&old))[0].ends_with("cannot be read, so the pool counts as held."));
+        old["status"] = json!({"allocatedIPCount": 0, "allocatedIPs": "{}"});
+        assert!(delete(&old).allowed());
+        old["status"] = Value::Null;
+        assert!(delete(&old).allowed());
+    }
+
+    #[test]
+    fn p11_deleting_spiderippool_passes_every_update() {
+        let old = old_object("spiderippool-update-spec.json");
+        let mut obj = object("spiderippool-update-spec.json");
+        obj["spec"]["subnet"] = json!("10.0.0.0/8");
+        obj["metadata"]["deletionTimestamp"] = json!("2026-11-21T23:22:32Z");
+        assert!(update(&obj, &old, &Index::new()).allowed());
+    }
+
+    #[test]
+    fn x5_unchanged_spiderippool_spec_is_never_denied() {
+        let mut old = old_object("spiderippool-update-label.json");
+        old["spec"]["gateway"] = json!("172.18.41.41");
+        let mut obj = old.clone();
+        obj["metadata"]["labels"]["x"] = json!("y");
+        assert_eq!(update(&obj, &old, &Index::new()), Verdict::default());
+    }
+
+    #[test]
+    fn p10_spiderippool_overlaps_other_kinds_only_in_its_space() {
+        let incl = json!({"apiVersion": "ipam.cluster.x-k8s.io/v1alpha2", "kind": "GlobalInClusterIPPool",
+            "metadata": {"name": "shared"},
+            "spec": {"addresses": ["172.18.41.48-172.18.41.70"], "prefix": 24}});
+        let ix = index(&[(Kind::GlobalInClusterIPPool, &incl)]);
+        let v = create(&object("spiderippool-create.json"), &ix);
+        assert_eq!(
+            texts(&v),
+            [
+                r#"spec.ips[0]: Invalid value: "172.18.41.40-172.18.41.50": overlaps GlobalInClusterIPPool shared (172.18.41.48-172.18.41.50)"#,
+                r#"spec.ips[1]: Invalid value: "172.18.41.60": overlaps GlobalInClusterIPPool shared (172.18.41.60)"#,
+            ]
+        );
+        let mut other = incl.clone();
+        other["metadata"]["annotations"] = json!({"ipam-guard.io/address-space": "dc2"});
+        let ix = index(&[(Kind::GlobalInClusterIPPool, &other)]);
+        assert!(create(&object("spiderippool-create.json"), &ix).allowed());
+        // A spec update is judged on the addresses it adds.
+        let old = old_object("spiderippool-update-spec.json");
+        let obj = object("spiderippool-update-spec.json");
+        let narrow = json!({"apiVersion": "ipam.cluster.x-k8s.io/v1alpha2", "kind": "GlobalInClusterIPPool",
+            "metadata": {"name": "shared"},
+            "spec": {"addresses": ["172.18.41.52"], "prefix": 24}});
+        let ix = index(&[(Kind::GlobalInClusterIPPool, &narrow)]);
+        assert_eq!(update(&obj, &old, &ix).rules(), ["P10"]);
+    }
+}
