@@ -16,7 +16,7 @@ use serde_json::{json, Map, Value};
 
 use crate::cluster::ClusterView;
 use crate::kinds::Kind;
-use crate::model::{Operation, Request};
+use crate::model::{project, Operation, Projection, Request};
 use crate::rules::field::{DenyReason, FieldError, Verdict};
 use crate::rules::{self, Ctx, Options};
 
@@ -184,15 +184,75 @@ impl Admission {
         let verdict = match endpoint {
             Endpoint::Mutate => rules::mutate(&req),
             Endpoint::Validate => {
-                let index = self.inner.view.read();
-                let ctx = Ctx {
-                    index: &index,
-                    options: self.inner.options,
-                };
-                rules::validate(&req, &ctx)
+                let synced = self.inner.view.synced();
+                if !synced && denies_from_view(kind, operation, &self.inner.options) {
+                    return Judged::Verdict(kind, not_synced());
+                }
+                let mut verdict = Verdict::default();
+                let options = self.inner.options;
+                // SPEC X2: judge and record what was admitted in one step, so two racing
+                // creates of overlapping pools cannot both pass.
+                self.inner.view.decide(&mut |index| {
+                    verdict = rules::validate(&req, &Ctx { index, options });
+                    admitted(&req, &verdict)
+                });
+                if !synced {
+                    // What the view-reading rules said came from a partial view: drop it, say so.
+                    verdict.warnings.retain(|w| !VIEW_RULES.contains(&w.rule));
+                    verdict.warn("X3", "", VIEW_NOT_READY_WARNING);
+                }
+                verdict
             }
         };
         Judged::Verdict(kind, verdict)
+    }
+}
+
+/// What an allowed, real (not dry-run) create or update adds to the view before the watch shows it.
+fn admitted(req: &Request, verdict: &Verdict) -> Option<Projection> {
+    if req.dry_run || !verdict.allowed() {
+        return None;
+    }
+    match req.operation {
+        Operation::Create | Operation::Update => project(req.kind, req.object?),
+        Operation::Delete | Operation::Connect => None,
+    }
+}
+
+/// Rules that read other objects through the view (SPEC X1).
+const VIEW_RULES: &[&str] = &[
+    "A6", "A7", "A8", "A9", "C3", "P8", "P9", "P10", "MP4", "MA4", "S5", "V1",
+];
+
+const VIEW_NOT_READY_WARNING: &str =
+    "ipam-guard has not finished reading the cluster yet; checks against other objects were skipped";
+
+/// Whether a request of this kind and operation can be denied by a rule that reads the view.
+/// Until the view has synced such requests get a 503 (SPEC X3): a partial view would let a
+/// duplicate or an overlap through.
+fn denies_from_view(kind: Kind, op: Operation, options: &Options) -> bool {
+    use Kind::*;
+    let overlap = options.overlap_scope != crate::cli::OverlapScope::Off;
+    match (kind, op) {
+        (IPAddressClaim, Operation::Create) => options.require_existing_pool,
+        (IPAddress | Metal3IPAddress, Operation::Create) => true,
+        (InClusterIPPool | GlobalInClusterIPPool | Metal3IPPool, Operation::Update) => true,
+        (InClusterIPPool | GlobalInClusterIPPool | Metal3IPPool, Operation::Delete) => true,
+        (InClusterIPPool | GlobalInClusterIPPool | Metal3IPPool, Operation::Create) => overlap,
+        (SpiderIPPool, Operation::Create | Operation::Update) => overlap,
+        _ => false,
+    }
+}
+
+fn not_synced() -> Verdict {
+    Verdict {
+        unavailable: Some(
+            "ipam-guard is still reading the cluster (its view of pools and addresses has not synced yet), \
+             so it cannot check this write against other objects; retry in a few seconds. \
+             If this persists, check the ipam-guard pods' logs and their RBAC (get/list/watch on the IPAM kinds)."
+                .to_string(),
+        ),
+        ..Verdict::default()
     }
 }
 
@@ -544,6 +604,70 @@ mod tests {
             out["response"]["status"]["details"]["causes"][0]["field"],
             "object"
         );
+    }
+
+    /// A view that has not finished its first list (SPEC X3).
+    struct Unsynced(StaticView);
+
+    impl ClusterView for Unsynced {
+        fn synced(&self) -> bool {
+            false
+        }
+        fn object_counts(&self) -> Vec<(Kind, usize)> {
+            self.0.object_counts()
+        }
+        fn read(&self) -> Box<dyn std::ops::Deref<Target = crate::index::Index> + '_> {
+            self.0.read()
+        }
+    }
+
+    fn review_of(kind: &str, op: &str, object: Value) -> Vec<u8> {
+        body(
+            &json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "request": {"uid": "u", "kind": {"group": "ipam.cluster.x-k8s.io", "version": "v1beta2", "kind": kind},
+                "operation": op, "name": "x", "namespace": "ns", "object": object}}),
+        )
+    }
+
+    #[test]
+    fn x3_view_not_synced_is_503_for_rules_that_deny_from_the_view() {
+        let a = Admission::new(Arc::new(Unsynced(StaticView::empty())), Options::default());
+        let address = json!({"metadata": {"name": "x", "namespace": "ns"}, "spec": {"address": "10.0.0.5", "prefix": 24,
+            "claimRef": {"name": "c"}, "poolRef": {"apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterIPPool", "name": "p"}}});
+        let out: Value = serde_json::from_slice(
+            &a.review(
+                Endpoint::Validate,
+                &review_of("IPAddress", "CREATE", address),
+            )
+            .body,
+        )
+        .unwrap();
+        assert_eq!(out["response"]["allowed"], false);
+        assert_eq!(out["response"]["status"]["code"], 503);
+        assert_eq!(out["response"]["status"]["reason"], "ServiceUnavailable");
+        assert!(out["response"]["status"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("retry"));
+
+        // A claim create only warns from the view: allowed, with the not-ready warning instead of C3's.
+        let claim = json!({"metadata": {"name": "x", "namespace": "ns"}, "spec": {
+            "poolRef": {"apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterIPPool", "name": "missing"}}});
+        let out: Value = serde_json::from_slice(
+            &a.review(
+                Endpoint::Validate,
+                &review_of("IPAddressClaim", "CREATE", claim),
+            )
+            .body,
+        )
+        .unwrap();
+        assert_eq!(out["response"]["allowed"], true, "{out:#}");
+        let warnings = out["response"]["warnings"].as_array().unwrap();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0]
+            .as_str()
+            .unwrap()
+            .contains("has not finished reading the cluster"));
     }
 
     #[test]
