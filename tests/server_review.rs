@@ -1,0 +1,187 @@
+//! End to end through the real HTTPS server: captured AdmissionReviews in, verdicts out, and the
+//! decision metric counted. These need the real `Admission::review`.
+
+mod server_support;
+
+use base64::Engine;
+use server_support::*;
+
+const JSON: Option<&str> = Some("application/json");
+
+fn uid_of(fixture_name: &str) -> String {
+    let review: serde_json::Value = serde_json::from_slice(&fixture(fixture_name)).unwrap();
+    review["request"]["uid"].as_str().unwrap().to_string()
+}
+
+#[tokio::test]
+#[ignore = "needs admission::review"]
+async fn claim_create_is_allowed_with_its_uid_echoed_over_h1_and_h2() {
+    let (server, ca, _dir) = start_default().await;
+    for proto in [Proto::H1, Proto::H2] {
+        let mut conn = Conn::open(server.addrs.webhook, &ca.der, proto)
+            .await
+            .unwrap();
+        let reply = conn
+            .send(post(
+                "/validate",
+                JSON,
+                fixture("ipaddressclaim-create.json"),
+            ))
+            .await
+            .unwrap();
+        assert_eq!(reply.status, 200, "{proto:?}: {}", reply.text());
+        assert_eq!(reply.headers["content-type"], "application/json");
+        let review = reply.json();
+        assert_eq!(review["apiVersion"], "admission.k8s.io/v1");
+        assert_eq!(review["kind"], "AdmissionReview");
+        assert_eq!(
+            review["response"]["uid"],
+            uid_of("ipaddressclaim-create.json")
+        );
+        assert_eq!(review["response"]["allowed"], true, "{review}");
+    }
+    let metrics = server.metrics().await;
+    let counted: f64 = metrics
+        .lines()
+        .filter(|l| {
+            l.starts_with(
+                r#"ipam_guard_decisions_total{kind="IPAddressClaim",operation="CREATE",decision="#,
+            ) && !l.contains(r#"decision="denied""#)
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum();
+    assert!(counted >= 2.0, "{metrics}");
+    server.stop().await;
+}
+
+#[tokio::test]
+#[ignore = "needs admission::review"]
+async fn dry_run_claim_create_is_allowed_with_its_uid_echoed() {
+    let (server, ca, _dir) = start_default().await;
+    let mut conn = Conn::open(server.addrs.webhook, &ca.der, Proto::H1)
+        .await
+        .unwrap();
+    let reply = conn
+        .send(post(
+            "/validate",
+            JSON,
+            fixture("ipaddressclaim-create-dryrun.json"),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let review = reply.json();
+    assert_eq!(
+        review["response"]["uid"],
+        uid_of("ipaddressclaim-create-dryrun.json")
+    );
+    assert_eq!(review["response"]["allowed"], true, "{review}");
+    server.stop().await;
+}
+
+#[tokio::test]
+#[ignore = "needs admission::review"]
+async fn c1_claim_without_pool_name_is_denied_and_counted() {
+    let (server, ca, _dir) = start_default().await;
+    let mut conn = Conn::open(server.addrs.webhook, &ca.der, Proto::H2)
+        .await
+        .unwrap();
+    let reply = conn
+        .send(post(
+            "/validate",
+            JSON,
+            fixture("ipaddressclaim-create-deny-c1.json"),
+        ))
+        .await
+        .unwrap();
+    // A denial is a successful HTTP exchange; the verdict is in the body.
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let review = reply.json();
+    let response = &review["response"];
+    assert_eq!(
+        response["uid"],
+        uid_of("ipaddressclaim-create-deny-c1.json")
+    );
+    assert_eq!(response["allowed"], false, "{review}");
+    assert_eq!(response["status"]["code"], 422, "{review}");
+    assert_eq!(response["status"]["reason"], "Invalid", "{review}");
+    let causes = response["status"]["details"]["causes"].as_array().unwrap();
+    assert!(
+        causes.iter().any(|c| c["field"] == "spec.poolRef.name"),
+        "{review}"
+    );
+
+    let metrics = server.metrics().await;
+    assert_eq!(
+        sample(
+            &metrics,
+            r#"ipam_guard_decisions_total{kind="IPAddressClaim",operation="CREATE",decision="denied",rule="C1"}"#
+        ),
+        Some(1.0),
+        "{metrics}"
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+#[ignore = "needs admission::review"]
+async fn m2_claim_create_on_mutate_gets_a_base64_json_patch() {
+    let (server, ca, _dir) = start_default().await;
+    let mut conn = Conn::open(server.addrs.webhook, &ca.der, Proto::H1)
+        .await
+        .unwrap();
+    let reply = conn
+        .send(post(
+            "/mutate",
+            JSON,
+            fixture("mutating-ipaddressclaim-create.json"),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let review = reply.json();
+    let response = &review["response"];
+    assert_eq!(
+        response["uid"],
+        uid_of("mutating-ipaddressclaim-create.json")
+    );
+    assert_eq!(response["allowed"], true);
+    assert_eq!(response["patchType"], "JSONPatch", "{review}");
+    let patch = base64::engine::general_purpose::STANDARD
+        .decode(
+            response["patch"]
+                .as_str()
+                .expect("patch is a base64 string"),
+        )
+        .unwrap();
+    let patch: serde_json::Value = serde_json::from_slice(&patch).unwrap();
+    let text = patch.to_string();
+    assert!(
+        text.contains("cluster.x-k8s.io~1cluster-name")
+            || text.contains("cluster.x-k8s.io/cluster-name"),
+        "M2 adds the cluster-name label: {patch}"
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+#[ignore = "needs admission::review"]
+async fn a_body_that_is_not_a_review_is_400_with_a_message() {
+    let (server, ca, _dir) = start_default().await;
+    let mut conn = Conn::open(server.addrs.webhook, &ca.der, Proto::H1)
+        .await
+        .unwrap();
+    for body in [&b"not json"[..], br#"{"kind":"NotAReview"}"#, b""] {
+        let reply = conn.send(post("/validate", JSON, body)).await.unwrap();
+        assert_eq!(
+            reply.status,
+            400,
+            "{:?}: {}",
+            String::from_utf8_lossy(body),
+            reply.text()
+        );
+        assert_eq!(reply.headers["content-type"], "application/json");
+        assert!(reply.json()["message"].is_string());
+    }
+    server.stop().await;
+}
