@@ -12,6 +12,7 @@ use std::ops::Deref;
 
 use crate::index::Index;
 use crate::kinds::Kind;
+use crate::model::Projection;
 
 pub use object::WatchedObject;
 pub use shared::{IndexGuard, Shared};
@@ -26,4 +27,13 @@ pub trait ClusterView: Send + Sync {
     /// The index the rules read. A static view lends a plain reference; a live view a read guard,
     /// so hold it only for one decision and never across an `await`.
     fn read(&self) -> Box<dyn Deref<Target = Index> + '_>;
+    /// Runs one admission decision that reads other objects (SPEC X2): `f` judges against the
+    /// index and returns the projection of what it admits (None for a denial or a dry run), which
+    /// then counts as existing until the watch shows it or 30 s pass. Decisions run one at a time.
+    ///
+    /// The default only reads: right for `check`, which judges files and admits nothing. Views
+    /// that answer admission requests (`LiveView`, `Shared`) override it.
+    fn decide(&self, f: &mut dyn FnMut(&Index) -> Option<Projection>) {
+        f(&self.read());
+    }
 }

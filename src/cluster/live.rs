@@ -336,6 +336,9 @@ impl ClusterView for LiveView {
     fn read(&self) -> Box<dyn std::ops::Deref<Target = crate::index::Index> + '_> {
         Box::new(self.shared.read())
     }
+    fn decide(&self, f: &mut dyn FnMut(&crate::index::Index) -> Option<model::Projection>) {
+        self.shared.decide(|index| ((), f(index)));
+    }
 }
 
 /// Aborts the task when dropped, so dropping the view (or the discovery task) stops its children.

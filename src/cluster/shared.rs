@@ -19,6 +19,7 @@ use std::ops::Deref;
 use std::sync::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
+use super::ClusterView;
 use crate::index::{Index, Object};
 use crate::kinds::Kind;
 use crate::model::{ObjKey, Projection};
@@ -213,6 +214,23 @@ impl Shared {
     }
     fn state_write(&self) -> RwLockWriteGuard<'_, State> {
         self.state.write().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// A view that is only its index: `serve --dev` / `--state-from` serve files through it, so the
+/// pending entries of X2 hold there too.
+impl ClusterView for Shared {
+    fn synced(&self) -> bool {
+        true
+    }
+    fn object_counts(&self) -> Vec<(Kind, usize)> {
+        self.read().counts()
+    }
+    fn read(&self) -> Box<dyn Deref<Target = Index> + '_> {
+        Box::new(Shared::read(self))
+    }
+    fn decide(&self, f: &mut dyn FnMut(&Index) -> Option<Projection>) {
+        Shared::decide(self, |index| ((), f(index)));
     }
 }
 
