@@ -427,6 +427,19 @@ pub(crate) fn read_pool(obj: &Value) -> PoolReading {
                 ));
             }
         }
+        if let Some((net, p)) = network.filter(|(_, p)| has_room_for_subnet(fam, *p)) {
+            if range.end > net.end {
+                warnings.push(Warning::new(
+                    "MP1",
+                    e.path.clone(),
+                    format!(
+                        "runs past {}, the last address of its network {}",
+                        Ip::new(fam, net.end),
+                        subnet_text(fam, net, p)
+                    ),
+                ));
+            }
+        }
         let entry_alloc = allocatable(
             &set,
             &AddrSet::empty(fam),
@@ -865,6 +878,21 @@ mod tests {
         assert!(r.errors.is_empty());
         assert!(r.warnings.is_empty(), "{:?}", r.warnings);
         assert_eq!(r.proj.allocatable.to_string(), "10.0.0.2-10.0.0.127");
+    }
+
+    #[test]
+    fn mp1_entry_running_past_its_network_is_warned_about() {
+        let r = read_pool(&pool(json!({"prefix": 24, "gateway": "10.0.0.1",
+            "pools": [{"start": "10.0.0.10", "end": "10.0.1.20"}]})));
+        assert!(r.errors.is_empty());
+        let w: Vec<String> = r.warnings.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            w,
+            [
+                "spec.pools[0]: runs past 10.0.0.255, the last address of its network 10.0.0.0/24",
+                "spec.pools[0]: ip-address-manager would hand out 10.0.0.255 (the broadcast address); set start or end to leave it out, or pre-allocate it",
+            ]
+        );
     }
 
     #[test]

@@ -162,9 +162,6 @@ pub(crate) fn validate_claim(req: &Request, ctx: &Ctx) -> Verdict {
             mc4(obj, ns, ctx, &mut v);
         }
         (Operation::Update, Some(old)) => {
-            if deleting(obj, old) {
-                return v;
-            }
             if spec_changed(obj, old) {
                 immutable_changes(
                     "MC3",
@@ -213,7 +210,8 @@ fn mc2_namespace(
 /// MC4: the `ipAddress` annotation is an IP (deny), inside the pool's allocatable set (warn).
 fn mc4(obj: &Value, ns: Option<&str>, ctx: &Ctx, v: &mut Verdict) {
     let r = read_claim(obj);
-    let Some(text) = r.requested else {
+    // ip-address-manager treats an empty annotation as no request at all.
+    let Some(text) = r.requested.filter(|t| !t.is_empty()) else {
         return;
     };
     let path = format!("metadata.annotations[{IP_ADDRESS_ANNOTATION}]");
@@ -870,6 +868,10 @@ mod tests {
         );
         obj["metadata"]["annotations"] = json!({"ipAddress": "192.168.0.20"});
         assert_eq!(create(Kind::Metal3IPClaim, &obj, &ix), Verdict::default());
+        // Empty is how the provider spells "no request".
+        let mut empty = obj.clone();
+        empty["metadata"]["annotations"] = json!({"ipAddress": ""});
+        assert_eq!(create(Kind::Metal3IPClaim, &empty, &ix), Verdict::default());
         // Updates judge the annotation only when it changes.
         let mut old = obj.clone();
         old["metadata"]["annotations"] = json!({"ipAddress": "bad"});
