@@ -786,6 +786,45 @@ mod tests {
         assert_eq!(v.rules(), ["P10"]);
     }
 
+    #[test]
+    fn p10_namespace_scope_keeps_metal3_pools_apart_but_not_from_spiderpool() {
+        let incluster = ipool("elsewhere", "nodes", &["192.168.0.0/28"]);
+        let spider = spool("pods", "192.168.1.0/24", &["192.168.1.200-192.168.1.210"]);
+        let ix = index(&[
+            (Kind::InClusterIPPool, &incluster),
+            (Kind::SpiderIPPool, &spider),
+        ]);
+        let options = Options {
+            overlap_scope: OverlapScope::Namespace,
+            ..Options::default()
+        };
+        let obj = object("metal3-ippool-create.json");
+        let v = judge(
+            Kind::Metal3IPPool,
+            Operation::Create,
+            Some(&obj),
+            None,
+            &ix,
+            options,
+        );
+        // The namespaced pool of another namespace is out of scope; the cluster-scoped one is not.
+        assert_eq!(v.errors.len(), 1, "{:?}", texts(&v));
+        assert!(texts(&v)[0].contains("SpiderIPPool.spiderpool.spidernet.io pods"));
+        let off = Options {
+            overlap_scope: OverlapScope::Off,
+            ..Options::default()
+        };
+        let v = judge(
+            Kind::Metal3IPPool,
+            Operation::Create,
+            Some(&obj),
+            None,
+            &ix,
+            off,
+        );
+        assert!(v.allowed());
+    }
+
     // === IPClaim ===
 
     #[test]
