@@ -386,6 +386,31 @@ async fn unspecified_ipv6_listens_dual_stack() {
 }
 
 #[tokio::test]
+async fn a_port_alone_listens_on_every_family() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = TestCa::new("test CA");
+    write_pair(dir.path(), &ca, KeyFormat::Pkcs8, "serving", &[]);
+    let mut config = loopback_config(CertFiles::in_dir(dir.path()));
+    config.listen = ":0".parse().unwrap();
+    let server = TestServer::start(config).await;
+    let port = server.addrs.webhook.port();
+    let mut families = vec!["127.0.0.1"];
+    if server.addrs.webhook.is_ipv6() {
+        families.push("[::1]");
+    } else {
+        eprintln!("no IPv6 here: bound {}", server.addrs.webhook);
+    }
+    for ip in families {
+        let addr = format!("{ip}:{port}").parse().unwrap();
+        let mut conn = Conn::open(addr, &ca.der, Proto::H1).await.unwrap();
+        conn.send(post("/validate", JSON, NOT_A_REVIEW))
+            .await
+            .unwrap();
+    }
+    server.stop().await;
+}
+
+#[tokio::test]
 async fn a_client_that_never_finishes_the_handshake_is_dropped() {
     let dir = tempfile::tempdir().unwrap();
     let ca = TestCa::new("test CA");

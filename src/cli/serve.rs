@@ -14,7 +14,7 @@ use crate::cli::{LogFormat, ServeArgs};
 use crate::cluster::{ClusterView, StaticView};
 use crate::rules::Options;
 use crate::server::dev::{self, Made};
-use crate::server::{Addrs, CertFiles, Config, Server};
+use crate::server::{Addrs, CertFiles, Config, Listen, Server};
 
 /// Where controller-runtime (and so most webhook Helm charts) mount the serving Secret.
 pub const DEFAULT_CERT_DIR: &str = "/tmp/k8s-webhook-server/serving-certs";
@@ -85,12 +85,10 @@ fn cert_files(args: &ServeArgs) -> anyhow::Result<CertFiles> {
     Ok(CertFiles::in_dir(&dir))
 }
 
-fn parse_addr(value: &str, flag: &str) -> anyhow::Result<SocketAddr> {
-    value.trim().parse().map_err(|_| {
-        anyhow::anyhow!(
-            "{flag} {value:?}: expected an address and port such as 0.0.0.0:9443 or [::]:9443"
-        )
-    })
+fn parse_addr(value: &str, flag: &str) -> anyhow::Result<Listen> {
+    value
+        .parse()
+        .map_err(|e: String| anyhow::anyhow!("{flag} {e}"))
 }
 
 /// Logs go to stderr; stdout is kept for what a person asked for (the `--dev` banner).

@@ -15,9 +15,33 @@ use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
 
-/// Binds with SO_REUSEADDR (a restarted pod must not wait out TIME_WAIT). `[::]` is bound
-/// dual-stack explicitly, so one address serves IPv4-only, IPv6-only and dual-stack clusters.
-pub(crate) fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
+use super::Listen;
+
+/// Binds with SO_REUSEADDR (a restarted pod must not wait out TIME_WAIT). `:PORT` binds `[::]`
+/// with IPV6_V6ONLY off (one socket for IPv4-only, IPv6-only and dual-stack clusters) and falls
+/// back to `0.0.0.0` only where the kernel has no IPv6 at all (`ipv6.disable=1`).
+pub(crate) fn bind(listen: Listen) -> std::io::Result<TcpListener> {
+    match listen {
+        Listen::Addr(addr) => bind_addr(addr),
+        Listen::AnyFamily(port) => {
+            match bind_addr(SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, port))) {
+                Err(e) if no_ipv6(&e) => {
+                    tracing::info!(port, "no IPv6 in this kernel; listening on IPv4 only");
+                    bind_addr(SocketAddr::from((std::net::Ipv4Addr::UNSPECIFIED, port)))
+                }
+                other => other,
+            }
+        }
+    }
+}
+
+/// EAFNOSUPPORT (no IPv6 socket at all) or EADDRNOTAVAIL (no IPv6 address to bind).
+fn no_ipv6(e: &std::io::Error) -> bool {
+    const EAFNOSUPPORT: i32 = 97;
+    e.kind() == std::io::ErrorKind::AddrNotAvailable || e.raw_os_error() == Some(EAFNOSUPPORT)
+}
+
+fn bind_addr(addr: SocketAddr) -> std::io::Result<TcpListener> {
     use socket2::{Domain, Protocol, Socket, Type};
     let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
     if addr.is_ipv6() && addr.ip().is_unspecified() {

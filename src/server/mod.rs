@@ -32,15 +32,59 @@ pub use tls::{CertError, CertFiles};
 /// The largest AdmissionReview body accepted: object and oldObject of a ≈3 MiB etcd object.
 pub const BODY_LIMIT: usize = 7 * 1024 * 1024;
 
+/// Where a listener binds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Listen {
+    /// `:PORT`: every address of every family the host has (`[::]` dual-stack, or `0.0.0.0`
+    /// where the kernel has no IPv6), so one manifest serves IPv4-only, IPv6-only and dual-stack.
+    AnyFamily(u16),
+    /// An explicit address, bound as given (`[::]` is bound dual-stack too).
+    Addr(SocketAddr),
+}
+
+impl std::str::FromStr for Listen {
+    type Err = String;
+    /// `:9443`, `0.0.0.0:9443`, `127.0.0.1:0`, `[::]:9443`, `[::1]:9443`.
+    fn from_str(s: &str) -> Result<Listen, String> {
+        let s = s.trim();
+        if let Some(port) = s.strip_prefix(':') {
+            return port
+                .parse()
+                .map(Listen::AnyFamily)
+                .map_err(|_| format!("{s:?}: bad port"));
+        }
+        s.parse().map(Listen::Addr).map_err(|_| {
+            format!(
+                "{s:?}: expected :PORT, or an address and port such as 0.0.0.0:9443 or [::]:9443"
+            )
+        })
+    }
+}
+
+impl std::fmt::Display for Listen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Listen::AnyFamily(port) => write!(f, ":{port}"),
+            Listen::Addr(addr) => write!(f, "{addr}"),
+        }
+    }
+}
+
+impl From<SocketAddr> for Listen {
+    fn from(addr: SocketAddr) -> Listen {
+        Listen::Addr(addr)
+    }
+}
+
 /// Everything the server needs besides the admission handler and the registry.
 #[derive(Debug, Clone)]
 pub struct Config {
     /// HTTPS address for `/validate` and `/mutate` (`--listen`).
-    pub listen: SocketAddr,
+    pub listen: Listen,
     /// Plain-HTTP address for `/healthz` and `/readyz` (`--probe-listen`).
-    pub probe_listen: SocketAddr,
+    pub probe_listen: Listen,
     /// Plain-HTTP address for `/metrics` (`--metrics-listen`).
-    pub metrics_listen: SocketAddr,
+    pub metrics_listen: Listen,
     pub certs: CertFiles,
     /// How often the certificate files are compared with what is served.
     pub cert_poll_interval: Duration,
@@ -59,9 +103,9 @@ impl Config {
     /// The production defaults: the addresses of the CLI defaults and the given certificate files.
     pub fn new(certs: CertFiles) -> Config {
         Config {
-            listen: SocketAddr::from(([0, 0, 0, 0], 9443)),
-            probe_listen: SocketAddr::from(([0, 0, 0, 0], 8081)),
-            metrics_listen: SocketAddr::from(([0, 0, 0, 0], 8080)),
+            listen: Listen::Addr(SocketAddr::from(([0, 0, 0, 0], 9443))),
+            probe_listen: Listen::Addr(SocketAddr::from(([0, 0, 0, 0], 8081))),
+            metrics_listen: Listen::Addr(SocketAddr::from(([0, 0, 0, 0], 8080))),
             certs,
             cert_poll_interval: Duration::from_secs(5),
             shutdown_delay: Duration::from_secs(5),
@@ -88,7 +132,7 @@ pub enum ServerError {
     Bind {
         listener: &'static str,
         flag: &'static str,
-        addr: SocketAddr,
+        addr: Listen,
         source: std::io::Error,
     },
     #[error("serving certificate: {0}")]
@@ -131,13 +175,14 @@ impl Server {
         let metrics = Arc::new(Metrics::register(&mut registry, &admission));
         metrics.tls_not_after.set(pair.not_after);
 
-        let webhook = bind_one("the webhook", "--listen", config.listen)?;
-        let probe = bind_one("the probes", "--probe-listen", config.probe_listen)?;
-        let metrics_listener = bind_one("the metrics", "--metrics-listen", config.metrics_listen)?;
+        let (webhook, webhook_addr) = bind_one("the webhook", "--listen", config.listen)?;
+        let (probe, probe_addr) = bind_one("the probes", "--probe-listen", config.probe_listen)?;
+        let (metrics_listener, metrics_addr) =
+            bind_one("the metrics", "--metrics-listen", config.metrics_listen)?;
         let addrs = Addrs {
-            webhook: local_addr(&webhook, config.listen),
-            probe: local_addr(&probe, config.probe_listen),
-            metrics: local_addr(&metrics_listener, config.metrics_listen),
+            webhook: webhook_addr,
+            probe: probe_addr,
+            metrics: metrics_addr,
         };
         Ok(Server {
             shared: Arc::new(Shared {
@@ -251,19 +296,41 @@ impl Server {
     }
 }
 
+/// Binds and reads back the real address (the port the kernel chose for port 0).
 fn bind_one(
     listener: &'static str,
     flag: &'static str,
-    addr: SocketAddr,
-) -> Result<TcpListener, ServerError> {
-    conn::bind(addr).map_err(|source| ServerError::Bind {
+    addr: Listen,
+) -> Result<(TcpListener, SocketAddr), ServerError> {
+    let err = |source| ServerError::Bind {
         listener,
         flag,
         addr,
         source,
-    })
+    };
+    let bound = conn::bind(addr).map_err(err)?;
+    let local = bound.local_addr().map_err(err)?;
+    Ok((bound, local))
 }
 
-fn local_addr(listener: &TcpListener, configured: SocketAddr) -> SocketAddr {
-    listener.local_addr().unwrap_or(configured)
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listen_forms() {
+        assert_eq!(":9443".parse(), Ok(Listen::AnyFamily(9443)));
+        assert_eq!(
+            "0.0.0.0:9443".parse(),
+            Ok(Listen::Addr(SocketAddr::from(([0, 0, 0, 0], 9443))))
+        );
+        assert_eq!(
+            "[::]:9443".parse::<Listen>().map(|l| l.to_string()),
+            Ok("[::]:9443".to_string())
+        );
+        assert_eq!(":9443".parse::<Listen>().unwrap().to_string(), ":9443");
+        for bad in ["9443", ":", ":port", "localhost:9443", "[::]", ":70000"] {
+            assert!(bad.parse::<Listen>().is_err(), "{bad}");
+        }
+    }
 }
