@@ -100,7 +100,11 @@ fn judge(
             let verdict = rules::mutate(&request(m));
             record(&subject, &verdict, &mut found);
             for op in &verdict.patch {
-                found.push(Finding::warn(&subject, &mutation_warning(op)));
+                found.extend(
+                    mutation_warnings(op)
+                        .into_iter()
+                        .map(|w| Finding::warn(&subject, &w)),
+                );
                 if let Err(e) = apply_add(&mut m.object, op) {
                     // A patch the API server would reject: the object is judged unpatched.
                     found.push(Finding::warn(
@@ -148,15 +152,29 @@ fn record(subject: &Subject, verdict: &Verdict, out: &mut Vec<Finding>) {
     out.extend(verdict.warnings.iter().map(|w| Finding::warn(subject, w)));
 }
 
-fn mutation_warning(op: &PatchOp) -> Warning {
-    Warning::new(
-        op.rule,
-        pointer_to_field(&op.path),
-        format!(
-            "not set; the mutating webhook sets it to {}",
-            format_value(&op.value)
-        ),
-    )
+/// One warning per value the patch fills in: a patch that creates `metadata.labels` is reported
+/// at the label it adds, the way a user would look for it.
+fn mutation_warnings(op: &PatchOp) -> Vec<Warning> {
+    let warning = |field: String, value: &Value| {
+        Warning::new(
+            op.rule,
+            field,
+            format!(
+                "not set; the mutating webhook sets it to {}",
+                format_value(value)
+            ),
+        )
+    };
+    match &op.value {
+        Value::Object(map) if !map.is_empty() => map
+            .iter()
+            .map(|(k, v)| {
+                let key = k.replace('~', "~0").replace('/', "~1");
+                warning(pointer_to_field(&format!("{}/{key}", op.path)), v)
+            })
+            .collect(),
+        v => vec![warning(pointer_to_field(&op.path), v)],
+    }
 }
 
 fn unescape(segment: &str) -> String {

@@ -1,0 +1,386 @@
+//! `ipam-guard check` through the real binary: output shapes (text and JSON), exit codes, and
+//! every kind of input it reads or refuses. Fixtures: `tests/fixtures/check/` (see its NOTE.md).
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::{json, Value};
+
+const FIXTURES: &str = "tests/fixtures/check";
+
+fn check(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ipam-guard"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .arg("check")
+        .args(args)
+        .output()
+        .expect("run ipam-guard")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).unwrap()
+}
+fn code(o: &Output) -> i32 {
+    o.status.code().expect("exited normally")
+}
+fn lines(o: &Output) -> Vec<String> {
+    stdout(o).lines().map(str::to_string).collect()
+}
+
+#[test]
+fn x4_text_lines_name_file_kind_object_field_and_rule() {
+    let o = check(&["examples/broken/p10-overlapping-pools.yaml"]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let f = "examples/broken/p10-overlapping-pools.yaml";
+    assert_eq!(
+        lines(&o),
+        vec![
+            // Cluster-scoped: `<Kind> <name>`.
+            format!(
+                r#"{f}: GlobalInClusterIPPool shared: spec.addresses[0]: Invalid value: "10.30.0.128/25": overlaps InClusterIPPool cluster-b/nodes (10.30.0.150-10.30.0.160) [P10]"#
+            ),
+            // Namespaced: `<Kind> <namespace>/<name>`.
+            format!(
+                r#"{f}: InClusterIPPool cluster-b/nodes: spec.addresses[1]: Invalid value: "10.30.0.150-10.30.0.160": overlaps GlobalInClusterIPPool shared (10.30.0.150-10.30.0.160) [P10]"#
+            ),
+        ]
+    );
+    let err = stderr(&o);
+    assert!(
+        err.contains("read 2 objects from 1 file: 1 InClusterIPPool, 1 GlobalInClusterIPPool"),
+        "{err}"
+    );
+    assert!(err.contains("2 denials, 0 warnings"), "{err}");
+}
+
+#[test]
+fn x4_json_array_with_the_spec_fields() {
+    let o = check(&["-o", "json", "examples/broken/a9-duplicate-address.yaml"]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).expect("stdout is JSON");
+    let f = "examples/broken/a9-duplicate-address.yaml";
+    assert_eq!(
+        v,
+        json!([
+            {
+                "file": f, "group": "ipam.cluster.x-k8s.io", "kind": "IPAddress",
+                "namespace": "cluster-b", "name": "m-0", "field": "spec.address",
+                "message": "Duplicate value: \"2001:db8:30::5\": 2001:db8:30::5 is already held by IPAddress cluster-b/m-1",
+                "rule": "A9", "severity": "deny"
+            },
+            {
+                "file": f, "group": "ipam.cluster.x-k8s.io", "kind": "IPAddress",
+                "namespace": "cluster-b", "name": "m-1", "field": "spec.address",
+                "message": "Duplicate value: \"2001:DB8:30:0::5\": 2001:db8:30::5 is already held by IPAddress cluster-b/m-0",
+                "rule": "A9", "severity": "deny"
+            },
+            {
+                "file": f, "group": "ipam.cluster.x-k8s.io", "kind": "IPAddress",
+                "namespace": "cluster-b", "name": "m-1", "field": "spec.address",
+                "message": "\"2001:DB8:30:0::5\" is not in canonical form, use \"2001:db8:30::5\"",
+                "rule": "A1", "severity": "warn"
+            }
+        ])
+    );
+}
+
+#[test]
+fn x4_json_cluster_scoped_namespace_is_null_and_empty_result_is_an_empty_array() {
+    let o = check(&[
+        "--output",
+        "json",
+        "examples/broken/p10-overlapping-pools.yaml",
+    ]);
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v[0]["kind"], "GlobalInClusterIPPool");
+    assert_eq!(v[0]["namespace"], Value::Null);
+    assert_eq!(v[1]["namespace"], "cluster-b");
+
+    let o = check(&["-o", "json", "examples/manifests"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(
+        serde_json::from_str::<Value>(&stdout(&o)).unwrap(),
+        json!([])
+    );
+}
+
+#[test]
+fn x4_valid_examples_pass_with_a_summary_on_stderr() {
+    let o = check(&["examples/manifests"]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(stdout(&o), "");
+    let err = stderr(&o);
+    assert!(
+        err.contains("read 8 objects from 5 files: 3 IPAddressClaim, 3 IPAddress, 1 InClusterIPPool, 1 GlobalInClusterIPPool"),
+        "{err}"
+    );
+    assert!(
+        err.contains("skipped 1 object of unknown kinds: 1 Namespace"),
+        "{err}"
+    );
+    assert!(err.contains("0 denials, 0 warnings"), "{err}");
+}
+
+/// Every file under examples/broken/ is named after the rule it breaks (`p10-…`, `ma4-…`): that
+/// rule denies it (V1 only ever warns, so its example passes with the warning).
+#[test]
+fn x4_each_broken_example_is_reported_under_its_rule() {
+    const WARN_ONLY: &[&str] = &["V1"];
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/broken");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 15, "{files:?}");
+    for path in files {
+        let name = path.file_name().unwrap().to_str().unwrap();
+        let id = name.split('-').next().unwrap().to_uppercase();
+        let rel = format!("examples/broken/{name}");
+        let o = check(&[&rel]);
+        let out = lines(&o);
+        let tagged =
+            |l: &&String| l.starts_with(&format!("{rel}: ")) && l.ends_with(&format!(" [{id}]"));
+        if WARN_ONLY.contains(&id.as_str()) {
+            assert_eq!(code(&o), 0, "{rel}: {out:?}");
+            let warned = out
+                .iter()
+                .filter_map(|l| l.strip_prefix("warning: "))
+                .any(|l| tagged(&&l.to_string()));
+            assert!(warned, "{rel}: no [{id}] warning in {out:?}");
+        } else {
+            assert_eq!(code(&o), 1, "{rel}: {out:?} {}", stderr(&o));
+            assert!(
+                out.iter().any(|l| tagged(&l)),
+                "{rel}: no [{id}] denial in {out:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn x4_unreadable_input_exits_2_and_names_file_and_document() {
+    let cases = [
+        (
+            "not-yaml.yaml",
+            "document 1: not valid YAML: did not find expected ',' or '}' at line 4",
+        ),
+        ("no-kind.yaml", "document 2: kind is missing"),
+        (
+            "string-document.yaml",
+            "document 1: expected an object, found a string",
+        ),
+        (
+            "huge-number.yaml",
+            "document 1: spec.prefix: 3.402823669209385e38 does not fit in a 64-bit integer",
+        ),
+        (
+            "huge-number.json",
+            "document 1: spec.prefix: 1.8446744073709552e19 does not fit in a 64-bit integer",
+        ),
+    ];
+    for (file, want) in cases {
+        let path = format!("{FIXTURES}/bad/{file}");
+        let o = check(&[&path]);
+        assert_eq!(code(&o), 2, "{file}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert!(
+            err.contains(&format!("error: {path}: {want}")),
+            "{file}: {err}"
+        );
+        assert!(err.contains("1 input could not be read"), "{file}: {err}");
+        assert!(!err.contains("panicked"), "{file}: {err}");
+    }
+}
+
+#[test]
+fn x4_exit_2_wins_over_a_denial_and_the_readable_files_are_still_judged() {
+    let o = check(&[
+        "examples/broken/p4-prefix-out-of-range.yaml",
+        "tests/fixtures/check/bad/no-kind.yaml",
+    ]);
+    assert_eq!(code(&o), 2);
+    assert!(stdout(&o).contains("[P4]"), "{}", stdout(&o));
+}
+
+#[test]
+fn x4_missing_path_exits_2() {
+    let o = check(&["tests/fixtures/check/no-such-dir"]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("error: tests/fixtures/check/no-such-dir: cannot read: "),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn x4_reads_lists_multi_document_yaml_and_json_and_counts_unknown_kinds() {
+    let o = check(&["tests/fixtures/check/mixed"]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("read 6 objects from 3 files: 2 IPAddressClaim, 2 IPAddress, 1 InClusterIPPool, 1 GlobalInClusterIPPool"),
+        "{err}"
+    );
+    assert!(
+        err.contains("skipped 2 objects of unknown kinds: 1 Cluster.cluster.x-k8s.io, 1 ConfigMap"),
+        "{err}"
+    );
+}
+
+#[test]
+fn x4_output_follows_file_then_document_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let pool = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/broken/p4-prefix-out-of-range.yaml"),
+    )
+    .unwrap();
+    // Written in reverse name order: the walk must still report a/ before b.yaml before c.yaml.
+    for (file, name) in [
+        ("c.yaml", "pool-c"),
+        ("b.yaml", "pool-b"),
+        ("a/z.yml", "pool-a"),
+    ] {
+        let path = dir.path().join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, pool.replace("name: nodes", &format!("name: {name}"))).unwrap();
+    }
+    let o = Command::new(env!("CARGO_BIN_EXE_ipam-guard"))
+        .current_dir(dir.path())
+        .args(["check", "."])
+        .output()
+        .unwrap();
+    let mut names: Vec<String> = lines(&o)
+        .iter()
+        .map(|l| l.split(": ").take(2).collect::<Vec<_>>().join(": "))
+        .collect();
+    // Each pool has P4 and overlaps the others (P10): keep one line per object.
+    names.dedup();
+    assert_eq!(
+        names,
+        vec![
+            "./a/z.yml: InClusterIPPool cluster-b/pool-a",
+            "./b.yaml: InClusterIPPool cluster-b/pool-b",
+            "./c.yaml: InClusterIPPool cluster-b/pool-c",
+        ]
+    );
+}
+
+#[test]
+fn m1_m2_mutations_that_would_apply_are_warnings() {
+    let o = check(&["tests/fixtures/check/mutations.yaml"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let f = "tests/fixtures/check/mutations.yaml";
+    assert_eq!(
+        lines(&o),
+        vec![
+            format!(
+                r#"warning: {f}: IPAddressClaim ns-m/m-0: spec.poolRef.apiGroup: not set; the mutating webhook sets it to "ipam.cluster.x-k8s.io" [M1]"#
+            ),
+            format!(
+                r#"warning: {f}: IPAddressClaim ns-m/m-0: metadata.labels[cluster.x-k8s.io/cluster-name]: not set; the mutating webhook sets it to "cluster-m" [M2]"#
+            ),
+        ]
+    );
+    assert!(stderr(&o).contains("0 denials, 2 warnings"));
+}
+
+#[test]
+fn c3_missing_pool_warns_by_default_and_denies_with_require_existing_pool() {
+    let o = check(&["tests/fixtures/check/missing-pool.yaml"]);
+    assert_eq!(code(&o), 0);
+    assert!(stdout(&o).starts_with("warning: "), "{}", stdout(&o));
+    assert!(stdout(&o).trim_end().ends_with("[C3]"));
+
+    let o = check(&[
+        "--require-existing-pool",
+        "tests/fixtures/check/missing-pool.yaml",
+    ]);
+    assert_eq!(code(&o), 1);
+    assert!(!stdout(&o).starts_with("warning: "), "{}", stdout(&o));
+    assert!(stdout(&o).trim_end().ends_with("[C3]"));
+}
+
+#[test]
+fn p10_overlap_scope_off_lets_overlapping_pools_pass() {
+    let o = check(&[
+        "--overlap-scope",
+        "off",
+        "examples/broken/p10-overlapping-pools.yaml",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stdout(&o));
+    assert!(stderr(&o).contains("--overlap-scope off"), "{}", stderr(&o));
+}
+
+#[test]
+fn kinds_outside_the_capi_group_are_written_kind_dot_group() {
+    let o = check(&[
+        "-o",
+        "text",
+        "tests/fixtures/check/metal3-unknown-version.yaml",
+    ]);
+    assert_eq!(code(&o), 0);
+    let out = stdout(&o);
+    assert!(
+        out.starts_with("warning: tests/fixtures/check/metal3-unknown-version.yaml: IPPool.ipam.metal3.io metal3/provisioning: "),
+        "{out}"
+    );
+    assert!(stderr(&o).contains("1 IPPool.ipam.metal3.io"));
+
+    let o = check(&[
+        "-o",
+        "json",
+        "tests/fixtures/check/metal3-unknown-version.yaml",
+    ]);
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v[0]["group"], "ipam.metal3.io");
+    assert_eq!(v[0]["kind"], "IPPool");
+    assert_eq!(v[0]["severity"], "warn");
+}
+
+#[test]
+fn x4_an_object_defined_twice_is_flagged_once() {
+    let o = check(&["tests/fixtures/check/duplicate.yaml"]);
+    assert_eq!(code(&o), 0);
+    let l = lines(&o);
+    assert_eq!(l.len(), 1, "{l:?}");
+    assert!(
+        l[0].starts_with("warning: tests/fixtures/check/duplicate.yaml: IPAddressClaim ns-d/m-0: metadata.name: defined again (first at tests/fixtures/check/duplicate.yaml: document 1)"),
+        "{}",
+        l[0]
+    );
+}
+
+#[test]
+fn x4_reads_standard_input() {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ipam-guard"))
+        .args(["check", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/broken/p2-reversed-range.yaml"),
+    )
+    .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(code(&o), 1);
+    assert!(
+        stdout(&o).starts_with("-: InClusterIPPool cluster-b/nodes: spec.addresses[0]: "),
+        "{}",
+        stdout(&o)
+    );
+}
