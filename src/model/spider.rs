@@ -3,6 +3,11 @@
 //!
 //! Spiderpool keeps who holds which address in `status.allocatedIPs`, a JSON object serialised
 //! into a *string* (`{"172.18.41.40":{"pod":"default/web-0",…}}`), so it is decoded here, once.
+//!
+//! The allocatable set is SPEC §5's for every pool: `ips − excludeIPs − gateway − reserved`, the
+//! reserved addresses being the subnet's network and IPv4 broadcast address (none for /31, /32,
+//! /127, /128). A pod given either could not talk on the subnet, so `ips` that include them draw
+//! a warning (S3) instead of being silently narrowed.
 
 use serde_json::Value;
 
