@@ -442,6 +442,34 @@ async fn a_client_that_never_finishes_the_handshake_is_dropped() {
 }
 
 #[tokio::test]
+async fn a_body_that_stops_arriving_is_408() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = TestCa::new("test CA");
+    write_pair(dir.path(), &ca, KeyFormat::Pkcs8, "serving", &[]);
+    let mut config = loopback_config(CertFiles::in_dir(dir.path()));
+    config.body_read_timeout = Duration::from_millis(300);
+    let server = TestServer::start(config).await;
+
+    let tcp = tokio::net::TcpStream::connect(server.addrs.webhook)
+        .await
+        .unwrap();
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let mut tls = tokio_rustls::TlsConnector::from(client_config(&ca.der, &[b"http/1.1"]))
+        .connect(name, tcp)
+        .await
+        .unwrap();
+    tls.write_all(b"POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+        .await
+        .unwrap();
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(WAIT, tls.read_to_end(&mut answer)).await;
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains(r#"{"message":"#), "{answer}");
+    server.stop().await;
+}
+
+#[tokio::test]
 async fn an_idle_connection_is_closed_by_the_header_read_timeout() {
     let dir = tempfile::tempdir().unwrap();
     let ca = TestCa::new("test CA");

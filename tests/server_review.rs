@@ -185,3 +185,58 @@ async fn a_body_that_is_not_a_review_is_400_with_a_message() {
     }
     server.stop().await;
 }
+
+#[tokio::test]
+#[ignore = "needs admission::review"]
+async fn a_denial_is_one_info_line_and_an_allowed_request_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut served = serve_dev(
+        dir.path(),
+        &["--shutdown-delay", "0s", "--log-format", "json"],
+    )
+    .await;
+    served.wait_ready().await;
+    let mut conn = Conn::open(served.webhook, &served.ca, Proto::H1)
+        .await
+        .unwrap();
+    for name in [
+        "ipaddressclaim-create-deny-c1.json",
+        "ipaddressclaim-create.json",
+    ] {
+        let reply = conn
+            .send(post("/validate", JSON, fixture(name)))
+            .await
+            .unwrap();
+        assert_eq!(reply.status, 200, "{name}: {}", reply.text());
+    }
+    served.signal("TERM");
+    assert!(served.exit(WAIT).await.success());
+    let logs = served.logs();
+    let denied = uid_of("ipaddressclaim-create-deny-c1.json");
+    let lines: Vec<serde_json::Value> = logs
+        .lines()
+        .filter(|l| l.contains(&denied))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 1, "{logs}");
+    let line = &lines[0];
+    assert_eq!(line["level"], "INFO");
+    assert_eq!(line["message"], "denied");
+    assert_eq!(line["uid"], denied.as_str());
+    assert_eq!(line["kind"], "IPAddressClaim");
+    assert_eq!(line["operation"], "CREATE");
+    assert_eq!(line["dry_run"], false);
+    assert!(
+        line["object"]
+            .as_str()
+            .unwrap()
+            .ends_with("/claim-no-pool-name"),
+        "{line}"
+    );
+    assert!(line["rules"].as_str().unwrap().contains("C1"), "{line}");
+    // Allowed requests stay below info.
+    assert!(
+        !logs.contains(&uid_of("ipaddressclaim-create.json")),
+        "{logs}"
+    );
+}

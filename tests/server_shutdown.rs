@@ -5,17 +5,16 @@ mod server_support;
 
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{ExitStatus, Stdio};
-use std::sync::{Arc, Mutex};
+use std::process::Stdio;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ipam_guard::admission::{Admission, Endpoint};
 use ipam_guard::cluster::StaticView;
 use ipam_guard::server::CertFiles;
-use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::CertificateDer;
 use server_support::*;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const NOT_A_REVIEW: &[u8] = br#"{"kind":"NotAReview"}"#;
 
@@ -23,135 +22,6 @@ fn expected_status(body: &[u8]) -> u16 {
     Admission::new(Arc::new(StaticView::empty()), Default::default())
         .review(Endpoint::Validate, body)
         .http_status
-}
-
-/// `ipam-guard serve --dev` on loopback ports chosen by the kernel, read back from the banner.
-struct Served {
-    child: tokio::process::Child,
-    banner: Vec<String>,
-    webhook: SocketAddr,
-    probe: SocketAddr,
-    metrics: SocketAddr,
-    ca: CertificateDer<'static>,
-    logs: Arc<Mutex<String>>,
-}
-
-async fn serve_dev(cert_dir: &Path, extra: &[&str]) -> Served {
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_ipam-guard"))
-        .args(["serve", "--dev", "--cert-dir"])
-        .arg(cert_dir)
-        .args(["--listen", "127.0.0.1:0", "--probe-listen", "127.0.0.1:0"])
-        .args(["--metrics-listen", "127.0.0.1:0"])
-        .args(extra)
-        // --dev must not need (or read) a cluster.
-        .env("KUBECONFIG", "/nonexistent/kubeconfig")
-        .env("RUST_LOG", "info")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("the binary starts");
-    let logs = Arc::new(Mutex::new(String::new()));
-    let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
-    let sink = logs.clone();
-    tokio::spawn(async move {
-        while let Ok(Some(line)) = stderr.next_line().await {
-            let mut logs = sink.lock().unwrap();
-            logs.push_str(&line);
-            logs.push('\n');
-        }
-    });
-    let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut banner = Vec::new();
-    let read = async {
-        while let Ok(Some(line)) = stdout.next_line().await {
-            let done = line.trim_start().starts_with("curl ");
-            banner.push(line);
-            if done {
-                break;
-            }
-        }
-    };
-    let _ = tokio::time::timeout(WAIT, read).await;
-    let find = |prefix: &str| -> String {
-        banner
-            .iter()
-            .find_map(|l| {
-                l.trim()
-                    .strip_prefix(prefix)
-                    .map(|rest| rest.trim().to_string())
-            })
-            .unwrap_or_else(|| {
-                panic!(
-                    "no {prefix:?} in the banner: {banner:#?}\nlogs:\n{}",
-                    logs.lock().unwrap()
-                )
-            })
-    };
-    let webhook = find("webhook:");
-    let webhook = webhook
-        .rsplit("listening on ")
-        .next()
-        .unwrap()
-        .trim_end_matches(')')
-        .parse()
-        .unwrap();
-    let probe = find("probes:");
-    let probe = probe
-        .trim_start_matches("http://")
-        .trim_end_matches("/readyz")
-        .parse()
-        .unwrap();
-    let metrics = find("metrics:");
-    let metrics = metrics
-        .trim_start_matches("http://")
-        .trim_end_matches("/metrics")
-        .parse()
-        .unwrap();
-    let ca = CertificateDer::from_pem_file(cert_dir.join("ca.crt")).unwrap();
-    Served {
-        child,
-        banner,
-        webhook,
-        probe,
-        metrics,
-        ca,
-        logs,
-    }
-}
-
-impl Served {
-    fn signal(&self, name: &str) {
-        let pid = self.child.id().expect("still running").to_string();
-        let status = std::process::Command::new("kill")
-            .args([&format!("-{name}"), &pid])
-            .status()
-            .unwrap();
-        assert!(status.success());
-    }
-
-    async fn exit(&mut self, within: Duration) -> ExitStatus {
-        match tokio::time::timeout(within, self.child.wait()).await {
-            Ok(status) => status.unwrap(),
-            Err(_) => panic!("still running after {within:?}; logs:\n{}", self.logs()),
-        }
-    }
-
-    fn logs(&self) -> String {
-        self.logs.lock().unwrap().clone()
-    }
-
-    async fn wait_ready(&self) {
-        let start = Instant::now();
-        while start.elapsed() < WAIT {
-            if let Ok((200, _)) = http_get(self.probe, "/readyz").await {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        panic!("never ready; logs:\n{}", self.logs());
-    }
 }
 
 /// The payloads are read through `Debug` in failure messages.
@@ -522,4 +392,35 @@ async fn a_busy_port_fails_naming_the_flag() {
         );
     }
     drop(busy);
+}
+
+#[tokio::test]
+async fn json_logs_are_one_object_per_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut served = serve_dev(
+        dir.path(),
+        &["--shutdown-delay", "0s", "--log-format", "json"],
+    )
+    .await;
+    served.wait_ready().await;
+    let mut conn = Conn::open(served.webhook, &served.ca, Proto::H1)
+        .await
+        .unwrap();
+    conn.send(post("/validate", Some("application/json"), NOT_A_REVIEW))
+        .await
+        .unwrap();
+    served.signal("TERM");
+    assert!(served.exit(WAIT).await.success());
+    let logs = served.logs();
+    let lines: Vec<serde_json::Value> = logs
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:?}")))
+        .collect();
+    let serving = lines
+        .iter()
+        .find(|l| l["message"] == "serving")
+        .unwrap_or_else(|| panic!("{logs}"));
+    assert_eq!(serving["level"], "INFO");
+    assert_eq!(serving["webhook"], served.webhook.to_string());
+    assert!(lines.iter().any(|l| l["message"] == "stopped"), "{logs}");
 }

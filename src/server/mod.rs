@@ -93,6 +93,8 @@ pub struct Config {
     /// How long requests in progress may take to finish once accepting has stopped.
     pub drain_timeout: Duration,
     pub handshake_timeout: Duration,
+    /// How long a request body may take to arrive once its headers have (408 after that).
+    pub body_read_timeout: Duration,
     /// Also the idle timeout of HTTP/1.1 keep-alive connections (hyper starts it on idle).
     pub header_read_timeout: Duration,
     pub max_connections: usize,
@@ -111,6 +113,7 @@ impl Config {
             shutdown_delay: Duration::from_secs(5),
             drain_timeout: Duration::from_secs(30),
             handshake_timeout: Duration::from_secs(10),
+            body_read_timeout: Duration::from_secs(10),
             header_read_timeout: Duration::from_secs(10),
             max_connections: 1024,
             body_limit: BODY_LIMIT,
@@ -146,6 +149,7 @@ pub(crate) struct Shared {
     registry: Arc<Registry>,
     shutting_down: AtomicBool,
     body_limit: usize,
+    body_read_timeout: Duration,
 }
 
 /// A bound, not yet running server.
@@ -191,6 +195,7 @@ impl Server {
                 registry: Arc::new(registry),
                 shutting_down: AtomicBool::new(false),
                 body_limit: config.body_limit,
+                body_read_timeout: config.body_read_timeout,
             }),
             resolver: Arc::new(tls::Resolver::new(pair.key)),
             loaded: (cert, key),

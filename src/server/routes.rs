@@ -99,13 +99,28 @@ async fn answer(shared: &Shared, endpoint: Endpoint, req: Request) -> Response {
     if declared.is_some_and(|n| n > limit as u64) {
         return too_large(limit);
     }
-    let body = match Limited::new(req.into_body(), limit).collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => return too_large(limit),
-        Err(e) => {
+    // The API server sends the body right behind the headers; one that trickles in only holds
+    // a connection slot.
+    let read = tokio::time::timeout(
+        shared.body_read_timeout,
+        Limited::new(req.into_body(), limit).collect(),
+    );
+    let body = match read.await {
+        Ok(Ok(collected)) => collected.to_bytes(),
+        Ok(Err(e)) if e.downcast_ref::<LengthLimitError>().is_some() => return too_large(limit),
+        Ok(Err(e)) => {
             return message(
                 StatusCode::BAD_REQUEST,
                 &format!("cannot read the request body: {e}"),
+            )
+        }
+        Err(_) => {
+            return message(
+                StatusCode::REQUEST_TIMEOUT,
+                &format!(
+                    "request body not received within {:?}",
+                    shared.body_read_timeout
+                ),
             )
         }
     };

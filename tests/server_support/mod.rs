@@ -21,6 +21,7 @@ use rcgen::{
 };
 use rustls::pki_types::{CertificateDer, ServerName};
 use rustls::ClientConfig;
+use tokio::io::AsyncBufReadExt;
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -668,5 +669,139 @@ impl Load {
             total.failed.extend(stats.failed);
         }
         total
+    }
+}
+
+// === the real binary ===
+
+/// `ipam-guard serve --dev` on loopback ports chosen by the kernel, read back from the banner.
+pub struct Served {
+    pub child: tokio::process::Child,
+    pub banner: Vec<String>,
+    pub webhook: SocketAddr,
+    pub probe: SocketAddr,
+    pub metrics: SocketAddr,
+    pub ca: CertificateDer<'static>,
+    pub logs: Arc<std::sync::Mutex<String>>,
+}
+
+pub async fn serve_dev(cert_dir: &Path, extra: &[&str]) -> Served {
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_ipam-guard"))
+        .args(["serve", "--dev", "--cert-dir"])
+        .arg(cert_dir)
+        .args(["--listen", "127.0.0.1:0", "--probe-listen", "127.0.0.1:0"])
+        .args(["--metrics-listen", "127.0.0.1:0"])
+        .args(extra)
+        // --dev must not need (or read) a cluster.
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .env("RUST_LOG", "info")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the binary starts");
+    let logs = Arc::new(std::sync::Mutex::new(String::new()));
+    let mut stderr = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let sink = logs.clone();
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = stderr.next_line().await {
+            let mut logs = sink.lock().unwrap();
+            logs.push_str(&line);
+            logs.push('\n');
+        }
+    });
+    let mut stdout = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut banner = Vec::new();
+    let read = async {
+        while let Ok(Some(line)) = stdout.next_line().await {
+            let done = line.trim_start().starts_with("curl ");
+            banner.push(line);
+            if done {
+                break;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(WAIT, read).await;
+    let find = |prefix: &str| -> String {
+        banner
+            .iter()
+            .find_map(|l| {
+                l.trim()
+                    .strip_prefix(prefix)
+                    .map(|rest| rest.trim().to_string())
+            })
+            .unwrap_or_else(|| {
+                panic!(
+                    "no {prefix:?} in the banner: {banner:#?}\nlogs:\n{}",
+                    logs.lock().unwrap()
+                )
+            })
+    };
+    let webhook = find("webhook:");
+    let webhook = webhook
+        .rsplit("listening on ")
+        .next()
+        .unwrap()
+        .trim_end_matches(')')
+        .parse()
+        .unwrap();
+    let probe = find("probes:");
+    let probe = probe
+        .trim_start_matches("http://")
+        .trim_end_matches("/readyz")
+        .parse()
+        .unwrap();
+    let metrics = find("metrics:");
+    let metrics = metrics
+        .trim_start_matches("http://")
+        .trim_end_matches("/metrics")
+        .parse()
+        .unwrap();
+    let ca = <CertificateDer as rustls::pki_types::pem::PemObject>::from_pem_file(
+        cert_dir.join("ca.crt"),
+    )
+    .unwrap();
+    Served {
+        child,
+        banner,
+        webhook,
+        probe,
+        metrics,
+        ca,
+        logs,
+    }
+}
+
+impl Served {
+    pub fn signal(&self, name: &str) {
+        let pid = self.child.id().expect("still running").to_string();
+        let status = std::process::Command::new("kill")
+            .args([&format!("-{name}"), &pid])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    pub async fn exit(&mut self, within: Duration) -> std::process::ExitStatus {
+        match tokio::time::timeout(within, self.child.wait()).await {
+            Ok(status) => status.unwrap(),
+            Err(_) => panic!("still running after {within:?}; logs:\n{}", self.logs()),
+        }
+    }
+
+    pub fn logs(&self) -> String {
+        self.logs.lock().unwrap().clone()
+    }
+
+    pub async fn wait_ready(&self) {
+        let start = std::time::Instant::now();
+        while start.elapsed() < WAIT {
+            if let Ok((200, _)) = http_get(self.probe, "/readyz").await {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("never ready; logs:\n{}", self.logs());
     }
 }
