@@ -316,3 +316,31 @@ async fn wait_for_errors(server: &TestServer, want: f64) -> f64 {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+#[tokio::test]
+async fn speaks_tls_1_2_and_1_3() {
+    let (server, ca, _dir) = start_default().await;
+    for (version, name) in [
+        (&rustls::version::TLS12, "TLS 1.2"),
+        (&rustls::version::TLS13, "TLS 1.3"),
+    ] {
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(ca.der.clone()).unwrap();
+        let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_protocol_versions(&[version])
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+        let mut conn = Conn::open_with(server.addrs.webhook, Arc::new(config), Proto::H1)
+            .await
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let reply = conn
+            .send(post("/validate", Some("application/json"), NOT_A_REVIEW))
+            .await
+            .unwrap();
+        assert_eq!(reply.status, expected_status(), "{name}");
+    }
+    server.stop().await;
+}
