@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use prometheus_client::registry::Registry;
 use tokio::signal::unix::{signal, Signal, SignalKind};
 
@@ -67,7 +67,9 @@ async fn build_view(args: &ServeArgs) -> anyhow::Result<Arc<dyn ClusterView>> {
     if args.dev && args.kubeconfig.is_none() {
         return Ok(Arc::new(StaticView::empty()));
     }
-    bail!("live view not built yet: use --state-from FILES, or --dev for an empty view")
+    // --kubeconfig when given, else in-cluster, else KUBECONFIG / ~/.kube/config (SPEC §10).
+    let view = crate::cluster::live::connect(args.kubeconfig.as_deref()).await?;
+    Ok(view)
 }
 
 fn cert_files(args: &ServeArgs) -> anyhow::Result<CertFiles> {
