@@ -124,7 +124,16 @@ async fn answer(shared: &Shared, endpoint: Endpoint, req: Request) -> Response {
             )
         }
     };
-    let answer = shared.admission.review(endpoint, &body);
+    // `review` promises not to panic; if it ever does, one 500 beats tearing down an h2
+    // connection and every other request multiplexed on it.
+    let review = std::panic::AssertUnwindSafe(|| shared.admission.review(endpoint, &body));
+    let answer = match std::panic::catch_unwind(review) {
+        Ok(answer) => answer,
+        Err(_) => {
+            tracing::error!(webhook = endpoint.path(), "review panicked");
+            return message(StatusCode::INTERNAL_SERVER_ERROR, "internal error");
+        }
+    };
     if let Some(outcome) = &answer.outcome {
         log_outcome(endpoint, outcome);
         if endpoint == Endpoint::Validate {
