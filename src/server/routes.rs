@@ -49,7 +49,8 @@ pub(crate) fn metrics(shared: Arc<Shared>) -> Router {
         .with_state(shared)
 }
 
-/// A JSON error body, the shape the API server logs when a call fails at the HTTP level.
+/// HTTP-level errors carry a JSON `{"message"}` too, so whoever reads the failed call (the API
+/// server's error, a curl user) sees why.
 fn message(status: StatusCode, text: &str) -> Response {
     let body = serde_json::json!({ "message": text }).to_string();
     (status, [(CONTENT_TYPE, "application/json")], body).into_response()
@@ -64,8 +65,9 @@ async fn serve(shared: Arc<Shared>, endpoint: Endpoint, req: Request) -> Respons
         .metrics
         .observe(endpoint, response.status().as_u16(), start.elapsed());
     drop(in_flight);
-    // While draining, tell HTTP/1.1 clients to reconnect after this answer: by the time idle
-    // connections are closed the API server has already moved to another replica.
+    // While draining, close HTTP/1.1 connections after each answer: the client reconnects (to
+    // another replica once the endpoint is gone), and no idle keep-alive connection is left
+    // for the drain to close under a request that is racing in.
     if shared.shutting_down.load(Ordering::Relaxed) && version == Version::HTTP_11 {
         response
             .headers_mut()
