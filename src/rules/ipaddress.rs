@@ -2,12 +2,12 @@
 
 use serde_json::Value;
 
-use crate::address::{subnet_of, Family};
+use crate::address::{subnet_of, Family, Ip};
 use crate::cli::OverlapScope;
-use crate::kinds::Kind;
+use crate::kinds::{Kind, DEFAULT_ADDRESS_SPACE};
 use crate::model::capi::{read_address, AddressReading};
 use crate::model::pool::{has_room_for_subnet, is_link_local_gateway, subnet_text};
-use crate::model::{read, AddressProj, ObjKey, Operation, Request};
+use crate::model::{read, AddressProj, ObjKey, Operation, PoolProj, Request};
 use crate::rules::claim::NO_REF_NAMESPACE;
 use crate::rules::field::{FieldError, Verdict, Warning};
 use crate::rules::util::{
@@ -110,38 +110,13 @@ fn findings(r: &AddressReading) -> (Vec<FieldError>, Vec<Warning>) {
     let subnet = r.prefix.map(|p| (p, subnet_of(addr, p)));
 
     // A3: the gateway against the address.
-    if let (Some(gw), Some(text)) = (r.gateway, r.gateway_text) {
-        if gw.family != family {
-            errors.push(FieldError::invalid(
-                "A3",
-                "spec.gateway",
-                text,
-                "must be of the same IP family as the address",
-            ));
-        } else if gw == addr {
-            errors.push(FieldError::invalid(
-                "A3",
-                "spec.gateway",
-                text,
-                "must not be the same as the address",
-            ));
-        } else if let Some((p, net)) = subnet {
-            if has_room_for_subnet(family, p)
-                && !is_link_local_gateway(gw)
-                && !net.contains(gw.value)
-            {
-                errors.push(FieldError::invalid(
-                    "A3",
-                    "spec.gateway",
-                    text,
-                    format!(
-                        "must be inside the address's subnet {}",
-                        subnet_text(family, net, p)
-                    ),
-                ));
-            }
-        }
-    }
+    errors.extend(gateway_findings(
+        "A3",
+        addr,
+        r.prefix,
+        r.gateway,
+        r.gateway_text,
+    ));
 
     // A4: network and broadcast addresses are legal but almost never meant.
     if let Some((p, net)) = subnet.filter(|(p, _)| has_room_for_subnet(family, *p)) {
@@ -161,6 +136,36 @@ fn findings(r: &AddressReading) -> (Vec<FieldError>, Vec<Warning>) {
         }
     }
     (errors, warnings)
+}
+
+/// A3, and MA1 for Metal3 addresses: the gateway (`text`, parsed as `gateway`) is of the address's
+/// family, is not the address itself and, when the prefix leaves room for a subnet, lies inside
+/// `address/prefix` (link-local IPv6 gateways exempt). The finding carries `rule`.
+pub(crate) fn gateway_findings(
+    rule: &'static str,
+    addr: Ip,
+    prefix: Option<u8>,
+    gateway: Option<Ip>,
+    text: Option<&str>,
+) -> Option<FieldError> {
+    let (gw, text) = (gateway?, text?);
+    let family = addr.family;
+    let detail = if gw.family != family {
+        "must be of the same IP family as the address".to_string()
+    } else if gw == addr {
+        "must not be the same as the address".to_string()
+    } else {
+        let p = prefix.filter(|p| has_room_for_subnet(family, *p))?;
+        let net = subnet_of(addr, p);
+        if is_link_local_gateway(gw) || net.contains(gw.value) {
+            return None;
+        }
+        format!(
+            "must be inside the address's subnet {}",
+            subnet_text(family, net, p)
+        )
+    };
+    Some(FieldError::invalid(rule, "spec.gateway", text, detail))
 }
 
 /// A6–A9: the address against the claim, the pool and the other addresses the view holds.
@@ -216,18 +221,7 @@ fn cross_object(r: &AddressReading, own: &ObjKey, ctx: &Ctx, v: &mut Verdict) {
 
     // A8: inside what the pool can hand out; the pool's prefix and gateway are expected.
     if let Some(pool) = pool_key.as_ref().and_then(|k| index.pool(k)) {
-        if !pool.allocatable.contains(addr) {
-            v.deny(FieldError::invalid(
-                "A8",
-                "spec.address",
-                text,
-                format!(
-                    "not an allocatable address of {}: {}",
-                    pool.key,
-                    pool.allocatable.display_limited(MAX_LISTED)
-                ),
-            ));
-        }
+        v.errors.extend(outside_pool("A8", pool, addr, text));
         if let (Some(pp), Some(ap)) = (pool.prefix, r.prefix) {
             if pp != ap {
                 v.warn(
@@ -258,17 +252,61 @@ fn cross_object(r: &AddressReading, own: &ObjKey, ctx: &Ctx, v: &mut Verdict) {
     }
 
     // A9: one holder per address and address space.
-    if ctx.options.overlap_scope == OverlapScope::Off {
-        return;
+    v.errors.extend(held_elsewhere(
+        "A9",
+        addr,
+        text,
+        own,
+        pool_key.as_ref(),
+        ctx,
+    ));
+}
+
+/// A8, and MA4 for Metal3 addresses: the address is one the pool can hand out. The finding
+/// carries `rule`.
+pub(crate) fn outside_pool(
+    rule: &'static str,
+    pool: &PoolProj,
+    addr: Ip,
+    text: &str,
+) -> Option<FieldError> {
+    (!pool.allocatable.contains(addr)).then(|| {
+        FieldError::invalid(
+            rule,
+            "spec.address",
+            text,
+            format!(
+                "not an allocatable address of {}: {}",
+                pool.key,
+                pool.allocatable.display_limited(MAX_LISTED)
+            ),
+        )
+    })
+}
+
+/// A9, and MA4 for Metal3 addresses: no other address object the view holds (`own` aside) has
+/// `addr` in the address space of the pool `pool_key` names (`default` without one), within
+/// `--overlap-scope`. The finding carries `rule`.
+pub(crate) fn held_elsewhere(
+    rule: &'static str,
+    addr: Ip,
+    text: &str,
+    own: &ObjKey,
+    pool_key: Option<&ObjKey>,
+    ctx: &Ctx,
+) -> Option<FieldError> {
+    let index = ctx.index;
+    let scope = ctx.options.overlap_scope;
+    if scope == OverlapScope::Off {
+        return None;
     }
-    let space = match &pool_key {
-        Some(k) => index.space_of_pool(k),
-        None => crate::kinds::DEFAULT_ADDRESS_SPACE,
-    };
-    let cluster_wide = |k: &Option<ObjKey>| k.as_ref().is_some_and(|k| !k.kind.namespaced());
-    let in_scope = |h: &AddressProj| match ctx.options.overlap_scope {
+    let space = pool_key.map_or(DEFAULT_ADDRESS_SPACE, |k| index.space_of_pool(k));
+    let cluster_wide = |k: Option<&ObjKey>| k.is_some_and(|k| !k.kind.namespaced());
+    let in_scope = |h: &AddressProj| match scope {
         OverlapScope::Namespace => {
-            h.key.namespace == own.namespace || cluster_wide(&pool_key) || cluster_wide(&h.pool)
+            h.key.namespace == own.namespace
+                || cluster_wide(pool_key)
+                || cluster_wide(h.pool.as_ref())
         }
         _ => true,
     };
@@ -282,12 +320,12 @@ fn cross_object(r: &AddressReading, own: &ObjKey, ctx: &Ctx, v: &mut Verdict) {
             }
         }
     }
-    if total > 0 {
-        v.deny(FieldError::duplicate(
-            "A9",
+    (total > 0).then(|| {
+        FieldError::duplicate(
+            rule,
             "spec.address",
             text,
             format!("{addr} is already held by {}", join_shown(&shown, total)),
-        ));
-    }
+        )
+    })
 }

@@ -9,15 +9,13 @@
 
 use serde_json::Value;
 
-use crate::address::{parse_ip, subnet_of};
-use crate::cli::OverlapScope;
-use crate::kinds::{Kind, DEFAULT_ADDRESS_SPACE};
+use crate::address::parse_ip;
+use crate::kinds::Kind;
 use crate::model::metal3::{read_address, read_claim, AddressReading, IP_ADDRESS_ANNOTATION};
-use crate::model::pool::{
-    has_room_for_subnet, is_link_local_gateway, read_pool, subnet_text, PoolReading,
-};
-use crate::model::{read, AddressProj, Meta, ObjKey, Operation, Request};
+use crate::model::pool::{read_pool, PoolReading};
+use crate::model::{read, Meta, ObjKey, Operation, Request};
 use crate::rules::field::{FieldError, Verdict};
+use crate::rules::ipaddress::{gateway_findings, held_elsewhere, outside_pool};
 use crate::rules::pool::{delete, overlap};
 use crate::rules::util::{immutable_changes, join_shown, ratchet, same, spec_changed, MAX_LISTED};
 use crate::rules::Ctx;
@@ -303,37 +301,14 @@ fn findings(r: &AddressReading, ns: Option<&str>) -> Vec<FieldError> {
     mc2_namespace("MA2", "spec.claim.namespace", r.claim_namespace, ns, &mut v);
     errors.append(&mut v.errors);
 
-    let (Some(addr), Some(gw), Some(text)) = (r.address, r.gateway, r.gateway_text) else {
-        return errors;
-    };
-    let family = addr.family;
-    if gw.family != family {
-        errors.push(FieldError::invalid(
+    if let Some(addr) = r.address {
+        errors.extend(gateway_findings(
             "MA1",
-            "spec.gateway",
-            text,
-            "must be of the same IP family as the address",
+            addr,
+            r.prefix,
+            r.gateway,
+            r.gateway_text,
         ));
-    } else if gw == addr {
-        errors.push(FieldError::invalid(
-            "MA1",
-            "spec.gateway",
-            text,
-            "must not be the same as the address",
-        ));
-    } else if let Some(p) = r.prefix.filter(|p| has_room_for_subnet(family, *p)) {
-        let net = subnet_of(addr, p);
-        if !is_link_local_gateway(gw) && !net.contains(gw.value) {
-            errors.push(FieldError::invalid(
-                "MA1",
-                "spec.gateway",
-                text,
-                format!(
-                    "must be inside the address's subnet {}",
-                    subnet_text(family, net, p)
-                ),
-            ));
-        }
     }
     errors
 }
@@ -345,61 +320,27 @@ fn ma4(r: &AddressReading, own: &ObjKey, ctx: &Ctx, v: &mut Verdict) {
     let (Some(addr), Some(text)) = (r.address, r.address_text) else {
         return;
     };
-    let index = ctx.index;
     let pool_key = r
         .pool_name
         .filter(|n| !n.is_empty())
         .map(|n| ObjKey::new(Kind::Metal3IPPool, own.namespace.as_deref(), n));
-    if let Some(pool) = pool_key.as_ref().and_then(|k| index.pool(k)) {
-        if !pool.allocatable.contains(addr) {
-            v.deny(FieldError::invalid(
-                "MA4",
-                "spec.address",
-                text,
-                format!(
-                    "not an allocatable address of {}: {}",
-                    pool.key,
-                    pool.allocatable.display_limited(MAX_LISTED)
-                ),
-            ));
-        }
+    if let Some(pool) = pool_key.as_ref().and_then(|k| ctx.index.pool(k)) {
+        v.errors.extend(outside_pool("MA4", pool, addr, text));
     }
-
-    let scope = ctx.options.overlap_scope;
-    if scope == OverlapScope::Off {
-        return;
-    }
-    let space = pool_key
-        .as_ref()
-        .map_or(DEFAULT_ADDRESS_SPACE, |k| index.space_of_pool(k));
-    let cluster_wide = |k: &Option<ObjKey>| k.as_ref().is_some_and(|k| !k.kind.namespaced());
-    let in_scope = |h: &AddressProj| match scope {
-        OverlapScope::Namespace => h.key.namespace == own.namespace || cluster_wide(&h.pool),
-        _ => true,
-    };
-    let mut total = 0;
-    let mut shown = Vec::new();
-    for h in index.holders(addr) {
-        if h.key != *own && index.space_of_address(h) == space && in_scope(h) {
-            total += 1;
-            if shown.len() < MAX_LISTED {
-                shown.push(h.key.to_string());
-            }
-        }
-    }
-    if total > 0 {
-        v.deny(FieldError::duplicate(
-            "MA4",
-            "spec.address",
-            text,
-            format!("{addr} is already held by {}", join_shown(&shown, total)),
-        ));
-    }
+    v.errors.extend(held_elsewhere(
+        "MA4",
+        addr,
+        text,
+        own,
+        pool_key.as_ref(),
+        ctx,
+    ));
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::OverlapScope;
     use crate::index::Index;
     use crate::model::{project, Projection};
     use crate::rules::field::{DenyReason, ErrorType};
