@@ -408,6 +408,11 @@ fn reconcile(
             }
             None => tracing::info!(%kind, %version, "watching"),
         }
+        // Recorded before the task starts: its first InitDone must find the entry to mark.
+        status.update(|kinds| {
+            let synced = kinds.get(&kind).is_some_and(|(_, s)| *s);
+            kinds.insert(kind, (version.clone(), synced));
+        });
         let task = tokio::spawn(watch_kind(
             client.clone(),
             kind,
@@ -415,10 +420,6 @@ fn reconcile(
             shared.clone(),
             status.clone(),
         ));
-        status.update(|kinds| {
-            let synced = kinds.get(&kind).is_some_and(|(_, s)| *s);
-            kinds.insert(kind, (version.clone(), synced));
-        });
         watchers.insert(kind, (version, AbortOnDrop(task)));
     }
     status.discovered.store(true, Ordering::SeqCst);
@@ -436,16 +437,16 @@ async fn watch_kind(
     let api: Api<WatchedObject> = Api::all_with(client, &feed.resource);
     let config = watcher::Config::default().any_semantic();
     let mut events = pin!(watcher(api, config).default_backoff());
-    let mut first = true;
+    let mut synced = false;
     while let Some(event) = events.next().await {
         match event {
             Ok(event) => {
-                if feed.apply(&shared, event) && first {
-                    first = false;
+                if feed.apply(&shared, event) && !synced {
                     status.update(|kinds| {
-                        if let Some((v, synced)) = kinds.get_mut(&kind) {
+                        if let Some((v, s)) = kinds.get_mut(&kind) {
                             if *v == version {
-                                *synced = true;
+                                *s = true;
+                                synced = true;
                             }
                         }
                     });
