@@ -12,16 +12,13 @@ use serde_json::Value;
 use crate::address::parse_ip;
 use crate::kinds::Kind;
 use crate::model::metal3::{read_address, read_claim, AddressReading, IP_ADDRESS_ANNOTATION};
-use crate::model::pool::{read_pool, PoolReading};
+use crate::model::pool::read_pool;
 use crate::model::{read, Meta, ObjKey, Operation, Request};
 use crate::rules::field::{FieldError, Verdict};
 use crate::rules::ipaddress::{gateway_findings, held_elsewhere, outside_pool};
-use crate::rules::pool::{delete, overlap};
-use crate::rules::util::{immutable_changes, join_shown, ratchet, same, spec_changed, MAX_LISTED};
+use crate::rules::pool::{delete, held_in_view, keeps_held, overlap};
+use crate::rules::util::{immutable_changes, ratchet, same, spec_changed, MAX_LISTED};
 use crate::rules::Ctx;
-
-/// The start of P8's text, which MP4 and S5 share: the same complaint about other pool kinds.
-pub(crate) const RELEASES_HELD: &str = "pool addresses do not contain allocated addresses";
 
 fn namespace<'a>(req: &Request<'a>, obj: &'a Value) -> Option<&'a str> {
     req.namespace
@@ -90,53 +87,9 @@ fn update_pool(obj: &Value, old: &Value, ctx: &Ctx) -> Verdict {
     }
     v.errors.extend(ratchet(r.errors.clone(), &before.errors));
     v.warnings.clone_from(&r.warnings);
-    let held = held_by_index(&r, ctx);
-    keeps_held("MP4", &r, &before, obj, held, &mut v);
+    keeps_held("MP4", &r, &before, obj, || held_in_view(&r, ctx), &mut v);
     overlap(&r, (!space_changed).then_some(&before), ctx, &mut v);
     v
-}
-
-/// The address objects the index files under the pool, as `(label, ip)`.
-fn held_by_index(r: &PoolReading, ctx: &Ctx) -> Vec<(String, crate::address::Ip)> {
-    ctx.index
-        .addresses_for_pool(&r.proj.key)
-        .into_iter()
-        .filter_map(|a| a.ip.map(|ip| (a.key.ns_name(), ip)))
-        .collect()
-}
-
-/// MP4 / S5: held addresses stay allocatable, in P8's words, at the field declaring the
-/// addresses. X5: an address the old spec did not count as allocatable either (a gateway handed
-/// out before ipam-guard was installed) is not this update's doing, so it is left to the audit.
-pub(crate) fn keeps_held(
-    rule: &'static str,
-    r: &PoolReading,
-    before: &PoolReading,
-    obj: &Value,
-    held: impl IntoIterator<Item = (String, crate::address::Ip)>,
-    v: &mut Verdict,
-) {
-    let mut total = 0;
-    let mut shown = Vec::new();
-    for (label, ip) in held {
-        if !r.proj.allocatable.contains(ip) && before.proj.allocatable.contains(ip) {
-            total += 1;
-            if shown.len() < MAX_LISTED {
-                shown.push(format!("{label} {ip}"));
-            }
-        }
-    }
-    if total > 0 {
-        let value = read::get(obj, r.declared_path)
-            .cloned()
-            .unwrap_or(Value::Null);
-        v.deny(FieldError::invalid(
-            rule,
-            r.declared_path,
-            value,
-            format!("{RELEASES_HELD}: {}", join_shown(&shown, total)),
-        ));
-    }
 }
 
 // === IPClaim ===

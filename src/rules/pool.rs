@@ -4,13 +4,16 @@
 
 use serde_json::Value;
 
-use crate::address::AddrSet;
+use crate::address::{AddrSet, Ip};
 use crate::cli::OverlapScope;
 use crate::model::pool::{read_pool, PoolReading};
 use crate::model::{read, Meta, ObjKey, Operation, Request};
 use crate::rules::field::{DenyReason, FieldError, Verdict};
 use crate::rules::util::{join_limited, join_shown, ratchet, spec_changed, MAX_LISTED};
 use crate::rules::Ctx;
+
+/// The start of P8's text, which MP4 and S5 share: the same complaint about other pool kinds.
+const RELEASES_HELD: &str = "pool addresses do not contain allocated addresses";
 
 /// P9's text (the in-cluster provider's own), followed by who holds the pool.
 const HELD: &str =
@@ -55,34 +58,38 @@ fn update(req: &Request, obj: &Value, old: &Value, ctx: &Ctx) -> Verdict {
     let before = read_pool(req.kind, old);
     v.errors = ratchet(r.errors.clone(), &before.errors);
     v.warnings.clone_from(&r.warnings);
-    keeps_allocated(&r, &before, obj, ctx, &mut v);
+    keeps_held("P8", &r, &before, obj, || held_in_view(&r, ctx), &mut v);
     overlap(&r, (!space_changed).then_some(&before), ctx, &mut v);
     v
 }
 
-/// P8: every address that references the pool stays allocatable. Only addresses the update takes
-/// away count (X5): one that was already outside the pool is the audit's to report, and a pool
-/// that only grows costs no walk over its addresses at all.
-pub(crate) fn keeps_allocated(
+/// P8, MP4 and S5: every address the pool's holders have stays allocatable, in P8's words, at
+/// the field declaring the addresses; findings carry `rule`. `held` lists each held address with
+/// a label for its holder, made only for those shown. Only addresses the update takes away count
+/// (X5): one that was already outside the pool (a gateway handed out before ipam-guard was
+/// installed) is the audit's to report, and a pool that only grows never asks for its holders.
+pub(crate) fn keeps_held<I, F>(
+    rule: &'static str,
     r: &PoolReading,
     before: &PoolReading,
     obj: &Value,
-    ctx: &Ctx,
+    held: impl FnOnce() -> I,
     v: &mut Verdict,
-) {
+) where
+    I: IntoIterator<Item = (Ip, F)>,
+    F: FnOnce() -> String,
+{
     let removed = before.proj.allocatable.difference(&r.proj.allocatable);
     if removed.is_empty() {
         return;
     }
     let mut total = 0;
     let mut shown = Vec::new();
-    for a in ctx.index.addresses_for_pool(&r.proj.key) {
-        // An address that does not parse holds nothing (the index never placed it).
-        let Some(ip) = a.ip else { continue };
+    for (ip, label) in held() {
         if removed.contains(ip) {
             total += 1;
             if shown.len() < MAX_LISTED {
-                shown.push(format!("{} {ip}", a.key.ns_name()));
+                shown.push(format!("{} {ip}", label()));
             }
         }
     }
@@ -91,15 +98,24 @@ pub(crate) fn keeps_allocated(
             .cloned()
             .unwrap_or(Value::Null);
         v.deny(FieldError::invalid(
-            "P8",
+            rule,
             r.declared_path,
             value,
-            format!(
-                "pool addresses do not contain allocated addresses: {}",
-                join_shown(&shown, total)
-            ),
+            format!("{RELEASES_HELD}: {}", join_shown(&shown, total)),
         ));
     }
+}
+
+/// The address objects the view files under the pool, for [`keeps_held`]. An address that does
+/// not parse holds nothing (the index never placed it).
+pub(crate) fn held_in_view<'a>(
+    r: &PoolReading,
+    ctx: &Ctx<'a>,
+) -> impl Iterator<Item = (Ip, impl FnOnce() -> String + 'a)> {
+    ctx.index
+        .addresses_for_pool(&r.proj.key)
+        .into_iter()
+        .filter_map(|a| a.ip.map(|ip| (ip, move || a.key.ns_name())))
 }
 
 /// Whether two pools can conflict under `--overlap-scope namespace`: namespaced pools only within

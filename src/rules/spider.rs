@@ -12,8 +12,7 @@ use crate::model::pool::read_pool;
 use crate::model::spider::{allocation, Allocation};
 use crate::model::{read, Meta, Operation, Request};
 use crate::rules::field::{DenyReason, FieldError, Verdict};
-use crate::rules::metal3::keeps_held;
-use crate::rules::pool::overlap;
+use crate::rules::pool::{keeps_held, overlap};
 use crate::rules::util::{immutable_changes, join_shown, ratchet, spec_changed, MAX_LISTED};
 use crate::rules::Ctx;
 
@@ -69,9 +68,12 @@ fn update(obj: &Value, old: &Value, ctx: &Ctx) -> Verdict {
     v.errors.extend(ratchet(r.errors.clone(), &before.errors));
     v.warnings.clone_from(&r.warnings);
     // S5: what pods hold stays allocatable.
-    let held = allocation(old).ips.into_iter().filter_map(|a| {
-        a.ip.map(|ip| (a.pod.unwrap_or_else(|| "(unknown pod)".to_string()), ip))
-    });
+    let held = || {
+        allocation(old).ips.into_iter().filter_map(|a| {
+            let pod = a.pod;
+            a.ip.map(|ip| (ip, || pod.unwrap_or_else(|| "(unknown pod)".to_string())))
+        })
+    };
     keeps_held("S5", &r, &before, obj, held, &mut v);
     overlap(&r, (!space_changed).then_some(&before), ctx, &mut v);
     v
