@@ -14,7 +14,6 @@ fn uid_of(fixture_name: &str) -> String {
 }
 
 #[tokio::test]
-#[ignore = "needs admission::review"]
 async fn claim_create_is_allowed_with_its_uid_echoed_over_h1_and_h2() {
     let (server, ca, _dir) = start_default().await;
     for proto in [Proto::H1, Proto::H2] {
@@ -55,7 +54,6 @@ async fn claim_create_is_allowed_with_its_uid_echoed_over_h1_and_h2() {
 }
 
 #[tokio::test]
-#[ignore = "needs admission::review"]
 async fn dry_run_claim_create_is_allowed_with_its_uid_echoed() {
     let (server, ca, _dir) = start_default().await;
     let mut conn = Conn::open(server.addrs.webhook, &ca.der, Proto::H1)
@@ -80,7 +78,6 @@ async fn dry_run_claim_create_is_allowed_with_its_uid_echoed() {
 }
 
 #[tokio::test]
-#[ignore = "needs admission::review"]
 async fn c1_claim_without_pool_name_is_denied_and_counted() {
     let (server, ca, _dir) = start_default().await;
     let mut conn = Conn::open(server.addrs.webhook, &ca.der, Proto::H2)
@@ -124,7 +121,6 @@ async fn c1_claim_without_pool_name_is_denied_and_counted() {
 }
 
 #[tokio::test]
-#[ignore = "needs admission::review"]
 async fn m2_claim_create_on_mutate_gets_a_base64_json_patch() {
     let (server, ca, _dir) = start_default().await;
     let mut conn = Conn::open(server.addrs.webhook, &ca.der, Proto::H1)
@@ -165,7 +161,6 @@ async fn m2_claim_create_on_mutate_gets_a_base64_json_patch() {
 }
 
 #[tokio::test]
-#[ignore = "needs admission::review"]
 async fn a_body_that_is_not_a_review_is_400_with_a_message() {
     let (server, ca, _dir) = start_default().await;
     let mut conn = Conn::open(server.addrs.webhook, &ca.der, Proto::H1)
@@ -187,7 +182,6 @@ async fn a_body_that_is_not_a_review_is_400_with_a_message() {
 }
 
 #[tokio::test]
-#[ignore = "needs admission::review"]
 async fn a_denial_is_one_info_line_and_an_allowed_request_none() {
     let dir = tempfile::tempdir().unwrap();
     let mut served = serve_dev(

@@ -11,7 +11,7 @@ use tokio::signal::unix::{signal, Signal, SignalKind};
 
 use crate::admission::Admission;
 use crate::cli::{LogFormat, ServeArgs};
-use crate::cluster::{ClusterView, StaticView};
+use crate::cluster::{ClusterView, Shared, StaticView};
 use crate::rules::Options;
 use crate::server::dev::{self, Made};
 use crate::server::{Addrs, CertFiles, Config, Listen, Server};
@@ -60,12 +60,17 @@ pub async fn run(args: ServeArgs, registry: Registry) -> anyhow::Result<()> {
 /// SPEC §10: `--dev` never reads KUBECONFIG or in-cluster config on its own.
 async fn build_view(args: &ServeArgs) -> anyhow::Result<Arc<dyn ClusterView>> {
     if !args.state_from.is_empty() {
-        // TODO(state-from): StaticView::load(&args.state_from)
-        tracing::warn!("--state-from is not read yet; serving an empty view");
-        return Ok(Arc::new(StaticView::empty()));
+        let loaded = StaticView::load(&args.state_from)?;
+        tracing::info!(
+            objects = loaded.index().len(),
+            "serving a static view from --state-from"
+        );
+        // Shared, not the bare static view: admitted objects count as pending (SPEC X2), so a dev
+        // server refuses the second of two overlapping creates as a cluster would.
+        return Ok(Arc::new(Shared::new(loaded.index().clone())));
     }
     if args.dev && args.kubeconfig.is_none() {
-        return Ok(Arc::new(StaticView::empty()));
+        return Ok(Arc::new(Shared::default()));
     }
     // --kubeconfig when given, else in-cluster, else KUBECONFIG / ~/.kube/config (SPEC §10).
     let view = crate::cluster::live::connect(args.kubeconfig.as_deref()).await?;

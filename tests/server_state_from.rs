@@ -1,0 +1,100 @@
+//! `serve --dev --state-from DIR` as a person runs it: the real binary, the static view loaded from
+//! files, reviews built from real captures posted over HTTPS, and SPEC X2 on a dev server (an
+//! admitted pool counts as existing, so a second overlapping create is refused).
+
+mod server_support;
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+use server_support::*;
+
+fn capture(name: &str) -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/captures")
+        .join(name);
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+async fn validate(conn: &mut Conn, body: &Value) -> Value {
+    let reply = conn
+        .send(post(
+            "/validate",
+            Some("application/json"),
+            serde_json::to_vec(body).unwrap(),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let out = reply.json();
+    assert_eq!(out["response"]["uid"], body["request"]["uid"]);
+    out["response"].clone()
+}
+
+fn pool_create(name: &str, uid: &str, addresses: Value, dry_run: bool) -> Value {
+    let mut body = capture("inclusterippool-create.json");
+    body["request"]["uid"] = json!(uid);
+    body["request"]["name"] = json!(name);
+    body["request"]["dryRun"] = json!(dry_run);
+    body["request"]["object"]["metadata"]["name"] = json!(name);
+    body["request"]["object"]["spec"]["addresses"] = addresses;
+    body["request"]["object"]["spec"]["gateway"] = json!("10.10.1.1");
+    body
+}
+
+#[tokio::test]
+async fn dev_server_judges_against_state_from_and_remembers_what_it_admitted() {
+    let certs = tempfile::tempdir().unwrap();
+    let state = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/captures/state.yaml");
+    let served = serve_dev(
+        certs.path(),
+        &[
+            "--shutdown-delay",
+            "0s",
+            "--state-from",
+            state.to_str().unwrap(),
+        ],
+    )
+    .await;
+    served.wait_ready().await;
+    let mut conn = Conn::open(served.webhook, &served.ca, Proto::H2)
+        .await
+        .unwrap();
+
+    // P9 from the loaded state: addr-held holds pool-a.
+    let resp = validate(&mut conn, &capture("inclusterippool-delete.json")).await;
+    assert_eq!(resp["allowed"], false, "{resp:#}");
+    assert_eq!(resp["status"]["code"], 403);
+    assert!(resp["status"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("capture-ns/addr-held (10.10.0.12)"));
+
+    // A dry run of pool-b is allowed and leaves nothing behind ...
+    let dry = pool_create("pool-b", "u-dry", json!(["10.10.1.0/24"]), true);
+    let resp = validate(&mut conn, &dry).await;
+    assert_eq!(resp["allowed"], true, "{resp:#}");
+    let c = pool_create("pool-c", "u-c", json!(["10.10.1.128/25"]), false);
+    assert_eq!(
+        validate(&mut conn, &c).await["allowed"],
+        true,
+        "the dry run must not block pool-c"
+    );
+
+    // ... while the real create of pool-c now counts as existing (X2): pool-d overlapping it is refused.
+    let d = pool_create("pool-d", "u-d", json!(["10.10.1.200-10.10.1.210"]), false);
+    let resp = validate(&mut conn, &d).await;
+    assert_eq!(resp["allowed"], false, "{resp:#}");
+    let msg = resp["status"]["details"]["causes"][0]["message"]
+        .as_str()
+        .unwrap();
+    assert!(
+        msg.contains("overlaps InClusterIPPool capture-ns/pool-c"),
+        "{msg}"
+    );
+
+    // A retried create of pool-c does not conflict with itself.
+    let resp = validate(&mut conn, &c).await;
+    assert_eq!(resp["allowed"], true, "{resp:#}");
+    served.signal("TERM");
+}
