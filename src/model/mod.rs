@@ -93,6 +93,13 @@ impl Meta {
         }
     }
 
+    /// Whether the object carries an annotation that switches off delete protection (P9, MP4, S6).
+    pub fn skips_delete_check(&self) -> bool {
+        pool::SKIP_DELETE_ANNOTATIONS
+            .iter()
+            .any(|a| self.annotations.contains_key(*a))
+    }
+
     /// The address space the object names (SPEC §6): annotation `ipam-guard.io/address-space`, or `default`.
     pub fn address_space(&self) -> &str {
         self.annotations

@@ -94,9 +94,7 @@ pub(crate) fn projection(
         gateway,
         prefix,
         deleting: meta.deleting,
-        skip_delete_check: SKIP_DELETE_ANNOTATIONS
-            .iter()
-            .any(|a| meta.annotations.contains_key(*a)),
+        skip_delete_check: meta.skips_delete_check(),
     }
 }
 

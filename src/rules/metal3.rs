@@ -34,14 +34,8 @@ fn deleting(obj: &Value, old: &Value) -> bool {
 
 pub(crate) fn validate_pool(req: &Request, ctx: &Ctx) -> Verdict {
     match (req.operation, req.object, req.old_object) {
-        (Operation::Delete, _, old) => {
-            // P9's check and text; the holders are this pool's (see the module docs).
-            let mut v = delete(req, old, ctx);
-            for e in &mut v.errors {
-                e.rule = "MP4";
-            }
-            v
-        }
+        // P9's check and text; the holders are this pool's (see the module docs).
+        (Operation::Delete, _, old) => delete("MP4", req, old, ctx),
         (Operation::Create, Some(obj), _) => {
             let r = read_pool(Kind::Metal3IPPool, obj);
             let mut v = Verdict {

@@ -21,7 +21,7 @@ const HELD: &str =
 
 pub(crate) fn validate(req: &Request, ctx: &Ctx) -> Verdict {
     match (req.operation, req.object, req.old_object) {
-        (Operation::Delete, _, old) => delete(req, old, ctx),
+        (Operation::Delete, _, old) => delete("P9", req, old, ctx),
         (Operation::Create, Some(obj), _) => {
             let r = read_pool(req.kind, obj);
             let mut v = Verdict {
@@ -180,40 +180,52 @@ pub(crate) fn overlap(r: &PoolReading, before: Option<&PoolReading>, ctx: &Ctx, 
     }
 }
 
-/// P9: a pool that addresses still reference cannot be deleted (403 Forbidden, SPEC §8).
-pub(crate) fn delete(req: &Request, old: Option<&Value>, ctx: &Ctx) -> Verdict {
-    let mut v = Verdict::default();
+/// P9, and MP4 for Metal3 pools: a pool that address objects in the view still reference cannot
+/// be deleted. The finding carries `rule`.
+pub(crate) fn delete(rule: &'static str, req: &Request, old: Option<&Value>, ctx: &Ctx) -> Verdict {
     let meta = old.map(Meta::read).unwrap_or_default();
-    if crate::model::pool::SKIP_DELETE_ANNOTATIONS
-        .iter()
-        .any(|a| meta.annotations.contains_key(*a))
-    {
+    refuse_delete(rule, &meta, || {
+        let namespace = req.namespace.or(meta.namespace.as_deref());
+        let name = if req.name.is_empty() {
+            meta.name.as_str()
+        } else {
+            req.name
+        };
+        let key = ObjKey::new(req.kind, namespace, name);
+        let holders = ctx.index.addresses_for_pool(&key);
+        if holders.is_empty() {
+            return None;
+        }
+        let shown: Vec<String> = holders
+            .iter()
+            .take(MAX_LISTED)
+            .map(|a| match a.ip {
+                Some(ip) => format!("{} ({ip})", a.key.ns_name()),
+                None => a.key.ns_name(),
+            })
+            .collect();
+        Some(format!(
+            "{HELD} Held by: {}",
+            join_shown(&shown, holders.len())
+        ))
+    })
+}
+
+/// P9, MP4 and S6: the delete of a pool that `held` finds held is refused (403 Forbidden, SPEC §8)
+/// at `metadata.name`, with `held`'s text saying who holds it. A pool carrying a skip annotation
+/// is let go without asking.
+pub(crate) fn refuse_delete(
+    rule: &'static str,
+    meta: &Meta,
+    held: impl FnOnce() -> Option<String>,
+) -> Verdict {
+    let mut v = Verdict::default();
+    if meta.skips_delete_check() {
         return v;
     }
-    let namespace = req.namespace.or(meta.namespace.as_deref());
-    let name = if req.name.is_empty() {
-        meta.name.as_str()
-    } else {
-        req.name
-    };
-    let key = ObjKey::new(req.kind, namespace, name);
-    let holders = ctx.index.addresses_for_pool(&key);
-    if holders.is_empty() {
-        return v;
+    if let Some(detail) = held() {
+        v.reason = DenyReason::Forbidden;
+        v.deny(FieldError::forbidden(rule, "metadata.name", detail));
     }
-    let shown: Vec<String> = holders
-        .iter()
-        .take(MAX_LISTED)
-        .map(|a| match a.ip {
-            Some(ip) => format!("{} ({ip})", a.key.ns_name()),
-            None => a.key.ns_name(),
-        })
-        .collect();
-    v.reason = DenyReason::Forbidden;
-    v.deny(FieldError::forbidden(
-        "P9",
-        "metadata.name",
-        format!("{HELD} Held by: {}", join_shown(&shown, holders.len())),
-    ));
     v
 }

@@ -11,8 +11,8 @@ use crate::kinds::Kind;
 use crate::model::pool::read_pool;
 use crate::model::spider::{allocation, Allocation};
 use crate::model::{read, Meta, Operation, Request};
-use crate::rules::field::{DenyReason, FieldError, Verdict};
-use crate::rules::pool::{keeps_held, overlap};
+use crate::rules::field::Verdict;
+use crate::rules::pool::{keeps_held, overlap, refuse_delete};
 use crate::rules::util::{immutable_changes, join_shown, ratchet, spec_changed, MAX_LISTED};
 use crate::rules::Ctx;
 
@@ -82,28 +82,13 @@ fn update(obj: &Value, old: &Value, ctx: &Ctx) -> Verdict {
 /// S6: a pool whose status says it hands out addresses cannot be deleted (403 Forbidden).
 /// The skip annotations of P9 apply too: they are the documented escape hatch for any pool.
 fn delete(old: Option<&Value>) -> Verdict {
-    let mut v = Verdict::default();
     let Some(old) = old else {
-        return v;
+        return Verdict::default();
     };
-    let meta = Meta::read(old);
-    if crate::model::pool::SKIP_DELETE_ANNOTATIONS
-        .iter()
-        .any(|a| meta.annotations.contains_key(*a))
-    {
-        return v;
-    }
-    let a = allocation(old);
-    if !a.held() {
-        return v;
-    }
-    v.reason = DenyReason::Forbidden;
-    v.deny(FieldError::forbidden(
-        "S6",
-        "metadata.name",
-        format!("{HELD} {}", holders(&a)),
-    ));
-    v
+    refuse_delete("S6", &Meta::read(old), || {
+        let a = allocation(old);
+        a.held().then(|| format!("{HELD} {}", holders(&a)))
+    })
 }
 
 /// Who holds the pool, as far as its status tells.
@@ -131,7 +116,7 @@ mod tests {
     use super::*;
     use crate::index::Index;
     use crate::model::{project, Projection};
-    use crate::rules::field::ErrorType;
+    use crate::rules::field::{DenyReason, ErrorType};
     use crate::rules::{validate, Options};
     use serde_json::json;
 
