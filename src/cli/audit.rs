@@ -1,0 +1,234 @@
+//! `ipam-guard audit`: one pass over a live cluster that reports every stored object that would be
+//! denied if it were created now (SPEC X4): what slipped in before the webhook was installed, while
+//! it failed open, or across replicas. Judging and output are `check`'s, with file `cluster`.
+//!
+//! Also the periodic audit of `serve --audit-interval`: the same pass on a timer, feeding the
+//! `ipam_guard_violations{rule}` gauge and logging each finding once.
+
+use std::collections::{BTreeMap, HashSet};
+use std::io::{self, BufWriter, Write};
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::api::ListParams;
+use kube::{Api, Client};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+use super::check;
+use super::report::{self, Finding, Severity, Summary};
+use super::{AuditArgs, OverlapScope};
+use crate::cluster::live::{self, api_resource};
+use crate::cluster::load::{Manifest, Source};
+use crate::cluster::WatchedObject;
+use crate::kinds::Kind;
+use crate::model::ObjKey;
+use crate::rules::Options;
+
+/// What findings name as their file.
+pub const FILE: &str = "cluster";
+
+/// Objects per list page. The watch cache answers `resourceVersion=0` lists whole on older API
+/// servers; newer ones page, and then this bounds each answer.
+const PAGE: u32 = 500;
+
+/// What one audit pass found.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    pub findings: Vec<Finding>,
+    /// Kinds that could not be listed (or discovery itself): each makes the exit code 2.
+    pub errors: Vec<String>,
+    pub summary: Summary,
+}
+
+/// Runs `audit` and returns the exit code: 2 when the cluster (or a kind) could not be read, else
+/// 1 when a stored object would be denied, else 0. Findings go to stdout, the rest to stderr.
+pub async fn run(args: &AuditArgs) -> i32 {
+    let options = Options::from(&args.rules);
+    let mut err = io::stderr().lock();
+    if options.overlap_scope == OverlapScope::Off {
+        let _ = writeln!(
+            err,
+            "note: --overlap-scope off: pool overlaps (P10) and duplicate addresses (A9) are not checked"
+        );
+    }
+    let client = match live::client(args.kubeconfig.as_deref()).await {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = writeln!(err, "error: {e:#}");
+            return 2;
+        }
+    };
+    let outcome = audit(&client, options).await;
+    for e in &outcome.errors {
+        let _ = writeln!(err, "error: {e}");
+    }
+    let mut out = BufWriter::new(io::stdout().lock());
+    // A closed pipe (`audit … | head`) is the reader's choice, not a failure of the audit.
+    let _ = report::write_findings(&mut out, args.output, &outcome.findings);
+    let _ = write!(err, "{}", outcome.summary);
+    outcome.summary.exit_code()
+}
+
+/// Lists every served kind of the table (from the watch cache: `resourceVersion=0`) and judges
+/// each object as a CREATE against all the others.
+pub async fn audit(client: &Client, options: Options) -> Outcome {
+    let mut errors = Vec::new();
+    let served = match live::discover(client).await {
+        Ok(s) => s,
+        Err(e) => {
+            return Outcome {
+                errors: vec![format!("API discovery failed: {e}")],
+                summary: Summary {
+                    unreadable: 1,
+                    ..Summary::default()
+                },
+                ..Outcome::default()
+            }
+        }
+    };
+    let file: Arc<str> = Arc::from(FILE);
+    let mut manifests = Vec::new();
+    for (kind, version) in &served {
+        match list_kind(client, *kind, version).await {
+            Ok(objects) => manifests.extend(
+                objects
+                    .into_iter()
+                    .filter_map(|o| manifest(&file, *kind, version, o)),
+            ),
+            Err(e) => errors.push(format!("cannot list {}: {e}", kind.display_name())),
+        }
+    }
+    let (objects, findings) = check::judge(manifests, options);
+    let mut summary = Summary {
+        objects,
+        unreadable: errors.len(),
+        ..Summary::default()
+    };
+    summary.count(&findings);
+    Outcome {
+        findings,
+        errors,
+        summary,
+    }
+}
+
+async fn list_kind(
+    client: &Client,
+    kind: Kind,
+    version: &str,
+) -> Result<Vec<WatchedObject>, kube::Error> {
+    let api: Api<WatchedObject> = Api::all_with(client.clone(), &api_resource(kind, version));
+    let mut params = ListParams::default().match_any().limit(PAGE);
+    let mut items = Vec::new();
+    // Bounded: a server that keeps handing out continue tokens cannot keep us here forever.
+    for _ in 0..100_000 {
+        let page = api.list(&params).await?;
+        items.extend(page.items);
+        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+            // A continued list must not name a resourceVersion: the token carries it.
+            Some(token) => params = ListParams::default().limit(PAGE).continue_token(&token),
+            None => break,
+        }
+    }
+    Ok(items)
+}
+
+fn manifest(file: &Arc<str>, kind: Kind, version: &str, o: WatchedObject) -> Option<Manifest> {
+    let name = o.metadata.name.clone()?;
+    let key = ObjKey::new(kind, o.metadata.namespace.as_deref(), &name);
+    let object = o.to_value(&api_resource(kind, version));
+    Some(Manifest {
+        source: Source {
+            file: file.clone(),
+            document: None,
+            item: None,
+        },
+        kind,
+        version: version.to_string(),
+        key,
+        object,
+    })
+}
+
+// === Periodic audit (serve --audit-interval) ===
+
+/// Label set of `ipam_guard_violations`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ViolationLabels {
+    pub rule: String,
+}
+
+/// `ipam_guard_violations{rule}`: stored objects the last audit found denied, per rule id.
+pub type Violations = Family<ViolationLabels, Gauge>;
+
+/// Registers `ipam_guard_violations` and returns the family to hand to `periodic`.
+pub fn register_violations(registry: &mut Registry) -> Violations {
+    let family = Violations::default();
+    registry.register(
+        "ipam_guard_violations",
+        "Denials the last periodic audit found among stored objects, per rule id",
+        family.clone(),
+    );
+    family
+}
+
+/// Audits the cluster now and then every `interval`, forever (abort the task to stop it). Sets
+/// `violations` to the denials of the last pass that succeeded, and logs each finding once: a
+/// finding is logged again only after a pass where it was gone.
+pub async fn periodic(
+    client: Client,
+    options: Options,
+    interval: Duration,
+    violations: Violations,
+) {
+    let mut logged: HashSet<String> = HashSet::new();
+    let mut rules_seen: HashSet<&'static str> = HashSet::new();
+    loop {
+        let outcome = audit(&client, options).await;
+        for e in &outcome.errors {
+            tracing::warn!(error = %e, "periodic audit could not read the cluster");
+        }
+        if outcome.errors.is_empty() {
+            let mut per_rule: BTreeMap<&'static str, i64> = BTreeMap::new();
+            let mut now: HashSet<String> = HashSet::with_capacity(outcome.findings.len());
+            for f in &outcome.findings {
+                if f.severity == Severity::Deny {
+                    *per_rule.entry(f.rule).or_default() += 1;
+                }
+                let line = f.to_string();
+                if !logged.contains(&line) {
+                    match f.severity {
+                        Severity::Deny => {
+                            tracing::warn!(rule = f.rule, object = %f.subject.key, field = %f.field, finding = %line, "audit: stored object would be denied")
+                        }
+                        Severity::Warn => {
+                            tracing::info!(rule = f.rule, object = %f.subject.key, field = %f.field, finding = %line, "audit: warning on stored object")
+                        }
+                    }
+                }
+                now.insert(line);
+            }
+            logged = now;
+            // Rules that had violations and have none now read 0 rather than vanishing.
+            rules_seen.extend(per_rule.keys().copied());
+            for rule in &rules_seen {
+                let n = per_rule.get(rule).copied().unwrap_or(0);
+                violations
+                    .get_or_create(&ViolationLabels {
+                        rule: rule.to_string(),
+                    })
+                    .set(n);
+            }
+            tracing::info!(
+                denials = outcome.summary.denials,
+                warnings = outcome.summary.warnings,
+                objects = outcome.summary.objects.values().sum::<usize>(),
+                "periodic audit done"
+            );
+        }
+        tokio::time::sleep(interval).await;
+    }
+}
