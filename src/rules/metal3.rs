@@ -1,8 +1,9 @@
 //! Metal3 IPAM (`ipam.metal3.io`, SPEC §5): IPPool (MP1–MP4 with P9–P11), IPClaim (MC1–MC4) and
 //! IPAddress (MA1–MA4).
 //!
-//! MP1–MP3 come from the pool reader (the reading the index uses). The overlap (P10) and delete
-//! (P9-style) halves are the in-cluster pool's own code, run against the Metal3 reading. Holders of
+//! MP1–MP3 come from the pool reader (the reading the index uses). MP4 is this kind's part of the
+//! rules every pool kind shares (`rules::pool`: P8's and P9's checks under MP4's id, plus P10 and
+//! P11). The address rules MA1 and MA4 are A3's, A8's and A9's code under their own ids. Holders of
 //! a Metal3 pool are the address objects the index files under its key: Metal3 IPAddresses naming
 //! it in `spec.pool.name`, and CAPI IPAddresses whose `poolRef` names it (ip-address-manager
 //! serves CAPI claims from the same pool and counts both).
@@ -12,12 +13,14 @@ use serde_json::Value;
 use crate::address::parse_ip;
 use crate::kinds::Kind;
 use crate::model::metal3::{read_address, read_claim, AddressReading, IP_ADDRESS_ANNOTATION};
-use crate::model::pool::read_pool;
-use crate::model::{read, Meta, ObjKey, Operation, Request};
+use crate::model::pool::PoolReading;
+use crate::model::{read, ObjKey, Operation, Request};
 use crate::rules::field::{FieldError, Verdict};
 use crate::rules::ipaddress::{gateway_findings, held_elsewhere, outside_pool};
-use crate::rules::pool::{delete, held_in_view, keeps_held, overlap};
-use crate::rules::util::{immutable_changes, ratchet, same, spec_changed, MAX_LISTED};
+use crate::rules::pool::{delete, held_in_view, keeps_held, PoolKind};
+use crate::rules::util::{
+    immutable_changes, immutable_fields, ratchet, same, spec_changed, MAX_LISTED,
+};
 use crate::rules::Ctx;
 
 fn namespace<'a>(req: &Request<'a>, obj: &'a Value) -> Option<&'a str> {
@@ -25,65 +28,39 @@ fn namespace<'a>(req: &Request<'a>, obj: &'a Value) -> Option<&'a str> {
         .or_else(|| read::get(obj, "metadata.namespace").and_then(Value::as_str))
 }
 
-/// Whether a write is part of the object's deletion (finalizers being removed): never held up.
-fn deleting(obj: &Value, old: &Value) -> bool {
-    Meta::read(obj).deleting || Meta::read(old).deleting
-}
-
 // === IPPool ===
 
-pub(crate) fn validate_pool(req: &Request, ctx: &Ctx) -> Verdict {
-    match (req.operation, req.object, req.old_object) {
-        // P9's check and text; the holders are this pool's (see the module docs).
-        (Operation::Delete, _, old) => delete("MP4", req, old, ctx),
-        (Operation::Create, Some(obj), _) => {
-            let r = read_pool(Kind::Metal3IPPool, obj);
-            let mut v = Verdict {
-                errors: r.errors.clone(),
-                warnings: r.warnings.clone(),
-                ..Verdict::default()
-            };
-            overlap(&r, None, ctx, &mut v);
-            v
-        }
-        (Operation::Update, Some(obj), Some(old)) => update_pool(obj, old, ctx),
-        _ => Verdict::default(),
-    }
-}
+/// Metal3 `IPPool`: MP4 on top of the shared pool rules; held by the address objects the view
+/// files under it (see the module docs).
+pub(crate) struct IPPool;
 
-fn update_pool(obj: &Value, old: &Value, ctx: &Ctx) -> Verdict {
-    let mut v = Verdict::default();
-    // P11
-    if deleting(obj, old) {
-        return v;
-    }
-    let changed = spec_changed(obj, old);
-    let space_changed = Meta::read(obj).address_space() != Meta::read(old).address_space();
-    if !changed && !space_changed {
-        return v;
-    }
-    let r = read_pool(Kind::Metal3IPPool, obj);
-    if !changed {
-        overlap(&r, None, ctx, &mut v);
-        return v;
-    }
-    let before = read_pool(Kind::Metal3IPPool, old);
-    // MP4: what names the addresses and how they are picked cannot change under live claims.
-    for field in ["namePrefix", "allocationStrategy"] {
-        let path = format!("spec.{field}");
-        immutable_changes(
+impl PoolKind for IPPool {
+    /// MP4: what names the addresses and how they are picked cannot change under live claims.
+    fn immutable(obj: &Value, old: &Value, out: &mut Vec<FieldError>) {
+        immutable_fields(
             "MP4",
-            &path,
-            read::get(obj, &path),
-            read::get(old, &path),
-            &mut v.errors,
+            &["spec.namePrefix", "spec.allocationStrategy"],
+            obj,
+            old,
+            out,
         );
     }
-    v.errors.extend(ratchet(r.errors.clone(), &before.errors));
-    v.warnings.clone_from(&r.warnings);
-    keeps_held("MP4", &r, &before, obj, || held_in_view(&r, ctx), &mut v);
-    overlap(&r, (!space_changed).then_some(&before), ctx, &mut v);
-    v
+
+    fn keeps_held(
+        r: &PoolReading,
+        before: &PoolReading,
+        obj: &Value,
+        _old: &Value,
+        ctx: &Ctx,
+        v: &mut Verdict,
+    ) {
+        keeps_held("MP4", r, before, obj, || held_in_view(r, ctx), v);
+    }
+
+    /// P9's check and text, as MP4.
+    fn delete(req: &Request, old: Option<&Value>, ctx: &Ctx) -> Verdict {
+        delete("MP4", req, old, ctx)
+    }
 }
 
 // === IPClaim ===

@@ -66,11 +66,13 @@ pub fn validate(req: &Request, ctx: &Ctx) -> Verdict {
     match req.kind {
         Kind::IPAddressClaim => claim::validate(req, ctx),
         Kind::IPAddress => ipaddress::validate(req, ctx),
-        Kind::InClusterIPPool | Kind::GlobalInClusterIPPool => pool::validate(req, ctx),
-        Kind::Metal3IPPool => metal3::validate_pool(req, ctx),
+        Kind::InClusterIPPool | Kind::GlobalInClusterIPPool => {
+            pool::validate::<pool::InCluster>(req, ctx)
+        }
+        Kind::Metal3IPPool => pool::validate::<metal3::IPPool>(req, ctx),
         Kind::Metal3IPClaim => metal3::validate_claim(req, ctx),
         Kind::Metal3IPAddress => metal3::validate_address(req, ctx),
-        Kind::SpiderIPPool => spider::validate(req, ctx),
+        Kind::SpiderIPPool => pool::validate::<spider::SpiderIPPool>(req, ctx),
         Kind::VSphereMachine | Kind::VSphereMachineTemplate => capv::validate(req, ctx),
     }
 }

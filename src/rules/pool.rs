@@ -1,6 +1,7 @@
-//! `InClusterIPPool` and `GlobalInClusterIPPool` (SPEC §5): P1–P7 come from the pool reader
-//! (the same reading the index uses), P8–P11 are judged here. The overlap (P10) and delete (P9)
-//! halves are written against any pool kind so the Metal3 and Spiderpool rules can call them.
+//! Pools (SPEC §5): the admission every pool kind shares, and the in-cluster kinds'
+//! (`InClusterIPPool`, `GlobalInClusterIPPool`). P1–P7 come from the pool reader (the same reading
+//! the index uses); P8–P11 are judged here. Metal3 and Spiderpool pools run the same code as
+//! [`PoolKind`]s that name their own immutable fields, rule ids and record of holders.
 
 use serde_json::Value;
 
@@ -19,29 +20,73 @@ const RELEASES_HELD: &str = "pool addresses do not contain allocated addresses";
 const HELD: &str =
     "Pool has IPAddresses allocated. Cannot delete Pool until all IPAddresses have been removed.";
 
-pub(crate) fn validate(req: &Request, ctx: &Ctx) -> Verdict {
+/// What one pool kind adds to the rules every pool kind shares. The reader gives the kind's own
+/// findings (P1–P7, MP1–MP3, S1–S4); [`validate`] adds P10 and P11 and the X5 ratchet for all.
+pub(crate) trait PoolKind {
+    /// Spec fields the kind never lets an update change (MP4, S5); none by default.
+    fn immutable(_obj: &Value, _old: &Value, _out: &mut Vec<FieldError>) {}
+
+    /// P8, MP4, S5: on a spec update, the addresses the kind's holders have stay allocatable
+    /// ([`keeps_held`] with the kind's rule and record of holders).
+    fn keeps_held(
+        r: &PoolReading,
+        before: &PoolReading,
+        obj: &Value,
+        old: &Value,
+        ctx: &Ctx,
+        v: &mut Verdict,
+    );
+
+    /// P9, MP4, S6: a DELETE of a held pool is refused.
+    fn delete(req: &Request, old: Option<&Value>, ctx: &Ctx) -> Verdict;
+}
+
+/// `InClusterIPPool` and `GlobalInClusterIPPool`: held by the IPAddresses referencing them.
+pub(crate) struct InCluster;
+
+impl PoolKind for InCluster {
+    fn keeps_held(
+        r: &PoolReading,
+        before: &PoolReading,
+        obj: &Value,
+        _old: &Value,
+        ctx: &Ctx,
+        v: &mut Verdict,
+    ) {
+        keeps_held("P8", r, before, obj, || held_in_view(r, ctx), v);
+    }
+
+    fn delete(req: &Request, old: Option<&Value>, ctx: &Ctx) -> Verdict {
+        delete("P9", req, old, ctx)
+    }
+}
+
+// === impl validate ===
+
+/// Every pool kind's admission: CREATE is the reader's findings and P10; UPDATE adds P11, X5, the
+/// kind's immutable fields and held addresses; DELETE is the kind's delete protection.
+pub(crate) fn validate<K: PoolKind>(req: &Request, ctx: &Ctx) -> Verdict {
     match (req.operation, req.object, req.old_object) {
-        (Operation::Delete, _, old) => delete("P9", req, old, ctx),
+        (Operation::Delete, _, old) => K::delete(req, old, ctx),
         (Operation::Create, Some(obj), _) => {
             let r = read_pool(req.kind, obj);
             let mut v = Verdict {
+                errors: r.errors.clone(),
                 warnings: r.warnings.clone(),
                 ..Verdict::default()
             };
-            v.errors.clone_from(&r.errors);
             overlap(&r, None, ctx, &mut v);
             v
         }
-        (Operation::Update, Some(obj), Some(old)) => update(req, obj, old, ctx),
+        (Operation::Update, Some(obj), Some(old)) => update::<K>(req, obj, old, ctx),
         _ => Verdict::default(),
     }
 }
 
-fn update(req: &Request, obj: &Value, old: &Value, ctx: &Ctx) -> Verdict {
+fn update<K: PoolKind>(req: &Request, obj: &Value, old: &Value, ctx: &Ctx) -> Verdict {
     let mut v = Verdict::default();
     // P11: a pool on its way out (finalizers being removed) is never held up.
-    let deleting = |o: &Value| read::get(o, "metadata.deletionTimestamp").is_some();
-    if deleting(obj) || deleting(old) {
+    if Meta::read(obj).deleting || Meta::read(old).deleting {
         return v;
     }
     let changed = spec_changed(obj, old);
@@ -56,9 +101,10 @@ fn update(req: &Request, obj: &Value, old: &Value, ctx: &Ctx) -> Verdict {
         return v;
     }
     let before = read_pool(req.kind, old);
-    v.errors = ratchet(r.errors.clone(), &before.errors);
+    K::immutable(obj, old, &mut v.errors);
+    v.errors.extend(ratchet(r.errors.clone(), &before.errors));
     v.warnings.clone_from(&r.warnings);
-    keeps_held("P8", &r, &before, obj, || held_in_view(&r, ctx), &mut v);
+    K::keeps_held(&r, &before, obj, old, ctx, &mut v);
     overlap(&r, (!space_changed).then_some(&before), ctx, &mut v);
     v
 }
@@ -133,7 +179,7 @@ fn in_scope(scope: OverlapScope, a: &ObjKey, b: &ObjKey) -> bool {
 /// P10: the allocatable set meets no other pool's in the same address space. On an update within
 /// one space, `before` limits the question to the addresses the update adds (X5): an overlap the
 /// pool already had is the audit's to report, not this update's fault.
-pub(crate) fn overlap(r: &PoolReading, before: Option<&PoolReading>, ctx: &Ctx, v: &mut Verdict) {
+fn overlap(r: &PoolReading, before: Option<&PoolReading>, ctx: &Ctx, v: &mut Verdict) {
     let scope = ctx.options.overlap_scope;
     if scope == OverlapScope::Off {
         return;

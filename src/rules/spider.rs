@@ -1,5 +1,6 @@
 //! Spiderpool `SpiderIPPool` (SPEC §5): S1–S4 come from the pool reader (the reading the index
-//! uses), S5 and S6 are judged here with P10 and P11.
+//! uses); S5 and S6 are this kind's part of the rules every pool kind shares (`rules::pool`, which
+//! adds P10 and P11).
 //!
 //! Who holds an address of a SpiderIPPool is recorded by Spiderpool itself in the pool's
 //! `status.allocatedIPs`, not in objects the index watches, so S5 and S6 read the status of the
@@ -7,88 +8,55 @@
 
 use serde_json::Value;
 
-use crate::kinds::Kind;
-use crate::model::pool::read_pool;
+use crate::model::pool::PoolReading;
 use crate::model::spider::{allocation, Allocation};
-use crate::model::{read, Meta, Operation, Request};
-use crate::rules::field::Verdict;
-use crate::rules::pool::{keeps_held, overlap, refuse_delete};
-use crate::rules::util::{immutable_changes, join_shown, ratchet, spec_changed, MAX_LISTED};
+use crate::model::{Meta, Request};
+use crate::rules::field::{FieldError, Verdict};
+use crate::rules::pool::{keeps_held, refuse_delete, PoolKind};
+use crate::rules::util::{immutable_fields, join_shown, MAX_LISTED};
 use crate::rules::Ctx;
 
 /// S6's text, in P9's words.
 const HELD: &str = "Pool has IPs allocated. Cannot delete Pool until all IPs have been released.";
 
-pub(crate) fn validate(req: &Request, ctx: &Ctx) -> Verdict {
-    match (req.operation, req.object, req.old_object) {
-        (Operation::Delete, _, old) => delete(old),
-        (Operation::Create, Some(obj), _) => {
-            let r = read_pool(Kind::SpiderIPPool, obj);
-            let mut v = Verdict {
-                errors: r.errors.clone(),
-                warnings: r.warnings.clone(),
-                ..Verdict::default()
-            };
-            overlap(&r, None, ctx, &mut v);
-            v
-        }
-        (Operation::Update, Some(obj), Some(old)) => update(obj, old, ctx),
-        _ => Verdict::default(),
-    }
-}
+/// `SpiderIPPool`: S5 and S6 on top of the shared pool rules; held by what its status records.
+pub(crate) struct SpiderIPPool;
 
-fn update(obj: &Value, old: &Value, ctx: &Ctx) -> Verdict {
-    let mut v = Verdict::default();
-    // P11: a pool being deleted passes every update (its finalizer must be removable).
-    if Meta::read(obj).deleting || Meta::read(old).deleting {
-        return v;
+impl PoolKind for SpiderIPPool {
+    /// S5: Spiderpool keys everything it hands out by subnet and family.
+    fn immutable(obj: &Value, old: &Value, out: &mut Vec<FieldError>) {
+        immutable_fields("S5", &["spec.subnet", "spec.ipVersion"], obj, old, out);
     }
-    let changed = spec_changed(obj, old);
-    let space_changed = Meta::read(obj).address_space() != Meta::read(old).address_space();
-    if !changed && !space_changed {
-        return v;
+
+    /// S5: what pods hold stays allocatable.
+    fn keeps_held(
+        r: &PoolReading,
+        before: &PoolReading,
+        obj: &Value,
+        old: &Value,
+        _ctx: &Ctx,
+        v: &mut Verdict,
+    ) {
+        let held = || {
+            allocation(old).ips.into_iter().filter_map(|a| {
+                let pod = a.pod;
+                a.ip.map(|ip| (ip, || pod.unwrap_or_else(|| "(unknown pod)".to_string())))
+            })
+        };
+        keeps_held("S5", r, before, obj, held, v);
     }
-    let r = read_pool(Kind::SpiderIPPool, obj);
-    if !changed {
-        overlap(&r, None, ctx, &mut v);
-        return v;
-    }
-    let before = read_pool(Kind::SpiderIPPool, old);
-    // S5: Spiderpool keys everything it hands out by subnet and family.
-    for field in ["subnet", "ipVersion"] {
-        let path = format!("spec.{field}");
-        immutable_changes(
-            "S5",
-            &path,
-            read::get(obj, &path),
-            read::get(old, &path),
-            &mut v.errors,
-        );
-    }
-    v.errors.extend(ratchet(r.errors.clone(), &before.errors));
-    v.warnings.clone_from(&r.warnings);
-    // S5: what pods hold stays allocatable.
-    let held = || {
-        allocation(old).ips.into_iter().filter_map(|a| {
-            let pod = a.pod;
-            a.ip.map(|ip| (ip, || pod.unwrap_or_else(|| "(unknown pod)".to_string())))
+
+    /// S6: a pool whose status says it hands out addresses cannot be deleted. The skip
+    /// annotations of P9 apply too: they are the documented escape hatch for any pool.
+    fn delete(_req: &Request, old: Option<&Value>, _ctx: &Ctx) -> Verdict {
+        let Some(old) = old else {
+            return Verdict::default();
+        };
+        refuse_delete("S6", &Meta::read(old), || {
+            let a = allocation(old);
+            a.held().then(|| format!("{HELD} {}", holders(&a)))
         })
-    };
-    keeps_held("S5", &r, &before, obj, held, &mut v);
-    overlap(&r, (!space_changed).then_some(&before), ctx, &mut v);
-    v
-}
-
-/// S6: a pool whose status says it hands out addresses cannot be deleted (403 Forbidden).
-/// The skip annotations of P9 apply too: they are the documented escape hatch for any pool.
-fn delete(old: Option<&Value>) -> Verdict {
-    let Some(old) = old else {
-        return Verdict::default();
-    };
-    refuse_delete("S6", &Meta::read(old), || {
-        let a = allocation(old);
-        a.held().then(|| format!("{HELD} {}", holders(&a)))
-    })
+    }
 }
 
 /// Who holds the pool, as far as its status tells.
@@ -115,7 +83,8 @@ fn holders(a: &Allocation) -> String {
 mod tests {
     use super::*;
     use crate::index::Index;
-    use crate::model::{project, Projection};
+    use crate::kinds::Kind;
+    use crate::model::{project, Operation, Projection};
     use crate::rules::field::{DenyReason, ErrorType};
     use crate::rules::{validate, Options};
     use serde_json::json;

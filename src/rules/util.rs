@@ -4,6 +4,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
+use crate::model::read;
 use crate::rules::field::FieldError;
 
 /// Lists of offenders stop here (SPEC §8), followed by `and N more`.
@@ -62,6 +63,19 @@ pub(crate) fn immutable_changes(
             new.unwrap_or(&Value::Null),
             old.unwrap_or(&Value::Null),
         ));
+    }
+}
+
+/// One immutability cause per changed leaf under each of `paths` (MP4, S5).
+pub(crate) fn immutable_fields(
+    rule: &'static str,
+    paths: &[&str],
+    new: &Value,
+    old: &Value,
+    out: &mut Vec<FieldError>,
+) {
+    for path in paths {
+        immutable_changes(rule, path, read::get(new, path), read::get(old, path), out);
     }
 }
 
