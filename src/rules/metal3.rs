@@ -13,11 +13,10 @@ use serde_json::Value;
 use crate::address::parse_ip;
 use crate::kinds::Kind;
 use crate::model::metal3::{read_address, read_claim, AddressReading, IP_ADDRESS_ANNOTATION};
-use crate::model::pool::PoolReading;
 use crate::model::{read, ObjKey, Operation, Request};
 use crate::rules::field::{FieldError, Verdict};
 use crate::rules::ipaddress::{gateway_findings, held_elsewhere, outside_pool};
-use crate::rules::pool::{delete, held_in_view, keeps_held, PoolKind};
+use crate::rules::pool::PoolKind;
 use crate::rules::util::{
     immutable_changes, immutable_fields, ratchet, same, spec_changed, MAX_LISTED,
 };
@@ -30,11 +29,14 @@ fn namespace<'a>(req: &Request<'a>, obj: &'a Value) -> Option<&'a str> {
 
 // === IPPool ===
 
-/// Metal3 `IPPool`: MP4 on top of the shared pool rules; held by the address objects the view
-/// files under it (see the module docs).
+/// Metal3 `IPPool`: MP4 on top of the shared pool rules, P8's and P9's checks under MP4's id;
+/// held by the address objects the view files under it (see the module docs).
 pub(crate) struct IPPool;
 
 impl PoolKind for IPPool {
+    const KEEPS_HELD: &'static str = "MP4";
+    const DELETE: &'static str = "MP4";
+
     /// MP4: what names the addresses and how they are picked cannot change under live claims.
     fn immutable(obj: &Value, old: &Value, out: &mut Vec<FieldError>) {
         immutable_fields(
@@ -44,22 +46,6 @@ impl PoolKind for IPPool {
             old,
             out,
         );
-    }
-
-    fn keeps_held(
-        r: &PoolReading,
-        before: &PoolReading,
-        obj: &Value,
-        _old: &Value,
-        ctx: &Ctx,
-        v: &mut Verdict,
-    ) {
-        keeps_held("MP4", r, before, obj, || held_in_view(r, ctx), v);
-    }
-
-    /// P9's check and text, as MP4.
-    fn delete(req: &Request, old: Option<&Value>, ctx: &Ctx) -> Verdict {
-        delete("MP4", req, old, ctx)
     }
 }
 

@@ -22,29 +22,17 @@ const HELD: &str =
 
 /// What one pool kind adds to the rules every pool kind shares. The reader gives the kind's own
 /// findings (P1–P7, MP1–MP3, S1–S4); [`validate`] adds P10 and P11 and the X5 ratchet for all.
+/// Unless a kind says otherwise, its holders are the address objects the view files under it.
 pub(crate) trait PoolKind {
+    /// The rule that keeps held addresses allocatable on a spec update (P8, MP4, S5).
+    const KEEPS_HELD: &'static str;
+    /// The rule that refuses the DELETE of a held pool (P9, MP4, S6).
+    const DELETE: &'static str;
+
     /// Spec fields the kind never lets an update change (MP4, S5); none by default.
     fn immutable(_obj: &Value, _old: &Value, _out: &mut Vec<FieldError>) {}
 
-    /// P8, MP4, S5: on a spec update, the addresses the kind's holders have stay allocatable
-    /// ([`keeps_held`] with the kind's rule and record of holders).
-    fn keeps_held(
-        r: &PoolReading,
-        before: &PoolReading,
-        obj: &Value,
-        old: &Value,
-        ctx: &Ctx,
-        v: &mut Verdict,
-    );
-
-    /// P9, MP4, S6: a DELETE of a held pool is refused.
-    fn delete(req: &Request, old: Option<&Value>, ctx: &Ctx) -> Verdict;
-}
-
-/// `InClusterIPPool` and `GlobalInClusterIPPool`: held by the IPAddresses referencing them.
-pub(crate) struct InCluster;
-
-impl PoolKind for InCluster {
+    /// [`keeps_held`] under the kind's rule, with the kind's record of holders.
     fn keeps_held(
         r: &PoolReading,
         before: &PoolReading,
@@ -53,12 +41,21 @@ impl PoolKind for InCluster {
         ctx: &Ctx,
         v: &mut Verdict,
     ) {
-        keeps_held("P8", r, before, obj, || held_in_view(r, ctx), v);
+        keeps_held(Self::KEEPS_HELD, r, before, obj, || held_in_view(r, ctx), v);
     }
 
+    /// Delete protection under the kind's rule, with the kind's record of holders.
     fn delete(req: &Request, old: Option<&Value>, ctx: &Ctx) -> Verdict {
-        delete("P9", req, old, ctx)
+        delete_held_in_view(Self::DELETE, req, old, ctx)
     }
+}
+
+/// `InClusterIPPool` and `GlobalInClusterIPPool`: held by the IPAddresses referencing them.
+pub(crate) struct InCluster;
+
+impl PoolKind for InCluster {
+    const KEEPS_HELD: &'static str = "P8";
+    const DELETE: &'static str = "P9";
 }
 
 // === impl validate ===
@@ -154,7 +151,7 @@ pub(crate) fn keeps_held<I, F>(
 
 /// The address objects the view files under the pool, for [`keeps_held`]. An address that does
 /// not parse holds nothing (the index never placed it).
-pub(crate) fn held_in_view<'a>(
+fn held_in_view<'a>(
     r: &PoolReading,
     ctx: &Ctx<'a>,
 ) -> impl Iterator<Item = (Ip, impl FnOnce() -> String + 'a)> {
@@ -228,7 +225,12 @@ fn overlap(r: &PoolReading, before: Option<&PoolReading>, ctx: &Ctx, v: &mut Ver
 
 /// P9, and MP4 for Metal3 pools: a pool that address objects in the view still reference cannot
 /// be deleted. The finding carries `rule`.
-pub(crate) fn delete(rule: &'static str, req: &Request, old: Option<&Value>, ctx: &Ctx) -> Verdict {
+fn delete_held_in_view(
+    rule: &'static str,
+    req: &Request,
+    old: Option<&Value>,
+    ctx: &Ctx,
+) -> Verdict {
     let meta = old.map(Meta::read).unwrap_or_default();
     refuse_delete(rule, &meta, || {
         let namespace = req.namespace.or(meta.namespace.as_deref());

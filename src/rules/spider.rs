@@ -23,6 +23,9 @@ const HELD: &str = "Pool has IPs allocated. Cannot delete Pool until all IPs hav
 pub(crate) struct SpiderIPPool;
 
 impl PoolKind for SpiderIPPool {
+    const KEEPS_HELD: &'static str = "S5";
+    const DELETE: &'static str = "S6";
+
     /// S5: Spiderpool keys everything it hands out by subnet and family.
     fn immutable(obj: &Value, old: &Value, out: &mut Vec<FieldError>) {
         immutable_fields("S5", &["spec.subnet", "spec.ipVersion"], obj, old, out);
@@ -43,7 +46,7 @@ impl PoolKind for SpiderIPPool {
                 a.ip.map(|ip| (ip, || pod.unwrap_or_else(|| "(unknown pod)".to_string())))
             })
         };
-        keeps_held("S5", r, before, obj, held, v);
+        keeps_held(Self::KEEPS_HELD, r, before, obj, held, v);
     }
 
     /// S6: a pool whose status says it hands out addresses cannot be deleted. The skip
@@ -52,7 +55,7 @@ impl PoolKind for SpiderIPPool {
         let Some(old) = old else {
             return Verdict::default();
         };
-        refuse_delete("S6", &Meta::read(old), || {
+        refuse_delete(Self::DELETE, &Meta::read(old), || {
             let a = allocation(old);
             a.held().then(|| format!("{HELD} {}", holders(&a)))
         })
