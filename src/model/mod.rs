@@ -207,6 +207,14 @@ pub struct Request<'a> {
     pub dry_run: bool,
 }
 
+impl<'a> Request<'a> {
+    /// The request's namespace, else the one `obj` names in its metadata.
+    pub fn namespace_of(&self, obj: &'a Value) -> Option<&'a str> {
+        self.namespace
+            .or_else(|| read::get(obj, "metadata.namespace").and_then(Value::as_str))
+    }
+}
+
 /// What the index caches of one object: the same reading admission, the static and live views
 /// and the audit use.
 #[derive(Debug, Clone, PartialEq)]

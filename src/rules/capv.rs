@@ -4,11 +4,9 @@
 
 use std::collections::HashSet;
 
-use serde_json::Value;
-
 use crate::kinds::KINDS;
 use crate::model::capv::{network, pool_refs, PoolRefReading};
-use crate::model::{read, Meta, ObjKey, Operation, Request};
+use crate::model::{Meta, ObjKey, Operation, Request};
 use crate::rules::field::Verdict;
 use crate::rules::util::same;
 use crate::rules::Ctx;
@@ -18,9 +16,7 @@ pub(crate) fn validate(req: &Request, ctx: &Ctx) -> Verdict {
     let Some(obj) = req.object else {
         return v;
     };
-    let namespace = req
-        .namespace
-        .or_else(|| read::get(obj, "metadata.namespace").and_then(Value::as_str));
+    let namespace = req.namespace_of(obj);
     let refs = pool_refs(req.kind, obj);
     match (req.operation, req.old_object) {
         (Operation::Create, _) => {
@@ -111,7 +107,7 @@ mod tests {
     use crate::kinds::Kind;
     use crate::model::{project, Projection};
     use crate::rules::{validate, Options};
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     fn review(name: &str) -> Value {
         let path = format!("{}/tests/fixtures/eco/{name}", env!("CARGO_MANIFEST_DIR"));

@@ -7,7 +7,7 @@ use crate::model::capi::{read_claim, ClaimReading};
 use crate::model::{read, ObjKey, Operation, Request};
 use crate::rules::field::{FieldError, Verdict};
 use crate::rules::mutate::CLUSTER_NAME_LABEL;
-use crate::rules::util::{dns1123_subdomain_errors, immutable_changes, spec_changed};
+use crate::rules::util::{dns1123_subdomain_errors, immutable_fields, spec_changed};
 use crate::rules::Ctx;
 
 /// C2's detail, shared with IPAddress references.
@@ -23,13 +23,7 @@ pub(crate) fn validate(req: &Request, ctx: &Ctx) -> Verdict {
             // X5: the spec is immutable, so a changed spec is judged by C4 alone and an unchanged
             // one never fails for a problem it already had.
             if spec_changed(obj, old) {
-                immutable_changes(
-                    "C4",
-                    "spec",
-                    obj.get("spec"),
-                    old.get("spec"),
-                    &mut v.errors,
-                );
+                immutable_fields("C4", &["spec"], obj, old, &mut v.errors);
             }
             let touched = |p: &str| read::get(obj, p) != read::get(old, p);
             if touched("spec.clusterName") || label(obj) != label(old) {
@@ -37,7 +31,7 @@ pub(crate) fn validate(req: &Request, ctx: &Ctx) -> Verdict {
             }
         }
         (Operation::Create, _) => {
-            let namespace = req.namespace.or_else(|| namespace_of(obj));
+            let namespace = req.namespace_of(obj);
             let r = read_claim(obj);
             v.errors.extend(r.errors.iter().cloned());
             c1_c2(&r, &mut v);
@@ -47,10 +41,6 @@ pub(crate) fn validate(req: &Request, ctx: &Ctx) -> Verdict {
         _ => {}
     }
     v
-}
-
-fn namespace_of(obj: &Value) -> Option<&str> {
-    read::get(obj, "metadata.namespace").and_then(Value::as_str)
 }
 
 fn label(obj: &Value) -> Option<&Value> {

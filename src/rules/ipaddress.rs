@@ -1,17 +1,15 @@
 //! CAPI `IPAddress` (SPEC §4): A1–A10.
 
-use serde_json::Value;
-
 use crate::address::{subnet_of, Family, Ip};
 use crate::cli::OverlapScope;
 use crate::kinds::{Kind, DEFAULT_ADDRESS_SPACE};
 use crate::model::capi::{read_address, AddressReading};
 use crate::model::pool::{has_room_for_subnet, is_link_local_gateway, subnet_text};
-use crate::model::{read, AddressProj, ObjKey, Operation, PoolProj, Request};
+use crate::model::{AddressProj, ObjKey, Operation, PoolProj, Request};
 use crate::rules::claim::NO_REF_NAMESPACE;
 use crate::rules::field::{FieldError, Verdict, Warning};
 use crate::rules::util::{
-    immutable_changes, join_limited, join_shown, ratchet, spec_changed, MAX_LISTED,
+    immutable_fields, join_limited, join_shown, ratchet, spec_changed, MAX_LISTED,
 };
 use crate::rules::Ctx;
 
@@ -29,13 +27,7 @@ pub(crate) fn validate(req: &Request, ctx: &Ctx) -> Verdict {
             if !spec_changed(obj, old) {
                 return v;
             }
-            immutable_changes(
-                "A10",
-                "spec",
-                obj.get("spec"),
-                old.get("spec"),
-                &mut v.errors,
-            );
+            immutable_fields("A10", &["spec"], obj, old, &mut v.errors);
             let (errors, warnings) = findings(&read_address(obj));
             let (old_errors, _) = findings(&read_address(old));
             v.errors.extend(ratchet(errors, &old_errors));
@@ -46,10 +38,7 @@ pub(crate) fn validate(req: &Request, ctx: &Ctx) -> Verdict {
             let (errors, warnings) = findings(&r);
             v.errors = errors;
             v.warnings = warnings;
-            let namespace = req
-                .namespace
-                .or_else(|| read::get(obj, "metadata.namespace").and_then(Value::as_str));
-            let own = ObjKey::new(Kind::IPAddress, namespace, req.name);
+            let own = ObjKey::new(Kind::IPAddress, req.namespace_of(obj), req.name);
             cross_object(&r, &own, ctx, &mut v);
         }
         _ => {}

@@ -13,19 +13,12 @@ use serde_json::Value;
 use crate::address::parse_ip;
 use crate::kinds::Kind;
 use crate::model::metal3::{read_address, read_claim, AddressReading, IP_ADDRESS_ANNOTATION};
-use crate::model::{read, ObjKey, Operation, Request};
+use crate::model::{ObjKey, Operation, Request};
 use crate::rules::field::{FieldError, Verdict};
 use crate::rules::ipaddress::{gateway_findings, held_elsewhere, outside_pool};
 use crate::rules::pool::PoolKind;
-use crate::rules::util::{
-    immutable_changes, immutable_fields, ratchet, same, spec_changed, MAX_LISTED,
-};
+use crate::rules::util::{immutable_fields, ratchet, same, spec_changed, MAX_LISTED};
 use crate::rules::Ctx;
-
-fn namespace<'a>(req: &Request<'a>, obj: &'a Value) -> Option<&'a str> {
-    req.namespace
-        .or_else(|| read::get(obj, "metadata.namespace").and_then(Value::as_str))
-}
 
 // === IPPool ===
 
@@ -56,7 +49,7 @@ pub(crate) fn validate_claim(req: &Request, ctx: &Ctx) -> Verdict {
     let Some(obj) = req.object else {
         return v;
     };
-    let ns = namespace(req, obj);
+    let ns = req.namespace_of(obj);
     match (req.operation, req.old_object) {
         (Operation::Create, _) => {
             let r = read_claim(obj);
@@ -71,13 +64,7 @@ pub(crate) fn validate_claim(req: &Request, ctx: &Ctx) -> Verdict {
         }
         (Operation::Update, Some(old)) => {
             if spec_changed(obj, old) {
-                immutable_changes(
-                    "MC3",
-                    "spec",
-                    obj.get("spec"),
-                    old.get("spec"),
-                    &mut v.errors,
-                );
+                immutable_fields("MC3", &["spec"], obj, old, &mut v.errors);
             }
             let annotation = |o: &'_ Value| {
                 o.get("metadata")
@@ -160,7 +147,7 @@ pub(crate) fn validate_address(req: &Request, ctx: &Ctx) -> Verdict {
     let Some(obj) = req.object else {
         return v;
     };
-    let ns = namespace(req, obj);
+    let ns = req.namespace_of(obj);
     match (req.operation, req.old_object) {
         (Operation::Create, _) => {
             let r = read_address(obj);
@@ -175,15 +162,9 @@ pub(crate) fn validate_address(req: &Request, ctx: &Ctx) -> Verdict {
             if !spec_changed(obj, old) {
                 return v;
             }
-            immutable_changes(
-                "MA3",
-                "spec",
-                obj.get("spec"),
-                old.get("spec"),
-                &mut v.errors,
-            );
+            immutable_fields("MA3", &["spec"], obj, old, &mut v.errors);
             let r = read_address(obj);
-            let old_ns = namespace(req, old);
+            let old_ns = req.namespace_of(old);
             v.errors.extend(ratchet(
                 findings(&r, ns),
                 &findings(&read_address(old), old_ns),

@@ -66,7 +66,8 @@ pub(crate) fn immutable_changes(
     }
 }
 
-/// One immutability cause per changed leaf under each of `paths` (MP4, S5).
+/// One immutability cause per changed leaf under each of `paths`: `spec` for the kinds whose spec
+/// is immutable (C4, A10, MC3, MA3), single fields for the pools (MP4, S5).
 pub(crate) fn immutable_fields(
     rule: &'static str,
     paths: &[&str],
