@@ -9,7 +9,7 @@
 
 use serde_json::Value;
 
-use crate::address::{check_prefix, parse_ip, Family, Ip};
+use crate::address::{Family, Ip};
 use crate::kinds::Kind;
 use crate::model::read;
 use crate::model::{AddressProj, ClaimProj, ObjKey, PoolRef};
@@ -160,78 +160,23 @@ impl AddressReading<'_> {
     }
 }
 
-/// Reads one IP field: syntax problems are errors at `path`, non-canonical text a warning.
-fn read_ip_field<'a>(
-    rule: &'static str,
-    obj: &'a Value,
-    path: &str,
-    errors: &mut Vec<FieldError>,
-    warnings: &mut Vec<Warning>,
-) -> (Option<&'a str>, Option<Ip>) {
-    let text = match read::string(rule, obj, path) {
-        Ok(t) => t,
-        Err(e) => {
-            errors.push(e);
-            return (None, None);
-        }
-    };
-    let Some(text) = text else {
-        return (None, None);
-    };
-    match parse_ip(text) {
-        Ok(p) => {
-            warnings.extend(p.warnings.into_iter().map(|w| Warning::new(rule, path, w)));
-            (Some(text), Some(p.value))
-        }
-        Err(e) => {
-            errors.push(FieldError::invalid(rule, path, text, e.to_string()));
-            (Some(text), None)
-        }
-    }
-}
-
 /// Reads a CAPI `IPAddress` of any served version.
 pub fn read_address(obj: &Value) -> AddressReading<'_> {
     let mut errors = Vec::new();
     let mut warnings = Vec::new();
 
-    let (address_text, address) =
-        read_ip_field("A1", obj, "spec.address", &mut errors, &mut warnings);
+    let (address_text, address) = read::ip("A1", obj, "spec.address", &mut errors, &mut warnings);
     if address_text.is_none() && !errors.iter().any(|e| e.path == "spec.address") {
         errors.push(FieldError::required("A1", "spec.address", ""));
     }
-    let (gateway_text, gateway) =
-        read_ip_field("A3", obj, "spec.gateway", &mut errors, &mut warnings);
+    let (gateway_text, gateway) = read::ip("A3", obj, "spec.gateway", &mut errors, &mut warnings);
 
     let prefix_raw = read::get(obj, "spec.prefix");
-    let prefix = match read::integer("A2", obj, "spec.prefix") {
-        Err(e) => {
-            errors.push(e);
-            None
-        }
-        Ok(None) => {
-            errors.push(FieldError::required("A2", "spec.prefix", ""));
-            None
-        }
-        Ok(Some(p)) => {
-            // Without a valid address the widest family bounds the prefix: 129 is wrong whatever
-            // the address turns out to be.
-            let family = address.or(gateway).map_or(Family::V6, |ip| ip.family);
-            match check_prefix(family, p) {
-                Ok(p) => Some(p),
-                Err(e) => {
-                    let value = prefix_raw.cloned().unwrap_or(Value::Null);
-                    errors.push(FieldError::invalid(
-                        "A2",
-                        "spec.prefix",
-                        value,
-                        e.to_string(),
-                    ));
-                    None
-                }
-            }
-        }
-    };
+    let family = address.or(gateway).map(|ip| ip.family);
+    let prefix = read::prefix("A2", obj, "spec.prefix", family, &mut errors);
+    if prefix_raw.is_none() {
+        errors.push(FieldError::required("A2", "spec.prefix", ""));
+    }
 
     let claim_ref = match read::object("A5", obj, "spec.claimRef") {
         Ok(c) => c,
@@ -266,10 +211,7 @@ pub fn read_address(obj: &Value) -> AddressReading<'_> {
 
 /// What the index keeps of an address: only what A7–A9 and P8–P9 ask about.
 pub fn project_address(obj: &Value, key: ObjKey) -> AddressProj {
-    let ip = read::get(obj, "spec.address")
-        .and_then(Value::as_str)
-        .and_then(|s| parse_ip(s).ok())
-        .map(|p| p.value);
+    let ip = read::ip_value(obj, "spec.address");
     let mut ignored = Vec::new();
     let pool_ref = RefReading::read("A5", obj, "spec.poolRef", &mut ignored);
     let claim = read::get(obj, "spec.claimRef.name")

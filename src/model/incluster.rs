@@ -9,8 +9,7 @@
 use serde_json::Value;
 
 use crate::address::{
-    check_prefix, parse_cidr, parse_entry, parse_ip, AddrError, AddrSet, Entry, Family, Forms, Ip,
-    IpRange,
+    parse_cidr, parse_entry, AddrError, AddrSet, Entry, Family, Forms, Ip, IpRange,
 };
 use crate::kinds::Kind;
 use crate::model::pool::{
@@ -72,32 +71,23 @@ impl<'a> Reader<'a> {
         let mut items = Vec::new();
         for (i, v) in list.unwrap_or_default().iter().enumerate() {
             let item_path = format!("{path}[{i}]");
-            let Some(text) = v.as_str() else {
-                self.errors.push(FieldError::invalid(
-                    "P2",
-                    item_path,
-                    v.clone(),
-                    "must be a string",
-                ));
+            let Some(text) = read::item_text("P2", v, &item_path, &mut self.errors) else {
                 continue;
             };
-            match parse_entry(text, Forms::ALL) {
-                Ok(p) => {
-                    self.warnings.extend(
-                        p.warnings
-                            .into_iter()
-                            .map(|w| Warning::new("P2", item_path.clone(), w)),
-                    );
-                    items.push(Item {
-                        path: item_path,
-                        text,
-                        entry: p.value,
-                    });
-                }
-                Err(e) => {
-                    self.errors
-                        .push(FieldError::invalid("P2", item_path, text, entry_detail(&e)))
-                }
+            let parse = parse_entry(text, Forms::ALL).map_err(|e| entry_detail(&e));
+            if let Some(entry) = read::parsed(
+                "P2",
+                &item_path,
+                text,
+                parse,
+                &mut self.errors,
+                &mut self.warnings,
+            ) {
+                items.push(Item {
+                    path: item_path,
+                    text,
+                    entry,
+                });
             }
         }
         (list, items)
@@ -105,40 +95,13 @@ impl<'a> Reader<'a> {
 
     /// A single IP field (`spec.gateway`, `spec.start`, `spec.end`).
     fn ip(&mut self, rule: &'static str, path: &str) -> (Option<&'a str>, Option<Ip>) {
-        let Some(text) = self.keep(read::string(rule, self.obj, path)) else {
-            return (None, None);
-        };
-        match parse_ip(text) {
-            Ok(p) => {
-                self.warnings
-                    .extend(p.warnings.into_iter().map(|w| Warning::new(rule, path, w)));
-                (Some(text), Some(p.value))
-            }
-            Err(e) => {
-                self.errors
-                    .push(FieldError::invalid(rule, path, text, e.to_string()));
-                (Some(text), None)
-            }
-        }
+        read::ip(rule, self.obj, path, &mut self.errors, &mut self.warnings)
     }
 
     /// `spec.prefix` checked against `family` (IPv6's bound when the family is unknown).
     fn prefix(&mut self, raw: i64, family: Option<Family>) -> Option<u8> {
-        match check_prefix(family.unwrap_or(Family::V6), raw) {
-            Ok(p) => Some(p),
-            Err(e) => {
-                let value = read::get(self.obj, "spec.prefix")
-                    .cloned()
-                    .unwrap_or(Value::Null);
-                self.errors.push(FieldError::invalid(
-                    "P4",
-                    "spec.prefix",
-                    value,
-                    e.to_string(),
-                ));
-                None
-            }
-        }
+        let value = read::get(self.obj, "spec.prefix");
+        self.keep(read::prefix_in_family("P4", "spec.prefix", raw, value, family).map(Some))
     }
 
     /// P6: the gateway's family, and its place inside the subnet when the prefix leaves room.
@@ -411,25 +374,15 @@ fn read_subnet_form(kind: Kind, meta: &Meta, mut r: Reader<'_>) -> PoolReading {
     let mut entry_path = "spec.subnet";
     let mut entry_text = subnet_field.unwrap_or_default();
     let cidr: Option<(Family, IpRange, u8)> = match subnet_field {
-        Some(text) => match parse_cidr(text) {
-            Ok(p) => {
-                r.warnings.extend(
-                    p.warnings
-                        .into_iter()
-                        .map(|w| Warning::new("P2", "spec.subnet", w)),
-                );
-                Some((p.value.family(), p.value.network, p.value.prefix))
-            }
-            Err(e) => {
-                r.errors.push(FieldError::invalid(
-                    "P2",
-                    "spec.subnet",
-                    text,
-                    e.to_string(),
-                ));
-                None
-            }
-        },
+        Some(text) => read::parsed(
+            "P2",
+            "spec.subnet",
+            text,
+            parse_cidr(text),
+            &mut r.errors,
+            &mut r.warnings,
+        )
+        .map(|c| (c.family(), c.network, c.prefix)),
         None => match (start, raw_prefix) {
             (_, None) | ((_, None), _) => {
                 r.errors.push(FieldError::required(

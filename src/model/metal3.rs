@@ -11,9 +11,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::address::{
-    check_prefix, parse_cidr, parse_ip, subnet_of, AddrSet, Cidr, Family, Ip, IpRange,
-};
+use crate::address::{parse_cidr, parse_ip, subnet_of, AddrSet, Cidr, Family, Ip, IpRange};
 use crate::kinds::Kind;
 use crate::model::pool::{
     allocatable, has_room_for_subnet, is_link_local_gateway, pool_subnet, projection, subnet_text,
@@ -31,45 +29,6 @@ const MIXED_IN_ENTRY: &str = "start, end and subnet must be of one IP family";
 const MIXED_GATEWAY: &str = "provided gateway and addresses are of mixed IP families";
 const MIXED_DNS: &str = "DNS server and addresses are of mixed IP families";
 
-/// The dotted readers of `read` know no list indexes, so fields of `spec.pools[i]` are read
-/// from the entry itself and their errors moved to the full path.
-fn at<T>(r: Result<T, FieldError>, path: &str) -> Result<T, FieldError> {
-    r.map_err(|mut e| {
-        e.path = path.to_string();
-        e
-    })
-}
-
-/// Reads the IP at `field` of `base` (reported at `path`): syntax problems are errors,
-/// non-canonical text a warning.
-fn ip_field<'a>(
-    rule: &'static str,
-    base: &'a Value,
-    field: &str,
-    path: &str,
-    errors: &mut Vec<FieldError>,
-    warnings: &mut Vec<Warning>,
-) -> (Option<&'a str>, Option<Ip>) {
-    let text = match at(read::string(rule, base, field), path) {
-        Ok(Some(t)) => t,
-        Ok(None) => return (None, None),
-        Err(e) => {
-            errors.push(e);
-            return (None, None);
-        }
-    };
-    match parse_ip(text) {
-        Ok(p) => {
-            warnings.extend(p.warnings.into_iter().map(|w| Warning::new(rule, path, w)));
-            (Some(text), Some(p.value))
-        }
-        Err(e) => {
-            errors.push(FieldError::invalid(rule, path, text, e.to_string()));
-            (Some(text), None)
-        }
-    }
-}
-
 /// Reads a Metal3 prefix: Go's zero value means "not set" (`if pool.Prefix != 0`), so 0 is None.
 /// Checked against `family` when known, else against IPv6's bound.
 fn prefix_field(
@@ -79,7 +38,7 @@ fn prefix_field(
     family: Option<Family>,
     errors: &mut Vec<FieldError>,
 ) -> Option<u8> {
-    let raw = match at(read::integer("MP2", base, field), path) {
+    let raw = match read::at(read::integer("MP2", base, field), path) {
         Ok(Some(0)) | Ok(None) => return None,
         Ok(Some(p)) => p,
         Err(e) => {
@@ -87,11 +46,10 @@ fn prefix_field(
             return None;
         }
     };
-    match check_prefix(family.unwrap_or(Family::V6), raw) {
+    match read::prefix_in_family("MP2", path, raw, read::get(base, field), family) {
         Ok(p) => Some(p),
         Err(e) => {
-            let value = read::get(base, field).cloned().unwrap_or(Value::Null);
-            errors.push(FieldError::invalid("MP2", path, value, e.to_string()));
+            errors.push(e);
             None
         }
     }
@@ -106,7 +64,7 @@ fn dns_servers(
     errors: &mut Vec<FieldError>,
     warnings: &mut Vec<Warning>,
 ) {
-    let list = match at(read::array("MP2", base, field), path) {
+    let list = match read::at(read::array("MP2", base, field), path) {
         Ok(l) => l.unwrap_or_default(),
         Err(e) => {
             errors.push(e);
@@ -115,27 +73,12 @@ fn dns_servers(
     };
     for (j, v) in list.iter().enumerate() {
         let item = format!("{path}[{j}]");
-        let Some(text) = v.as_str() else {
-            errors.push(FieldError::invalid(
-                "MP2",
-                item,
-                v.clone(),
-                "must be a string",
-            ));
+        let Some(text) = read::item_text("MP2", v, &item, errors) else {
             continue;
         };
-        match parse_ip(text) {
-            Ok(p) => {
-                warnings.extend(
-                    p.warnings
-                        .into_iter()
-                        .map(|w| Warning::new("MP2", item.clone(), w)),
-                );
-                if family.is_some_and(|f| f != p.value.family) {
-                    errors.push(FieldError::invalid("MP2", item, text, MIXED_DNS));
-                }
-            }
-            Err(e) => errors.push(FieldError::invalid("MP2", item, text, e.to_string())),
+        let ip = read::parsed("MP2", &item, text, parse_ip(text), errors, warnings);
+        if ip.is_some_and(|ip| family.is_some_and(|f| f != ip.family)) {
+            errors.push(FieldError::invalid("MP2", item, text, MIXED_DNS));
         }
     }
 }
@@ -172,29 +115,17 @@ fn read_entry<'a>(
         return None;
     }
     let sub = |field: &str| format!("{path}.{field}");
-    let start = ip_field("MP1", entry, "start", &sub("start"), errors, warnings);
-    let end = ip_field("MP1", entry, "end", &sub("end"), errors, warnings);
-    let subnet_text_given = match at(read::string("MP1", entry, "subnet"), &sub("subnet")) {
+    let start = read::ip_at("MP1", entry, "start", &sub("start"), errors, warnings);
+    let end = read::ip_at("MP1", entry, "end", &sub("end"), errors, warnings);
+    let subnet_text_given = match read::at(read::string("MP1", entry, "subnet"), &sub("subnet")) {
         Ok(t) => t,
         Err(e) => {
             errors.push(e);
             None
         }
     };
-    let subnet = subnet_text_given.and_then(|t| match parse_cidr(t) {
-        Ok(p) => {
-            warnings.extend(
-                p.warnings
-                    .into_iter()
-                    .map(|w| Warning::new("MP1", sub("subnet"), w)),
-            );
-            Some(p.value)
-        }
-        Err(e) => {
-            errors.push(FieldError::invalid("MP1", sub("subnet"), t, e.to_string()));
-            None
-        }
-    });
+    let subnet = subnet_text_given
+        .and_then(|t| read::parsed("MP1", &sub("subnet"), t, parse_cidr(t), errors, warnings));
     if start.0.is_none() && end.0.is_none() && subnet_text_given.is_none() {
         errors.push(FieldError::required(
             "MP1",
@@ -291,7 +222,7 @@ fn read_entry<'a>(
     };
 
     let prefix = prefix_field(entry, "prefix", &sub("prefix"), family, errors);
-    let gateway = ip_field("MP2", entry, "gateway", &sub("gateway"), errors, warnings);
+    let gateway = read::ip_at("MP2", entry, "gateway", &sub("gateway"), errors, warnings);
     if let (Some(text), Some(gw), Some(f)) = (gateway.0, gateway.1, family) {
         if gw.family != f {
             errors.push(FieldError::invalid(
@@ -364,14 +295,7 @@ pub(crate) fn read_pool(obj: &Value) -> PoolReading {
 
     // Pool-level defaults (MP2).
     let pool_prefix = prefix_field(obj, "spec.prefix", "spec.prefix", family, &mut errors);
-    let pool_gateway = ip_field(
-        "MP2",
-        obj,
-        "spec.gateway",
-        "spec.gateway",
-        &mut errors,
-        &mut warnings,
-    );
+    let pool_gateway = read::ip("MP2", obj, "spec.gateway", &mut errors, &mut warnings);
     if let (Some(text), Some(gw), Some(f)) = (pool_gateway.0, pool_gateway.1, family) {
         if gw.family != f {
             errors.push(FieldError::invalid(
@@ -537,28 +461,11 @@ fn pre_allocations(
     let mut seen: BTreeMap<Ip, &str> = BTreeMap::new();
     for (claim, v) in map {
         let path = format!("spec.preAllocations[{claim}]");
-        let Some(text) = v.as_str() else {
-            errors.push(FieldError::invalid(
-                "MP3",
-                path,
-                v.clone(),
-                "must be a string",
-            ));
+        let Some(text) = read::item_text("MP3", v, &path, errors) else {
             continue;
         };
-        let ip = match parse_ip(text) {
-            Ok(p) => {
-                warnings.extend(
-                    p.warnings
-                        .into_iter()
-                        .map(|w| Warning::new("MP3", path.clone(), w)),
-                );
-                p.value
-            }
-            Err(e) => {
-                errors.push(FieldError::invalid("MP3", path, text, e.to_string()));
-                continue;
-            }
+        let Some(ip) = read::parsed("MP3", &path, text, parse_ip(text), errors, warnings) else {
+            continue;
         };
         if let Some(first) = seen.get(&ip) {
             errors.push(FieldError::duplicate(
@@ -650,50 +557,15 @@ pub struct AddressReading<'a> {
 pub fn read_address(obj: &Value) -> AddressReading<'_> {
     let mut errors = Vec::new();
     let mut warnings = Vec::new();
-    let (address_text, address) = ip_field(
-        "MA1",
-        obj,
-        "spec.address",
-        "spec.address",
-        &mut errors,
-        &mut warnings,
-    );
+    let (address_text, address) = read::ip("MA1", obj, "spec.address", &mut errors, &mut warnings);
     if address_text.is_none() && !errors.iter().any(|e| e.path == "spec.address") {
         errors.push(FieldError::required("MA1", "spec.address", ""));
     }
-    let (gateway_text, gateway) = ip_field(
-        "MA1",
-        obj,
-        "spec.gateway",
-        "spec.gateway",
-        &mut errors,
-        &mut warnings,
-    );
+    let (gateway_text, gateway) = read::ip("MA1", obj, "spec.gateway", &mut errors, &mut warnings);
     let prefix_raw = read::get(obj, "spec.prefix");
     // Unlike CAPI's, a Metal3 prefix is optional.
-    let prefix = match read::integer("MA1", obj, "spec.prefix") {
-        Err(e) => {
-            errors.push(e);
-            None
-        }
-        Ok(None) => None,
-        Ok(Some(p)) => {
-            let family = address.or(gateway).map_or(Family::V6, |ip| ip.family);
-            match check_prefix(family, p) {
-                Ok(p) => Some(p),
-                Err(e) => {
-                    let value = prefix_raw.cloned().unwrap_or(Value::Null);
-                    errors.push(FieldError::invalid(
-                        "MA1",
-                        "spec.prefix",
-                        value,
-                        e.to_string(),
-                    ));
-                    None
-                }
-            }
-        }
-    };
+    let family = address.or(gateway).map(|ip| ip.family);
+    let prefix = read::prefix("MA1", obj, "spec.prefix", family, &mut errors);
     let mut s = |path: &str| match read::string("MA2", obj, path) {
         Ok(v) => v,
         Err(e) => {
@@ -725,10 +597,7 @@ pub fn read_address(obj: &Value) -> AddressReading<'_> {
 /// pool's own namespace, so the pool is keyed there whatever `spec.pool.namespace` says (MA2
 /// denies a different one).
 pub fn project_address(obj: &Value, key: ObjKey) -> AddressProj {
-    let ip = read::get(obj, "spec.address")
-        .and_then(Value::as_str)
-        .and_then(|s| parse_ip(s).ok())
-        .map(|p| p.value);
+    let ip = read::ip_value(obj, "spec.address");
     let name = |path: &str| {
         read::get(obj, path)
             .and_then(Value::as_str)

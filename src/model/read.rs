@@ -1,8 +1,13 @@
 //! Path-aware, lenient reads from a JSON object: each returns the value or a field error at its path.
+//! Address fields (IPs, CIDRs, entries, prefixes) are read here too, so every reader reports a
+//! syntax problem, a non-canonical text and a prefix out of bounds the same way.
+
+use std::fmt::Display;
 
 use serde_json::Value;
 
-use crate::rules::field::FieldError;
+use crate::address::{check_prefix, parse_ip, Family, Ip, Parsed};
+use crate::rules::field::{FieldError, Warning};
 
 /// Follows a dotted path of object keys (`spec.poolRef.name`). Missing or null → None.
 pub fn get<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
@@ -100,6 +105,138 @@ pub fn boolean(rule: &'static str, obj: &Value, path: &str) -> Result<Option<boo
             "must be a boolean",
         )),
     }
+}
+
+/// Reports a field error at `path`: the dotted readers know no list indexes, so a field of
+/// `spec.pools[i]` is read from the entry itself and its error moved to the full path.
+pub fn at<T>(r: Result<T, FieldError>, path: &str) -> Result<T, FieldError> {
+    r.map_err(|mut e| {
+        e.path = path.to_string();
+        e
+    })
+}
+
+/// An item of a list at `path` that must be a string; another type is an error under `rule`.
+pub fn item_text<'a>(
+    rule: &'static str,
+    v: &'a Value,
+    path: &str,
+    errors: &mut Vec<FieldError>,
+) -> Option<&'a str> {
+    let text = v.as_str();
+    if text.is_none() {
+        errors.push(FieldError::invalid(
+            rule,
+            path,
+            v.clone(),
+            "must be a string",
+        ));
+    }
+    text
+}
+
+/// The value of `parse`, the reading of `text` written at `path`: its warnings (non-canonical
+/// text) go to `warnings`, a syntax error to `errors` with the error as detail, both under `rule`.
+pub fn parsed<T, E: Display>(
+    rule: &'static str,
+    path: &str,
+    text: &str,
+    parse: Result<Parsed<T>, E>,
+    errors: &mut Vec<FieldError>,
+    warnings: &mut Vec<Warning>,
+) -> Option<T> {
+    match parse {
+        Ok(p) => {
+            warnings.extend(p.warnings.into_iter().map(|w| Warning::new(rule, path, w)));
+            Some(p.value)
+        }
+        Err(e) => {
+            errors.push(FieldError::invalid(rule, path, text, e.to_string()));
+            None
+        }
+    }
+}
+
+/// An IP field at `path`: the text as written, and the address when it parses. A wrong type or
+/// bad syntax is an error, non-canonical text a warning.
+pub fn ip<'a>(
+    rule: &'static str,
+    obj: &'a Value,
+    path: &str,
+    errors: &mut Vec<FieldError>,
+    warnings: &mut Vec<Warning>,
+) -> (Option<&'a str>, Option<Ip>) {
+    ip_at(rule, obj, path, path, errors, warnings)
+}
+
+/// [`ip`] for the field `field` of `base` (a list entry), reported at `path`.
+pub fn ip_at<'a>(
+    rule: &'static str,
+    base: &'a Value,
+    field: &str,
+    path: &str,
+    errors: &mut Vec<FieldError>,
+    warnings: &mut Vec<Warning>,
+) -> (Option<&'a str>, Option<Ip>) {
+    let text = match at(string(rule, base, field), path) {
+        Ok(Some(t)) => t,
+        Ok(None) => return (None, None),
+        Err(e) => {
+            errors.push(e);
+            return (None, None);
+        }
+    };
+    let ip = parsed(rule, path, text, parse_ip(text), errors, warnings);
+    (Some(text), ip)
+}
+
+/// The address at `path` when there is one that parses; nothing is reported. What the index keeps
+/// of an address object: one that does not parse holds nothing.
+pub fn ip_value(obj: &Value, path: &str) -> Option<Ip> {
+    get(obj, path)
+        .and_then(Value::as_str)
+        .and_then(|s| parse_ip(s).ok())
+        .map(|p| p.value)
+}
+
+/// A prefix length `raw`, written at `path` as `value`, within the bound of `family`, or of IPv6
+/// when the family is unknown (129 is wrong whatever the address turns out to be). Never
+/// narrowed: a prefix that does not fit is an error showing the value as written.
+pub fn prefix_in_family(
+    rule: &'static str,
+    path: &str,
+    raw: i64,
+    value: Option<&Value>,
+    family: Option<Family>,
+) -> Result<u8, FieldError> {
+    check_prefix(family.unwrap_or(Family::V6), raw).map_err(|e| {
+        FieldError::invalid(
+            rule,
+            path,
+            value.cloned().unwrap_or(Value::Null),
+            e.to_string(),
+        )
+    })
+}
+
+/// An optional prefix field at `path` of an address object, within `family`'s bound (see
+/// [`prefix_in_family`]); None when absent or wrong, the error in `errors`.
+pub fn prefix(
+    rule: &'static str,
+    obj: &Value,
+    path: &str,
+    family: Option<Family>,
+    errors: &mut Vec<FieldError>,
+) -> Option<u8> {
+    integer(rule, obj, path)
+        .and_then(|raw| {
+            raw.map(|p| prefix_in_family(rule, path, p, get(obj, path), family))
+                .transpose()
+        })
+        .unwrap_or_else(|e| {
+            errors.push(e);
+            None
+        })
 }
 
 /// Containers are echoed by their JSON text (cut at 64 characters by the formatter), not as whole objects.

@@ -46,28 +46,12 @@ fn entries<'a>(
     let mut out = Vec::new();
     for (i, v) in list.iter().enumerate() {
         let item = format!("{path}[{i}]");
-        let Some(text) = v.as_str() else {
-            errors.push(FieldError::invalid(
-                "S3",
-                item,
-                v.clone(),
-                "must be a string",
-            ));
+        let Some(text) = read::item_text("S3", v, &item, errors) else {
             continue;
         };
-        let entry = match parse_entry(text, Forms::IP_OR_RANGE) {
-            Ok(p) => {
-                warnings.extend(
-                    p.warnings
-                        .into_iter()
-                        .map(|w| Warning::new("S3", item.clone(), w)),
-                );
-                p.value
-            }
-            Err(e) => {
-                errors.push(FieldError::invalid("S3", item, text, e.to_string()));
-                continue;
-            }
+        let parse = parse_entry(text, Forms::IP_OR_RANGE);
+        let Some(entry) = read::parsed("S3", &item, text, parse, errors, warnings) else {
+            continue;
         };
         if family.is_some_and(|f| f != entry.family) {
             let detail = match subnet {
@@ -196,56 +180,34 @@ pub(crate) fn read_pool(obj: &Value) -> PoolReading {
 
     // S4: the gateway sits inside the subnet and is never handed out.
     let mut gateway = None;
-    let gw_text = match read::string("S4", obj, "spec.gateway") {
-        Ok(t) => t,
-        Err(e) => {
-            errors.push(e);
-            None
-        }
-    };
-    if let Some(text) = gw_text {
-        match parse_ip(text) {
-            Err(e) => errors.push(FieldError::invalid(
+    let gw = read::ip("S4", obj, "spec.gateway", &mut errors, &mut warnings);
+    if let (Some(text), Some(gw)) = gw {
+        if family.is_some_and(|f| f != gw.family) {
+            errors.push(FieldError::invalid(
                 "S4",
                 "spec.gateway",
                 text,
-                e.to_string(),
-            )),
-            Ok(p) => {
-                warnings.extend(
-                    p.warnings
-                        .into_iter()
-                        .map(|w| Warning::new("S4", "spec.gateway", w)),
-                );
-                let gw = p.value;
-                if family.is_some_and(|f| f != gw.family) {
+                "provided gateway and addresses are of mixed IP families",
+            ));
+        } else {
+            gateway = Some(gw);
+            if let Some(c) = subnet {
+                if !is_link_local_gateway(gw) && !c.network.contains(gw.value) {
                     errors.push(FieldError::invalid(
                         "S4",
                         "spec.gateway",
                         text,
-                        "provided gateway and addresses are of mixed IP families",
+                        format!("must be inside spec.subnet {c}"),
                     ));
-                } else {
-                    gateway = Some(gw);
-                    if let Some(c) = subnet {
-                        if !is_link_local_gateway(gw) && !c.network.contains(gw.value) {
-                            errors.push(FieldError::invalid(
-                                "S4",
-                                "spec.gateway",
-                                text,
-                                format!("must be inside spec.subnet {c}"),
-                            ));
-                        }
-                    }
-                    if usable.contains(gw) {
-                        errors.push(FieldError::invalid(
-                            "S4",
-                            "spec.gateway",
-                            text,
-                            "must not be allocatable: it is in spec.ips and not in spec.excludeIPs",
-                        ));
-                    }
                 }
+            }
+            if usable.contains(gw) {
+                errors.push(FieldError::invalid(
+                    "S4",
+                    "spec.gateway",
+                    text,
+                    "must not be allocatable: it is in spec.ips and not in spec.excludeIPs",
+                ));
             }
         }
     }
