@@ -8,13 +8,11 @@
 
 use serde_json::Value;
 
-use crate::address::{
-    parse_cidr, parse_entry, AddrError, AddrSet, Entry, Family, Forms, Ip, IpRange,
-};
+use crate::address::{parse_cidr, parse_entry, AddrError, AddrSet, Family, Forms, Ip, IpRange};
 use crate::kinds::Kind;
 use crate::model::pool::{
-    allocatable, has_room_for_subnet, is_link_local_gateway, is_point_to_point, pool_subnet,
-    projection, subnet_text, PoolEntry, PoolReading,
+    allocatable, has_room_for_subnet, is_link_local_gateway, is_point_to_point, pool_entries,
+    pool_subnet, projection, set_of, subnet_text, ListEntry, PoolEntry, PoolReading,
 };
 use crate::model::{read, Meta};
 use crate::rules::field::{FieldError, Warning};
@@ -24,13 +22,6 @@ const MIXED: &str = "provided addresses are of mixed IP families";
 const MIXED_GATEWAY: &str = "provided gateway and addresses are of mixed IP families";
 const MIXED_EXCLUDED: &str = "addresses and excluded addresses are of mixed IP families";
 const OTHER_SUBNET: &str = "provided address belongs to a different subnet than others";
-
-/// One entry of a list, parsed.
-struct Item<'a> {
-    path: String,
-    text: &'a str,
-    entry: Entry,
-}
 
 /// Collects findings while the spec is read.
 struct Reader<'a> {
@@ -47,7 +38,7 @@ fn entry_detail(e: &AddrError) -> String {
     }
 }
 
-fn families<'a>(items: impl IntoIterator<Item = &'a Item<'a>>) -> (bool, bool) {
+fn families<'a>(items: impl IntoIterator<Item = &'a ListEntry<'a>>) -> (bool, bool) {
     items.into_iter().fold((false, false), |(v4, v6), i| {
         (
             v4 || i.entry.family == Family::V4,
@@ -66,7 +57,7 @@ impl<'a> Reader<'a> {
 
     /// A list of pool entries at `path`; the list itself (for list-level causes) and the entries
     /// that parse. Entries that do not parse are P2 causes at `path[i]`.
-    fn entries(&mut self, path: &str) -> (Option<&'a [Value]>, Vec<Item<'a>>) {
+    fn entries(&mut self, path: &str) -> (Option<&'a [Value]>, Vec<ListEntry<'a>>) {
         let list = self.keep(read::array("P2", self.obj, path));
         let mut items = Vec::new();
         for (i, v) in list.unwrap_or_default().iter().enumerate() {
@@ -83,7 +74,7 @@ impl<'a> Reader<'a> {
                 &mut self.errors,
                 &mut self.warnings,
             ) {
-                items.push(Item {
+                items.push(ListEntry {
                     path: item_path,
                     text,
                     entry,
@@ -275,18 +266,9 @@ pub(crate) fn read(kind: Kind, obj: &Value) -> PoolReading {
         }
     };
 
-    let of_family = |items: &[Item]| {
-        let f = family.unwrap_or(Family::V4);
-        AddrSet::from_ranges(
-            f,
-            items
-                .iter()
-                .filter(|i| i.entry.family == f)
-                .map(|i| i.entry.range),
-        )
-    };
-    let declared = of_family(&items);
-    let excluded = of_family(&excluded_items);
+    let fam = family.unwrap_or(Family::V4);
+    let declared = set_of(fam, &items);
+    let excluded = set_of(fam, &excluded_items);
     let subnet = pool_subnet(&declared, prefix);
 
     // P5: one subnet for every entry (judged only when the families agree).
@@ -325,15 +307,7 @@ pub(crate) fn read(kind: Kind, obj: &Value) -> PoolReading {
     }
     r.p7(&declared, &alloc, family, prefix, allocate_reserved);
 
-    let entries = items
-        .iter()
-        .filter(|i| Some(i.entry.family) == family)
-        .map(|i| PoolEntry {
-            path: i.path.clone(),
-            text: i.text.to_string(),
-            set: i.entry.to_set(),
-        })
-        .collect();
+    let entries = pool_entries(fam, &items);
     PoolReading {
         proj: projection(kind, &meta, family, alloc, gateway.1, prefix),
         declared,

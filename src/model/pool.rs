@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::address::{subnet_of, AddrSet, Family, Ip, IpRange};
+use crate::address::{subnet_of, AddrSet, Entry, Family, Ip, IpRange};
 use crate::kinds::Kind;
 use crate::model::{incluster, metal3, spider, Meta, ObjKey, PoolProj};
 use crate::rules::field::{FieldError, Warning};
@@ -27,6 +27,40 @@ pub struct PoolEntry {
     pub text: String,
     /// What the entry declares (one run, in the pool's family).
     pub set: AddrSet,
+}
+
+/// One parsed entry of a pool's address list (in-cluster `addresses`, Spiderpool `ips`, and their
+/// exclusions), with where it was written.
+pub(crate) struct ListEntry<'a> {
+    /// `spec.addresses[1]`.
+    pub path: String,
+    /// The text as written.
+    pub text: &'a str,
+    pub entry: Entry,
+}
+
+/// The union of the entries of `family`: a list that mixes families is read in one (SPEC §2).
+pub(crate) fn set_of(family: Family, items: &[ListEntry]) -> AddrSet {
+    AddrSet::from_ranges(
+        family,
+        items
+            .iter()
+            .filter(|i| i.entry.family == family)
+            .map(|i| i.entry.range),
+    )
+}
+
+/// The entries of `family` as the reading keeps them, so a cause can sit on an entry (P10).
+pub(crate) fn pool_entries(family: Family, items: &[ListEntry]) -> Vec<PoolEntry> {
+    items
+        .iter()
+        .filter(|i| i.entry.family == family)
+        .map(|i| PoolEntry {
+            path: i.path.clone(),
+            text: i.text.to_string(),
+            set: i.entry.to_set(),
+        })
+        .collect()
 }
 
 /// A pool as read, with everything the rules need beyond the projection.

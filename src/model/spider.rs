@@ -11,20 +11,14 @@
 
 use serde_json::Value;
 
-use crate::address::{parse_cidr, parse_entry, parse_ip, AddrSet, Cidr, Entry, Family, Forms, Ip};
+use crate::address::{parse_cidr, parse_entry, parse_ip, Cidr, Family, Forms, Ip};
 use crate::kinds::Kind;
 use crate::model::pool::{
-    allocatable, is_link_local_gateway, is_point_to_point, projection, PoolEntry, PoolReading,
+    allocatable, is_link_local_gateway, is_point_to_point, pool_entries, projection, set_of,
+    ListEntry, PoolReading,
 };
 use crate::model::{read, Meta};
 use crate::rules::field::{FieldError, Warning};
-
-/// One parsed `ips` / `excludeIPs` entry.
-struct Item<'a> {
-    path: String,
-    text: &'a str,
-    entry: Entry,
-}
 
 /// S3: a list of IP-or-range entries at `path`; those that parse, of the subnet's family and
 /// inside it.
@@ -35,7 +29,7 @@ fn entries<'a>(
     subnet: Option<Cidr>,
     errors: &mut Vec<FieldError>,
     warnings: &mut Vec<Warning>,
-) -> Vec<Item<'a>> {
+) -> Vec<ListEntry<'a>> {
     let list = match read::array("S3", obj, path) {
         Ok(l) => l.unwrap_or_default(),
         Err(e) => {
@@ -72,7 +66,7 @@ fn entries<'a>(
                 continue;
             }
         }
-        out.push(Item {
+        out.push(ListEntry {
             path: item,
             text,
             entry,
@@ -165,17 +159,8 @@ pub(crate) fn read_pool(obj: &Value) -> PoolReading {
     // Without a subnet or ipVersion the first entry decides, so the index still holds something.
     let family = family.or(ips.first().map(|i| i.entry.family));
     let fam = family.unwrap_or(Family::V4);
-    let of_family = |items: &[Item]| {
-        AddrSet::from_ranges(
-            fam,
-            items
-                .iter()
-                .filter(|i| i.entry.family == fam)
-                .map(|i| i.entry.range),
-        )
-    };
-    let declared = of_family(&ips);
-    let excluded = of_family(&excluded_items);
+    let declared = set_of(fam, &ips);
+    let excluded = set_of(fam, &excluded_items);
     let usable = declared.difference(&excluded);
 
     // S4: the gateway sits inside the subnet and is never handed out.
@@ -235,15 +220,7 @@ pub(crate) fn read_pool(obj: &Value) -> PoolReading {
         }
     }
 
-    let pool_entries = ips
-        .iter()
-        .filter(|i| i.entry.family == fam)
-        .map(|i| PoolEntry {
-            path: i.path.clone(),
-            text: i.text.to_string(),
-            set: i.entry.to_set(),
-        })
-        .collect();
+    let pool_entries = pool_entries(fam, &ips);
     PoolReading {
         proj: projection(kind, &meta, family, alloc, gateway, prefix),
         declared,
