@@ -106,16 +106,12 @@ mod tests {
     use crate::index::Index;
     use crate::kinds::Kind;
     use crate::model::{project, Projection};
+    use crate::rules::test_support::{fixture, index, warnings};
     use crate::rules::{validate, Options};
     use serde_json::{json, Value};
 
-    fn review(name: &str) -> Value {
-        let path = format!("{}/tests/fixtures/eco/{name}", env!("CARGO_MANIFEST_DIR"));
-        serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
-    }
-
     fn judge(kind: Kind, file: &str, edit: impl Fn(&mut Value), ix: &Index) -> Verdict {
-        let review = review(file);
+        let review = fixture("eco", file);
         let rq = &review["request"];
         let mut obj = rq["object"].clone();
         edit(&mut obj);
@@ -135,30 +131,16 @@ mod tests {
     }
 
     fn pools() -> Index {
-        let mut ix = Index::new();
-        for (kind, obj) in [
-            (
-                Kind::InClusterIPPool,
-                json!({"apiVersion": "ipam.cluster.x-k8s.io/v1alpha2", "kind": "InClusterIPPool",
-                    "metadata": {"name": "vsphere-node-pool", "namespace": "capture-eco"},
-                    "spec": {"addresses": ["10.10.0.0/24"], "prefix": 24}}),
-            ),
-            (
-                Kind::GlobalInClusterIPPool,
-                json!({"apiVersion": "ipam.cluster.x-k8s.io/v1alpha2", "kind": "GlobalInClusterIPPool",
-                    "metadata": {"name": "vsphere-node-pool-v6"},
-                    "spec": {"addresses": ["fd00::/120"], "prefix": 64}}),
-            ),
-        ] {
-            if let Some(Projection::Pool(p)) = project(kind, &obj) {
-                ix.upsert_pool(p);
-            }
-        }
-        ix
-    }
-
-    fn warnings(v: &Verdict) -> Vec<String> {
-        v.warnings.iter().map(ToString::to_string).collect()
+        let node_pool = json!({"apiVersion": "ipam.cluster.x-k8s.io/v1alpha2", "kind": "InClusterIPPool",
+            "metadata": {"name": "vsphere-node-pool", "namespace": "capture-eco"},
+            "spec": {"addresses": ["10.10.0.0/24"], "prefix": 24}});
+        let node_pool_v6 = json!({"apiVersion": "ipam.cluster.x-k8s.io/v1alpha2", "kind": "GlobalInClusterIPPool",
+            "metadata": {"name": "vsphere-node-pool-v6"},
+            "spec": {"addresses": ["fd00::/120"], "prefix": 64}});
+        index(&[
+            (Kind::InClusterIPPool, &node_pool),
+            (Kind::GlobalInClusterIPPool, &node_pool_v6),
+        ])
     }
 
     const REF: &str = "spec.network.devices[0].addressesFromPools[0]";

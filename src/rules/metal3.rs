@@ -233,109 +233,15 @@ mod tests {
     use super::*;
     use crate::cli::OverlapScope;
     use crate::index::Index;
-    use crate::model::{project, Projection};
     use crate::rules::field::{DenyReason, ErrorType};
-    use crate::rules::{validate, Options};
+    use crate::rules::test_support::{
+        create, delete, eco_object as object, eco_old_object as old_object, errors as texts, index,
+        judge, update, warnings, with_space,
+    };
+    use crate::rules::Options;
     use serde_json::json;
 
     // === helpers ===
-
-    fn review(name: &str) -> Value {
-        let path = format!("{}/tests/fixtures/eco/{name}", env!("CARGO_MANIFEST_DIR"));
-        serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
-    }
-
-    fn object(name: &str) -> Value {
-        review(name)["request"]["object"].clone()
-    }
-
-    fn old_object(name: &str) -> Value {
-        review(name)["request"]["oldObject"].clone()
-    }
-
-    fn index(objects: &[(Kind, &Value)]) -> Index {
-        let mut ix = Index::new();
-        for (kind, obj) in objects {
-            match project(*kind, obj).expect("projectable") {
-                Projection::Pool(p) => {
-                    ix.upsert_pool(p);
-                }
-                Projection::Address(a) => {
-                    ix.upsert_address(a);
-                }
-                Projection::Claim(c) => {
-                    ix.upsert_claim(c);
-                }
-            }
-        }
-        ix
-    }
-
-    fn judge(
-        kind: Kind,
-        op: Operation,
-        obj: Option<&Value>,
-        old: Option<&Value>,
-        ix: &Index,
-        options: Options,
-    ) -> Verdict {
-        let o = obj.or(old).unwrap();
-        let req = Request {
-            operation: op,
-            kind,
-            version: o["apiVersion"]
-                .as_str()
-                .and_then(|v| v.rsplit_once('/'))
-                .map_or("", |(_, v)| v),
-            namespace: o["metadata"]["namespace"].as_str(),
-            name: o["metadata"]["name"].as_str().unwrap_or_default(),
-            object: obj,
-            old_object: old,
-            dry_run: false,
-        };
-        validate(&req, &Ctx { index: ix, options })
-    }
-
-    fn create(kind: Kind, obj: &Value, ix: &Index) -> Verdict {
-        judge(
-            kind,
-            Operation::Create,
-            Some(obj),
-            None,
-            ix,
-            Options::default(),
-        )
-    }
-
-    fn update(kind: Kind, obj: &Value, old: &Value, ix: &Index) -> Verdict {
-        judge(
-            kind,
-            Operation::Update,
-            Some(obj),
-            Some(old),
-            ix,
-            Options::default(),
-        )
-    }
-
-    fn delete(kind: Kind, old: &Value, ix: &Index) -> Verdict {
-        judge(
-            kind,
-            Operation::Delete,
-            None,
-            Some(old),
-            ix,
-            Options::default(),
-        )
-    }
-
-    fn texts(v: &Verdict) -> Vec<String> {
-        v.errors.iter().map(ToString::to_string).collect()
-    }
-
-    fn warnings(v: &Verdict) -> Vec<String> {
-        v.warnings.iter().map(ToString::to_string).collect()
-    }
 
     fn m3pool(ns: &str, name: &str, spec: Value) -> Value {
         json!({"apiVersion": "ipam.metal3.io/v1alpha1", "kind": "IPPool",
@@ -360,11 +266,6 @@ mod tests {
         json!({"apiVersion": "spiderpool.spidernet.io/v2beta1", "kind": "SpiderIPPool",
             "metadata": {"name": name},
             "spec": {"subnet": subnet, "ips": ips}})
-    }
-
-    fn with_space(mut obj: Value, space: &str) -> Value {
-        obj["metadata"]["annotations"] = json!({"ipam-guard.io/address-space": space});
-        obj
     }
 
     // === IPPool ===

@@ -12,6 +12,8 @@ pub mod spider;
 mod util;
 
 #[cfg(test)]
+mod test_support;
+#[cfg(test)]
 mod tests;
 
 use crate::cli::{OverlapScope, RuleArgs};

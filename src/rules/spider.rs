@@ -87,64 +87,22 @@ mod tests {
     use super::*;
     use crate::index::Index;
     use crate::kinds::Kind;
-    use crate::model::{project, Operation, Projection};
     use crate::rules::field::{DenyReason, ErrorType};
-    use crate::rules::{validate, Options};
+    use crate::rules::test_support::{
+        self as ts, eco_object as object, eco_old_object as old_object, errors as texts, index,
+    };
     use serde_json::json;
 
-    fn review(name: &str) -> Value {
-        let path = format!("{}/tests/fixtures/eco/{name}", env!("CARGO_MANIFEST_DIR"));
-        serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
-    }
-
-    fn object(name: &str) -> Value {
-        review(name)["request"]["object"].clone()
-    }
-
-    fn old_object(name: &str) -> Value {
-        review(name)["request"]["oldObject"].clone()
-    }
-
-    fn index(objects: &[(Kind, &Value)]) -> Index {
-        let mut ix = Index::new();
-        for (kind, obj) in objects {
-            if let Some(Projection::Pool(p)) = project(*kind, obj) {
-                ix.upsert_pool(p);
-            }
-        }
-        ix
-    }
-
-    fn judge(op: Operation, obj: Option<&Value>, old: Option<&Value>, ix: &Index) -> Verdict {
-        let o = obj.or(old).unwrap();
-        let req = Request {
-            operation: op,
-            kind: Kind::SpiderIPPool,
-            version: "v2beta1",
-            namespace: None,
-            name: o["metadata"]["name"].as_str().unwrap_or_default(),
-            object: obj,
-            old_object: old,
-            dry_run: false,
-        };
-        let options = Options::default();
-        validate(&req, &Ctx { index: ix, options })
-    }
-
     fn create(obj: &Value, ix: &Index) -> Verdict {
-        judge(Operation::Create, Some(obj), None, ix)
+        ts::create(Kind::SpiderIPPool, obj, ix)
     }
 
     fn update(obj: &Value, old: &Value, ix: &Index) -> Verdict {
-        judge(Operation::Update, Some(obj), Some(old), ix)
+        ts::update(Kind::SpiderIPPool, obj, old, ix)
     }
 
     fn delete(old: &Value) -> Verdict {
-        judge(Operation::Delete, None, Some(old), &Index::new())
-    }
-
-    fn texts(v: &Verdict) -> Vec<String> {
-        v.errors.iter().map(ToString::to_string).collect()
+        ts::delete(Kind::SpiderIPPool, old, &Index::new())
     }
 
     #[test]

@@ -6,33 +6,17 @@ use serde_json::{json, Value};
 use crate::cli::OverlapScope;
 use crate::index::Index;
 use crate::kinds::{Kind, CAPI_IPAM};
-use crate::model::{project, Operation, Projection, Request};
+use crate::model::{project, Operation, Projection};
 use crate::rules::field::{DenyReason, ErrorType, Verdict};
-use crate::rules::{validate, Ctx, Options};
+use crate::rules::test_support::{
+    create, create_with, delete, errors, fixture, index, judge, update, warnings, with_space,
+};
+use crate::rules::Options;
 
 // === helpers ===
 
 fn capture(name: &str) -> Value {
-    let path = format!("{}/tests/fixtures/rules/{name}", env!("CARGO_MANIFEST_DIR"));
-    serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap()
-}
-
-fn index(objects: &[(Kind, &Value)]) -> Index {
-    let mut ix = Index::new();
-    for (kind, obj) in objects {
-        match project(*kind, obj).expect("projectable") {
-            Projection::Pool(p) => {
-                ix.upsert_pool(p);
-            }
-            Projection::Address(a) => {
-                ix.upsert_address(a);
-            }
-            Projection::Claim(c) => {
-                ix.upsert_claim(c);
-            }
-        }
-    }
-    ix
+    fixture("rules", name)
 }
 
 fn meta(ns: Option<&str>, name: &str) -> Value {
@@ -57,11 +41,6 @@ fn gpool(name: &str, spec: Value) -> Value {
     pool(Kind::GlobalInClusterIPPool, "", name, spec)
 }
 
-fn with_space(mut obj: Value, space: &str) -> Value {
-    obj["metadata"]["annotations"] = json!({"ipam-guard.io/address-space": space});
-    obj
-}
-
 /// A v1beta2 IPAddress referencing an in-cluster pool.
 fn addr(ns: &str, name: &str, address: &str, prefix: i64, pool_kind: &str, pool: &str) -> Value {
     json!({"apiVersion": "ipam.cluster.x-k8s.io/v1beta2", "kind": "IPAddress",
@@ -74,72 +53,6 @@ fn claim(ns: &str, name: &str, pool_kind: &str, pool: &str) -> Value {
     json!({"apiVersion": "ipam.cluster.x-k8s.io/v1beta2", "kind": "IPAddressClaim",
         "metadata": meta(Some(ns), name),
         "spec": {"poolRef": {"apiGroup": CAPI_IPAM, "kind": pool_kind, "name": pool}}})
-}
-
-fn version_of(obj: &Value) -> &str {
-    obj["apiVersion"]
-        .as_str()
-        .and_then(|v| v.rsplit_once('/'))
-        .map_or("", |(_, v)| v)
-}
-
-fn judge(
-    kind: Kind,
-    op: Operation,
-    obj: Option<&Value>,
-    old: Option<&Value>,
-    ix: &Index,
-    options: Options,
-) -> Verdict {
-    let o = obj.or(old).unwrap();
-    let req = Request {
-        operation: op,
-        kind,
-        version: version_of(o),
-        namespace: o["metadata"]["namespace"].as_str(),
-        name: o["metadata"]["name"].as_str().unwrap_or_default(),
-        object: obj,
-        old_object: old,
-        dry_run: false,
-    };
-    validate(&req, &Ctx { index: ix, options })
-}
-
-fn create(kind: Kind, obj: &Value, ix: &Index) -> Verdict {
-    judge(
-        kind,
-        Operation::Create,
-        Some(obj),
-        None,
-        ix,
-        Options::default(),
-    )
-}
-
-fn create_with(kind: Kind, obj: &Value, ix: &Index, options: Options) -> Verdict {
-    judge(kind, Operation::Create, Some(obj), None, ix, options)
-}
-
-fn update(kind: Kind, obj: &Value, old: &Value, ix: &Index) -> Verdict {
-    judge(
-        kind,
-        Operation::Update,
-        Some(obj),
-        Some(old),
-        ix,
-        Options::default(),
-    )
-}
-
-fn delete(kind: Kind, old: &Value, ix: &Index) -> Verdict {
-    judge(
-        kind,
-        Operation::Delete,
-        None,
-        Some(old),
-        ix,
-        Options::default(),
-    )
 }
 
 /// A review's request parts: (kind, operation, object, oldObject).
@@ -155,14 +68,6 @@ fn review(name: &str) -> (Kind, Operation, Option<Value>, Option<Value>) {
     let obj = Some(req["object"].clone()).filter(|v| !v.is_null());
     let old = Some(req["oldObject"].clone()).filter(|v| !v.is_null());
     (kind, op, obj, old)
-}
-
-fn errors(v: &Verdict) -> Vec<String> {
-    v.errors.iter().map(ToString::to_string).collect()
-}
-
-fn warnings(v: &Verdict) -> Vec<String> {
-    v.warnings.iter().map(ToString::to_string).collect()
 }
 
 fn scope(s: OverlapScope) -> Options {
