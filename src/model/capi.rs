@@ -230,12 +230,11 @@ pub fn project_address(obj: &Value, key: ObjKey) -> AddressProj {
 mod tests {
     use super::*;
     use crate::kinds::CAPI_IPAM;
+    use crate::rules::test_support::fixture;
     use serde_json::json;
 
     fn capture(name: &str) -> Value {
-        let path = format!("{}/tests/fixtures/rules/{name}", env!("CARGO_MANIFEST_DIR"));
-        let review: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
-        review["request"]["object"].clone()
+        fixture("rules", name)["request"]["object"].clone()
     }
 
     #[test]

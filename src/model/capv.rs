@@ -74,11 +74,10 @@ pub fn pool_refs(kind: Kind, obj: &Value) -> Vec<PoolRefReading<'_>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rules::test_support::fixture;
 
     fn capture(name: &str) -> Value {
-        let path = format!("{}/tests/fixtures/eco/{name}", env!("CARGO_MANIFEST_DIR"));
-        let review: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
-        review["request"]["object"].clone()
+        fixture("eco", name)["request"]["object"].clone()
     }
 
     #[test]

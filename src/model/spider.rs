@@ -319,11 +319,11 @@ pub fn allocation(obj: &Value) -> Allocation {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rules::test_support::fixture;
     use serde_json::json;
 
     fn capture(name: &str) -> Value {
-        let path = format!("{}/tests/fixtures/eco/{name}", env!("CARGO_MANIFEST_DIR"));
-        serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+        fixture("eco", name)
     }
 
     fn pool(spec: Value) -> Value {

@@ -12,7 +12,7 @@ pub mod spider;
 mod util;
 
 #[cfg(test)]
-mod test_support;
+pub(crate) mod test_support;
 #[cfg(test)]
 mod tests;
 
