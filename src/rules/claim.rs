@@ -3,11 +3,11 @@
 use serde_json::Value;
 
 use crate::kinds::{Kind, KINDS};
-use crate::model::capi::{read_claim, ClaimReading};
+use crate::model::capi::{read_claim, ClaimReading, RefReading};
 use crate::model::{read, ObjKey, Operation, Request};
 use crate::rules::field::{FieldError, Verdict};
 use crate::rules::mutate::CLUSTER_NAME_LABEL;
-use crate::rules::util::{dns1123_subdomain_errors, immutable_fields, spec_changed};
+use crate::rules::util::{dns1123_subdomain_errors, immutable_fields, require, spec_changed};
 use crate::rules::Ctx;
 
 /// C2's detail, shared with IPAddress references.
@@ -51,23 +51,11 @@ fn label(obj: &Value) -> Option<&Value> {
 
 /// C1: every poolRef field present and non-empty, the name a DNS-1123 subdomain; C2: no namespace.
 fn c1_c2(r: &ClaimReading, v: &mut Verdict) {
+    pool_ref_required("C1", &r.pool_ref, &mut v.errors);
     if !r.has_pool_ref {
-        if !v.errors.iter().any(|e| e.path == "spec.poolRef") {
-            v.deny(FieldError::required("C1", "spec.poolRef", ""));
-        }
         return;
     }
     let p = &r.pool_ref;
-    for (field, value) in [
-        ("apiGroup", p.api_group),
-        ("kind", p.kind),
-        ("name", p.name),
-    ] {
-        let path = format!("spec.poolRef.{field}");
-        if value.is_none_or(str::is_empty) && !v.errors.iter().any(|e| e.path == path) {
-            v.deny(FieldError::required("C1", path, ""));
-        }
-    }
     if let Some(name) = p.name.filter(|n| !n.is_empty()) {
         for detail in dns1123_subdomain_errors(name) {
             v.deny(FieldError::invalid("C1", "spec.poolRef.name", name, detail));
@@ -79,6 +67,24 @@ fn c1_c2(r: &ClaimReading, v: &mut Verdict) {
             "spec.poolRef.namespace",
             NO_REF_NAMESPACE,
         ));
+    }
+}
+
+/// C1, and A5 for an IPAddress: `spec.poolRef` and its apiGroup, kind and name are set and
+/// non-empty. A field the reader already reported (a wrong type) is not reported again.
+pub(crate) fn pool_ref_required(rule: &'static str, p: &RefReading, errors: &mut Vec<FieldError>) {
+    if p.raw.is_none() {
+        if !errors.iter().any(|e| e.path == "spec.poolRef") {
+            errors.push(FieldError::required(rule, "spec.poolRef", ""));
+        }
+        return;
+    }
+    for (field, value) in [
+        ("apiGroup", p.api_group),
+        ("kind", p.kind),
+        ("name", p.name),
+    ] {
+        require(rule, &format!("spec.poolRef.{field}"), value, errors);
     }
 }
 

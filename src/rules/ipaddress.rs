@@ -6,7 +6,7 @@ use crate::kinds::{Kind, DEFAULT_ADDRESS_SPACE};
 use crate::model::capi::{read_address, AddressReading};
 use crate::model::pool::{has_room_for_subnet, is_link_local_gateway, subnet_text};
 use crate::model::{AddressProj, ObjKey, Operation, PoolProj, Request};
-use crate::rules::claim::NO_REF_NAMESPACE;
+use crate::rules::claim::{pool_ref_required, NO_REF_NAMESPACE};
 use crate::rules::field::{FieldError, Verdict, Warning};
 use crate::rules::util::{
     immutable_fields, join_limited, join_shown, ratchet, spec_changed, MAX_LISTED,
@@ -59,23 +59,7 @@ fn findings(r: &AddressReading) -> (Vec<FieldError>, Vec<Warning>) {
     {
         errors.push(FieldError::required("A5", "spec.claimRef.name", ""));
     }
-    if r.pool_ref.raw.is_none() {
-        if !has_error_at(&errors, "spec.poolRef") {
-            errors.push(FieldError::required("A5", "spec.poolRef", ""));
-        }
-    } else {
-        let p = &r.pool_ref;
-        for (field, value) in [
-            ("apiGroup", p.api_group),
-            ("kind", p.kind),
-            ("name", p.name),
-        ] {
-            let path = format!("spec.poolRef.{field}");
-            if value.is_none_or(str::is_empty) && !has_error_at(&errors, &path) {
-                errors.push(FieldError::required("A5", path, ""));
-            }
-        }
-    }
+    pool_ref_required("A5", &r.pool_ref, &mut errors);
     // C2: references never leave the namespace.
     if r.pool_ref.has_namespace {
         errors.push(FieldError::forbidden(

@@ -17,7 +17,7 @@ use crate::model::{ObjKey, Operation, Request};
 use crate::rules::field::{FieldError, Verdict};
 use crate::rules::ipaddress::{gateway_findings, held_elsewhere, outside_pool};
 use crate::rules::pool::PoolKind;
-use crate::rules::util::{immutable_fields, ratchet, same, spec_changed, MAX_LISTED};
+use crate::rules::util::{immutable_fields, ratchet, require, same, spec_changed, MAX_LISTED};
 use crate::rules::Ctx;
 
 // === IPPool ===
@@ -54,11 +54,7 @@ pub(crate) fn validate_claim(req: &Request, ctx: &Ctx) -> Verdict {
         (Operation::Create, _) => {
             let r = read_claim(obj);
             v.errors.extend(r.errors.iter().cloned());
-            if r.pool_name.is_none_or(str::is_empty)
-                && !v.errors.iter().any(|e| e.path == "spec.pool.name")
-            {
-                v.deny(FieldError::required("MC1", "spec.pool.name", ""));
-            }
+            require("MC1", "spec.pool.name", r.pool_name, &mut v.errors);
             mc2_namespace("MC2", "spec.pool.namespace", r.pool_namespace, ns, &mut v);
             mc4(obj, ns, ctx, &mut v);
         }
@@ -183,9 +179,7 @@ fn findings(r: &AddressReading, ns: Option<&str>) -> Vec<FieldError> {
         ("spec.pool.name", r.pool_name),
         ("spec.claim.name", r.claim_name),
     ] {
-        if value.is_none_or(str::is_empty) && !errors.iter().any(|e| e.path == path) {
-            errors.push(FieldError::required("MA2", path, ""));
-        }
+        require("MA2", path, value, &mut errors);
     }
     let mut v = Verdict::default();
     mc2_namespace("MA2", "spec.pool.namespace", r.pool_namespace, ns, &mut v);

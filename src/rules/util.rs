@@ -80,6 +80,19 @@ pub(crate) fn immutable_fields(
     }
 }
 
+/// A field that must be set and non-empty (C1, A5, MC1, MA2): a Required cause at `path`, unless
+/// the reader already reported the field (a wrong type).
+pub(crate) fn require(
+    rule: &'static str,
+    path: &str,
+    value: Option<&str>,
+    errors: &mut Vec<FieldError>,
+) {
+    if value.is_none_or(str::is_empty) && !errors.iter().any(|e| e.path == path) {
+        errors.push(FieldError::required(rule, path, ""));
+    }
+}
+
 /// X5: keeps the findings the old object did not already have, so an update is judged only on
 /// what it changes (a problem that moves to another path or changes its text counts as new).
 pub(crate) fn ratchet(new: Vec<FieldError>, old: &[FieldError]) -> Vec<FieldError> {
