@@ -31,14 +31,7 @@ pub struct RefReading<'a> {
 impl<'a> RefReading<'a> {
     /// Reads the reference at `path` (`spec.poolRef`); type errors go to `errors` under `rule`.
     fn read(rule: &'static str, obj: &'a Value, path: &str, errors: &mut Vec<FieldError>) -> Self {
-        let raw = match read::object(rule, obj, path) {
-            Ok(r) => r,
-            Err(e) => {
-                errors.push(e);
-                return RefReading::default();
-            }
-        };
-        let Some(r) = raw else {
+        let Some(r) = read::keep(read::object(rule, obj, path), errors) else {
             return RefReading::default();
         };
         let mut field = |key: &str| match r.get(key) {
@@ -55,7 +48,7 @@ impl<'a> RefReading<'a> {
             }
         };
         RefReading {
-            raw,
+            raw: Some(r),
             api_group: field("apiGroup"),
             kind: field("kind"),
             name: field("name"),
@@ -107,10 +100,7 @@ pub struct ClaimReading<'a> {
 pub fn read_claim(obj: &Value) -> ClaimReading<'_> {
     let mut errors = Vec::new();
     let pool_ref = RefReading::read("C1", obj, "spec.poolRef", &mut errors);
-    let cluster_name = read::string("C5", obj, "spec.clusterName").unwrap_or_else(|e| {
-        errors.push(e);
-        None
-    });
+    let cluster_name = read::keep(read::string("C5", obj, "spec.clusterName"), &mut errors);
     ClaimReading {
         has_pool_ref: pool_ref.raw.is_some(),
         pool_ref,
@@ -178,20 +168,8 @@ pub fn read_address(obj: &Value) -> AddressReading<'_> {
         errors.push(FieldError::required("A2", "spec.prefix", ""));
     }
 
-    let claim_ref = match read::object("A5", obj, "spec.claimRef") {
-        Ok(c) => c,
-        Err(e) => {
-            errors.push(e);
-            None
-        }
-    };
-    let claim_name = match read::string("A5", obj, "spec.claimRef.name") {
-        Ok(n) => n,
-        Err(e) => {
-            errors.push(e);
-            None
-        }
-    };
+    let claim_ref = read::keep(read::object("A5", obj, "spec.claimRef"), &mut errors);
+    let claim_name = read::keep(read::string("A5", obj, "spec.claimRef.name"), &mut errors);
     let pool_ref = RefReading::read("A5", obj, "spec.poolRef", &mut errors);
 
     AddressReading {

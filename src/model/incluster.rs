@@ -49,10 +49,7 @@ fn families<'a>(items: impl IntoIterator<Item = &'a ListEntry<'a>>) -> (bool, bo
 
 impl<'a> Reader<'a> {
     fn keep<T>(&mut self, r: Result<Option<T>, FieldError>) -> Option<T> {
-        r.unwrap_or_else(|e| {
-            self.errors.push(e);
-            None
-        })
+        read::keep(r, &mut self.errors)
     }
 
     /// A list of pool entries at `path`; the list itself (for list-level causes) and the entries

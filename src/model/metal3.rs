@@ -38,21 +38,13 @@ fn prefix_field(
     family: Option<Family>,
     errors: &mut Vec<FieldError>,
 ) -> Option<u8> {
-    let raw = match read::at(read::integer("MP2", base, field), path) {
-        Ok(Some(0)) | Ok(None) => return None,
-        Ok(Some(p)) => p,
-        Err(e) => {
-            errors.push(e);
-            return None;
-        }
-    };
-    match read::prefix_in_family("MP2", path, raw, read::get(base, field), family) {
-        Ok(p) => Some(p),
-        Err(e) => {
-            errors.push(e);
-            None
-        }
-    }
+    let raw = read::keep(read::at(read::integer("MP2", base, field), path), errors)
+        .filter(|p| *p != 0)?;
+    let value = read::get(base, field);
+    read::keep(
+        read::prefix_in_family("MP2", path, raw, value, family).map(Some),
+        errors,
+    )
 }
 
 /// `dnsServers` at `path`: valid IPs of `family`.
@@ -64,14 +56,8 @@ fn dns_servers(
     errors: &mut Vec<FieldError>,
     warnings: &mut Vec<Warning>,
 ) {
-    let list = match read::at(read::array("MP2", base, field), path) {
-        Ok(l) => l.unwrap_or_default(),
-        Err(e) => {
-            errors.push(e);
-            return;
-        }
-    };
-    for (j, v) in list.iter().enumerate() {
+    let list = read::keep(read::at(read::array("MP2", base, field), path), errors);
+    for (j, v) in list.unwrap_or_default().iter().enumerate() {
         let item = format!("{path}[{j}]");
         let Some(text) = read::item_text("MP2", v, &item, errors) else {
             continue;
@@ -117,13 +103,10 @@ fn read_entry<'a>(
     let sub = |field: &str| format!("{path}.{field}");
     let start = read::ip_at("MP1", entry, "start", &sub("start"), errors, warnings);
     let end = read::ip_at("MP1", entry, "end", &sub("end"), errors, warnings);
-    let subnet_text_given = match read::at(read::string("MP1", entry, "subnet"), &sub("subnet")) {
-        Ok(t) => t,
-        Err(e) => {
-            errors.push(e);
-            None
-        }
-    };
+    let subnet_text_given = read::keep(
+        read::at(read::string("MP1", entry, "subnet"), &sub("subnet")),
+        errors,
+    );
     let subnet = subnet_text_given
         .and_then(|t| read::parsed("MP1", &sub("subnet"), t, parse_cidr(t), errors, warnings));
     if start.0.is_none() && end.0.is_none() && subnet_text_given.is_none() {
@@ -268,13 +251,7 @@ pub(crate) fn read_pool(obj: &Value) -> PoolReading {
     let mut errors = Vec::new();
     let mut warnings = Vec::new();
 
-    let list = match read::array("MP1", obj, "spec.pools") {
-        Ok(l) => l.unwrap_or_default(),
-        Err(e) => {
-            errors.push(e);
-            &[]
-        }
-    };
+    let list = read::keep(read::array("MP1", obj, "spec.pools"), &mut errors).unwrap_or_default();
     let mut entries: Vec<EntryReading> = (0..list.len())
         .filter_map(|i| read_entry(obj, i, &mut errors, &mut warnings))
         .collect();
@@ -449,13 +426,10 @@ fn pre_allocations(
     warnings: &mut Vec<Warning>,
 ) -> BTreeMap<String, Ip> {
     let mut out = BTreeMap::new();
-    let map = match read::object("MP3", obj, "spec.preAllocations") {
-        Ok(Some(Value::Object(m))) => m,
-        Ok(_) => return out,
-        Err(e) => {
-            errors.push(e);
-            return out;
-        }
+    let Some(Value::Object(map)) =
+        read::keep(read::object("MP3", obj, "spec.preAllocations"), errors)
+    else {
+        return out;
     };
     // Which claim each address went to first; keys come sorted (serde_json's map is ordered).
     let mut seen: BTreeMap<Ip, &str> = BTreeMap::new();
@@ -510,13 +484,8 @@ pub struct ClaimReading<'a> {
 /// Reads a Metal3 `IPClaim`.
 pub fn read_claim(obj: &Value) -> ClaimReading<'_> {
     let mut errors = Vec::new();
-    let mut s = |rule: &'static str, path: &str| match read::string(rule, obj, path) {
-        Ok(v) => v,
-        Err(e) => {
-            errors.push(e);
-            None
-        }
-    };
+    let mut s =
+        |rule: &'static str, path: &str| read::keep(read::string(rule, obj, path), &mut errors);
     let pool_name = s("MC1", "spec.pool.name");
     let pool_namespace = s("MC2", "spec.pool.namespace");
     let requested = obj
@@ -566,13 +535,7 @@ pub fn read_address(obj: &Value) -> AddressReading<'_> {
     // Unlike CAPI's, a Metal3 prefix is optional.
     let family = address.or(gateway).map(|ip| ip.family);
     let prefix = read::prefix("MA1", obj, "spec.prefix", family, &mut errors);
-    let mut s = |path: &str| match read::string("MA2", obj, path) {
-        Ok(v) => v,
-        Err(e) => {
-            errors.push(e);
-            None
-        }
-    };
+    let mut s = |path: &str| read::keep(read::string("MA2", obj, path), &mut errors);
     let pool_name = s("spec.pool.name");
     let pool_namespace = s("spec.pool.namespace");
     let claim_name = s("spec.claim.name");

@@ -107,6 +107,15 @@ pub fn boolean(rule: &'static str, obj: &Value, path: &str) -> Result<Option<boo
     }
 }
 
+/// The value of a lenient read, its error (if any) collected in `errors`: readers report every
+/// problem of an object, not the first.
+pub fn keep<T>(r: Result<Option<T>, FieldError>, errors: &mut Vec<FieldError>) -> Option<T> {
+    r.unwrap_or_else(|e| {
+        errors.push(e);
+        None
+    })
+}
+
 /// Reports a field error at `path`: the dotted readers know no list indexes, so a field of
 /// `spec.pools[i]` is read from the entry itself and its error moved to the full path.
 pub fn at<T>(r: Result<T, FieldError>, path: &str) -> Result<T, FieldError> {
@@ -178,13 +187,8 @@ pub fn ip_at<'a>(
     errors: &mut Vec<FieldError>,
     warnings: &mut Vec<Warning>,
 ) -> (Option<&'a str>, Option<Ip>) {
-    let text = match at(string(rule, base, field), path) {
-        Ok(Some(t)) => t,
-        Ok(None) => return (None, None),
-        Err(e) => {
-            errors.push(e);
-            return (None, None);
-        }
+    let Some(text) = keep(at(string(rule, base, field), path), errors) else {
+        return (None, None);
     };
     let ip = parsed(rule, path, text, parse_ip(text), errors, warnings);
     (Some(text), ip)
@@ -228,15 +232,11 @@ pub fn prefix(
     family: Option<Family>,
     errors: &mut Vec<FieldError>,
 ) -> Option<u8> {
-    integer(rule, obj, path)
-        .and_then(|raw| {
-            raw.map(|p| prefix_in_family(rule, path, p, get(obj, path), family))
-                .transpose()
-        })
-        .unwrap_or_else(|e| {
-            errors.push(e);
-            None
-        })
+    let raw = keep(integer(rule, obj, path), errors)?;
+    keep(
+        prefix_in_family(rule, path, raw, get(obj, path), family).map(Some),
+        errors,
+    )
 }
 
 /// Containers are echoed by their JSON text (cut at 64 characters by the formatter), not as whole objects.

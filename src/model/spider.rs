@@ -30,13 +30,7 @@ fn entries<'a>(
     errors: &mut Vec<FieldError>,
     warnings: &mut Vec<Warning>,
 ) -> Vec<ListEntry<'a>> {
-    let list = match read::array("S3", obj, path) {
-        Ok(l) => l.unwrap_or_default(),
-        Err(e) => {
-            errors.push(e);
-            &[]
-        }
-    };
+    let list = read::keep(read::array("S3", obj, path), errors).unwrap_or_default();
     let mut out = Vec::new();
     for (i, v) in list.iter().enumerate() {
         let item = format!("{path}[{i}]");
