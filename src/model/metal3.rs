@@ -488,11 +488,8 @@ pub fn read_claim(obj: &Value) -> ClaimReading<'_> {
         |rule: &'static str, path: &str| read::keep(read::string(rule, obj, path), &mut errors);
     let pool_name = s("MC1", "spec.pool.name");
     let pool_namespace = s("MC2", "spec.pool.namespace");
-    let requested = obj
-        .get("metadata")
-        .and_then(|m| m.get("annotations"))
-        .and_then(|a| a.get(IP_ADDRESS_ANNOTATION))
-        .and_then(Value::as_str);
+    let requested =
+        read::entry(obj, "metadata.annotations", IP_ADDRESS_ANNOTATION).and_then(Value::as_str);
     ClaimReading {
         pool_name,
         pool_namespace,

@@ -18,6 +18,12 @@ pub fn get<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
     (!cur.is_null()).then_some(cur)
 }
 
+/// The value under `key` of the map at `path` (`metadata.labels`, `metadata.annotations`), whose
+/// keys hold the dots and slashes a dotted path cannot name.
+pub fn entry<'a>(obj: &'a Value, path: &str, key: &str) -> Option<&'a Value> {
+    get(obj, path)?.get(key)
+}
+
 /// A string field. Missing → Ok(None); another type → Invalid at the path.
 pub fn string<'a>(
     rule: &'static str,

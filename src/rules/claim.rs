@@ -44,9 +44,7 @@ pub(crate) fn validate(req: &Request, ctx: &Ctx) -> Verdict {
 }
 
 fn label(obj: &Value) -> Option<&Value> {
-    obj.get("metadata")
-        .and_then(|m| m.get("labels"))
-        .and_then(|l| l.get(CLUSTER_NAME_LABEL))
+    read::entry(obj, "metadata.labels", CLUSTER_NAME_LABEL)
 }
 
 /// C1: every poolRef field present and non-empty, the name a DNS-1123 subdomain; C2: no namespace.

@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::address::parse_ip;
 use crate::kinds::Kind;
 use crate::model::metal3::{read_address, read_claim, AddressReading, IP_ADDRESS_ANNOTATION};
-use crate::model::{ObjKey, Operation, Request};
+use crate::model::{read, ObjKey, Operation, Request};
 use crate::rules::field::{FieldError, Verdict};
 use crate::rules::ipaddress::{gateway_findings, held_elsewhere, outside_pool};
 use crate::rules::pool::PoolKind;
@@ -62,13 +62,8 @@ pub(crate) fn validate_claim(req: &Request, ctx: &Ctx) -> Verdict {
             if spec_changed(obj, old) {
                 immutable_fields("MC3", &["spec"], obj, old, &mut v.errors);
             }
-            let annotation = |o: &'_ Value| {
-                o.get("metadata")
-                    .and_then(|m| m.get("annotations"))
-                    .and_then(|a| a.get(IP_ADDRESS_ANNOTATION))
-                    .cloned()
-            };
-            if !same(annotation(obj).as_ref(), annotation(old).as_ref()) {
+            let annotation = |o| read::entry(o, "metadata.annotations", IP_ADDRESS_ANNOTATION);
+            if !same(annotation(obj), annotation(old)) {
                 mc4(obj, ns, ctx, &mut v);
             }
         }
