@@ -24,10 +24,8 @@ async fn main() -> ExitCode {
         Command::Check(args) => {
             ExitCode::from(u8::try_from(ipam_guard::cli::check::run(&args)).unwrap_or(2))
         }
-        // NOT BUILT YET: becomes `ExitCode::from(ipam_guard::cli::audit::run(args))` once it lands.
-        Command::Audit(_) => {
-            eprintln!("error: not built yet");
-            ExitCode::from(2)
+        Command::Audit(args) => {
+            ExitCode::from(u8::try_from(ipam_guard::cli::audit::run(&args).await).unwrap_or(2))
         }
     }
 }

@@ -67,7 +67,7 @@ pub fn check(paths: &[PathBuf], options: Options) -> Outcome {
 }
 
 /// Judges manifests as CREATEs against each other; returns objects per kind and the findings.
-fn judge(
+pub fn judge(
     mut manifests: Vec<Manifest>,
     options: Options,
 ) -> (BTreeMap<crate::kinds::Kind, usize>, Vec<Finding>) {

@@ -1,5 +1,6 @@
 //! Command line: `serve`, `check`, `audit`. Thin: each command parses flags and hands over to the library.
 
+pub mod audit;
 pub mod check;
 pub mod report;
 pub mod serve;

@@ -23,7 +23,7 @@ pub const DEV_CERT_DIR: &str = "./certs/dev";
 pub const DEV_EXAMPLE: &str = "examples/reviews/claim-create.json";
 
 /// Runs the webhook until SIGTERM or SIGINT, then drains and returns.
-pub async fn run(args: ServeArgs, registry: Registry) -> anyhow::Result<()> {
+pub async fn run(args: ServeArgs, mut registry: Registry) -> anyhow::Result<()> {
     init_logging(args.log_format);
     // Installed before anything slow, so an early SIGTERM drains instead of killing.
     let term = signal(SignalKind::terminate()).context("cannot install the SIGTERM handler")?;
@@ -34,9 +34,6 @@ pub async fn run(args: ServeArgs, registry: Registry) -> anyhow::Result<()> {
     config.probe_listen = parse_addr(&args.probe_listen, "--probe-listen")?;
     config.metrics_listen = parse_addr(&args.metrics_listen, "--metrics-listen")?;
     config.shutdown_delay = args.shutdown_delay;
-    if args.audit_interval.is_some() {
-        tracing::warn!("--audit-interval is not built yet; no periodic audit will run");
-    }
 
     let dev_ca = if args.dev && args.tls_cert_file.is_none() {
         let dir = config.certs.cert.parent().unwrap_or(Path::new("."));
@@ -48,6 +45,29 @@ pub async fn run(args: ServeArgs, registry: Registry) -> anyhow::Result<()> {
     };
 
     let view = build_view(&args).await?;
+    // The periodic audit (off by default) reads the live cluster, never the --state-from files.
+    let _audit = match args.audit_interval {
+        Some(interval)
+            if args.state_from.is_empty() && !(args.dev && args.kubeconfig.is_none()) =>
+        {
+            let violations = crate::cli::audit::register_violations(&mut registry);
+            let client = crate::cluster::live::client(args.kubeconfig.as_deref()).await?;
+            let task = tokio::spawn(crate::cli::audit::periodic(
+                client,
+                Options::from(&args.rules),
+                interval,
+                violations,
+            ));
+            Some(AbortOnDrop(task))
+        }
+        Some(_) => {
+            tracing::warn!(
+                "--audit-interval needs a live cluster; ignored with --state-from or --dev"
+            );
+            None
+        }
+        None => None,
+    };
     let admission = Admission::new(view, Options::from(&args.rules));
     let server = Server::bind(config, admission, registry).await?;
     if let Some(certs) = dev_ca {
@@ -161,4 +181,13 @@ fn print_dev_banner(certs: &dev::DevCerts, addrs: Addrs) {
     println!(
         "    curl --cacert {ca} -H 'Content-Type: application/json' --data @{DEV_EXAMPLE} https://{host}:{port}/validate"
     );
+}
+
+/// Stops a background task when serve returns.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }

@@ -1,0 +1,161 @@
+//! `audit` (X4) against the fake API server: stored objects that would be denied now are reported
+//! with check's rule ids, file `cluster`; unreadable kinds make the exit code 2; the periodic audit
+//! sets `ipam_guard_violations{rule}`.
+
+mod live_support;
+
+use std::time::Duration;
+
+use ipam_guard::cli::audit::{self, ViolationLabels};
+use ipam_guard::cli::report::Severity;
+use ipam_guard::kinds::Kind;
+use ipam_guard::rules::Options;
+use live_support::*;
+use prometheus_client::registry::Registry;
+
+async fn cluster_with_slipped_objects() -> FakeApi {
+    let api = FakeApi::start().await;
+    for k in [
+        Kind::IPAddressClaim,
+        Kind::IPAddress,
+        Kind::InClusterIPPool,
+        Kind::GlobalInClusterIPPool,
+        Kind::VSphereMachine,
+    ] {
+        api.serve(k);
+    }
+    // Stored before the webhook was installed: two pools sharing 10.0.0.15-10.0.0.20 and two
+    // addresses holding 10.0.0.12.
+    api.apply(in_cluster_pool("ns", "pool-a", &["10.0.0.10-10.0.0.20"]));
+    api.apply(in_cluster_pool("ns", "pool-b", &["10.0.0.15-10.0.0.30"]));
+    api.apply(ip_address("ns", "addr-1", "10.0.0.12", "pool-a"));
+    api.apply(ip_address("ns", "addr-2", "10.0.0.12", "pool-a"));
+    api.apply(claim("ns", "addr-1", "pool-a"));
+    api.apply(claim("ns", "addr-2", "pool-a"));
+    api
+}
+
+fn rules_of(
+    findings: &[ipam_guard::cli::report::Finding],
+    severity: Severity,
+) -> Vec<&'static str> {
+    let mut r: Vec<&'static str> = findings
+        .iter()
+        .filter(|f| f.severity == severity)
+        .map(|f| f.rule)
+        .collect();
+    r.sort();
+    r.dedup();
+    r
+}
+
+#[tokio::test]
+async fn x4_audit_reports_stored_overlaps_and_duplicates() {
+    let api = cluster_with_slipped_objects().await;
+    let outcome = audit::audit(&api.client(), Options::default()).await;
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    let denied = rules_of(&outcome.findings, Severity::Deny);
+    assert!(denied.contains(&"P10"), "{:#?}", outcome.findings);
+    assert!(denied.contains(&"A9"), "{:#?}", outcome.findings);
+    for f in &outcome.findings {
+        assert_eq!(f.subject.file.as_deref(), Some("cluster"));
+    }
+    // Both sides of each conflict are reported: each is judged as if created next to the other.
+    let p10: Vec<String> = outcome
+        .findings
+        .iter()
+        .filter(|f| f.rule == "P10")
+        .map(|f| f.subject.key.to_string())
+        .collect();
+    assert!(
+        p10.contains(&"InClusterIPPool ns/pool-a".to_string()),
+        "{p10:?}"
+    );
+    assert!(
+        p10.contains(&"InClusterIPPool ns/pool-b".to_string()),
+        "{p10:?}"
+    );
+    let text = outcome
+        .findings
+        .iter()
+        .find(|f| f.rule == "A9")
+        .unwrap()
+        .to_string();
+    assert!(text.starts_with("cluster: IPAddress ns/addr-"), "{text}");
+    assert!(text.ends_with("[A9]"), "{text}");
+    assert_eq!(outcome.summary.exit_code(), 1);
+    assert_eq!(
+        outcome.summary.objects.get(&Kind::InClusterIPPool),
+        Some(&2)
+    );
+    assert_eq!(outcome.summary.objects.get(&Kind::IPAddress), Some(&2));
+}
+
+#[tokio::test]
+async fn x4_audit_of_a_clean_cluster_exits_0() {
+    let api = FakeApi::start().await;
+    api.serve(Kind::InClusterIPPool);
+    api.serve(Kind::IPAddress);
+    api.apply(in_cluster_pool("ns", "pool-a", &["10.0.0.10-10.0.0.20"]));
+    let outcome = audit::audit(&api.client(), Options::default()).await;
+    assert!(outcome.errors.is_empty());
+    assert_eq!(
+        rules_of(&outcome.findings, Severity::Deny),
+        Vec::<&str>::new()
+    );
+    assert_eq!(outcome.summary.exit_code(), 0);
+}
+
+#[tokio::test]
+async fn x4_audit_without_a_cluster_exits_2() {
+    let client = {
+        let api = FakeApi::start().await;
+        api.client()
+    };
+    let outcome = audit::audit(&client, Options::default()).await;
+    assert_eq!(outcome.errors.len(), 1, "{:?}", outcome.errors);
+    assert!(outcome.errors[0].contains("discovery"));
+    assert_eq!(outcome.summary.exit_code(), 2);
+}
+
+#[tokio::test]
+async fn x4_periodic_audit_sets_violations_per_rule() {
+    let api = cluster_with_slipped_objects().await;
+    let mut registry = Registry::default();
+    let violations = audit::register_violations(&mut registry);
+    let task = tokio::spawn(audit::periodic(
+        api.client(),
+        Options::default(),
+        Duration::from_millis(100),
+        violations.clone(),
+    ));
+    let gauge = |rule: &str| {
+        violations
+            .get_or_create(&ViolationLabels {
+                rule: rule.to_string(),
+            })
+            .get()
+    };
+    wait_for("violations to be counted", Duration::from_secs(20), || {
+        gauge("P10") == 2 && gauge("A9") == 2
+    })
+    .await;
+
+    // Fixed in the cluster: the next pass reads 0, and the series stays.
+    api.delete(Kind::InClusterIPPool, Some("ns"), "pool-b");
+    wait_for("P10 to drop to 0", Duration::from_secs(20), || {
+        gauge("P10") == 0
+    })
+    .await;
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    assert!(
+        text.contains("ipam_guard_violations{rule=\"P10\"} 0"),
+        "{text}"
+    );
+    assert!(
+        text.contains("ipam_guard_violations{rule=\"A9\"} 2"),
+        "{text}"
+    );
+    task.abort();
+}
