@@ -4,9 +4,9 @@
 
 use std::collections::HashSet;
 
-use crate::kinds::KINDS;
 use crate::model::capv::{network, pool_refs, PoolRefReading};
 use crate::model::{Meta, ObjKey, Operation, Request};
+use crate::rules::claim::not_a_pool_kind_of;
 use crate::rules::field::Verdict;
 use crate::rules::util::same;
 use crate::rules::Ctx;
@@ -76,21 +76,11 @@ fn v1(r: &PoolRefReading, namespace: Option<&str>, ctx: &Ctx, v: &mut Verdict) {
         r.name.unwrap_or_default(),
     );
     let Some(pool_kind) = r.pool_kind() else {
-        let known: Vec<&str> = KINDS
-            .iter()
-            .filter(|k| k.pool && k.group == group)
-            .map(|k| k.name)
-            .collect();
-        let message = if known.is_empty() {
+        let message = not_a_pool_kind_of(group, kind).unwrap_or_else(|| {
             format!(
                 "{kind}.{group} is not a pool kind ipam-guard knows; the reference was not checked"
             )
-        } else {
-            format!(
-                "{kind} is not a pool kind of {group} (pool kinds: {})",
-                known.join(", ")
-            )
-        };
+        });
         v.warn("V1", path, message);
         return;
     };

@@ -109,23 +109,27 @@ fn c3(r: &ClaimReading, namespace: Option<&str>, ctx: &Ctx, v: &mut Verdict) {
             }
         }
         None => {
-            let known: Vec<&str> = KINDS
-                .iter()
-                .filter(|k| k.pool && k.group == group)
-                .map(|k| k.name)
-                .collect();
-            if !known.is_empty() {
-                v.warn(
-                    "C3",
-                    "spec.poolRef.kind",
-                    format!(
-                        "{kind} is not a pool kind of {group} (pool kinds: {})",
-                        known.join(", ")
-                    ),
-                );
+            if let Some(message) = not_a_pool_kind_of(group, kind) {
+                v.warn("C3", "spec.poolRef.kind", message);
             }
         }
     }
+}
+
+/// C3 and V1: why `kind` of a group that has pool kinds is not one of them, naming those it has;
+/// None for a group without pool kinds.
+pub(crate) fn not_a_pool_kind_of(group: &str, kind: &str) -> Option<String> {
+    let known: Vec<&str> = KINDS
+        .iter()
+        .filter(|k| k.pool && k.group == group)
+        .map(|k| k.name)
+        .collect();
+    (!known.is_empty()).then(|| {
+        format!(
+            "{kind} is not a pool kind of {group} (pool kinds: {})",
+            known.join(", ")
+        )
+    })
 }
 
 /// C5: `spec.clusterName` and the cluster-name label, when both are set, agree.
