@@ -14,7 +14,7 @@
 //!
 //! Lock order: `decisions`, then `state`. Watch events take only `state`.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::ops::Deref;
 use std::sync::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
@@ -39,6 +39,11 @@ pub struct Shared {
 struct State {
     index: Index,
     pending: HashMap<ObjKey, Pending>,
+    /// Admissions in the order they happened. The TTL is one constant, so this is also expiry
+    /// order: a sweep looks only at the front instead of scanning every pending entry (a busy
+    /// dev server or load test can hold tens of thousands). Entries whose key was since confirmed
+    /// by the watch or re-admitted are skipped when they reach the front.
+    expiries: VecDeque<(Instant, ObjKey)>,
 }
 
 #[derive(Debug)]
@@ -76,6 +81,7 @@ impl Shared {
             state: RwLock::new(State {
                 index,
                 pending: HashMap::new(),
+                expiries: VecDeque::new(),
             }),
             decisions: Mutex::new(()),
             ttl,
@@ -117,8 +123,13 @@ impl Shared {
         let object = to_object(projection);
         let expires = Instant::now() + self.ttl;
         let mut state = self.state_write();
-        let State { index, pending } = &mut *state;
+        let State {
+            index,
+            pending,
+            expiries,
+        } = &mut *state;
         let key = object.key().clone();
+        expiries.push_back((expires, key.clone()));
         match pending.get_mut(&key) {
             Some(entry) => entry.expires = expires,
             None => {
@@ -132,24 +143,32 @@ impl Shared {
     /// Drops pending entries older than the TTL, giving back what each displaced.
     /// Cheap when nothing is pending (a read lock).
     pub fn sweep(&self, now: Instant) {
-        if !self.state_read().pending.values().any(|p| p.expires <= now) {
+        let due = |state: &State| state.expiries.front().is_some_and(|(at, _)| *at <= now);
+        if !due(&self.state_read()) {
             return;
         }
         let mut state = self.state_write();
-        let State { index, pending } = &mut *state;
-        let expired: Vec<ObjKey> = pending
-            .iter()
-            .filter(|(_, p)| p.expires <= now)
-            .map(|(k, _)| k.clone())
-            .collect();
-        for key in expired {
-            if let Some(entry) = pending.remove(&key) {
-                tracing::debug!(object = %key, "pending entry expired: the watch never showed it");
-                index.remove(&key);
-                if let Some(real) = entry.displaced {
-                    index.upsert(real);
+        let State {
+            index,
+            pending,
+            expiries,
+        } = &mut *state;
+        while let Some((at, key)) = expiries.front() {
+            if *at > now {
+                break;
+            }
+            // Only the entry's latest admission counts: an older queue slot of a re-admitted key,
+            // or of one the watch has since shown, is stale.
+            if pending.get(key).is_some_and(|p| p.expires <= now) {
+                if let Some(entry) = pending.remove(key) {
+                    tracing::debug!(object = %key, "pending entry expired: the watch never showed it");
+                    index.remove(key);
+                    if let Some(real) = entry.displaced {
+                        index.upsert(real);
+                    }
                 }
             }
+            expiries.pop_front();
         }
     }
 
@@ -184,7 +203,7 @@ impl Shared {
     /// stay (admitted writes the list may predate), but no longer cover a real object.
     pub fn finish_relist(&self, kind: Kind, seen: &HashSet<ObjKey>) {
         let mut state = self.state_write();
-        let State { index, pending } = &mut *state;
+        let State { index, pending, .. } = &mut *state;
         for (key, entry) in pending.iter_mut() {
             if key.kind == kind && !seen.contains(key) {
                 entry.displaced = None;
@@ -204,6 +223,7 @@ impl Shared {
     pub fn replace(&self, index: Index) {
         let mut state = self.state_write();
         state.pending.clear();
+        state.expiries.clear();
         state.index = index;
     }
 
