@@ -30,16 +30,14 @@ pub fn string<'a>(
     obj: &'a Value,
     path: &str,
 ) -> Result<Option<&'a str>, FieldError> {
-    match get(obj, path) {
-        None => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s)),
-        Some(v) => Err(FieldError::invalid(
-            rule,
-            path,
-            v.clone(),
-            "must be a string",
-        )),
-    }
+    typed(
+        rule,
+        obj,
+        path,
+        "must be a string",
+        Value::clone,
+        Value::as_str,
+    )
 }
 
 /// An integer field, never truncated: `4294967320` stays that number and `"abc"` is an error.
@@ -74,11 +72,9 @@ pub fn array<'a>(
     obj: &'a Value,
     path: &str,
 ) -> Result<Option<&'a [Value]>, FieldError> {
-    match get(obj, path) {
-        None => Ok(None),
-        Some(Value::Array(a)) => Ok(Some(a.as_slice())),
-        Some(v) => Err(FieldError::invalid(rule, path, short(v), "must be a list")),
-    }
+    typed(rule, obj, path, "must be a list", short, |v| {
+        v.as_array().map(Vec::as_slice)
+    })
 }
 
 /// An object field. Missing → Ok(None); another type → Invalid.
@@ -87,29 +83,32 @@ pub fn object<'a>(
     obj: &'a Value,
     path: &str,
 ) -> Result<Option<&'a Value>, FieldError> {
-    match get(obj, path) {
-        None => Ok(None),
-        Some(v @ Value::Object(_)) => Ok(Some(v)),
-        Some(v) => Err(FieldError::invalid(
-            rule,
-            path,
-            short(v),
-            "must be an object",
-        )),
-    }
+    typed(rule, obj, path, "must be an object", short, |v| {
+        v.is_object().then_some(v)
+    })
 }
 
 /// A boolean field. Missing → Ok(None); another type → Invalid.
 pub fn boolean(rule: &'static str, obj: &Value, path: &str) -> Result<Option<bool>, FieldError> {
-    match get(obj, path) {
-        None => Ok(None),
-        Some(Value::Bool(b)) => Ok(Some(*b)),
-        Some(v) => Err(FieldError::invalid(
-            rule,
-            path,
-            short(v),
-            "must be a boolean",
-        )),
+    typed(rule, obj, path, "must be a boolean", short, Value::as_bool)
+}
+
+/// A field of one JSON type, taken by `pick`: missing → Ok(None); another type → Invalid with
+/// `detail`, showing the value as `shown` writes it.
+fn typed<'a, T>(
+    rule: &'static str,
+    obj: &'a Value,
+    path: &str,
+    detail: &str,
+    shown: fn(&Value) -> Value,
+    pick: impl FnOnce(&'a Value) -> Option<T>,
+) -> Result<Option<T>, FieldError> {
+    let Some(v) = get(obj, path) else {
+        return Ok(None);
+    };
+    match pick(v) {
+        Some(t) => Ok(Some(t)),
+        None => Err(FieldError::invalid(rule, path, shown(v), detail)),
     }
 }
 
