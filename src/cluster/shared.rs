@@ -120,7 +120,7 @@ impl Shared {
 
     /// Records an object admitted outside `decide` (same rules as its `admitted` result).
     pub fn admit(&self, projection: Projection) {
-        let object = to_object(projection);
+        let object = projection;
         let expires = Instant::now() + self.ttl;
         let mut state = self.state_write();
         let State {
@@ -185,7 +185,7 @@ impl Shared {
         let mut state = self.state_write();
         state.pending.remove(key);
         match projection {
-            Some(p) => state.index.upsert(to_object(p)),
+            Some(p) => state.index.upsert(p),
             None => {
                 state.index.remove(key);
             }
@@ -251,15 +251,6 @@ impl ClusterView for Shared {
     }
     fn decide(&self, f: &mut dyn FnMut(&Index) -> Option<Projection>) {
         Shared::decide(self, |index| ((), f(index)));
-    }
-}
-
-// `model::Projection` and `index::Object` hold the same three projections; one of them may go.
-fn to_object(p: Projection) -> Object {
-    match p {
-        Projection::Pool(p) => Object::Pool(p),
-        Projection::Address(a) => Object::Address(a),
-        Projection::Claim(c) => Object::Claim(c),
     }
 }
 

@@ -33,23 +33,9 @@ use crate::model::{AddressProj, ClaimProj, ObjKey, PoolProj};
 
 use segments::SegmentMap;
 
-/// Any projection the index holds, for callers that handle every watched kind alike (relists).
-#[derive(Debug, Clone, PartialEq)]
-pub enum Object {
-    Pool(PoolProj),
-    Address(AddressProj),
-    Claim(ClaimProj),
-}
-
-impl Object {
-    pub fn key(&self) -> &ObjKey {
-        match self {
-            Object::Pool(p) => &p.key,
-            Object::Address(a) => &a.key,
-            Object::Claim(c) => &c.key,
-        }
-    }
-}
+/// What the index holds, one variant per projection: the same type `model::project` returns,
+/// so a watched or loaded object goes into the index without conversion.
+pub use crate::model::Projection as Object;
 
 /// Pools, addresses and claims with the lookups the rules need. See the module docs for layout.
 #[derive(Debug, Clone, Default)]
