@@ -12,6 +12,7 @@ use super::report::{self, Finding, Subject, Summary};
 use super::{CheckArgs, OverlapScope};
 use crate::cluster::load::{self, LoadError, Manifest, Source};
 use crate::cluster::StaticView;
+use crate::kinds::Kind;
 use crate::model::{ObjKey, Operation, Request};
 use crate::rules::field::{format_value, PatchOp, Verdict, Warning};
 use crate::rules::{self, Ctx, Options};
@@ -36,7 +37,9 @@ pub fn run(args: &CheckArgs) -> i32 {
             "note: --overlap-scope off: pool overlaps (P10) and duplicate addresses (A9) are not checked"
         );
     }
-    let outcome = check(&args.paths, options);
+    let (outcome, view) = check_keeping_view(&args.paths, options);
+    // The process ends right after: freeing 100k parsed objects one by one would only cost time.
+    std::mem::forget(view);
     for e in &outcome.errors {
         let _ = writeln!(err, "error: {e}");
     }
@@ -49,6 +52,10 @@ pub fn run(args: &CheckArgs) -> i32 {
 
 /// Reads `paths` and judges every object of a known kind.
 pub fn check(paths: &[PathBuf], options: Options) -> Outcome {
+    check_keeping_view(paths, options).0
+}
+
+fn check_keeping_view(paths: &[PathBuf], options: Options) -> (Outcome, StaticView) {
     let loaded = load::read_paths(paths);
     let mut summary = Summary {
         files: Some(loaded.files),
@@ -56,21 +63,29 @@ pub fn check(paths: &[PathBuf], options: Options) -> Outcome {
         unreadable: loaded.errors.len(),
         ..Summary::default()
     };
-    let findings = judge(loaded.manifests, options);
-    summary.count(&findings.1);
-    summary.objects = findings.0;
-    Outcome {
-        findings: findings.1,
+    let (objects, findings, view) = judge_keeping_view(loaded.manifests, options);
+    summary.objects = objects;
+    summary.count(&findings);
+    let outcome = Outcome {
+        findings,
         errors: loaded.errors,
         summary,
-    }
+    };
+    (outcome, view)
 }
 
-/// Judges manifests as CREATEs against each other; returns objects per kind and the findings.
-pub fn judge(
+/// Judges objects as CREATEs against each other (mutation first, then validation; SPEC X4):
+/// objects per kind and the findings, in the order of `manifests`. `audit` judges with this too.
+pub fn judge(manifests: Vec<Manifest>, options: Options) -> (BTreeMap<Kind, usize>, Vec<Finding>) {
+    let (objects, findings, _view) = judge_keeping_view(manifests, options);
+    (objects, findings)
+}
+
+/// `judge`, also handing back the view the objects were judged in (so `run` can skip freeing it).
+fn judge_keeping_view(
     mut manifests: Vec<Manifest>,
     options: Options,
-) -> (BTreeMap<crate::kinds::Kind, usize>, Vec<Finding>) {
+) -> (BTreeMap<Kind, usize>, Vec<Finding>, StaticView) {
     let mut per_object: Vec<Vec<Finding>> = Vec::with_capacity(manifests.len());
     let mut objects = BTreeMap::new();
 
@@ -124,7 +139,7 @@ pub fn judge(
         let subject = Subject::new(Some(m.source.file.clone()), m.key.clone());
         record(&subject, &verdict, &mut per_object[i]);
     });
-    (objects, per_object.into_iter().flatten().collect())
+    (objects, per_object.into_iter().flatten().collect(), view)
 }
 
 fn request(m: &Manifest) -> Request<'_> {

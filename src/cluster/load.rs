@@ -12,6 +12,7 @@
 //!
 //! Files are parsed on every core: 100k objects are mostly YAML scanning.
 
+use std::cell::Cell;
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 use std::io::Read;
@@ -19,7 +20,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use serde::Deserialize;
+use serde::de::{
+    self, DeserializeSeed, Deserializer, EnumAccess, MapAccess, SeqAccess, VariantAccess, Visitor,
+};
 use serde_json::{Map, Value};
 
 use crate::kinds::Kind;
@@ -373,14 +376,16 @@ fn parse_yaml(file: &Arc<str>, text: &str) -> FileResult {
     let mut out = FileResult::default();
     for (i, doc) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
         let source = Source::document(file, i + 1);
-        let value = serde_yaml_ng::Value::deserialize(doc).and_then(|mut v| {
-            v.apply_merge()?;
-            Ok(v)
-        });
-        match value {
+        let oversized = Cell::new(None);
+        match (YamlToJson {
+            oversized: &oversized,
+        })
+        .deserialize(doc)
+        {
             Ok(v) => dispatch(&source, v, &mut out),
             Err(e) => {
-                out.errors.push(LoadError::new(source, yaml_problem(&e)));
+                let problem = yaml_problem(&e, oversized.take());
+                out.errors.push(LoadError::new(source, problem));
                 // The parser cannot resynchronise: later documents would repeat this error forever.
                 break;
             }
@@ -406,139 +411,271 @@ fn parse_json(file: &Arc<str>, text: &str) -> FileResult {
     out
 }
 
-/// serde_yaml_ng reports an integer past 64 bits as a type error (`… as u128`); say what it means.
-fn yaml_problem(e: &serde_yaml_ng::Error) -> Problem {
+/// serde_yaml_ng writes `<path>: <detail> at line L column C`; a value we refused is not a
+/// syntax error, so it is reported as a problem with that field.
+fn yaml_problem(e: &serde_yaml_ng::Error, refused: Option<String>) -> Problem {
     let msg = e.to_string();
-    let too_big = msg
-        .split_once("invalid type: integer `")
-        .and_then(|(before, rest)| {
-            let (num, after) = rest.split_once('`')?;
-            (after.starts_with(" as u128") || after.starts_with(" as i128"))
-                .then(|| (before.trim_end_matches(": ").to_string(), num.to_string()))
-        });
-    match too_big {
-        Some((path, num)) => {
-            let at = e
-                .location()
-                .map(|l| format!(" (line {} column {})", l.line(), l.column()))
-                .unwrap_or_default();
-            Problem::Value {
-                path: if path.is_empty() { ".".into() } else { path },
-                detail: format!("{num} does not fit in a 64-bit integer{at}"),
+    let Some(detail) = refused else {
+        return Problem::Yaml(msg);
+    };
+    let path = match msg.split_once(&detail) {
+        Some((before, _)) => before.trim_end_matches(": ").to_string(),
+        None => String::new(),
+    };
+    let at = e
+        .location()
+        .map(|l| format!(" (line {} column {})", l.line(), l.column()))
+        .unwrap_or_default();
+    Problem::Value {
+        path: if path.is_empty() { ".".into() } else { path },
+        detail: format!("{detail}{at}"),
+    }
+}
+
+// === YAML straight to JSON ===
+
+/// Builds a `serde_json::Value` from the YAML event stream directly: half the work of going
+/// through `serde_yaml_ng::Value`, which matters at 100k objects. Keeps what sigs.k8s.io/yaml
+/// keeps: scalar keys become their text, tags are dropped for their value, `<<` merges (explicit
+/// keys win, earlier merges win over later), and a key given twice is an error.
+#[derive(Clone, Copy)]
+struct YamlToJson<'a> {
+    /// The detail of a value refused here, so the error is not reported as bad YAML.
+    oversized: &'a Cell<Option<String>>,
+}
+
+impl YamlToJson<'_> {
+    fn refuse<E: de::Error>(self, detail: String) -> E {
+        let e = E::custom(&detail);
+        self.oversized.set(Some(detail));
+        e
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for YamlToJson<'_> {
+    type Value = Value;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for YamlToJson<'_> {
+    type Value = Value;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any YAML value")
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Value, E> {
+        Ok(v.into())
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Value, E> {
+        Ok(v.into())
+    }
+    fn visit_i128<E: de::Error>(self, v: i128) -> Result<Value, E> {
+        Err(self.refuse(format!("{v} does not fit in a 64-bit integer")))
+    }
+    fn visit_u128<E: de::Error>(self, v: u128) -> Result<Value, E> {
+        Err(self.refuse(format!("{v} does not fit in a 64-bit integer")))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
+        // Integers past u128 also land here; `check_numbers` refuses them in objects we judge.
+        match serde_json::Number::from_f64(v) {
+            Some(n) => Ok(Value::Number(n)),
+            None => Err(self.refuse(format!("{v} is not a number JSON can hold"))),
+        }
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_string()))
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_none<E: de::Error>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1024));
+        while let Some(v) = seq.next_element_seed(self)? {
+            out.push(v);
+        }
+        Ok(Value::Array(out))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = Map::new();
+        let mut merges: Vec<Value> = Vec::new();
+        while let Some(key) = map.next_key_seed(KeyText)? {
+            let value = map.next_value_seed(self)?;
+            if key == "<<" {
+                match value {
+                    Value::Array(list) => merges.extend(list),
+                    v => merges.push(v),
+                }
+                continue;
+            }
+            if out.contains_key(&key) {
+                return Err(de::Error::custom(format!("duplicate key {key:?}")));
+            }
+            out.insert(key, value);
+        }
+        for merged in merges {
+            let Value::Object(merged) = merged else {
+                return Err(de::Error::custom("<< merges only mappings"));
+            };
+            for (k, v) in merged {
+                out.entry(k).or_insert(v);
             }
         }
-        None => Problem::Yaml(msg),
+        Ok(Value::Object(out))
+    }
+    fn visit_enum<A: EnumAccess<'de>>(self, tagged: A) -> Result<Value, A::Error> {
+        // `!tag value`: Kubernetes gives custom tags no meaning; the value is what counts.
+        let (_tag, value): (de::IgnoredAny, _) = tagged.variant()?;
+        value.newtype_variant_seed(self)
+    }
+}
+
+/// A mapping key as text (`1: a` → `"1"`), as sigs.k8s.io/yaml converts it.
+struct KeyText;
+
+impl<'de> DeserializeSeed<'de> for KeyText {
+    type Value = String;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<String, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KeyText {
+    type Value = String;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a scalar mapping key")
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<String, E> {
+        Ok(v.to_string())
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> Result<String, E> {
+        Ok(v)
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<String, E> {
+        Ok(v.to_string())
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<String, E> {
+        Ok(v.to_string())
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<String, E> {
+        Ok(v.to_string())
+    }
+    fn visit_i128<E: de::Error>(self, v: i128) -> Result<String, E> {
+        Ok(v.to_string())
+    }
+    fn visit_u128<E: de::Error>(self, v: u128) -> Result<String, E> {
+        Ok(v.to_string())
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<String, E> {
+        Ok(v.to_string())
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<String, E> {
+        Ok("null".to_string())
+    }
+    fn visit_enum<A: EnumAccess<'de>>(self, tagged: A) -> Result<String, A::Error> {
+        let (_tag, value): (de::IgnoredAny, _) = tagged.variant()?;
+        value.newtype_variant_seed(self)
     }
 }
 
 // === From documents to manifests ===
 
-/// What the dispatcher needs of a parsed document, so YAML and JSON share one reading.
-trait Doc: Sized {
-    fn type_name(&self) -> &'static str;
-    fn is_null(&self) -> bool;
-    fn is_object(&self) -> bool;
-    /// A top-level string field: None when absent or null, Err(type name) when not a string.
-    fn str_field(&self, key: &str) -> Option<Result<&str, &'static str>>;
-    /// Splits a list document into its elements; Err(self) when it is not a list.
-    fn into_list(self) -> Result<Vec<Self>, Self>;
-    /// Takes `items` out of an object.
-    fn take_items(&mut self) -> Option<Self>;
-    fn into_json(self) -> Result<Value, ValueError>;
-}
-
-fn dispatch<D: Doc>(source: &Source, doc: D, out: &mut FileResult) {
-    if doc.is_null() {
+fn dispatch(source: &Source, doc: Value, out: &mut FileResult) {
+    let doc = match doc {
         // An empty document (`---` twice, a trailing `---`) holds nothing.
-        return;
-    }
-    let doc = match doc.into_list() {
-        Ok(elements) => {
+        Value::Null => return,
+        Value::Array(elements) => {
             for (i, e) in elements.into_iter().enumerate() {
                 object(source.with_item(i), e, out);
             }
             return;
         }
-        Err(doc) => doc,
-    };
-    if !doc.is_object() {
-        out.errors.push(LoadError::new(
-            source.clone(),
-            Problem::NotAnObject(doc.type_name()),
-        ));
-        return;
-    }
-    let is_list =
-        matches!(doc.str_field("kind"), Some(Ok(k)) if k == "List" || k.ends_with("List"));
-    if is_list {
-        let mut doc = doc;
-        // `kind: List` without items is an empty list.
-        let Some(items) = doc.take_items() else {
-            return;
-        };
-        match items.into_list() {
-            Ok(elements) => {
-                for (i, e) in elements.into_iter().enumerate() {
-                    object(source.with_item(i), e, out);
-                }
-            }
-            Err(items) if items.is_null() => {}
-            Err(items) => out.errors.push(LoadError::new(
+        Value::Object(o) => o,
+        other => {
+            out.errors.push(LoadError::new(
                 source.clone(),
-                Problem::WrongType {
-                    field: "items",
-                    expected: "a list",
-                    found: items.type_name(),
-                },
-            )),
+                Problem::NotAnObject(json_type_name(&other)),
+            ));
+            return;
         }
+    };
+    let is_list = matches!(doc.get("kind"), Some(Value::String(k)) if k.ends_with("List"));
+    if !is_list {
+        object(source.clone(), Value::Object(doc), out);
         return;
     }
-    object(source.clone(), doc, out);
+    let mut doc = doc;
+    match doc.remove("items") {
+        // `kind: List` without items is an empty list.
+        None | Some(Value::Null) => {}
+        Some(Value::Array(elements)) => {
+            for (i, e) in elements.into_iter().enumerate() {
+                object(source.with_item(i), e, out);
+            }
+        }
+        Some(other) => out.errors.push(LoadError::new(
+            source.clone(),
+            Problem::WrongType {
+                field: "items",
+                expected: "a list",
+                found: json_type_name(&other),
+            },
+        )),
+    }
 }
 
-fn object<D: Doc>(source: Source, doc: D, out: &mut FileResult) {
-    if !doc.is_object() {
-        out.errors.push(LoadError::new(
-            source,
-            Problem::NotAnObject(doc.type_name()),
-        ));
+fn object(source: Source, mut object: Value, out: &mut FileResult) {
+    if !object.is_object() {
+        let found = json_type_name(&object);
+        out.errors
+            .push(LoadError::new(source, Problem::NotAnObject(found)));
         return;
     }
-    let field = |name: &'static str| -> Result<String, Problem> {
-        match doc.str_field(name) {
-            None => Err(Problem::Missing(name)),
-            Some(Ok("")) => Err(Problem::Missing(name)),
-            Some(Ok(s)) => Ok(s.to_string()),
-            Some(Err(found)) => Err(Problem::WrongType {
+    let field = |name: &'static str| -> Result<&str, Problem> {
+        match object.get(name) {
+            None | Some(Value::Null) => Err(Problem::Missing(name)),
+            Some(Value::String(s)) if s.is_empty() => Err(Problem::Missing(name)),
+            Some(Value::String(s)) => Ok(s),
+            Some(other) => Err(Problem::WrongType {
                 field: name,
                 expected: "a string",
-                found,
+                found: json_type_name(other),
             }),
         }
     };
-    let (api_version, kind) = match (field("apiVersion"), field("kind")) {
-        (Ok(a), Ok(k)) => (a, k),
+    let (kind, version) = match (field("apiVersion"), field("kind")) {
+        (Ok(api_version), Ok(kind)) => match Kind::from_api_version(api_version, kind) {
+            Some(known) => known,
+            None => {
+                let label = match api_version.rsplit_once('/') {
+                    Some((group, _)) => format!("{kind}.{group}"),
+                    None => kind.to_string(),
+                };
+                *out.skipped.entry(label).or_default() += 1;
+                return;
+            }
+        },
         (Err(p), _) | (_, Err(p)) => {
             out.errors.push(LoadError::new(source, p));
             return;
         }
     };
-    let Some((kind, version)) = Kind::from_api_version(&api_version, &kind) else {
-        let label = match api_version.rsplit_once('/') {
-            Some((group, _)) => format!("{kind}.{group}"),
-            None => kind,
-        };
-        *out.skipped.entry(label).or_default() += 1;
+    if let Err(e) = check_numbers(&object) {
+        out.errors.push(LoadError::new(source, e.into_problem()));
         return;
-    };
-    let mut object = match doc.into_json() {
-        Ok(v) => v,
-        Err(e) => {
-            out.errors.push(LoadError::new(source, e.into_problem()));
-            return;
-        }
-    };
+    }
     match identify(kind, &mut object) {
         Ok(key) => out.manifests.push(Manifest {
             source,
@@ -677,146 +814,21 @@ fn check_float(f: f64) -> Result<(), ValueError> {
     Ok(())
 }
 
-impl Doc for serde_yaml_ng::Value {
-    fn type_name(&self) -> &'static str {
-        use serde_yaml_ng::Value as Y;
-        match self {
-            Y::Null => "null",
-            Y::Bool(_) => "a boolean",
-            Y::Number(_) => "a number",
-            Y::String(_) => "a string",
-            Y::Sequence(_) => "a list",
-            Y::Mapping(_) => "an object",
-            Y::Tagged(t) => t.value.type_name(),
-        }
-    }
-    fn is_null(&self) -> bool {
-        serde_yaml_ng::Value::is_null(self)
-    }
-    fn is_object(&self) -> bool {
-        self.is_mapping()
-    }
-    fn str_field(&self, key: &str) -> Option<Result<&str, &'static str>> {
-        let v = self.as_mapping()?.get(key)?;
-        match v {
-            serde_yaml_ng::Value::Null => None,
-            serde_yaml_ng::Value::String(s) => Some(Ok(s)),
-            other => Some(Err(other.type_name())),
-        }
-    }
-    fn into_list(self) -> Result<Vec<Self>, Self> {
-        match self {
-            serde_yaml_ng::Value::Sequence(s) => Ok(s),
-            other => Err(other),
-        }
-    }
-    fn take_items(&mut self) -> Option<Self> {
-        self.as_mapping_mut()?.remove("items")
-    }
-    fn into_json(self) -> Result<Value, ValueError> {
-        yaml_to_json(self)
-    }
-}
-
-fn yaml_to_json(v: serde_yaml_ng::Value) -> Result<Value, ValueError> {
-    use serde_yaml_ng::Value as Y;
-    Ok(match v {
-        Y::Null => Value::Null,
-        Y::Bool(b) => Value::Bool(b),
-        Y::Number(n) => {
-            if let Some(u) = n.as_u64() {
-                Value::from(u)
-            } else if let Some(i) = n.as_i64() {
-                Value::from(i)
-            } else {
-                let f = n.as_f64().unwrap_or(f64::NAN);
-                check_float(f)?;
-                serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number)
-            }
-        }
-        Y::String(s) => Value::String(s),
-        Y::Sequence(seq) => {
-            let mut out = Vec::with_capacity(seq.len());
-            for (i, e) in seq.into_iter().enumerate() {
-                out.push(yaml_to_json(e).map_err(|err| err.at(Segment::Index(i)))?);
-            }
-            Value::Array(out)
-        }
-        Y::Mapping(m) => {
-            let mut out = Map::with_capacity(m.len());
-            for (k, v) in m {
-                // As sigs.k8s.io/yaml does: scalar keys become their text (`1: a` → `"1"`).
-                let key = match k {
-                    Y::String(s) => s,
-                    Y::Number(n) => n.to_string(),
-                    Y::Bool(b) => b.to_string(),
-                    Y::Null => "null".to_string(),
-                    other => {
-                        return Err(ValueError::new(format!(
-                            "a key must be a string, found {}",
-                            other.type_name()
-                        )))
-                    }
-                };
-                let v = match yaml_to_json(v) {
-                    Ok(v) => v,
-                    Err(err) => return Err(err.at(Segment::Key(key))),
-                };
-                out.insert(key, v);
-            }
-            Value::Object(out)
-        }
-        // Custom tags carry no meaning for Kubernetes: the value is what counts.
-        Y::Tagged(t) => yaml_to_json(t.value)?,
-    })
-}
-
-impl Doc for Value {
-    fn type_name(&self) -> &'static str {
-        json_type_name(self)
-    }
-    fn is_null(&self) -> bool {
-        Value::is_null(self)
-    }
-    fn is_object(&self) -> bool {
-        Value::is_object(self)
-    }
-    fn str_field(&self, key: &str) -> Option<Result<&str, &'static str>> {
-        match self.get(key)? {
-            Value::Null => None,
-            Value::String(s) => Some(Ok(s)),
-            other => Some(Err(json_type_name(other))),
-        }
-    }
-    fn into_list(self) -> Result<Vec<Self>, Self> {
-        match self {
-            Value::Array(a) => Ok(a),
-            other => Err(other),
-        }
-    }
-    fn take_items(&mut self) -> Option<Self> {
-        self.as_object_mut()?.remove("items")
-    }
-    fn into_json(self) -> Result<Value, ValueError> {
-        check_json_numbers(&self)?;
-        Ok(self)
-    }
-}
-
-fn check_json_numbers(v: &Value) -> Result<(), ValueError> {
+/// Refuses floats standing for integers past 64 bits (see `check_float`), with their path.
+fn check_numbers(v: &Value) -> Result<(), ValueError> {
     match v {
         Value::Number(n) if !n.is_u64() && !n.is_i64() => {
             check_float(n.as_f64().unwrap_or(f64::NAN))
         }
         Value::Array(a) => {
             for (i, e) in a.iter().enumerate() {
-                check_json_numbers(e).map_err(|err| err.at(Segment::Index(i)))?;
+                check_numbers(e).map_err(|err| err.at(Segment::Index(i)))?;
             }
             Ok(())
         }
         Value::Object(o) => {
             for (k, e) in o {
-                check_json_numbers(e).map_err(|err| err.at(Segment::Key(k.clone())))?;
+                check_numbers(e).map_err(|err| err.at(Segment::Key(k.clone())))?;
             }
             Ok(())
         }
@@ -910,7 +922,7 @@ items:
             ),
             (
                 "apiVersion: ipam.cluster.x-k8s.io/v1beta2\nkind: IPAddress\nmetadata: {name: a}\nspec: {prefix: .nan}\n",
-                "x.yaml: document 1: spec.prefix: NaN is not a number JSON can hold",
+                "x.yaml: document 1: spec.prefix: NaN is not a number JSON can hold (line 4",
             ),
             (
                 "apiVersion: v1\nkind: List\nitems: [5]\n",
@@ -942,6 +954,35 @@ items:
         assert_eq!(spec["big"].as_u64(), Some(u64::MAX));
         assert_eq!(spec["neg"].as_i64(), Some(-5));
         assert_eq!(spec["f"].as_f64(), Some(24.5));
+    }
+
+    #[test]
+    fn yaml_merges_tags_scalar_keys_and_duplicates() {
+        let l = read_str(
+            "x.yaml",
+            "base: &ref {address: 10.0.0.1, prefix: 24}\n\
+             apiVersion: !custom ipam.cluster.x-k8s.io/v1beta2\n\
+             kind: IPAddress\n\
+             metadata: {name: a, labels: {1: one, true: yes}}\n\
+             spec:\n  <<: *ref\n  prefix: 25\n",
+        );
+        assert_eq!(errors(&l), Vec::<String>::new());
+        let o = &l.manifests[0].object;
+        assert_eq!(o["spec"]["address"], "10.0.0.1");
+        assert_eq!(
+            o["spec"]["prefix"], 25,
+            "explicit keys win over merged ones"
+        );
+        assert_eq!(o["metadata"]["labels"]["1"], "one");
+        assert_eq!(o["metadata"]["labels"]["true"], "yes");
+
+        let l = read_str("x.yaml", "apiVersion: v1\nkind: ConfigMap\nkind: Secret\n");
+        assert_eq!(errors(&l).len(), 1);
+        assert!(
+            errors(&l)[0].contains("duplicate key \"kind\""),
+            "{:?}",
+            errors(&l)
+        );
     }
 
     #[test]
