@@ -264,7 +264,18 @@ enum Judged {
 
 fn verdict_rules(v: &std::thread::Result<Judged>) -> Vec<String> {
     match v {
-        Ok(Judged::Verdict(_, v)) => v.rules().into_iter().map(str::to_string).collect(),
+        // The rules behind the decision: a denial's, or (when allowed) the warnings'. A warning
+        // that rides along with a denial is not counted as a denial rule.
+        Ok(Judged::Verdict(_, v)) => {
+            let mut ids: Vec<&str> = if v.errors.is_empty() {
+                v.warnings.iter().map(|w| w.rule).collect()
+            } else {
+                v.errors.iter().map(|e| e.rule).collect()
+            };
+            ids.sort_unstable();
+            ids.dedup();
+            ids.into_iter().map(str::to_string).collect()
+        }
         _ => Vec::new(),
     }
 }
@@ -512,9 +523,12 @@ pub fn denial_status(name: &str, kind: Kind, v: &Verdict) -> Status {
 
 /// apimachinery's aggregate error text: one message bare, several as `[a, b]`, duplicates once.
 fn aggregate(msgs: impl Iterator<Item = String>) -> String {
+    // The set keeps this linear: a search of the list alone made a pool with 100k bad
+    // entries take minutes (tests/hostile_regressions.rs).
+    let mut unique = std::collections::HashSet::new();
     let mut seen: Vec<String> = Vec::new();
     for m in msgs {
-        if !seen.contains(&m) {
+        if unique.insert(m.clone()) {
             seen.push(m);
         }
     }
