@@ -685,6 +685,37 @@ mod tests {
     }
 
     #[test]
+    fn outcome_names_the_denying_rules_or_else_the_warning_ones() {
+        let a = admission();
+        let claim = |ns: Option<&str>| {
+            let mut pool_ref = json!({"apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterIPPool", "name": "missing"});
+            if let Some(ns) = ns {
+                pool_ref["namespace"] = json!(ns);
+            }
+            json!({"metadata": {"name": "x", "namespace": "ns"}, "spec": {"poolRef": pool_ref}})
+        };
+        let denied = a.review(
+            Endpoint::Validate,
+            &review_of("IPAddressClaim", "CREATE", claim(Some("other"))),
+        );
+        let o = denied.outcome.unwrap();
+        assert!(!o.allowed);
+        assert_eq!(
+            o.rules,
+            vec!["C2".to_string()],
+            "C3's warning rides along but did not deny"
+        );
+        let warned = a.review(
+            Endpoint::Validate,
+            &review_of("IPAddressClaim", "CREATE", claim(None)),
+        );
+        let o = warned.outcome.unwrap();
+        assert!(o.allowed);
+        assert_eq!(o.rules, vec!["C3".to_string()]);
+        assert_eq!(o.warnings, 1);
+    }
+
+    #[test]
     fn status_text_follows_new_invalid_and_new_forbidden() {
         let mut v = Verdict::default();
         v.deny(FieldError::invalid(
