@@ -1,0 +1,108 @@
+//! Every rule family end to end, on real-shaped AdmissionReview bodies (captures edited to fit the
+//! state) against 10k pools, 100k claims and 100k addresses from `examples/gen-state.rs`:
+//!
+//! - `review/*`: `Admission::review`, bytes in to bytes out, through the `Shared` view that
+//!   `serve --state-from` uses (decision lock, pending entries for what is admitted);
+//! - `decode/*`: only `serde_json::from_slice` of the same body, the floor under `review`;
+//! - `rules/*`: only `rules::validate` on the decoded request, the part the index answers.
+//!
+//! `cargo bench --bench review`
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use ipam_guard::admission::{Admission, Endpoint};
+use ipam_guard::cluster::Shared;
+use ipam_guard::kinds::Kind;
+use ipam_guard::model::{Operation, Request};
+use ipam_guard::rules::{self, Ctx, Options};
+use serde_json::Value;
+
+#[path = "support/mod.rs"]
+mod support;
+
+use support::{Case, State};
+
+const POOLS: usize = 10_000;
+const ADDRESSES: usize = 100_000;
+const NAMESPACES: usize = 50;
+/// Bodies per case; the benches use the first, `check` judges all.
+const VARIANTS: usize = 2;
+
+fn reviews(c: &mut Criterion) {
+    let state = State::generate(POOLS, ADDRESSES, NAMESPACES, VARIANTS);
+    let bodies = state.bodies(VARIANTS);
+    let index = state.index.clone();
+    let view = Arc::new(Shared::new(state.index));
+    let admission = Admission::new(view, Options::default());
+    support::check(&bodies, &admission);
+    let first = |case: Case| bodies.iter().find(|b| b.case == case).unwrap();
+
+    let mut g = c.benchmark_group("review");
+    for case in Case::ALL {
+        let body = &first(case).bytes;
+        g.bench_function(case.name(), |b| {
+            b.iter(|| admission.review(Endpoint::Validate, black_box(body)))
+        });
+    }
+    // The API server calls /mutate first for a claim create (M1, M2).
+    let claim = &first(Case::ClaimCreate).bytes;
+    g.bench_function("claim_create_mutate", |b| {
+        b.iter(|| admission.review(Endpoint::Mutate, black_box(claim)))
+    });
+    g.finish();
+
+    let mut g = c.benchmark_group("decode");
+    for case in Case::ALL {
+        let body = &first(case).bytes;
+        g.bench_function(case.name(), |b| {
+            b.iter(|| serde_json::from_slice::<Value>(black_box(body)).unwrap())
+        });
+    }
+    g.finish();
+
+    let ctx = Ctx {
+        index: &index,
+        options: Options::default(),
+    };
+    let mut g = c.benchmark_group("rules");
+    for case in Case::ALL {
+        let review: Value = serde_json::from_slice(&first(case).bytes).unwrap();
+        let req = request(&review);
+        g.bench_function(case.name(), |b| {
+            b.iter(|| rules::validate(black_box(&req), &ctx))
+        });
+    }
+    g.finish();
+}
+
+/// The request as `admission` hands it to the rules.
+fn request(review: &Value) -> Request<'_> {
+    let r = &review["request"];
+    fn s(v: &Value) -> &str {
+        v.as_str().unwrap_or_default()
+    }
+    let obj = |k: &str| r.get(k).filter(|v| !v.is_null());
+    Request {
+        operation: Operation::parse(s(&r["operation"])).unwrap(),
+        kind: Kind::from_group_kind(s(&r["kind"]["group"]), s(&r["kind"]["kind"])).unwrap(),
+        version: s(&r["kind"]["version"]),
+        namespace: r["namespace"].as_str(),
+        name: s(&r["name"]),
+        object: obj("object"),
+        old_object: obj("oldObject"),
+        dry_run: r["dryRun"].as_bool().unwrap_or(false),
+    }
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default()
+        .sample_size(20)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2));
+    targets = reviews
+}
+criterion_main!(benches);
