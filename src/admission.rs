@@ -453,7 +453,18 @@ fn respond(env: &Envelope, kind: Kind, v: &Verdict) -> Value {
         json!({ "uid": env.uid, "allowed": false, "status": denial_status(&env.name, kind, v) })
     };
     if !v.warnings.is_empty() {
-        let warnings: Vec<String> = v.warnings.iter().map(ToString::to_string).collect();
+        let mut warnings: Vec<String> = v
+            .warnings
+            .iter()
+            .take(MAX_SHOWN)
+            .map(ToString::to_string)
+            .collect();
+        if v.warnings.len() > MAX_SHOWN {
+            warnings.push(format!(
+                "and {} more warnings not shown",
+                v.warnings.len() - MAX_SHOWN
+            ));
+        }
         response["warnings"] = json!(warnings);
     }
     if v.allowed() && !v.patch.is_empty() {
@@ -469,10 +480,18 @@ fn respond(env: &Envelope, kind: Kind, v: &Verdict) -> Value {
     response
 }
 
-/// The Status of a denial, as apimachinery's `NewInvalid` / `NewForbidden` write it, with one cause per problem.
+/// At most this many causes, and warnings, go into one answer; the rest are counted. A 400 KiB
+/// pool of 100k bad entries made a 24 MB answer and 250 MB of transient memory, so a few such
+/// requests could get the webhook OOM-killed (tests/hostile_regressions.rs). `ipam-guard check`
+/// still lists every problem.
+const MAX_SHOWN: usize = 100;
+
+/// The Status of a denial, as apimachinery's `NewInvalid` / `NewForbidden` write it, with one
+/// cause per problem (up to `MAX_SHOWN`, then one `FieldValueTooMany` cause counting the rest).
 pub fn denial_status(name: &str, kind: Kind, v: &Verdict) -> Status {
-    let causes: Vec<StatusCause> = v
-        .errors
+    let shown = &v.errors[..v.errors.len().min(MAX_SHOWN)];
+    let hidden = v.errors.len() - shown.len();
+    let mut causes: Vec<StatusCause> = shown
         .iter()
         .map(|e| StatusCause {
             reason: e.kind.reason().to_string(),
@@ -480,6 +499,16 @@ pub fn denial_status(name: &str, kind: Kind, v: &Verdict) -> Status {
             field: e.path.clone(),
         })
         .collect();
+    let more = (hidden > 0).then(|| format!("and {hidden} more problems not shown"));
+    if more.is_some() {
+        causes.push(StatusCause {
+            reason: "FieldValueTooMany".to_string(),
+            message: format!(
+                "Too many: {hidden} more problems not shown; `ipam-guard check` lists them all"
+            ),
+            field: v.errors[MAX_SHOWN].path.clone(),
+        });
+    }
     let (code, reason, message) = match v.reason {
         DenyReason::Invalid => (
             422,
@@ -489,7 +518,7 @@ pub fn denial_status(name: &str, kind: Kind, v: &Verdict) -> Status {
                 kind.name(),
                 kind.group(),
                 name,
-                aggregate(v.errors.iter().map(ToString::to_string))
+                aggregate(shown.iter().map(ToString::to_string).chain(more.clone()))
             ),
         ),
         DenyReason::Forbidden => (
@@ -500,7 +529,7 @@ pub fn denial_status(name: &str, kind: Kind, v: &Verdict) -> Status {
                 kind.plural(),
                 kind.group(),
                 name,
-                aggregate(v.errors.iter().map(|e| e.detail.clone()))
+                aggregate(shown.iter().map(|e| e.detail.clone()).chain(more))
             ),
         ),
     };
