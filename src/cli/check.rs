@@ -134,11 +134,16 @@ fn judge_keeping_view(
     drop(first_seen);
 
     let mut view = StaticView::from_manifests(manifests);
-    view.each_as_create(|i, m, index| {
+    let judged = view.each_as_create_par(|m, index| {
         let verdict = rules::validate(&request(m), &Ctx { index, options });
         let subject = Subject::new(Some(m.source.file.clone()), m.key.clone());
-        record(&subject, &verdict, &mut per_object[i]);
+        let mut found = Vec::new();
+        record(&subject, &verdict, &mut found);
+        found
     });
+    for (found, more) in per_object.iter_mut().zip(judged) {
+        found.extend(more);
+    }
     (objects, per_object.into_iter().flatten().collect(), view)
 }
 

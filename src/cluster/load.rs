@@ -7,12 +7,13 @@
 //!   `kind: List` (or `…List`) with `items`, or a bare list of objects.
 //! - Objects of kinds outside `kinds::KINDS` are counted and skipped, unread beyond their type.
 //! - Values stay as YAML gives them (`yes` is a string, `0x1F` is 31), but a number is never
-//!   truncated: one that fits neither i64 nor u64 is an error naming the file, the document and
-//!   the field, as is a document that is not an object or lacks `apiVersion`, `kind` or a name.
+//!   truncated: one that fits neither i64 nor u64 (in any object: it is caught while parsing) is an
+//!   error naming the file, the document, the field and the line, as is a document that is not an
+//!   object, or an object of a known kind that lacks `apiVersion`, `kind` or a name.
 //!
 //! Files are parsed on every core: 100k objects are mostly YAML scanning.
 
-use std::cell::Cell;
+use std::cell::RefCell;
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 use std::io::Read;
@@ -376,15 +377,15 @@ fn parse_yaml(file: &Arc<str>, text: &str) -> FileResult {
     let mut out = FileResult::default();
     for (i, doc) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
         let source = Source::document(file, i + 1);
-        let oversized = Cell::new(None);
-        match (YamlToJson {
-            oversized: &oversized,
-        })
-        .deserialize(doc)
-        {
+        let refused = RefCell::new(None);
+        match (ToJson { refused: &refused }).deserialize(doc) {
             Ok(v) => dispatch(&source, v, &mut out),
             Err(e) => {
-                let problem = yaml_problem(&e, oversized.take());
+                let at = e.location().map(|l| (l.line(), l.column()));
+                let problem = match refused.into_inner() {
+                    Some(r) => r.into_problem(at),
+                    None => Problem::Yaml(e.to_string()),
+                };
                 out.errors.push(LoadError::new(source, problem));
                 // The parser cannot resynchronise: later documents would repeat this error forever.
                 break;
@@ -396,14 +397,22 @@ fn parse_yaml(file: &Arc<str>, text: &str) -> FileResult {
 
 fn parse_json(file: &Arc<str>, text: &str) -> FileResult {
     let mut out = FileResult::default();
-    let stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
-    for (i, value) in stream.enumerate() {
+    let mut de = serde_json::Deserializer::from_str(text);
+    // A file may hold several JSON values one after another (`kubectl get -o json` per object).
+    for i in 0.. {
+        if de.end().is_ok() {
+            break;
+        }
         let source = Source::document(file, i + 1);
-        match value {
+        let refused = RefCell::new(None);
+        match (ToJson { refused: &refused }).deserialize(&mut de) {
             Ok(v) => dispatch(&source, v, &mut out),
             Err(e) => {
-                out.errors
-                    .push(LoadError::new(source, Problem::Json(e.to_string())));
+                let problem = match refused.into_inner() {
+                    Some(r) => r.into_problem(Some((e.line(), e.column()))),
+                    None => Problem::Json(e.to_string()),
+                };
+                out.errors.push(LoadError::new(source, problem));
                 break;
             }
         }
@@ -411,55 +420,47 @@ fn parse_json(file: &Arc<str>, text: &str) -> FileResult {
     out
 }
 
-/// serde_yaml_ng writes `<path>: <detail> at line L column C`; a value we refused is not a
-/// syntax error, so it is reported as a problem with that field.
-fn yaml_problem(e: &serde_yaml_ng::Error, refused: Option<String>) -> Problem {
-    let msg = e.to_string();
-    let Some(detail) = refused else {
-        return Problem::Yaml(msg);
-    };
-    let path = match msg.split_once(&detail) {
-        Some((before, _)) => before.trim_end_matches(": ").to_string(),
-        None => String::new(),
-    };
-    let at = e
-        .location()
-        .map(|l| format!(" (line {} column {})", l.line(), l.column()))
-        .unwrap_or_default();
-    Problem::Value {
-        path: if path.is_empty() { ".".into() } else { path },
-        detail: format!("{detail}{at}"),
-    }
-}
+// === Documents straight to JSON values ===
 
-// === YAML straight to JSON ===
-
-/// Builds a `serde_json::Value` from the YAML event stream directly: half the work of going
+/// Builds a `serde_json::Value` from YAML events (or JSON) directly: half the work of going
 /// through `serde_yaml_ng::Value`, which matters at 100k objects. Keeps what sigs.k8s.io/yaml
 /// keeps: scalar keys become their text, tags are dropped for their value, `<<` merges (explicit
-/// keys win, earlier merges win over later), and a key given twice is an error.
+/// keys win, earlier merges win over later), and a key given twice is an error. Refuses what
+/// JSON cannot hold faithfully: integers past 64 bits (parsers hand them over as u128 or as a
+/// rounded float) and NaN or infinity.
 #[derive(Clone, Copy)]
-struct YamlToJson<'a> {
-    /// The detail of a value refused here, so the error is not reported as bad YAML.
-    oversized: &'a Cell<Option<String>>,
+struct ToJson<'a> {
+    /// What was refused, with its path filled in while the error travels up; so the error is
+    /// reported at its field rather than as bad syntax.
+    refused: &'a RefCell<Option<ValueError>>,
 }
 
-impl YamlToJson<'_> {
+impl ToJson<'_> {
     fn refuse<E: de::Error>(self, detail: String) -> E {
         let e = E::custom(&detail);
-        self.oversized.set(Some(detail));
+        *self.refused.borrow_mut() = Some(ValueError {
+            rev_path: Vec::new(),
+            detail,
+        });
+        e
+    }
+    /// Records one level of the refused value's path as the error passes through it.
+    fn passing<E>(self, e: E, segment: impl FnOnce() -> Segment) -> E {
+        if let Some(r) = self.refused.borrow_mut().as_mut() {
+            r.rev_path.push(segment());
+        }
         e
     }
 }
 
-impl<'de> DeserializeSeed<'de> for YamlToJson<'_> {
+impl<'de> DeserializeSeed<'de> for ToJson<'_> {
     type Value = Value;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
         d.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for YamlToJson<'_> {
+impl<'de> Visitor<'de> for ToJson<'_> {
     type Value = Value;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("any YAML value")
@@ -480,11 +481,10 @@ impl<'de> Visitor<'de> for YamlToJson<'_> {
         Err(self.refuse(format!("{v} does not fit in a 64-bit integer")))
     }
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
-        // Integers past u128 also land here; `check_numbers` refuses them in objects we judge.
-        match serde_json::Number::from_f64(v) {
-            Some(n) => Ok(Value::Number(n)),
-            None => Err(self.refuse(format!("{v} is not a number JSON can hold"))),
+        if let Some(detail) = float_problem(v) {
+            return Err(self.refuse(detail));
         }
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
     }
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Value, E> {
         Ok(Value::String(v.to_string()))
@@ -503,8 +503,12 @@ impl<'de> Visitor<'de> for YamlToJson<'_> {
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
         let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1024));
-        while let Some(v) = seq.next_element_seed(self)? {
-            out.push(v);
+        loop {
+            match seq.next_element_seed(self) {
+                Ok(Some(v)) => out.push(v),
+                Ok(None) => break,
+                Err(e) => return Err(self.passing(e, || Segment::Index(out.len()))),
+            }
         }
         Ok(Value::Array(out))
     }
@@ -512,7 +516,10 @@ impl<'de> Visitor<'de> for YamlToJson<'_> {
         let mut out = Map::new();
         let mut merges: Vec<Value> = Vec::new();
         while let Some(key) = map.next_key_seed(KeyText)? {
-            let value = map.next_value_seed(self)?;
+            let value = match map.next_value_seed(self) {
+                Ok(v) => v,
+                Err(e) => return Err(self.passing(e, || Segment::Key(key))),
+            };
             if key == "<<" {
                 match value {
                     Value::Array(list) => merges.extend(list),
@@ -672,10 +679,6 @@ fn object(source: Source, mut object: Value, out: &mut FileResult) {
             return;
         }
     };
-    if let Err(e) = check_numbers(&object) {
-        out.errors.push(LoadError::new(source, e.into_problem()));
-        return;
-    }
     match identify(kind, &mut object) {
         Ok(key) => out.manifests.push(Manifest {
             source,
@@ -762,17 +765,7 @@ enum Segment {
 }
 
 impl ValueError {
-    fn new(detail: String) -> Self {
-        ValueError {
-            rev_path: Vec::new(),
-            detail,
-        }
-    }
-    fn at(mut self, s: Segment) -> Self {
-        self.rev_path.push(s);
-        self
-    }
-    fn into_problem(self) -> Problem {
+    fn into_problem(self, at: Option<(usize, usize)>) -> Problem {
         let mut path = String::new();
         for s in self.rev_path.iter().rev() {
             match s {
@@ -788,52 +781,25 @@ impl ValueError {
         if path.is_empty() {
             path.push('.');
         }
+        let at = at
+            .map(|(line, column)| format!(" (line {line} column {column})"))
+            .unwrap_or_default();
         Problem::Value {
             path,
-            detail: self.detail,
+            detail: format!("{}{at}", self.detail),
         }
     }
 }
 
-/// An f64 that stands for an integer past 64 bits (YAML and JSON parsers fall back to a float for
-/// those): keeping it would hand the rules a rounded number.
-fn check_float(f: f64) -> Result<(), ValueError> {
+/// What is wrong with a float a parser handed over, if anything. Integers past u128 arrive as a
+/// rounded float; keeping one would hand the rules a number nobody wrote.
+fn float_problem(f: f64) -> Option<String> {
     if !f.is_finite() {
-        return Err(ValueError::new(format!(
-            "{f} is not a number JSON can hold"
-        )));
+        return Some(format!("{f} is not a number JSON can hold"));
     }
-    // 2^64 and -2^63: every integer inside is read as u64 or i64 before any float.
-    if f.fract() == 0.0
-        && !(-9_223_372_036_854_775_808.0..18_446_744_073_709_551_616.0).contains(&f)
-    {
-        return Err(ValueError::new(format!(
-            "{f:?} does not fit in a 64-bit integer"
-        )));
-    }
-    Ok(())
-}
-
-/// Refuses floats standing for integers past 64 bits (see `check_float`), with their path.
-fn check_numbers(v: &Value) -> Result<(), ValueError> {
-    match v {
-        Value::Number(n) if !n.is_u64() && !n.is_i64() => {
-            check_float(n.as_f64().unwrap_or(f64::NAN))
-        }
-        Value::Array(a) => {
-            for (i, e) in a.iter().enumerate() {
-                check_numbers(e).map_err(|err| err.at(Segment::Index(i)))?;
-            }
-            Ok(())
-        }
-        Value::Object(o) => {
-            for (k, e) in o {
-                check_numbers(e).map_err(|err| err.at(Segment::Key(k.clone())))?;
-            }
-            Ok(())
-        }
-        _ => Ok(()),
-    }
+    // -2^63 and 2^64: every integer inside is read as i64 or u64 before any float.
+    let fits = (-9_223_372_036_854_775_808.0..18_446_744_073_709_551_616.0).contains(&f);
+    (f.fract() == 0.0 && !fits).then(|| format!("{f:?} does not fit in a 64-bit integer"))
 }
 
 #[cfg(test)]
@@ -986,7 +952,7 @@ items:
     }
 
     #[test]
-    fn json_numbers_are_checked() {
+    fn json_numbers_are_checked_and_streams_read() {
         let file: Arc<str> = Arc::from("x.json");
         let r = parse_json(
             &file,
@@ -995,14 +961,37 @@ items:
         assert_eq!(r.errors.len(), 1);
         assert_eq!(
             r.errors[0].to_string(),
-            "x.json: document 1: spec.prefix: 1e20 does not fit in a 64-bit integer"
+            "x.json: document 1: spec.prefix: 1e20 does not fit in a 64-bit integer (line 1 column 126)"
         );
-        // The same number in an object of an unknown kind is not our business.
         let r = parse_json(
             &file,
-            r#"[{"apiVersion":"v1","kind":"ConfigMap","data":{"x":99999999999999999999}}]"#,
+            r#"[{"apiVersion":"v1","kind":"ConfigMap","data":{"x":[1, 1e400]}}]"#,
         );
-        assert!(r.errors.is_empty());
-        assert_eq!(r.skipped.get("ConfigMap"), Some(&1));
+        assert_eq!(r.errors.len(), 1);
+        assert!(
+            r.errors[0]
+                .to_string()
+                .starts_with("x.json: document 1: not valid JSON: number out of range"),
+            "{}",
+            r.errors[0]
+        );
+        // Values one after another, as `kubectl get -o json` of several objects prints them.
+        let r = parse_json(
+            &file,
+            "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\"}\n\n{\"apiVersion\":\"v1\",\"kind\":\"Secret\"}\n  ",
+        );
+        assert!(r.errors.is_empty(), "{:?}", r.errors);
+        assert_eq!(r.skipped.len(), 2);
+        let r = parse_json(&file, "");
+        assert!(r.errors.is_empty() && r.skipped.is_empty());
+        let r = parse_json(&file, "{\"apiVersion\": \"v1\", \"kind\": \"Secret\"} x");
+        assert_eq!(r.errors.len(), 1);
+        assert!(
+            r.errors[0]
+                .to_string()
+                .starts_with("x.json: document 2: not valid JSON"),
+            "{}",
+            r.errors[0]
+        );
     }
 }

@@ -41,11 +41,11 @@ impl StaticView {
     /// last definition is the one the index holds, as `kubectl apply` of the files in order
     /// would leave it.
     pub fn from_manifests(manifests: Vec<Manifest>) -> StaticView {
+        // Reading a spec is the costly part and needs no index: spread it over the cores.
+        let projections = par_map(&manifests, |m| model::project(m.kind, &m.object));
         let mut index = Index::new();
-        for m in &manifests {
-            if let Some(p) = model::project(m.kind, &m.object) {
-                index.upsert(object(p));
-            }
+        for p in projections.into_iter().flatten() {
+            index.upsert(object(p));
         }
         StaticView {
             index,
@@ -78,13 +78,92 @@ impl StaticView {
             index, manifests, ..
         } = self;
         for (i, m) in manifests.iter().enumerate() {
-            let own = take(index, m);
-            f(i, m, index);
-            if let Some(own) = own {
-                index.upsert(own);
-            }
+            judge_one(index, m, |m, index| f(i, m, index));
         }
     }
+
+    /// As `each_as_create`, on every core: each thread takes a contiguous share of the objects
+    /// and one copy of the index (one copy per thread, never one per object). Results come back
+    /// in object order. Small views stay on one thread, where a copy would cost more than it saves.
+    pub fn each_as_create_par<R: Send>(
+        &mut self,
+        f: impl Fn(&Manifest, &Index) -> R + Sync,
+    ) -> Vec<R> {
+        self.each_as_create_split(PER_THREAD, f)
+    }
+
+    fn each_as_create_split<R: Send>(
+        &mut self,
+        per_thread: usize,
+        f: impl Fn(&Manifest, &Index) -> R + Sync,
+    ) -> Vec<R> {
+        let StaticView {
+            index, manifests, ..
+        } = self;
+        let threads = workers(manifests.len(), per_thread);
+        if threads <= 1 {
+            return manifests.iter().map(|m| judge_one(index, m, &f)).collect();
+        }
+        let share = manifests.len().div_ceil(threads);
+        let mut copies: Vec<Index> = (1..threads).map(|_| index.clone()).collect();
+        let indexes = std::iter::once(index).chain(copies.iter_mut());
+        let f = &f;
+        std::thread::scope(|s| {
+            let handles: Vec<_> = manifests
+                .chunks(share)
+                .zip(indexes)
+                .map(|(chunk, index)| {
+                    s.spawn(move || {
+                        chunk
+                            .iter()
+                            .map(|m| judge_one(index, m, f))
+                            .collect::<Vec<R>>()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        })
+    }
+}
+
+/// Below this many objects per thread, a thread (and an index copy) is not worth it.
+const PER_THREAD: usize = 20_000;
+
+fn workers(items: usize, per_thread: usize) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    cores.min(items / per_thread.max(1)).max(1)
+}
+
+fn judge_one<R>(index: &mut Index, m: &Manifest, f: impl FnOnce(&Manifest, &Index) -> R) -> R {
+    let own = take(index, m);
+    let r = f(m, index);
+    if let Some(own) = own {
+        index.upsert(own);
+    }
+    r
+}
+
+/// `items.iter().map(f).collect()` on every core, in order.
+fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let threads = workers(items.len(), PER_THREAD);
+    if threads <= 1 {
+        return items.iter().map(f).collect();
+    }
+    let share = items.len().div_ceil(threads);
+    let f = &f;
+    std::thread::scope(|s| {
+        let handles: Vec<_> = items
+            .chunks(share)
+            .map(|chunk| s.spawn(move || chunk.iter().map(f).collect::<Vec<R>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    })
 }
 
 /// Removes what the index holds under the manifest's key. With a key defined twice that is the
@@ -116,5 +195,46 @@ impl ClusterView for StaticView {
     }
     fn read(&self) -> Box<dyn Deref<Target = Index> + '_> {
         Box::new(&self.index)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::load;
+
+    /// Duplicates (A9) are found the same way whether the objects are judged on one thread or
+    /// split across threads, each with its own copy of the index.
+    #[test]
+    fn a9_split_judging_matches_sequential() {
+        let mut text = String::new();
+        for i in 0..6 {
+            // Pairs of addresses share an IP: m-0/m-1, m-2/m-3, m-4/m-5.
+            text.push_str(&format!(
+                "---\napiVersion: ipam.cluster.x-k8s.io/v1beta2\nkind: IPAddress\n\
+                 metadata: {{name: m-{i}, namespace: ns}}\n\
+                 spec: {{address: 10.0.0.{}, prefix: 24, claimRef: {{name: m-{i}}}, \
+                 poolRef: {{apiGroup: ipam.cluster.x-k8s.io, kind: InClusterIPPool, name: p}}}}\n",
+                10 + i / 2
+            ));
+        }
+        let loaded = load::read_str("x.yaml", &text);
+        assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
+        let holders = |m: &Manifest, index: &Index| -> usize {
+            let ip = crate::address::parse_ip(m.object["spec"]["address"].as_str().unwrap())
+                .unwrap()
+                .value;
+            index.holders(ip).count()
+        };
+        let mut view = StaticView::from_manifests(loaded.manifests.clone());
+        let mut sequential = Vec::new();
+        view.each_as_create(|_, m, index| sequential.push(holders(m, index)));
+        assert_eq!(sequential, vec![1; 6], "each sees only its twin");
+        for per_thread in [1, 2, 4] {
+            let mut view = StaticView::from_manifests(loaded.manifests.clone());
+            assert_eq!(view.each_as_create_split(per_thread, holders), sequential);
+            // The index is whole again afterwards.
+            assert_eq!(view.index().len(), 6);
+        }
     }
 }
