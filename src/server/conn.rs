@@ -1,7 +1,10 @@
 //! Listening sockets and the accept loop shared by the HTTPS webhook and the plain-HTTP listeners.
 
 use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
@@ -9,7 +12,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::{GracefulShutdown, Watcher};
 use hyper_util::service::TowerToHyperService;
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
@@ -146,9 +149,14 @@ pub(crate) async fn stopped(stop: &mut watch::Receiver<bool>) {
 /// default) would leave a silent connection waiting with no timer at all: hyper's header read
 /// timeout only starts once the HTTP/1 connection exists. h2 over TLS without ALPN is not a
 /// thing (RFC 9113 §3.2), so no ALPN means HTTP/1.1.
+///
+/// hyper's h2 server has no such timer either: it waits for the client preface unbounded, so an
+/// h2 connection's first bytes get the header read timeout here (`FirstRead`), and keep-alive
+/// pings close one whose peer stops answering later (tests/hostile_connections.rs).
 struct Builders {
     h1: auto::Builder<TokioExecutor>,
     h2: auto::Builder<TokioExecutor>,
+    header_read_timeout: Duration,
 }
 
 impl Builders {
@@ -158,11 +166,63 @@ impl Builders {
             .http1()
             .timer(TokioTimer::new())
             .header_read_timeout(header_read_timeout);
-        builder.http2().timer(TokioTimer::new());
+        builder
+            .http2()
+            .timer(TokioTimer::new())
+            .keep_alive_interval(header_read_timeout)
+            .keep_alive_timeout(header_read_timeout);
         Builders {
             h1: builder.clone().http1_only(),
             h2: builder.http2_only(),
+            header_read_timeout,
         }
+    }
+}
+
+/// Notes whether any byte has been read, so a silent h2 connection can be told from a busy one.
+struct FirstRead<I> {
+    io: I,
+    seen: Arc<AtomicBool>,
+}
+
+impl<I: AsyncRead + Unpin> AsyncRead for FirstRead<I> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.io).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            self.seen.store(true, Ordering::Relaxed);
+        }
+        polled
+    }
+}
+
+impl<I: AsyncWrite + Unpin> AsyncWrite for FirstRead<I> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+    }
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
     }
 }
 
@@ -185,12 +245,27 @@ impl Conn {
             return;
         };
         match tokio::time::timeout(self.handshake_timeout, acceptor.accept(self.tcp)).await {
-            Ok(Ok(stream)) => {
-                let builder = match stream.get_ref().1.alpn_protocol() {
-                    Some(b"h2") => &self.builders.h2,
-                    _ => &self.builders.h1,
+            Ok(Ok(stream)) if stream.get_ref().1.alpn_protocol() == Some(b"h2") => {
+                let seen = Arc::new(AtomicBool::new(false));
+                let io = FirstRead {
+                    io: stream,
+                    seen: seen.clone(),
                 };
-                http(builder, stream, self.router, watcher, self.name).await
+                let silent = async {
+                    tokio::time::sleep(self.builders.header_read_timeout).await;
+                    if seen.load(Ordering::Relaxed) {
+                        std::future::pending::<()>().await;
+                    }
+                };
+                tokio::select! {
+                    _ = http(&self.builders.h2, io, self.router, watcher, self.name) => {}
+                    _ = silent => {
+                        tracing::debug!(listener = self.name, peer = %self.peer, "h2 connection silent past the header read timeout");
+                    }
+                }
+            }
+            Ok(Ok(stream)) => {
+                http(&self.builders.h1, stream, self.router, watcher, self.name).await
             }
             Ok(Err(e)) => {
                 // An alert from the client usually means it does not trust our certificate
