@@ -58,6 +58,11 @@ impl StaticView {
         &self.index
     }
 
+    /// The index alone, the objects dropped: what a server needs to keep (`serve --state-from`).
+    pub fn into_index(self) -> Index {
+        self.index
+    }
+
     /// Every object read, in file and document order.
     pub fn manifests(&self) -> &[Manifest] {
         &self.manifests
