@@ -80,14 +80,14 @@ pub async fn run(args: ServeArgs, mut registry: Registry) -> anyhow::Result<()> 
 /// SPEC §10: `--dev` never reads KUBECONFIG or in-cluster config on its own.
 async fn build_view(args: &ServeArgs) -> anyhow::Result<Arc<dyn ClusterView>> {
     if !args.state_from.is_empty() {
-        let loaded = StaticView::load(&args.state_from)?;
+        let index = StaticView::load(&args.state_from)?.into_index();
         tracing::info!(
-            objects = loaded.index().len(),
+            objects = index.len(),
             "serving a static view from --state-from"
         );
         // Shared, not the bare static view: admitted objects count as pending (SPEC X2), so a dev
         // server refuses the second of two overlapping creates as a cluster would.
-        return Ok(Arc::new(Shared::new(loaded.index().clone())));
+        return Ok(Arc::new(Shared::new(index)));
     }
     if args.dev && args.kubeconfig.is_none() {
         return Ok(Arc::new(Shared::default()));
