@@ -200,13 +200,31 @@ fn main() -> anyhow::Result<()> {
         let run = run.clone();
         client_rt.spawn(sample_rss(pid, run))
     });
+    let cpu_before = cpu(args.server_pid);
     let results = client_rt.block_on(drive(run.clone(), args.connections))?;
+    let cpu_used = cpu_before
+        .zip(cpu(args.server_pid))
+        .map(|(a, b)| b.since(&a));
     let server_peak = match sampler {
         Some(task) => Some(client_rt.block_on(task)??),
         None => None,
     };
 
     report(&args, &mode, &run, results, rss_loaded, server_peak);
+    if let Some(c) = cpu_used {
+        // The machine is shared: what other processes took during the run is part of each figure.
+        let others = c.busy.saturating_sub(c.own + c.server.unwrap_or(0));
+        println!(
+            "CPU during the run (of {} cores): machine busy {:.2}, this process {:.2}{}, other processes {:.2}",
+            c.cores,
+            c.share(c.busy),
+            c.share(c.own),
+            c.server
+                .map(|t| format!(", server pid {:.2}", c.share(t)))
+                .unwrap_or_default(),
+            c.share(others),
+        );
+    }
     server_rt.shutdown_background();
     client_rt.shutdown_background();
     Ok(())
@@ -542,6 +560,65 @@ async fn drive(run: Arc<Run>, connections: usize) -> anyhow::Result<Vec<Sample>>
         all.extend(t.await?);
     }
     Ok(all)
+}
+
+// === CPU ===
+
+/// Clock ticks from /proc: the machine's busy and total time over all cores, this process's and
+/// (when given) the server's user + system time.
+#[derive(Debug, Clone, Copy)]
+struct Cpu {
+    cores: usize,
+    busy: u64,
+    total: u64,
+    own: u64,
+    server: Option<u64>,
+}
+
+impl Cpu {
+    fn since(&self, before: &Cpu) -> Cpu {
+        Cpu {
+            cores: self.cores,
+            busy: self.busy - before.busy,
+            total: self.total - before.total,
+            own: self.own - before.own,
+            server: self.server.zip(before.server).map(|(a, b)| a - b),
+        }
+    }
+
+    /// Ticks as cores busy on average.
+    fn share(&self, ticks: u64) -> f64 {
+        ticks as f64 / self.total.max(1) as f64 * self.cores as f64
+    }
+}
+
+fn cpu(server_pid: Option<u32>) -> Option<Cpu> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let mut lines = stat.lines();
+    // cpu  user nice system idle iowait irq softirq steal …
+    let all: Vec<u64> = lines
+        .next()?
+        .split_whitespace()
+        .skip(1)
+        .take(8)
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    let total: u64 = all.iter().sum();
+    let idle = all.get(3)? + all.get(4)?;
+    let cores = lines.filter(|l| l.starts_with("cpu")).count();
+    let ticks = |pid: &str| -> Option<u64> {
+        let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // Fields after the command name: state is the first, utime and stime the 12th and 13th.
+        let rest: Vec<&str> = s.rsplit_once(')')?.1.split_whitespace().collect();
+        Some(rest.get(11)?.parse::<u64>().ok()? + rest.get(12)?.parse::<u64>().ok()?)
+    };
+    Some(Cpu {
+        cores,
+        busy: total - idle,
+        total,
+        own: ticks("self")?,
+        server: server_pid.and_then(|p| ticks(&p.to_string())),
+    })
 }
 
 // === memory ===
