@@ -455,8 +455,7 @@ impl Run {
     fn request(&self, i: usize, body: &Body) -> (Request<Full<Bytes>>, String) {
         let uid = format!("{}{i:012x}", &UID_PLACEHOLDER[..24]);
         let mut bytes = body.bytes.clone();
-        let at = support::find(&bytes, UID_PLACEHOLDER.as_bytes()).expect("uid placeholder");
-        bytes[at..at + uid.len()].copy_from_slice(uid.as_bytes());
+        bytes[body.uid_at..body.uid_at + uid.len()].copy_from_slice(uid.as_bytes());
         let uri = if self.http2 {
             format!(
                 "https://{}:{}/validate",

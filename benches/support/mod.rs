@@ -186,7 +186,12 @@ impl State {
             for (n, pool) in targets[case.slot()].iter().enumerate() {
                 let review = self.review(case, n, pool);
                 let bytes = serde_json::to_vec(&review).unwrap();
-                out.push(Body { case, bytes });
+                let uid_at = find(&bytes, UID_PLACEHOLDER.as_bytes()).expect("uid placeholder");
+                out.push(Body {
+                    case,
+                    bytes,
+                    uid_at,
+                });
             }
         }
         out
@@ -421,8 +426,14 @@ pub fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     find(haystack, needle).is_some()
 }
 
+/// Where `needle` first occurs. Compares only at positions whose first byte matches: a `memcmp`
+/// call at every position took a quarter of the load generator's CPU.
 pub fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w == needle)
+    let (&first, _) = needle.split_first()?;
+    let last_start = haystack.len().checked_sub(needle.len())?;
+    (0..=last_start)
+        .filter(|&i| haystack[i] == first)
+        .find(|&i| haystack[i..].starts_with(needle))
 }
 
 /// One review body, with the placeholder uid.
@@ -430,6 +441,8 @@ pub fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 pub struct Body {
     pub case: Case,
     pub bytes: Vec<u8>,
+    /// Offset of `UID_PLACEHOLDER` in `bytes`.
+    pub uid_at: usize,
 }
 
 /// Judges every body once against `admission` and panics on a wrong answer: the bodies must fit
