@@ -1,0 +1,57 @@
+#!/bin/bash
+# Takes the figures of BENCHMARKS.md (performance sections), one output file per figure.
+#
+#   benches/measure.sh                      # everything, into /tmp/ipam-guard-bench
+#   OUT=/tmp/run2 STEPS="lg-1 lg-1-base" benches/measure.sh
+#
+# The machine is shared: each output records the load average before and after, and the CPU
+# other processes used while it ran (from /proc/stat, minus this step's own user + system time).
+# The one-line summary printed per step says the same. Take figures when "others" is near 0.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/ipam-guard-bench}
+mkdir -p "$OUT"
+cargo build --release --example loadgen --bin ipam-guard
+cargo bench --no-run --bench address --bench index --bench review --bench memory
+LG=target/release/examples/loadgen
+HZ=$(getconf CLK_TCK)
+CORES=$(nproc)
+
+ticks() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat; }
+
+step() {
+  local name=$1
+  shift
+  {
+    echo "## $name: $*"
+    echo "date: $(date -u +%FT%TZ)"
+    echo "before: $(cat /proc/loadavg)"
+    read -r b0 t0 < <(ticks)
+    /usr/bin/time -f "child_cpu %U %S" "$@"
+    read -r b1 t1 < <(ticks)
+    echo "after: $(cat /proc/loadavg)"
+    echo "machine_ticks busy=$((b1 - b0)) total=$((t1 - t0))"
+  } > "$OUT/out-$name.txt" 2>&1
+  awk -v n="$name" -v hz="$HZ" -v cores="$CORES" '
+    /child_cpu/ { c = $2 + $3 }
+    /machine_ticks/ {
+      split($2, a, "="); split($3, b, "=")
+      printf "%s: cores busy %.2f of %d, this step %.2f, others %.2f\n",
+        n, a[2] / b[2] * cores, cores, c * hz / b[2] * cores, (a[2] - c * hz) / b[2] * cores
+    }' "$OUT/out-$name.txt"
+}
+
+for s in ${STEPS:-lg-1 lg-1-base lg-16 lg-16-base lg-new lg-new-base lg-16-h2 lg-16-h2-base address index review memory}; do
+  case $s in
+    lg-1) step "$s" $LG --connections 1 --requests 20000 ;;
+    lg-1-base) step "$s" $LG --baseline --connections 1 --requests 20000 ;;
+    lg-16) step "$s" $LG --connections 16 --requests 100000 ;;
+    lg-16-base) step "$s" $LG --baseline --connections 16 --requests 100000 ;;
+    lg-new) step "$s" $LG --new-connection-per-request --requests 5000 --warmup 500 ;;
+    lg-new-base) step "$s" $LG --baseline --new-connection-per-request --requests 5000 --warmup 500 ;;
+    lg-16-h2) step "$s" $LG --http2 --connections 16 --requests 100000 ;;
+    lg-16-h2-base) step "$s" $LG --baseline --http2 --connections 16 --requests 100000 ;;
+    address | index | review | memory) step "$s" cargo bench --bench "$s" ;;
+    *) echo "unknown step $s" >&2; exit 2 ;;
+  esac
+done
