@@ -402,8 +402,7 @@ async fn start_ipam_guard(cp: &ControlPlane) -> (Guard, Vec<u8>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn e2e_webhook_against_a_real_apiserver() {
-    let Some(assets) = e2e::assets() else {
-        println!("skipped: KUBEBUILDER_ASSETS not set (or it holds no kube-apiserver and etcd)");
+    let Some(assets) = e2e::assets_for("e2e_webhook_against_a_real_apiserver") else {
         return;
     };
     let _ = rustls::crypto::ring::default_provider().install_default();

@@ -21,6 +21,30 @@ pub fn assets() -> Option<PathBuf> {
     (dir.join("kube-apiserver").is_file() && dir.join("etcd").is_file()).then_some(dir)
 }
 
+/// `assets()` for one named test, which also records whether that test runs or skips in
+/// `$CARGO_TARGET_TMPDIR/e2e-report.txt`: `cargo test` hides what a passing test prints, and
+/// `.ci/run` shows that file after the one test run, so CI says whether the real API server was used.
+pub fn assets_for(test: &str) -> Option<PathBuf> {
+    let found = assets();
+    let line = match &found {
+        Some(dir) => format!("ran: {test} against {}", dir.display()),
+        None => format!(
+            "skipped: {test}: KUBEBUILDER_ASSETS not set (or it holds no kube-apiserver and etcd)"
+        ),
+    };
+    println!("{line}");
+    let report = Path::new(env!("CARGO_TARGET_TMPDIR")).join("e2e-report.txt");
+    if let Ok(mut f) = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(report)
+    {
+        use std::io::Write;
+        let _ = writeln!(f, "{line}");
+    }
+    found
+}
+
 /// A loopback port nothing listens on right now. The OS picks it; a race with another process
 /// binding it before our child does is possible but shows up as a clear start failure.
 pub fn free_port() -> u16 {
