@@ -457,12 +457,12 @@ fn respond(env: &Envelope, kind: Kind, v: &Verdict) -> Value {
             .warnings
             .iter()
             .take(MAX_SHOWN)
-            .map(ToString::to_string)
+            .map(|w| signed(w, [w.rule]))
             .collect();
-        if v.warnings.len() > MAX_SHOWN {
-            warnings.push(format!(
-                "and {} more warnings not shown",
-                v.warnings.len() - MAX_SHOWN
+        if let Some(hidden) = v.warnings.get(MAX_SHOWN..) {
+            warnings.push(signed(
+                format_args!("and {} more warnings not shown", hidden.len()),
+                hidden.iter().map(|w| w.rule),
             ));
         }
         response["warnings"] = json!(warnings);
@@ -486,27 +486,49 @@ fn respond(env: &Envelope, kind: Kind, v: &Verdict) -> Value {
 /// still lists every problem.
 const MAX_SHOWN: usize = 100;
 
+/// The one place that signs what a user reads through kubectl (SPEC §8): a cause, a warning or
+/// a 403 message ends with ` [ipam-guard <ID>]`, so a reader knows which component and which
+/// rule spoke (a bare `spec.addresses[0]: …` reads like a CRD schema error). A line that stands
+/// for several findings (the count past the cap) names each of their rules once.
+fn signed<'a>(text: impl std::fmt::Display, rules: impl IntoIterator<Item = &'a str>) -> String {
+    let mut ids: Vec<&str> = rules.into_iter().collect();
+    ids.sort_unstable();
+    ids.dedup();
+    format!("{text} [ipam-guard {}]", ids.join(", "))
+}
+
 /// The Status of a denial, as apimachinery's `NewInvalid` / `NewForbidden` write it, with one
 /// cause per problem (up to `MAX_SHOWN`, then one `FieldValueTooMany` cause counting the rest).
+/// Every text in it is signed (`signed`).
 pub fn denial_status(name: &str, kind: Kind, v: &Verdict) -> Status {
     let shown = &v.errors[..v.errors.len().min(MAX_SHOWN)];
-    let hidden = v.errors.len() - shown.len();
+    let hidden = &v.errors[shown.len()..];
     let mut causes: Vec<StatusCause> = shown
         .iter()
         .map(|e| StatusCause {
             reason: e.kind.reason().to_string(),
-            message: e.body(),
+            message: signed(e.body(), [e.rule]),
             field: e.path.clone(),
         })
         .collect();
-    let more = (hidden > 0).then(|| format!("and {hidden} more problems not shown"));
-    if more.is_some() {
+    let hidden_rules = || hidden.iter().map(|e| e.rule);
+    let more = (!hidden.is_empty()).then(|| {
+        signed(
+            format_args!("and {} more problems not shown", hidden.len()),
+            hidden_rules(),
+        )
+    });
+    if let Some(first_hidden) = hidden.first() {
         causes.push(StatusCause {
             reason: "FieldValueTooMany".to_string(),
-            message: format!(
-                "Too many: {hidden} more problems not shown; `ipam-guard check` lists them all"
+            message: signed(
+                format_args!(
+                    "Too many: {} more problems not shown; `ipam-guard check` lists them all",
+                    hidden.len()
+                ),
+                hidden_rules(),
             ),
-            field: v.errors[MAX_SHOWN].path.clone(),
+            field: first_hidden.path.clone(),
         });
     }
     let (code, reason, message) = match v.reason {
@@ -518,7 +540,14 @@ pub fn denial_status(name: &str, kind: Kind, v: &Verdict) -> Status {
                 kind.name(),
                 kind.group(),
                 name,
-                aggregate(shown.iter().map(ToString::to_string).chain(more.clone()))
+                // `NewInvalid` joins `<field>: <body>` per error: the causes' own messages.
+                aggregate(
+                    shown
+                        .iter()
+                        .zip(&causes)
+                        .map(|(e, c)| format!("{}: {}", e.path, c.message))
+                        .chain(more.clone())
+                )
             ),
         ),
         DenyReason::Forbidden => (
@@ -529,7 +558,12 @@ pub fn denial_status(name: &str, kind: Kind, v: &Verdict) -> Status {
                 kind.plural(),
                 kind.group(),
                 name,
-                aggregate(shown.iter().map(|e| e.detail.clone()).chain(more))
+                aggregate(
+                    shown
+                        .iter()
+                        .map(|e| signed(&e.detail, [e.rule]))
+                        .chain(more)
+                )
             ),
         ),
     };
@@ -711,6 +745,7 @@ mod tests {
             .as_str()
             .unwrap()
             .contains("has not finished reading the cluster"));
+        assert!(warnings[0].as_str().unwrap().ends_with(" [ipam-guard X3]"));
     }
 
     #[test]
@@ -757,13 +792,18 @@ mod tests {
         assert_eq!(s.code, 422);
         assert_eq!(
             s.message,
-            r#"InClusterIPPool.ipam.cluster.x-k8s.io "pool-a" is invalid: spec.addresses[0]: Invalid value: "10.0.0.0/33": bad"#
+            r#"InClusterIPPool.ipam.cluster.x-k8s.io "pool-a" is invalid: spec.addresses[0]: Invalid value: "10.0.0.0/33": bad [ipam-guard P2]"#
         );
         v.deny(FieldError::required("P1", "spec.gateway", ""));
         let s = denial_status("pool-a", Kind::InClusterIPPool, &v);
-        assert!(s.message.ends_with(r#"is invalid: [spec.addresses[0]: Invalid value: "10.0.0.0/33": bad, spec.gateway: Required value]"#));
+        assert!(s.message.ends_with(r#"is invalid: [spec.addresses[0]: Invalid value: "10.0.0.0/33": bad [ipam-guard P2], spec.gateway: Required value [ipam-guard P1]]"#));
         let details = s.details.unwrap();
         assert_eq!(details.causes.len(), 2);
+        assert_eq!(
+            details.causes[0].message,
+            r#"Invalid value: "10.0.0.0/33": bad [ipam-guard P2]"#
+        );
+        assert_eq!(details.causes[1].message, "Required value [ipam-guard P1]");
         assert_eq!(details.kind, "InClusterIPPool");
         assert_eq!(details.group, "ipam.cluster.x-k8s.io");
 
@@ -781,7 +821,57 @@ mod tests {
         assert_eq!(s.reason, "Forbidden");
         assert_eq!(
             s.message,
-            r#"inclusterippools.ipam.cluster.x-k8s.io "pool-a" is forbidden: Pool has IPAddresses allocated."#
+            r#"inclusterippools.ipam.cluster.x-k8s.io "pool-a" is forbidden: Pool has IPAddresses allocated. [ipam-guard P9]"#
+        );
+        assert_eq!(
+            s.details.unwrap().causes[0].message,
+            "Forbidden: Pool has IPAddresses allocated. [ipam-guard P9]"
+        );
+    }
+
+    #[test]
+    fn lines_past_the_cap_name_the_rules_they_stand_for() {
+        let mut v = Verdict::default();
+        for i in 0..MAX_SHOWN + 3 {
+            let rule = if i < MAX_SHOWN + 1 { "P2" } else { "P5" };
+            v.deny(FieldError::invalid(
+                rule,
+                format!("spec.addresses[{i}]"),
+                "x",
+                "bad",
+            ));
+            v.warn(if i % 2 == 0 { "P7" } else { "A4" }, "spec.x", "w");
+        }
+        let s = denial_status("pool-a", Kind::InClusterIPPool, &v);
+        let causes = s.details.unwrap().causes;
+        assert_eq!(causes.len(), MAX_SHOWN + 1);
+        assert_eq!(
+            causes[MAX_SHOWN].message,
+            "Too many: 3 more problems not shown; `ipam-guard check` lists them all [ipam-guard P2, P5]"
+        );
+        assert!(s
+            .message
+            .ends_with(", and 3 more problems not shown [ipam-guard P2, P5]]"));
+        let env = Envelope {
+            api_version: String::new(),
+            uid: "u".into(),
+            group: String::new(),
+            version: String::new(),
+            kind: String::new(),
+            namespace: None,
+            name: "pool-a".into(),
+            operation: "CREATE".into(),
+            object: None,
+            old_object: None,
+            dry_run: false,
+        };
+        let response = respond(&env, Kind::InClusterIPPool, &v);
+        let warnings = response["warnings"].as_array().unwrap();
+        assert_eq!(warnings.len(), MAX_SHOWN + 1);
+        assert_eq!(warnings[0], "spec.x: w [ipam-guard P7]");
+        assert_eq!(
+            warnings[MAX_SHOWN],
+            "and 3 more warnings not shown [ipam-guard A4, P7]"
         );
     }
 }

@@ -170,8 +170,8 @@ fn c4_denial_renders_in_kubectl_as_one_line_per_changed_field() {
     assert_eq!(
         rendered,
         "The IPAddressClaim \"claim-a\" is invalid: \n\
-         * spec.poolRef.kind: Invalid value: \"GlobalInClusterIPPool\": field is immutable (was \"InClusterIPPool\")\n\
-         * spec.poolRef.name: Invalid value: \"global-pool-a\": field is immutable (was \"pool-a\")\n"
+         * spec.poolRef.kind: Invalid value: \"GlobalInClusterIPPool\": field is immutable (was \"InClusterIPPool\") [ipam-guard C4]\n\
+         * spec.poolRef.name: Invalid value: \"global-pool-a\": field is immutable (was \"pool-a\") [ipam-guard C4]\n"
     );
     for c in status["details"]["causes"].as_array().unwrap() {
         assert_eq!(c["reason"], "FieldValueInvalid");
@@ -191,6 +191,12 @@ fn p9_delete_denial_is_forbidden_and_names_the_holder() {
         "{msg}"
     );
     assert!(msg.contains("capture-ns/addr-held (10.10.0.12)"), "{msg}");
+    assert!(msg.ends_with(" [ipam-guard P9]"), "{msg}");
+    // kubectl prints this message whole for a 403, after its own prefix.
+    assert_eq!(
+        status["details"]["causes"][0]["message"],
+        "Forbidden: Pool has IPAddresses allocated. Cannot delete Pool until all IPAddresses have been removed. Held by: capture-ns/addr-held (10.10.0.12) [ipam-guard P9]"
+    );
 }
 
 #[test]
@@ -244,11 +250,18 @@ fn edited_captures_break_each_rule_family() {
     pool["request"]["object"]["spec"]["addresses"] = json!(["10.10.0.0/24"]);
     let resp = review(&a, Endpoint::Validate, &pool);
     assert_eq!(resp["allowed"], false, "{resp:#}");
-    // The README shows exactly this.
+    let rendered = kubectl_render(&resp["status"]);
     assert_eq!(
-        kubectl_render(&resp["status"]),
+        rendered,
         "The InClusterIPPool \"pool-b\" is invalid: \n\
-         * spec.addresses[0]: Invalid value: \"10.10.0.0/24\": overlaps InClusterIPPool capture-ns/pool-a (10.10.0.10-10.10.0.20, 10.10.0.32-10.10.0.47)\n"
+         * spec.addresses[0]: Invalid value: \"10.10.0.0/24\": overlaps InClusterIPPool capture-ns/pool-a (10.10.0.10-10.10.0.20, 10.10.0.32-10.10.0.47) [ipam-guard P10]\n"
+    );
+    // The README shows exactly this, after the command that caused it.
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    assert!(
+        readme.contains(&format!("$ kubectl create -f pool-b.yaml\n{rendered}```")),
+        "README's example is not what kubectl prints:\n{rendered}"
     );
 }
 
@@ -300,4 +313,20 @@ fn mutating_captures_as_sent_need_no_patch_or_get_the_label() {
         assert_eq!(resp["allowed"], true, "{file}");
         assert!(resp.get("patch").is_none(), "{file}: {resp:#}");
     }
+}
+
+#[test]
+fn c3_warning_names_ipam_guard_and_the_rule() {
+    let a = admission();
+    let mut claim = load("ipaddressclaim-create.json");
+    claim["request"]["object"]["spec"]["poolRef"]["name"] = json!("no-such-pool");
+    let resp = review(&a, Endpoint::Validate, &claim);
+    assert_eq!(resp["allowed"], true, "{resp:#}");
+    // kubectl prints each entry as `Warning: <entry>`.
+    assert_eq!(
+        resp["warnings"],
+        json!([
+            "spec.poolRef.name: InClusterIPPool capture-ns/no-such-pool not found [ipam-guard C3]"
+        ])
+    );
 }

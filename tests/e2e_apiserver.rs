@@ -493,7 +493,11 @@ async fn e2e_webhook_against_a_real_apiserver() {
             && c["message"]
                 .as_str()
                 .unwrap_or_default()
-                .contains("overlaps InClusterIPPool e2e/pool-a")),
+                .contains("overlaps InClusterIPPool e2e/pool-a")
+            && c["message"]
+                .as_str()
+                .unwrap_or_default()
+                .ends_with(" [ipam-guard P10]")),
         "{r:#?}"
     );
     assert_eq!(
@@ -522,7 +526,9 @@ async fn e2e_webhook_against_a_real_apiserver() {
     let r = create(&client, &lost, false).await;
     r.expect(201);
     assert!(
-        r.warnings.iter().any(|w| w.contains("no-such-pool")),
+        r.warnings
+            .iter()
+            .any(|w| w.contains("no-such-pool") && w.ends_with(" [ipam-guard C3]")),
         "{:?}",
         r.warnings
     );
@@ -552,6 +558,7 @@ async fn e2e_webhook_against_a_real_apiserver() {
         r.message().contains("Held by: e2e/claim-1 (10.0.0.11)"),
         "{r:#?}"
     );
+    assert!(r.message().ends_with(" [ipam-guard P9]"), "{r:#?}");
     get(&client, &objects[0]).await.expect(200);
 
     // --- dry run: judged, never stored, and never blocks the real create that follows ---

@@ -74,13 +74,20 @@ fn a_pool_of_100k_bad_entries_is_denied_quickly_with_a_bounded_answer() {
         causes[100]["message"]
             .as_str()
             .unwrap()
-            .starts_with(&format!("Too many: {} more problems not shown", N - 100)),
+            .starts_with(&format!("Too many: {} more problems not shown", N - 100))
+            && causes[100]["message"]
+                .as_str()
+                .unwrap()
+                .ends_with(" [ipam-guard P2]"),
         "{}",
         causes[100]
     );
     let message = status["message"].as_str().unwrap();
     assert!(
-        message.ends_with(&format!(", and {} more problems not shown]", N - 100)),
+        message.ends_with(&format!(
+            ", and {} more problems not shown [ipam-guard P2]]",
+            N - 100
+        )),
         "{}",
         &message[message.len().saturating_sub(200)..]
     );
@@ -123,7 +130,8 @@ fn a_metal3_pool_with_100k_entries_gets_at_most_101_warnings() {
     assert_eq!(warnings.len(), 101);
     let last = warnings[100].as_str().unwrap();
     assert!(
-        last.starts_with("and ") && last.ends_with(" more warnings not shown"),
+        last.starts_with("and ")
+            && last.ends_with(" more warnings not shown [ipam-guard MP1, MP2]"),
         "{last}"
     );
 }

@@ -171,7 +171,8 @@ fn quote(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| format!("\"{s}\""))
 }
 
-/// A finding that allows the write; kubectl prints it as `Warning: <path>: <message>`.
+/// A finding that allows the write; kubectl prints it as `Warning: <path>: <message> [ipam-guard <rule>]`
+/// (admission adds the signature; `check` and `audit` print `[<rule>]` instead).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Warning {
     pub rule: &'static str,
