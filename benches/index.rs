@@ -97,6 +97,7 @@ fn pool(layout: &Layout, key: ObjKey, range: IpRange) -> PoolProj {
         prefix: None,
         deleting: false,
         skip_delete_check: false,
+        recorded: AddrSet::empty(Family::V4),
     }
 }
 

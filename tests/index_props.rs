@@ -82,6 +82,7 @@ fn pool_with(key: impl Strategy<Value = ObjKey>) -> impl Strategy<Value = PoolPr
             prefix: None,
             deleting,
             skip_delete_check: false,
+            recorded: AddrSet::empty(Family::V4),
         }
     })
 }

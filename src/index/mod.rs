@@ -20,6 +20,7 @@
 //! the answer (sorted so answers do not depend on insertion history); relists O(n).
 
 mod segments;
+pub mod usage;
 
 use std::borrow::Borrow;
 use std::collections::hash_map::{Entry, RandomState};

@@ -43,6 +43,7 @@ fn pool(kind: Kind, ns: Option<&str>, name: &str, space: &str, allocatable: Addr
         prefix: None,
         deleting: false,
         skip_delete_check: false,
+        recorded: AddrSet::empty(Family::V4),
     }
 }
 

@@ -141,6 +141,9 @@ pub struct PoolProj {
     pub deleting: bool,
     /// Annotations that switch off delete protection (P9): skip-validate-delete-webhook, delete-for-move.
     pub skip_delete_check: bool,
+    /// Addresses the pool's own status records as handed out (Spiderpool `status.allocatedIPs`,
+    /// which has no address objects); empty for kinds whose addresses are objects of their own.
+    pub recorded: AddrSet,
 }
 
 /// What the index keeps of an address object (CAPI IPAddress or Metal3 IPAddress).

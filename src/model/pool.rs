@@ -129,6 +129,7 @@ pub(crate) fn projection(
         prefix,
         deleting: meta.deleting,
         skip_delete_check: meta.skips_delete_check(),
+        recorded: AddrSet::empty(family.unwrap_or(Family::V4)),
     }
 }
 

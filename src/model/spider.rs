@@ -11,7 +11,9 @@
 
 use serde_json::Value;
 
-use crate::address::{parse_cidr, parse_entry, parse_ip, Cidr, Family, Forms, Ip};
+use crate::address::{
+    parse_cidr, parse_entry, parse_ip, AddrSet, Cidr, Family, Forms, Ip, IpRange,
+};
 use crate::kinds::Kind;
 use crate::model::pool::{
     allocatable, is_link_local_gateway, is_point_to_point, pool_entries, projection, set_of,
@@ -215,8 +217,18 @@ pub(crate) fn read_pool(obj: &Value) -> PoolReading {
     }
 
     let pool_entries = pool_entries(fam, &ips);
+    let mut proj = projection(kind, &meta, family, alloc, gateway, prefix);
+    proj.recorded = AddrSet::from_ranges(
+        fam,
+        allocation(obj)
+            .ips
+            .iter()
+            .filter_map(|a| a.ip)
+            .filter(|ip| ip.family == fam)
+            .map(|ip| IpRange::single(ip.value)),
+    );
     PoolReading {
-        proj: projection(kind, &meta, family, alloc, gateway, prefix),
+        proj,
         declared,
         excluded,
         subnet: network,

@@ -1,0 +1,357 @@
+//! Pool usage (issue 15) against a brute-force count: every address of a small pool is
+//! enumerated and judged by the SPEC §5 definition written out here a second time (declared −
+//! excluded − gateway − reserved), and the addresses in use are counted one by one. Large pools
+//! (a /64, `::/0`) are checked against sizes worked out by hand.
+
+use std::collections::BTreeSet;
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+use ipam_guard::index::usage::PoolUsage;
+use ipam_guard::index::Index;
+use ipam_guard::kinds::Kind;
+use ipam_guard::model::{project, ObjKey};
+use proptest::prelude::*;
+use serde_json::{json, Value};
+
+const NS: &str = "ns";
+
+fn text(v6: bool, value: u128) -> String {
+    if v6 {
+        Ipv6Addr::from(value).to_string()
+    } else {
+        Ipv4Addr::from(value as u32).to_string()
+    }
+}
+
+fn base(v6: bool) -> u128 {
+    if v6 {
+        u128::from(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 0))
+    } else {
+        u128::from(u32::from(Ipv4Addr::new(10, 1, 0, 0)))
+    }
+}
+
+/// One entry of a pool's list, in offsets from `base`.
+#[derive(Debug, Clone)]
+enum E {
+    One(u128),
+    Range(u128, u128),
+    /// An aligned CIDR: `len` addresses (a power of two) starting at a multiple of `len`.
+    Cidr(u128, u32),
+}
+
+impl E {
+    fn text(&self, v6: bool) -> String {
+        let b = base(v6);
+        match *self {
+            E::One(a) => text(v6, b + a),
+            E::Range(a, z) => format!("{}-{}", text(v6, b + a), text(v6, b + z)),
+            E::Cidr(start, bits) => {
+                let width = if v6 { 128 } else { 32 };
+                format!("{}/{}", text(v6, b + start), width - bits)
+            }
+        }
+    }
+    /// The offsets this entry declares, read independently of the crate's parser.
+    fn offsets(&self) -> Vec<u128> {
+        match *self {
+            E::One(a) => vec![a],
+            E::Range(a, z) => (a..=z).collect(),
+            E::Cidr(start, bits) => (start..start + (1 << bits)).collect(),
+        }
+    }
+}
+
+fn entry() -> impl Strategy<Value = E> {
+    prop_oneof![
+        (0..64u128).prop_map(E::One),
+        (0..64u128, 0..12u128).prop_map(|(a, n)| E::Range(a, a + n)),
+        (0..4u32, 0..16u128).prop_map(|(bits, i)| E::Cidr((i << bits) % 64, bits)),
+    ]
+}
+
+#[derive(Debug, Clone)]
+struct Pool {
+    v6: bool,
+    entries: Vec<E>,
+    excluded: Vec<E>,
+    gateway: Option<u128>,
+    /// Host bits: the prefix is `width - host_bits`.
+    host_bits: u32,
+    allocate_reserved: bool,
+}
+
+impl Pool {
+    fn prefix(&self) -> u32 {
+        (if self.v6 { 128 } else { 32 }) - self.host_bits
+    }
+
+    fn object(&self, name: &str) -> Value {
+        let mut spec = json!({
+            "addresses": self.entries.iter().map(|e| e.text(self.v6)).collect::<Vec<_>>(),
+            "prefix": self.prefix(),
+        });
+        if !self.excluded.is_empty() {
+            spec["excludedAddresses"] = json!(self
+                .excluded
+                .iter()
+                .map(|e| e.text(self.v6))
+                .collect::<Vec<_>>());
+        }
+        if let Some(g) = self.gateway {
+            spec["gateway"] = json!(text(self.v6, base(self.v6) + g));
+        }
+        if self.allocate_reserved {
+            spec["allocateReservedIPAddresses"] = json!(true);
+        }
+        json!({
+            "apiVersion": "ipam.cluster.x-k8s.io/v1alpha2", "kind": "InClusterIPPool",
+            "metadata": {"name": name, "namespace": NS},
+            "spec": spec,
+        })
+    }
+
+    /// SPEC §5 by enumeration: the offsets the pool can hand out.
+    fn allocatable(&self) -> BTreeSet<u128> {
+        let declared: BTreeSet<u128> = self.entries.iter().flat_map(E::offsets).collect();
+        let excluded: BTreeSet<u128> = self.excluded.iter().flat_map(E::offsets).collect();
+        let mut out: BTreeSet<u128> = declared.difference(&excluded).copied().collect();
+        if let Some(g) = self.gateway {
+            out.remove(&g);
+        }
+        let point_to_point = self.host_bits <= 1;
+        if let Some(&lowest) = declared.iter().next() {
+            if !self.allocate_reserved && !point_to_point {
+                // The subnet of the prefix holding the lowest declared address (base is aligned
+                // far beyond any prefix generated here).
+                let size = 1u128 << self.host_bits;
+                let network = lowest / size * size;
+                out.remove(&network);
+                if !self.v6 {
+                    out.remove(&(network + size - 1));
+                }
+            }
+        }
+        out
+    }
+}
+
+fn pool(v6: bool) -> impl Strategy<Value = Pool> {
+    (
+        prop::collection::vec(entry(), 1..4),
+        prop::collection::vec(entry(), 0..3),
+        prop::option::of(0..70u128),
+        // /24../32 for IPv4, /120../128 for IPv6: /31, /32, /127 and /128 included.
+        0..=8u32,
+        any::<bool>(),
+    )
+        .prop_map(
+            move |(entries, excluded, gateway, host_bits, allocate_reserved)| Pool {
+                v6,
+                entries,
+                excluded,
+                gateway,
+                host_bits,
+                allocate_reserved,
+            },
+        )
+}
+
+fn ip_address(name: &str, v6: bool, offset: u128, pool: &str) -> Value {
+    json!({
+        "apiVersion": "ipam.cluster.x-k8s.io/v1beta2", "kind": "IPAddress",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {
+            "address": text(v6, base(v6) + offset), "prefix": if v6 { 64 } else { 24 },
+            "claimRef": {"name": name},
+            "poolRef": {"apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterIPPool", "name": pool},
+        },
+    })
+}
+
+fn index_of(objects: &[(Kind, Value)]) -> Index {
+    let mut index = Index::new();
+    for (kind, o) in objects {
+        index.upsert(project(*kind, o).expect("a named object projects"));
+    }
+    index
+}
+
+fn usage_of(index: &Index, kind: Kind, ns: Option<&str>, name: &str) -> PoolUsage {
+    let key = ObjKey::new(kind, ns, name);
+    index
+        .pool_usage()
+        .into_iter()
+        .find(|u| u.key == key)
+        .unwrap_or_else(|| panic!("no usage for {key}"))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    /// Usage agrees with counting address by address, for IPv4 and IPv6 pools with excluded
+    /// ranges, gateways, reserved addresses and /31, /32, /127, /128 prefixes; addresses held
+    /// twice, outside the pool, or in another pool.
+    #[test]
+    fn usage_agrees_with_a_brute_force_count(
+        p in any::<bool>().prop_flat_map(pool),
+        held in prop::collection::vec((0..80u128, 0..3u8), 0..40),
+    ) {
+        let v6 = p.v6;
+        let mut objects = vec![(Kind::InClusterIPPool, p.object("p"))];
+        for (i, (offset, owner)) in held.iter().enumerate() {
+            // owner 2 references a pool that does not exist: never counted for `p`.
+            let pool_name = if *owner == 2 { "elsewhere" } else { "p" };
+            objects.push((Kind::IPAddress, ip_address(&format!("a{i}"), v6, *offset, pool_name)));
+        }
+        let index = index_of(&objects);
+        let u = usage_of(&index, Kind::InClusterIPPool, Some(NS), "p");
+
+        let allocatable = p.allocatable();
+        let referenced: BTreeSet<u128> = held
+            .iter()
+            .filter(|(_, owner)| *owner != 2)
+            .map(|(o, _)| *o)
+            .collect();
+        let used = referenced.iter().filter(|o| allocatable.contains(o)).count() as u128;
+        let outside = referenced.len() as u128 - used;
+
+        prop_assert_eq!(u.allocatable, allocatable.len() as u128, "pool {:?}", p);
+        prop_assert_eq!(u.used, used);
+        prop_assert_eq!(u.outside, outside);
+        prop_assert_eq!(u.free(), allocatable.len() as u128 - used);
+        let share = if allocatable.is_empty() { 1.0 } else { used as f64 / allocatable.len() as f64 };
+        prop_assert!((u.share_used() - share).abs() < 1e-12);
+    }
+}
+
+#[test]
+fn ipv6_slash_64_counts_two_to_the_64_without_overflow() {
+    let pool = json!({
+        "apiVersion": "ipam.cluster.x-k8s.io/v1alpha2", "kind": "InClusterIPPool",
+        "metadata": {"name": "v6", "namespace": NS},
+        "spec": {"addresses": ["2001:db8::/64"], "prefix": 64, "gateway": "2001:db8::1",
+            "excludedAddresses": ["2001:db8::10-2001:db8::1f"]},
+    });
+    let index = index_of(&[
+        (Kind::InClusterIPPool, pool),
+        (Kind::IPAddress, ip_address("a", true, 2, "v6")),
+        (Kind::IPAddress, ip_address("b", true, 3, "v6")),
+        // Excluded, so outside what the pool hands out.
+        (Kind::IPAddress, ip_address("c", true, 0x11, "v6")),
+    ]);
+    let u = usage_of(&index, Kind::InClusterIPPool, Some(NS), "v6");
+    // 2^64, less the subnet-router anycast address, the gateway and 16 excluded.
+    let allocatable = (1u128 << 64) - 1 - 1 - 16;
+    assert_eq!(u.allocatable, allocatable);
+    assert_eq!(u.used, 2);
+    assert_eq!(u.outside, 1);
+    assert_eq!(u.free(), allocatable - 2);
+    assert!(
+        u.share_used() > 0.0 && u.share_used() < 1e-18,
+        "{}",
+        u.share_used()
+    );
+}
+
+#[test]
+fn the_whole_ipv6_space_saturates() {
+    let pool = json!({
+        "apiVersion": "ipam.cluster.x-k8s.io/v1alpha2", "kind": "GlobalInClusterIPPool",
+        "metadata": {"name": "everything"},
+        "spec": {"addresses": ["::/0"], "prefix": 0, "allocateReservedIPAddresses": true},
+    });
+    let index = index_of(&[(Kind::GlobalInClusterIPPool, pool)]);
+    let u = usage_of(&index, Kind::GlobalInClusterIPPool, None, "everything");
+    assert_eq!(u.allocatable, u128::MAX, "2^128 saturates");
+    assert_eq!(u.used, 0);
+    assert_eq!(u.share_used(), 0.0);
+}
+
+#[test]
+fn slash_31_and_slash_127_hand_out_both_addresses() {
+    for (v6, prefix, entry) in [(false, 31, "10.1.0.4/31"), (true, 127, "2001:db8::4/127")] {
+        let pool = json!({
+            "apiVersion": "ipam.cluster.x-k8s.io/v1alpha2", "kind": "InClusterIPPool",
+            "metadata": {"name": "p2p", "namespace": NS},
+            "spec": {"addresses": [entry], "prefix": prefix},
+        });
+        let index = index_of(&[
+            (Kind::InClusterIPPool, pool),
+            (Kind::IPAddress, ip_address("a", v6, 4, "p2p")),
+        ]);
+        let u = usage_of(&index, Kind::InClusterIPPool, Some(NS), "p2p");
+        assert_eq!((u.allocatable, u.used, u.free()), (2, 1, 1), "{entry}");
+        assert_eq!(u.share_used(), 0.5);
+    }
+}
+
+#[test]
+fn metal3_pool_counts_its_own_and_capi_addresses_and_skips_the_gateway() {
+    let pool = json!({
+        "apiVersion": "ipam.metal3.io/v1alpha1", "kind": "IPPool",
+        "metadata": {"name": "m3", "namespace": NS},
+        "spec": {"namePrefix": "m3", "allocationStrategy": "sequential",
+            "pools": [{"start": "192.168.0.10", "end": "192.168.0.19", "gateway": "192.168.0.11", "prefix": 24}]},
+    });
+    let m3_address = json!({
+        "apiVersion": "ipam.metal3.io/v1alpha1", "kind": "IPAddress",
+        "metadata": {"name": "m3-0", "namespace": NS},
+        "spec": {"address": "192.168.0.10", "prefix": 24,
+            "pool": {"name": "m3", "namespace": NS}, "claim": {"name": "c0", "namespace": NS}},
+    });
+    let capi_address = json!({
+        "apiVersion": "ipam.cluster.x-k8s.io/v1beta2", "kind": "IPAddress",
+        "metadata": {"name": "capi-0", "namespace": NS},
+        "spec": {"address": "192.168.0.12", "prefix": 24, "claimRef": {"name": "c1"},
+            "poolRef": {"apiGroup": "ipam.metal3.io", "kind": "IPPool", "name": "m3"}},
+    });
+    let index = index_of(&[
+        (Kind::Metal3IPPool, pool),
+        (Kind::Metal3IPAddress, m3_address),
+        (Kind::IPAddress, capi_address),
+    ]);
+    let u = usage_of(&index, Kind::Metal3IPPool, Some(NS), "m3");
+    // 10 declared, less the gateway.
+    assert_eq!((u.allocatable, u.used, u.free()), (9, 2, 7));
+}
+
+#[test]
+fn spiderpool_counts_what_its_status_records() {
+    let pool = json!({
+        "apiVersion": "spiderpool.spidernet.io/v2beta1", "kind": "SpiderIPPool",
+        "metadata": {"name": "sp"},
+        "spec": {"subnet": "172.18.41.0/24", "ips": ["172.18.41.40-172.18.41.49"],
+            "excludeIPs": ["172.18.41.49"], "gateway": "172.18.41.1"},
+        "status": {"allocatedIPCount": 3,
+            "allocatedIPs": "{\"172.18.41.40\":{\"pod\":\"default/web-0\"},\"172.18.41.41\":{\"pod\":\"default/web-1\"},\"172.18.41.49\":{\"pod\":\"default/old\"}}"},
+    });
+    let index = index_of(&[(Kind::SpiderIPPool, pool)]);
+    let u = usage_of(&index, Kind::SpiderIPPool, None, "sp");
+    // .49 is excluded: recorded, but not part of what the pool hands out.
+    assert_eq!((u.allocatable, u.used, u.free()), (9, 2, 7));
+}
+
+#[test]
+fn pools_come_fullest_first() {
+    let pool = |name: &str, range: &str| {
+        json!({
+            "apiVersion": "ipam.cluster.x-k8s.io/v1alpha2", "kind": "InClusterIPPool",
+            "metadata": {"name": name, "namespace": NS},
+            "spec": {"addresses": [range], "prefix": 24},
+        })
+    };
+    let index = index_of(&[
+        (Kind::InClusterIPPool, pool("half", "10.1.0.10-10.1.0.11")),
+        (Kind::InClusterIPPool, pool("empty", "10.1.0.20-10.1.0.29")),
+        (Kind::InClusterIPPool, pool("full", "10.1.0.30")),
+        (Kind::IPAddress, ip_address("a", false, 10, "half")),
+        (Kind::IPAddress, ip_address("b", false, 30, "full")),
+    ]);
+    let names: Vec<String> = index
+        .pool_usage()
+        .iter()
+        .map(|u| u.key.name.to_string())
+        .collect();
+    assert_eq!(names, ["full", "half", "empty"]);
+}
