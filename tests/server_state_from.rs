@@ -98,3 +98,51 @@ async fn dev_server_judges_against_state_from_and_remembers_what_it_admitted() {
     assert_eq!(resp["allowed"], true, "{resp:#}");
     served.signal("TERM");
 }
+
+/// Issue 15: the served binary exports each pool's usage from its view, unless told not to.
+#[tokio::test]
+async fn pool_usage_metrics_follow_the_view_and_the_flag() {
+    let state = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/captures/state.yaml");
+    let pool_a = r#"ipam_guard_pool_addresses{kind="InClusterIPPool",namespace="capture-ns",pool="pool-a",state="#;
+    for (flag, exported) in [("all", true), ("none", false)] {
+        let certs = tempfile::tempdir().unwrap();
+        let mut served = serve_dev(
+            certs.path(),
+            &[
+                "--shutdown-delay",
+                "0s",
+                "--pool-metrics",
+                flag,
+                "--state-from",
+                state.to_str().unwrap(),
+            ],
+        )
+        .await;
+        served.wait_ready().await;
+        let (code, text) = http_get(served.metrics, "/metrics").await.unwrap();
+        assert_eq!(code, 200);
+        if exported {
+            // 10.10.0.10-10.10.0.20 and 10.10.0.32/28; addr-held holds 10.10.0.12.
+            assert_eq!(
+                sample(&text, &format!("{pool_a}\"allocatable\"}}")),
+                Some(27.0),
+                "{text}"
+            );
+            assert_eq!(sample(&text, &format!("{pool_a}\"used\"}}")), Some(1.0));
+            // 2001:db8::10-2001:db8::20 less the excluded ::15.
+            assert_eq!(
+                sample(
+                    &text,
+                    r#"ipam_guard_pool_addresses{kind="GlobalInClusterIPPool",namespace="",pool="global-pool-a",state="allocatable"}"#
+                ),
+                Some(16.0)
+            );
+            assert_eq!(sample(&text, "ipam_guard_pool_metrics_omitted"), Some(0.0));
+        } else {
+            assert!(!text.contains("ipam_guard_pool_addresses"), "{text}");
+            assert!(text.contains("ipam_guard_view_objects"), "{text}");
+        }
+        served.signal("TERM");
+        assert!(served.exit(WAIT).await.success());
+    }
+}

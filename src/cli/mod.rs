@@ -46,6 +46,16 @@ pub enum OutputFormat {
     Json,
 }
 
+/// Which pools `ipam_guard_pool_addresses` exports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum PoolMetrics {
+    /// Every pool while there are at most 5,000; beyond that the 5,000 fullest.
+    #[default]
+    All,
+    /// No pool usage metrics.
+    None,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
 pub enum LogFormat {
     #[default]
@@ -101,6 +111,10 @@ pub struct ServeArgs {
     pub audit_interval: Option<std::time::Duration>,
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+    /// Pool usage metrics (ipam_guard_pool_addresses, two series per pool): `all` exports every
+    /// pool up to 5,000 pools, then only the 5,000 fullest; `none` exports none.
+    #[arg(long, value_enum, default_value_t = PoolMetrics::All)]
+    pub pool_metrics: PoolMetrics,
     #[command(flatten)]
     pub rules: RuleArgs,
 }

@@ -10,10 +10,11 @@ use prometheus_client::registry::Registry;
 use tokio::signal::unix::{signal, Signal, SignalKind};
 
 use crate::admission::Admission;
-use crate::cli::{LogFormat, ServeArgs};
+use crate::cli::{LogFormat, PoolMetrics, ServeArgs};
 use crate::cluster::{ClusterView, Shared, StaticView};
 use crate::rules::Options;
 use crate::server::dev::{self, Made};
+use crate::server::pool_metrics;
 use crate::server::{Addrs, CertFiles, Config, Listen, Server};
 
 /// Where controller-runtime (and so most webhook Helm charts) mount the serving Secret.
@@ -45,6 +46,9 @@ pub async fn run(args: ServeArgs, mut registry: Registry) -> anyhow::Result<()> 
     };
 
     let view = build_view(&args).await?;
+    if args.pool_metrics == PoolMetrics::All {
+        pool_metrics::register(&mut registry, view.clone(), pool_metrics::POOL_SERIES_LIMIT);
+    }
     // The periodic audit (off by default) reads the live cluster, never the --state-from files.
     let _audit = match args.audit_interval {
         Some(interval)

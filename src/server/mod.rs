@@ -11,6 +11,7 @@
 mod conn;
 pub mod dev;
 mod metrics;
+pub mod pool_metrics;
 mod routes;
 pub mod tls;
 
