@@ -75,32 +75,7 @@ pub async fn run(args: &AuditArgs) -> i32 {
 /// Lists every served kind of the table (from the watch cache: `resourceVersion=0`) and judges
 /// each object as a CREATE against all the others.
 pub async fn audit(client: &Client, options: Options) -> Outcome {
-    let mut errors = Vec::new();
-    let served = match live::discover(client).await {
-        Ok(s) => s,
-        Err(e) => {
-            return Outcome {
-                errors: vec![format!("API discovery failed: {e}")],
-                summary: Summary {
-                    unreadable: 1,
-                    ..Summary::default()
-                },
-                ..Outcome::default()
-            }
-        }
-    };
-    let file: Arc<str> = Arc::from(FILE);
-    let mut manifests = Vec::new();
-    for (kind, version) in &served {
-        match list_kind(client, *kind, version).await {
-            Ok(objects) => manifests.extend(
-                objects
-                    .into_iter()
-                    .filter_map(|o| manifest(&file, *kind, version, o)),
-            ),
-            Err(e) => errors.push(format!("cannot list {}: {e}", kind.display_name())),
-        }
-    }
+    let (manifests, errors) = list_cluster(client).await;
     let (objects, findings) = check::judge(manifests, options);
     let mut summary = Summary {
         objects,
@@ -113,6 +88,29 @@ pub async fn audit(client: &Client, options: Options) -> Outcome {
         errors,
         summary,
     }
+}
+
+/// Every stored object of every served kind of the table, named as from file `cluster`, and what
+/// could not be listed (discovery, or one kind). `audit` judges these; `usage` counts them.
+pub async fn list_cluster(client: &Client) -> (Vec<Manifest>, Vec<String>) {
+    let served = match live::discover(client).await {
+        Ok(s) => s,
+        Err(e) => return (Vec::new(), vec![format!("API discovery failed: {e}")]),
+    };
+    let file: Arc<str> = Arc::from(FILE);
+    let mut manifests = Vec::new();
+    let mut errors = Vec::new();
+    for (kind, version) in &served {
+        match list_kind(client, *kind, version).await {
+            Ok(objects) => manifests.extend(
+                objects
+                    .into_iter()
+                    .filter_map(|o| manifest(&file, *kind, version, o)),
+            ),
+            Err(e) => errors.push(format!("cannot list {}: {e}", kind.display_name())),
+        }
+    }
+    (manifests, errors)
 }
 
 async fn list_kind(

@@ -4,6 +4,7 @@ pub mod audit;
 pub mod check;
 pub mod report;
 pub mod serve;
+pub mod usage;
 
 use std::path::PathBuf;
 
@@ -28,6 +29,8 @@ pub enum Command {
     Check(CheckArgs),
     /// Judge every stored object of a live cluster as if it were created now.
     Audit(AuditArgs),
+    /// How full each pool is, fullest first: of a live cluster, or of manifests on disk.
+    Usage(UsageArgs),
 }
 
 /// How overlap (P10) and uniqueness (A9) are scoped (SPEC §6).
@@ -138,6 +141,17 @@ pub struct AuditArgs {
     pub output: OutputFormat,
     #[command(flatten)]
     pub rules: RuleArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct UsageArgs {
+    #[arg(long, short, value_enum, default_value_t = OutputFormat::Text)]
+    pub output: OutputFormat,
+    /// Kubeconfig of the cluster to read (default: in-cluster, then KUBECONFIG). Not with PATHs.
+    #[arg(long, conflicts_with = "paths")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Files or directories of manifests, read as `check` reads them, instead of a cluster.
+    pub paths: Vec<PathBuf>,
 }
 
 /// Parses `500ms`, `5s`, `10m`, `1h`, or bare seconds.
