@@ -176,7 +176,7 @@ fn the_alerts_read_metrics_and_labels_the_server_exports() {
         // `max by (a, b) (metric{...})`: the metric must carry every label it is grouped by.
         for clause in expr.split("by (").skip(1) {
             let (labels, rest) = clause.split_once(") (").expect("by (...) (metric)");
-            let metric = rest.split(|c: char| c == '{' || c == ')').next().unwrap();
+            let metric = rest.split(['{', ')']).next().unwrap();
             let exported = labels_of(&text, metric);
             for label in labels.split(',').map(str::trim) {
                 assert!(
