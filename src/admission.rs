@@ -219,9 +219,9 @@ fn admitted(req: &Request, verdict: &Verdict) -> Option<Projection> {
     }
 }
 
-/// Rules that read other objects through the view (SPEC X1).
+/// Rules that read other objects through the view (SPEC X1; `catalogue::Rule::reads_view`).
 const VIEW_RULES: &[&str] = &[
-    "A6", "A7", "A8", "A9", "C3", "P8", "P9", "P10", "MP4", "MA4", "S5", "V1",
+    "A6", "A7", "A8", "A9", "C3", "P8", "P9", "P10", "MP4", "MC4", "MA4", "S5", "V1",
 ];
 
 const VIEW_NOT_READY_WARNING: &str =
@@ -827,6 +827,19 @@ mod tests {
             s.details.unwrap().causes[0].message,
             "Forbidden: Pool has IPAddresses allocated. [ipam-guard P9]"
         );
+    }
+
+    #[test]
+    fn view_rules_are_the_catalogues() {
+        let mut from_catalogue: Vec<&str> = crate::catalogue::RULES
+            .iter()
+            .filter(|r| r.reads_view)
+            .map(|r| r.id)
+            .collect();
+        from_catalogue.sort_unstable();
+        let mut here = VIEW_RULES.to_vec();
+        here.sort_unstable();
+        assert_eq!(here, from_catalogue);
     }
 
     #[test]

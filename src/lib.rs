@@ -2,7 +2,7 @@
 //!
 //! Module map (a path tells what a file may touch):
 //! - `address`: address text → sets of inclusive ranges. Pure.
-//! - `kinds`: the table of served kinds.
+//! - `kinds`: the table of served kinds. `catalogue`: the table of rule ids.
 //! - `model`: reading objects (any served version) into the projections the rules and the index use. Pure.
 //! - `rules`: the rule catalogue of SPEC as pure functions returning field errors. Pure.
 //! - `index`: the pool range index and address ownership index.
@@ -14,6 +14,7 @@
 
 pub mod address;
 pub mod admission;
+pub mod catalogue;
 pub mod cli;
 pub mod cluster;
 pub mod index;

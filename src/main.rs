@@ -27,6 +27,9 @@ async fn main() -> ExitCode {
         Command::Audit(args) => {
             ExitCode::from(u8::try_from(ipam_guard::cli::audit::run(&args).await).unwrap_or(2))
         }
+        Command::Explain(args) => {
+            ExitCode::from(u8::try_from(ipam_guard::cli::explain::run(&args)).unwrap_or(2))
+        }
         Command::Usage(args) => {
             ExitCode::from(u8::try_from(ipam_guard::cli::usage::run(&args).await).unwrap_or(2))
         }

@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use base64::Engine as _;
 use ipam_guard::admission::{Admission, Endpoint};
+use ipam_guard::cli::explain::{kubectl_output, KubectlCall, Verb};
 use ipam_guard::cluster::StaticView;
+use ipam_guard::kinds::Kind;
 use ipam_guard::rules::Options;
 use serde_json::{json, Value};
 
@@ -40,23 +42,22 @@ fn review(a: &Admission, endpoint: Endpoint, body: &Value) -> Value {
     out["response"].clone()
 }
 
-/// What kubectl prints for a denial (stderr), from the Status alone: the rendering in
-/// shared/fixtures/kubectl-denied.txt — `The <Kind> "<name>" is invalid: ` then `* field: message` lines.
-fn kubectl_render(status: &Value) -> String {
-    let d = &status["details"];
-    let mut out = format!(
-        "The {} {:?} is invalid: \n",
-        d["kind"].as_str().unwrap(),
-        d["name"].as_str().unwrap()
-    );
-    for c in d["causes"].as_array().unwrap() {
-        out.push_str(&format!(
-            "* {}: {}\n",
-            c["field"].as_str().unwrap(),
-            c["message"].as_str().unwrap()
-        ));
-    }
-    out
+/// What kubectl prints for `kubectl create -f <name>.yaml` answered with `response`: the
+/// rendering of shared/fixtures/kubectl-denied.txt (`The <Kind> "<name>" is invalid: ` then
+/// `* field: message` lines), the same one docs/rules.md and `ipam-guard explain` use.
+fn kubectl_render(response: &Value) -> String {
+    let d = &response["status"]["details"];
+    let kind = Kind::from_group_kind(d["group"].as_str().unwrap(), d["kind"].as_str().unwrap())
+        .expect("a served kind");
+    let name = d["name"].as_str().unwrap().to_string();
+    let call = KubectlCall {
+        verb: Verb::Create,
+        kind,
+        namespace: None,
+        file: format!("{name}.yaml"),
+        name,
+    };
+    kubectl_output(&call, response)
 }
 
 /// (capture, allowed, status code, rule ids that must appear among the causes)
@@ -166,7 +167,7 @@ fn c4_denial_renders_in_kubectl_as_one_line_per_changed_field() {
         .as_str()
         .unwrap()
         .starts_with("IPAddressClaim.ipam.cluster.x-k8s.io \"claim-a\" is invalid: ["));
-    let rendered = kubectl_render(status);
+    let rendered = kubectl_render(&resp);
     assert_eq!(
         rendered,
         "The IPAddressClaim \"claim-a\" is invalid: \n\
@@ -250,7 +251,7 @@ fn edited_captures_break_each_rule_family() {
     pool["request"]["object"]["spec"]["addresses"] = json!(["10.10.0.0/24"]);
     let resp = review(&a, Endpoint::Validate, &pool);
     assert_eq!(resp["allowed"], false, "{resp:#}");
-    let rendered = kubectl_render(&resp["status"]);
+    let rendered = kubectl_render(&resp);
     assert_eq!(
         rendered,
         "The InClusterIPPool \"pool-b\" is invalid: \n\

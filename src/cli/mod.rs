@@ -2,6 +2,7 @@
 
 pub mod audit;
 pub mod check;
+pub mod explain;
 pub mod report;
 pub mod serve;
 pub mod usage;
@@ -31,6 +32,8 @@ pub enum Command {
     Audit(AuditArgs),
     /// How full each pool is, fullest first: of a live cluster, or of manifests on disk.
     Usage(UsageArgs),
+    /// What a rule id means, with an example and what kubectl prints for it.
+    Explain(ExplainArgs),
 }
 
 /// How overlap (P10) and uniqueness (A9) are scoped (SPEC §6).
@@ -152,6 +155,16 @@ pub struct UsageArgs {
     pub kubeconfig: Option<PathBuf>,
     /// Files or directories of manifests, read as `check` reads them, instead of a cluster.
     pub paths: Vec<PathBuf>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ExplainArgs {
+    /// A rule id as `check`, `audit`, logs and kubectl messages show it (e.g. P10).
+    #[arg(required_unless_present = "all")]
+    pub id: Option<String>,
+    /// Every rule: the whole of docs/rules.md.
+    #[arg(long, conflicts_with = "id")]
+    pub all: bool,
 }
 
 /// Parses `500ms`, `5s`, `10m`, `1h`, or bare seconds.

@@ -1,0 +1,1198 @@
+//! The rule catalogue as data: every rule id ipam-guard reports (in kubectl messages as
+//! `[ipam-guard <ID>]`, in `check`/`audit` as `[<ID>]`, in logs and in
+//! `ipam_guard_decisions_total{rule}`), with what it is about and an object that triggers it.
+//!
+//! `docs/rules.md` and `ipam-guard explain ID` are rendered from this table, each example through
+//! the real admission handler (`cli::explain`); tests check that every example triggers its rule
+//! and that every id the code reports is listed here. Bottom layer: text only, no I/O.
+
+/// What a rule does to a write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    /// Refuses the write.
+    Deny,
+    /// Allows the write with a warning.
+    Warn,
+    /// Refuses some writes and warns about others (the summary says which).
+    DenyOrWarn,
+    /// Fills absent fields through the mutating webhook.
+    Mutate,
+    /// Lets a write through that other rules would refuse.
+    Allow,
+    /// Reported by `ipam-guard check` only.
+    CheckOnly,
+}
+
+impl Effect {
+    pub fn label(self) -> &'static str {
+        match self {
+            Effect::Deny => "deny",
+            Effect::Warn => "warn",
+            Effect::DenyOrWarn => "deny or warn",
+            Effect::Mutate => "mutate",
+            Effect::Allow => "allow",
+            Effect::CheckOnly => "check only",
+        }
+    }
+}
+
+/// Circumstances an example needs besides its objects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Setting {
+    Default,
+    /// The view has not finished its first sync (X3).
+    ViewNotSynced,
+    /// The review is sent without its object (REQ): only a broken caller does that.
+    WithoutObject,
+}
+
+/// A write that triggers the rule.
+#[derive(Debug, Clone, Copy)]
+pub struct Example {
+    /// `CREATE`, `UPDATE` or `DELETE`.
+    pub operation: &'static str,
+    /// The object written (CREATE, UPDATE) or the stored object deleted (DELETE), as YAML.
+    pub object: &'static str,
+    /// UPDATE: the stored object before the write.
+    pub old: Option<&'static str>,
+    /// Objects already in the cluster, as YAML documents (may be empty).
+    pub cluster: &'static str,
+    pub setting: Setting,
+}
+
+/// One rule id.
+#[derive(Debug, Clone, Copy)]
+pub struct Rule {
+    pub id: &'static str,
+    /// The kinds it judges, as written in the docs.
+    pub kinds: &'static str,
+    /// The operations it judges.
+    pub operations: &'static str,
+    pub effect: Effect,
+    /// Whether it reads other objects through the view (SPEC X1): such rules are skipped or
+    /// answer 503 until the view has synced (X3).
+    pub reads_view: bool,
+    /// Where its findings sit.
+    pub field: &'static str,
+    /// What it denies or warns about.
+    pub summary: &'static str,
+    pub example: Example,
+}
+
+const fn ex(operation: &'static str, object: &'static str) -> Example {
+    Example {
+        operation,
+        object,
+        old: None,
+        cluster: "",
+        setting: Setting::Default,
+    }
+}
+
+const fn with_cluster(mut e: Example, cluster: &'static str) -> Example {
+    e.cluster = cluster;
+    e
+}
+
+const fn with_old(mut e: Example, old: &'static str) -> Example {
+    e.old = Some(old);
+    e
+}
+
+// === objects shared by examples ===
+
+const POOL_NODES: &str = "\
+apiVersion: ipam.cluster.x-k8s.io/v1alpha2
+kind: InClusterIPPool
+metadata: {name: nodes, namespace: team-a}
+spec:
+  addresses: [10.0.0.10-10.0.0.50]
+  gateway: 10.0.0.1
+  prefix: 24
+";
+
+const CLAIM_WEB: &str = "\
+apiVersion: ipam.cluster.x-k8s.io/v1beta2
+kind: IPAddressClaim
+metadata: {name: web-0, namespace: team-a}
+spec:
+  poolRef: {apiGroup: ipam.cluster.x-k8s.io, kind: InClusterIPPool, name: nodes}
+";
+
+const ADDRESS_WEB: &str = "\
+apiVersion: ipam.cluster.x-k8s.io/v1beta2
+kind: IPAddress
+metadata: {name: web-0, namespace: team-a}
+spec:
+  address: 10.0.0.11
+  prefix: 24
+  gateway: 10.0.0.1
+  claimRef: {name: web-0}
+  poolRef: {apiGroup: ipam.cluster.x-k8s.io, kind: InClusterIPPool, name: nodes}
+";
+
+const POOL_AND_CLAIM: &str = "\
+apiVersion: ipam.cluster.x-k8s.io/v1alpha2
+kind: InClusterIPPool
+metadata: {name: nodes, namespace: team-a}
+spec:
+  addresses: [10.0.0.10-10.0.0.50]
+  gateway: 10.0.0.1
+  prefix: 24
+---
+apiVersion: ipam.cluster.x-k8s.io/v1beta2
+kind: IPAddressClaim
+metadata: {name: web-0, namespace: team-a}
+spec:
+  poolRef: {apiGroup: ipam.cluster.x-k8s.io, kind: InClusterIPPool, name: nodes}
+";
+
+const POOL_CLAIMS_ADDRESS: &str = "\
+apiVersion: ipam.cluster.x-k8s.io/v1alpha2
+kind: InClusterIPPool
+metadata: {name: nodes, namespace: team-a}
+spec:
+  addresses: [10.0.0.10-10.0.0.50]
+  gateway: 10.0.0.1
+  prefix: 24
+---
+apiVersion: ipam.cluster.x-k8s.io/v1beta2
+kind: IPAddressClaim
+metadata: {name: web-0, namespace: team-a}
+spec:
+  poolRef: {apiGroup: ipam.cluster.x-k8s.io, kind: InClusterIPPool, name: nodes}
+---
+apiVersion: ipam.cluster.x-k8s.io/v1beta2
+kind: IPAddressClaim
+metadata: {name: web-1, namespace: team-a}
+spec:
+  poolRef: {apiGroup: ipam.cluster.x-k8s.io, kind: InClusterIPPool, name: nodes}
+---
+apiVersion: ipam.cluster.x-k8s.io/v1beta2
+kind: IPAddress
+metadata: {name: web-0, namespace: team-a}
+spec:
+  address: 10.0.0.11
+  prefix: 24
+  gateway: 10.0.0.1
+  claimRef: {name: web-0}
+  poolRef: {apiGroup: ipam.cluster.x-k8s.io, kind: InClusterIPPool, name: nodes}
+";
+
+const POOL_AND_ADDRESS: &str = "\
+apiVersion: ipam.cluster.x-k8s.io/v1alpha2
+kind: InClusterIPPool
+metadata: {name: nodes, namespace: team-a}
+spec:
+  addresses: [10.0.0.10-10.0.0.50]
+  gateway: 10.0.0.1
+  prefix: 24
+---
+apiVersion: ipam.cluster.x-k8s.io/v1beta2
+kind: IPAddress
+metadata: {name: web-0, namespace: team-a}
+spec:
+  address: 10.0.0.11
+  prefix: 24
+  gateway: 10.0.0.1
+  claimRef: {name: web-0}
+  poolRef: {apiGroup: ipam.cluster.x-k8s.io, kind: InClusterIPPool, name: nodes}
+";
+
+const METAL3_POOL: &str = "\
+apiVersion: ipam.metal3.io/v1alpha1
+kind: IPPool
+metadata: {name: provisioning, namespace: team-a}
+spec:
+  namePrefix: prov
+  allocationStrategy: sequential
+  pools:
+    - {start: 192.168.20.10, end: 192.168.20.50, prefix: 24, gateway: 192.168.20.1}
+";
+
+const METAL3_POOL_AND_ADDRESS: &str = "\
+apiVersion: ipam.metal3.io/v1alpha1
+kind: IPPool
+metadata: {name: provisioning, namespace: team-a}
+spec:
+  namePrefix: prov
+  allocationStrategy: sequential
+  pools:
+    - {start: 192.168.20.10, end: 192.168.20.50, prefix: 24, gateway: 192.168.20.1}
+---
+apiVersion: ipam.metal3.io/v1alpha1
+kind: IPAddress
+metadata: {name: prov-host-0, namespace: team-a}
+spec:
+  address: 192.168.20.11
+  prefix: 24
+  gateway: 192.168.20.1
+  pool: {name: provisioning, namespace: team-a}
+  claim: {name: host-0, namespace: team-a}
+";
+
+const METAL3_CLAIM: &str = "\
+apiVersion: ipam.metal3.io/v1alpha1
+kind: IPClaim
+metadata: {name: host-0, namespace: team-a}
+spec:
+  pool: {name: provisioning, namespace: team-a}
+";
+
+const METAL3_ADDRESS: &str = "\
+apiVersion: ipam.metal3.io/v1alpha1
+kind: IPAddress
+metadata: {name: prov-host-0, namespace: team-a}
+spec:
+  address: 192.168.20.11
+  prefix: 24
+  gateway: 192.168.20.1
+  pool: {name: provisioning, namespace: team-a}
+  claim: {name: host-0, namespace: team-a}
+";
+
+const SPIDER_POOL_IN_USE: &str = "\
+apiVersion: spiderpool.spidernet.io/v2beta1
+kind: SpiderIPPool
+metadata: {name: pods-a}
+spec:
+  subnet: 172.18.41.0/24
+  ips: [172.18.41.40-172.18.41.50]
+  gateway: 172.18.41.1
+status:
+  allocatedIPCount: 1
+  allocatedIPs: '{\"172.18.41.41\":{\"pod\":\"default/web-0\"}}'
+";
+
+/// Every rule id, in the order of the documentation.
+pub const RULES: &[Rule] = &[
+    // === IPAddressClaim ===
+    Rule {
+        id: "C1",
+        kinds: "IPAddressClaim",
+        operations: "CREATE",
+        effect: Effect::Deny,
+        reads_view: false,
+        field: "spec.poolRef.name, spec.poolRef.kind, spec.poolRef.apiGroup",
+        summary: "The pool reference is complete: `name`, `kind` and `apiGroup` are set and not empty in every request version (judged after the mutating webhook has filled `apiGroup`, M1), and `name` is a DNS-1123 subdomain.",
+        example: with_cluster(ex("CREATE", "\
+apiVersion: ipam.cluster.x-k8s.io/v1beta2
+kind: IPAddressClaim
+metadata: {name: web-0, namespace: team-a}
+spec:
+  poolRef: {apiGroup: ipam.cluster.x-k8s.io, name: nodes}
+"), POOL_NODES),    },
+    Rule {
+        id: "C2",
+        kinds: "IPAddressClaim, IPAddress",
+        operations: "CREATE",
+        effect: Effect::Deny,
+        reads_view: false,
+        field: "spec.poolRef.namespace",
+        summary: "A pool reference carries no namespace: references stay in the object's own namespace (an API server prunes the key through the CAPI schemas; `check`, `audit` and direct reviews still see it).",
+        example: with_cluster(ex("CREATE", "\
+apiVersion: ipam.cluster.x-k8s.io/v1beta2
+kind: IPAddressClaim
+metadata: {name: web-0, namespace: team-a}
+spec:
+  poolRef: {apiGroup: ipam.cluster.x-k8s.io, kind: InClusterIPPool, name: nodes, namespace: team-b}
+"), POOL_NODES),    },
+    Rule {
+        id: "C3",
+        kinds: "IPAddressClaim",
+        operations: "CREATE",
+        effect: Effect::DenyOrWarn,
+        reads_view: true,
+        field: "spec.poolRef.name",
+        summary: "The referenced pool exists (namespaced pools in the claim's namespace, cluster-scoped pools anywhere). A missing pool is a warning by default and a denial with `--require-existing-pool`; a known pool group with an unknown kind is a warning.",
+        example: ex("CREATE", CLAIM_WEB),
+    },
+    Rule {
+        id: "C4",
+        kinds: "IPAddressClaim",
+        operations: "UPDATE",
+        effect: Effect::Deny,
+        reads_view: false,
+        field: "each changed field under spec",
+        summary: "The whole spec is immutable; each changed field is its own cause, naming the old value.",
+        example: with_old(ex("UPDATE", "\
+apiVersion: ipam.cluster.x-k8s.io/v1beta2
+kind: IPAddressClaim
+metadata: {name: web-0, namespace: team-a}
+spec:
+  poolRef: {apiGroup: ipam.cluster.x-k8s.io, kind: InClusterIPPool, name: nodes-b}
+"), CLAIM_WEB),
+    },
+    Rule {
+        id: "C5",
+        kinds: "IPAddressClaim",
+        operations: "CREATE; UPDATE when the label or spec.clusterName changes",
+        effect: Effect::Deny,
+        reads_view: false,
+        field: "metadata.labels",
+        summary: "When both `spec.clusterName` and the label `cluster.x-k8s.io/cluster-name` are set, they agree.",
+        example: with_cluster(ex("CREATE", "\
+apiVersion: ipam.cluster.x-k8s.io/v1beta2
+kind: IPAddressClaim
+metadata:
+  name: web-0
+  namespace: team-a
+  labels: {cluster.x-k8s.io/cluster-name: prod}
+spec:
+  clusterName: staging
+  poolRef: {apiGroup: ipam.cluster.x-k8s.io, kind: InClusterIPPool, name: nodes}
+"), POOL_NODES),    },
+    // === IPAddress ===
+    Rule {
+        id: "A1",
+        kinds: "IPAddress",
+        operations: "CREATE",
+        effect: Effect::DenyOrWarn,
+        reads_view: false,
+        field: "spec.address",
+        summary: "`spec.address` is a valid IP in the strict grammar (no leading zeros, no zone, no IPv4-mapped IPv6); IPv6 that is not in canonical form is a warning giving the canonical text.",
+        example: with_cluster(ex("CREATE", "\
+apiVersion: ipam.cluster.x-k8s.io/v1beta2
+kind: IPAddress
+metadata: {name: web-0, namespace: team-a}
+spec:
+  address: 10.0.0.011
+  prefix: 24
+  claimRef: {name: web-0}
+  poolRef: {apiGroup: ipam.cluster.x-k8s.io, kind: InClusterIPPool, name: nodes}
+"), POOL_AND_CLAIM),    },
+    Rule {
+        id: "A2",
+        kinds: "IPAddress",
+        operations: "CREATE",
+        effect: Effect::Deny,
+        reads_view: false,
+        field: "spec.prefix",
+        summary: "`spec.prefix` is within the bound of the address's family (0-32 for IPv4, 0-128 for IPv6) and never negative; a number too large for the field is a denial, never a wrap-around.",
+        example: with_cluster(ex("CREATE", "\
+apiVersion: ipam.cluster.x-k8s.io/v1beta2
+kind: IPAddress
+metadata: {name: web-0, namespace: team-a}
+spec:
+  address: 10.0.0.11
+  prefix: 33
+  gateway: 10.0.0.1
+  claimRef: {name: web-0}
+  poolRef: {apiGroup: ipam.cluster.x-k8s.io, kind: InClusterIPPool, name: nodes}
+"), POOL_AND_CLAIM),    },
+    Rule {
+        id: "A3",
+        kinds: "IPAddress",
+        operations: "CREATE",
+        effect: Effect::Deny,
+        reads_view: false,
+        field: "spec.gateway",
+        summary: "The gateway, when set, is a valid IP of the address's family, not the address itself, and inside `address/prefix` when the prefix leaves room for a subnet (IPv6 link-local gateways are exempt).",
+        example: with_cluster(ex("CREATE", "\
+apiVersion: ipam.cluster.x-k8s.io/v1beta2
+kind: IPAddress
+metadata: {name: web-0, namespace: team-a}
+spec:
+  address: 10.0.0.11
+  prefix: 24
+  gateway: 10.0.1.1
+  claimRef: {name: web-0}
+  poolRef: {apiGroup: ipam.cluster.x-k8s.io, kind: InClusterIPPool, name: nodes}
+"), CLAIM_WEB),    },
+    Rule {
+        id: "A4",
+        kinds: "IPAddress",
+        operations: "CREATE",
+        effect: Effect::Warn,
+        reads_view: false,
+        field: "spec.address",
+        summary: "The address is the network address (IPv4 up to /30, IPv6 up to /126) or the IPv4 broadcast address of its own subnet.",
+        example: with_cluster(ex("CREATE", "\
+apiVersion: ipam.cluster.x-k8s.io/v1beta2
+kind: IPAddress
+metadata: {name: web-0, namespace: team-a}
+spec:
+  address: 10.0.0.255
+  prefix: 24
+  claimRef: {name: web-0}
+  poolRef: {apiGroup: ipam.cluster.x-k8s.io, kind: InClusterIPPool, name: nodes}
+"), CLAIM_WEB),    },
+    Rule {
+        id: "A5",
+        kinds: "IPAddress",
+        operations: "CREATE",
+        effect: Effect::Deny,
+        reads_view: false,
+        field: "spec.claimRef.name, spec.poolRef.name, spec.poolRef.kind, spec.poolRef.apiGroup",
+        summary: "The claim reference and the three pool reference fields are set and not empty.",
+        example: with_cluster(ex("CREATE", "\
+apiVersion: ipam.cluster.x-k8s.io/v1beta2
+kind: IPAddress
+metadata: {name: web-0, namespace: team-a}
+spec:
+  address: 10.0.0.11
+  prefix: 24
+  gateway: 10.0.0.1
+  claimRef: {name: ''}
+  poolRef: {apiGroup: ipam.cluster.x-k8s.io, kind: InClusterIPPool, name: nodes}
+"), POOL_AND_CLAIM),    },
+    Rule {
+        id: "A6",
+        kinds: "IPAddress",
+        operations: "CREATE",
+        effect: Effect::DenyOrWarn,
+        reads_view: true,
+        field: "spec.poolRef (denial), spec.claimRef.name (warning)",
+        summary: "The address names the same pool as the claim it fulfils (looked up in its namespace). A claim that is not found is a warning: restores create objects in any order.",
+        example: with_cluster(ex("CREATE", "\
+apiVersion: ipam.cluster.x-k8s.io/v1beta2
+kind: IPAddress
+metadata: {name: web-0, namespace: team-a}
+spec:
+  address: 10.0.0.11
+  prefix: 24
+  gateway: 10.0.0.1
+  claimRef: {name: web-0}
+  poolRef: {apiGroup: ipam.cluster.x-k8s.io, kind: GlobalInClusterIPPool, name: shared}
+"), POOL_AND_CLAIM),
+    },
+    Rule {
+        id: "A7",
+        kinds: "IPAddress",
+        operations: "CREATE",
+        effect: Effect::Deny,
+        reads_view: true,
+        field: "spec.claimRef.name",
+        summary: "One address per claim: no other IPAddress already names the same claim.",
+        example: with_cluster(ex("CREATE", "\
+apiVersion: ipam.cluster.x-k8s.io/v1beta2
+kind: IPAddress
+metadata: {name: web-0-second, namespace: team-a}
+spec:
+  address: 10.0.0.12
+  prefix: 24
+  gateway: 10.0.0.1
+  claimRef: {name: web-0}
+  poolRef: {apiGroup: ipam.cluster.x-k8s.io, kind: InClusterIPPool, name: nodes}
+"), POOL_CLAIMS_ADDRESS),
+    },
+    Rule {
+        id: "A8",
+        kinds: "IPAddress",
+        operations: "CREATE",
+        effect: Effect::DenyOrWarn,
+        reads_view: true,
+        field: "spec.address (denial), spec.prefix, spec.gateway (warnings)",
+        summary: "When the pool is known and found, the address lies in what the pool can hand out (declared - excluded - gateway - reserved); a prefix or gateway other than the pool's is a warning.",
+        example: with_cluster(ex("CREATE", "\
+apiVersion: ipam.cluster.x-k8s.io/v1beta2
+kind: IPAddress
+metadata: {name: web-0, namespace: team-a}
+spec:
+  address: 10.0.0.200
+  prefix: 24
+  gateway: 10.0.0.1
+  claimRef: {name: web-0}
+  poolRef: {apiGroup: ipam.cluster.x-k8s.io, kind: InClusterIPPool, name: nodes}
+"), POOL_AND_CLAIM),
+    },
+    Rule {
+        id: "A9",
+        kinds: "IPAddress (CAPI and Metal3)",
+        operations: "CREATE",
+        effect: Effect::Deny,
+        reads_view: true,
+        field: "spec.address",
+        summary: "No other address object in the same address space holds the same address (compared as parsed values, so `2001:DB8::5` and `2001:db8::5` are one address).",
+        example: with_cluster(ex("CREATE", "\
+apiVersion: ipam.cluster.x-k8s.io/v1beta2
+kind: IPAddress
+metadata: {name: web-1, namespace: team-a}
+spec:
+  address: 10.0.0.11
+  prefix: 24
+  gateway: 10.0.0.1
+  claimRef: {name: web-1}
+  poolRef: {apiGroup: ipam.cluster.x-k8s.io, kind: InClusterIPPool, name: nodes}
+"), POOL_CLAIMS_ADDRESS),
+    },
+    Rule {
+        id: "A10",
+        kinds: "IPAddress",
+        operations: "UPDATE",
+        effect: Effect::Deny,
+        reads_view: false,
+        field: "each changed field under spec",
+        summary: "The whole spec is immutable, as C4.",
+        example: with_old(ex("UPDATE", "\
+apiVersion: ipam.cluster.x-k8s.io/v1beta2
+kind: IPAddress
+metadata: {name: web-0, namespace: team-a}
+spec:
+  address: 10.0.0.12
+  prefix: 24
+  gateway: 10.0.0.1
+  claimRef: {name: web-0}
+  poolRef: {apiGroup: ipam.cluster.x-k8s.io, kind: InClusterIPPool, name: nodes}
+"), ADDRESS_WEB),
+    },
+    // === In-cluster pools ===
+    Rule {
+        id: "P1",
+        kinds: "InClusterIPPool, GlobalInClusterIPPool",
+        operations: "CREATE, UPDATE",
+        effect: Effect::Deny,
+        reads_view: false,
+        field: "spec.addresses",
+        summary: "The pool declares at least one address (`spec.addresses`, or v1alpha1's `subnet`, never both).",
+        example: ex("CREATE", "\
+apiVersion: ipam.cluster.x-k8s.io/v1alpha2
+kind: InClusterIPPool
+metadata: {name: nodes, namespace: team-a}
+spec:
+  addresses: []
+  prefix: 24
+"),
+    },
+    Rule {
+        id: "P2",
+        kinds: "InClusterIPPool, GlobalInClusterIPPool",
+        operations: "CREATE, UPDATE",
+        effect: Effect::DenyOrWarn,
+        reads_view: false,
+        field: "spec.addresses[i], spec.excludedAddresses[i]",
+        summary: "Every entry is a single IP, a range `a-b` (same family, a <= b, never swapped) or a CIDR. A CIDR with host bits set and IPv6 not in canonical form are warnings naming what they mean.",
+        example: ex("CREATE", "\
+apiVersion: ipam.cluster.x-k8s.io/v1alpha2
+kind: InClusterIPPool
+metadata: {name: nodes, namespace: team-a}
+spec:
+  addresses: [10.0.0.50-10.0.0.10]
+  prefix: 24
+"),
+    },
+    Rule {
+        id: "P3",
+        kinds: "InClusterIPPool, GlobalInClusterIPPool",
+        operations: "CREATE, UPDATE",
+        effect: Effect::Deny,
+        reads_view: false,
+        field: "spec.addresses, spec.excludedAddresses, spec.gateway",
+        summary: "Entries, excluded entries and the gateway are of one IP family.",
+        example: ex("CREATE", "\
+apiVersion: ipam.cluster.x-k8s.io/v1alpha2
+kind: InClusterIPPool
+metadata: {name: nodes, namespace: team-a}
+spec:
+  addresses: [10.0.0.10-10.0.0.50, 'fd00::10-fd00::50']
+  prefix: 24
+"),
+    },
+    Rule {
+        id: "P4",
+        kinds: "InClusterIPPool, GlobalInClusterIPPool",
+        operations: "CREATE, UPDATE",
+        effect: Effect::Deny,
+        reads_view: false,
+        field: "spec.prefix",
+        summary: "The prefix is set and within the family's bound.",
+        example: ex("CREATE", "\
+apiVersion: ipam.cluster.x-k8s.io/v1alpha2
+kind: InClusterIPPool
+metadata: {name: nodes, namespace: team-a}
+spec:
+  addresses: [10.0.0.10-10.0.0.50]
+  prefix: 40
+"),
+    },
+    Rule {
+        id: "P5",
+        kinds: "InClusterIPPool, GlobalInClusterIPPool",
+        operations: "CREATE, UPDATE",
+        effect: Effect::Deny,
+        reads_view: false,
+        field: "spec.addresses[i]",
+        summary: "Every entry lies inside the one subnet of the pool's prefix that holds its lowest address.",
+        example: ex("CREATE", "\
+apiVersion: ipam.cluster.x-k8s.io/v1alpha2
+kind: InClusterIPPool
+metadata: {name: nodes, namespace: team-a}
+spec:
+  addresses: [10.0.0.10-10.0.0.50, 10.0.1.10-10.0.1.50]
+  prefix: 24
+"),
+    },
+    Rule {
+        id: "P6",
+        kinds: "InClusterIPPool, GlobalInClusterIPPool",
+        operations: "CREATE, UPDATE",
+        effect: Effect::Deny,
+        reads_view: false,
+        field: "spec.gateway",
+        summary: "The gateway is a valid IP inside the pool's subnet when the prefix leaves room for one (IPv6 link-local gateways are exempt).",
+        example: ex("CREATE", "\
+apiVersion: ipam.cluster.x-k8s.io/v1alpha2
+kind: InClusterIPPool
+metadata: {name: nodes, namespace: team-a}
+spec:
+  addresses: [10.0.0.10-10.0.0.50]
+  gateway: 10.0.1.1
+  prefix: 24
+"),
+    },
+    Rule {
+        id: "P7",
+        kinds: "InClusterIPPool, GlobalInClusterIPPool",
+        operations: "CREATE, UPDATE",
+        effect: Effect::Warn,
+        reads_view: false,
+        field: "spec.excludedAddresses[i], spec.addresses, spec.prefix",
+        summary: "The pool hands out less than its author expects: an excluded entry outside the declared addresses, nothing allocatable at all, or a /31-/32 pool without `allocateReservedIPAddresses: true` (the in-cluster provider then hands out nothing).",
+        example: ex("CREATE", "\
+apiVersion: ipam.cluster.x-k8s.io/v1alpha2
+kind: InClusterIPPool
+metadata: {name: nodes, namespace: team-a}
+spec:
+  addresses: [10.0.0.10-10.0.0.50]
+  excludedAddresses: [10.0.0.100]
+  gateway: 10.0.0.1
+  prefix: 24
+"),
+    },
+    Rule {
+        id: "P8",
+        kinds: "InClusterIPPool, GlobalInClusterIPPool",
+        operations: "UPDATE (spec changed)",
+        effect: Effect::Deny,
+        reads_view: true,
+        field: "spec.addresses",
+        summary: "Every IPAddress referencing the pool stays inside its new allocatable set; the offenders are named (at most 5, then `and N more`).",
+        example: with_cluster(with_old(ex("UPDATE", "\
+apiVersion: ipam.cluster.x-k8s.io/v1alpha2
+kind: InClusterIPPool
+metadata: {name: nodes, namespace: team-a}
+spec:
+  addresses: [10.0.0.20-10.0.0.50]
+  gateway: 10.0.0.1
+  prefix: 24
+"), POOL_NODES), POOL_AND_ADDRESS),
+    },
+    Rule {
+        id: "P9",
+        kinds: "InClusterIPPool, GlobalInClusterIPPool",
+        operations: "DELETE",
+        effect: Effect::Deny,
+        reads_view: true,
+        field: "metadata.name (403 Forbidden)",
+        summary: "A pool is not deleted while IPAddresses reference it (a namespaced pool: from its namespace; a global pool: from any); the answer names the holders. Skipped with annotation `ipam.cluster.x-k8s.io/skip-validate-delete-webhook` or `clusterctl.cluster.x-k8s.io/delete-for-move`.",
+        example: with_cluster(ex("DELETE", POOL_NODES), POOL_AND_ADDRESS),
+    },
+    Rule {
+        id: "P10",
+        kinds: "every pool kind",
+        operations: "CREATE; UPDATE when the allocatable set or the address-space annotation changes",
+        effect: Effect::Deny,
+        reads_view: true,
+        field: "the entry that overlaps (spec.addresses[i], spec.pools[i], spec.ips[i])",
+        summary: "What the pool can hand out shares no address with any other pool, of any known kind, in the same address space (annotation `ipam-guard.io/address-space`, default `default`; see `--overlap-scope`). The cause names the other pool and the shared range.",
+        example: with_cluster(ex("CREATE", "\
+apiVersion: ipam.cluster.x-k8s.io/v1alpha2
+kind: GlobalInClusterIPPool
+metadata: {name: shared}
+spec:
+  addresses: [10.0.0.0/24]
+  prefix: 24
+"), POOL_NODES),
+    },
+    Rule {
+        id: "P11",
+        kinds: "every pool kind",
+        operations: "UPDATE",
+        effect: Effect::Allow,
+        reads_view: false,
+        field: "-",
+        summary: "A pool with `deletionTimestamp` set passes every update, so finalizers can be removed whatever the pool looks like.",
+        example: with_cluster(with_old(ex("UPDATE", "\
+apiVersion: ipam.cluster.x-k8s.io/v1alpha2
+kind: InClusterIPPool
+metadata: {name: nodes, namespace: team-a, deletionTimestamp: '2026-01-01T00:00:00Z'}
+spec:
+  addresses: [10.0.0.20-10.0.0.50]
+  gateway: 10.0.0.1
+  prefix: 24
+"), "\
+apiVersion: ipam.cluster.x-k8s.io/v1alpha2
+kind: InClusterIPPool
+metadata: {name: nodes, namespace: team-a, deletionTimestamp: '2026-01-01T00:00:00Z', finalizers: [example.com/hold]}
+spec:
+  addresses: [10.0.0.10-10.0.0.50]
+  gateway: 10.0.0.1
+  prefix: 24
+"), POOL_AND_ADDRESS),
+    },
+    // === Metal3 ===
+    Rule {
+        id: "MP1",
+        kinds: "IPPool.ipam.metal3.io",
+        operations: "CREATE, UPDATE",
+        effect: Effect::DenyOrWarn,
+        reads_view: false,
+        field: "spec.pools[i]",
+        summary: "Each entry has a start, an end or a subnet; each parses; start <= end; start, end and subnet share a family; start and end lie inside the subnet.",
+        example: ex("CREATE", "\
+apiVersion: ipam.metal3.io/v1alpha1
+kind: IPPool
+metadata: {name: provisioning, namespace: team-a}
+spec:
+  namePrefix: prov
+  allocationStrategy: sequential
+  pools:
+    - {start: 192.168.20.50, end: 192.168.20.10, prefix: 24}
+"),
+    },
+    Rule {
+        id: "MP2",
+        kinds: "IPPool.ipam.metal3.io",
+        operations: "CREATE, UPDATE",
+        effect: Effect::DenyOrWarn,
+        reads_view: false,
+        field: "spec.prefix, spec.pools[i].prefix, spec.gateway, spec.pools[i].gateway, spec.dnsServers",
+        summary: "Prefixes within the family bound, pool-level and per entry; gateways and DNS servers are valid IPs of the family.",
+        example: ex("CREATE", "\
+apiVersion: ipam.metal3.io/v1alpha1
+kind: IPPool
+metadata: {name: provisioning, namespace: team-a}
+spec:
+  namePrefix: prov
+  allocationStrategy: sequential
+  pools:
+    - {start: 192.168.20.10, end: 192.168.20.50, prefix: 33}
+"),
+    },
+    Rule {
+        id: "MP3",
+        kinds: "IPPool.ipam.metal3.io",
+        operations: "CREATE, UPDATE",
+        effect: Effect::Deny,
+        reads_view: false,
+        field: "spec.preAllocations[<claim>]",
+        summary: "Pre-allocated addresses are valid, unique and inside the pools.",
+        example: ex("CREATE", "\
+apiVersion: ipam.metal3.io/v1alpha1
+kind: IPPool
+metadata: {name: provisioning, namespace: team-a}
+spec:
+  namePrefix: prov
+  allocationStrategy: sequential
+  pools:
+    - {start: 192.168.20.10, end: 192.168.20.50, prefix: 24}
+  preAllocations:
+    host-0: 192.168.30.5
+"),
+    },
+    Rule {
+        id: "MP4",
+        kinds: "IPPool.ipam.metal3.io",
+        operations: "UPDATE, DELETE",
+        effect: Effect::Deny,
+        reads_view: true,
+        field: "spec.namePrefix, spec.allocationStrategy, spec.pools, metadata.name (DELETE: 403)",
+        summary: "`namePrefix` and `allocationStrategy` are immutable; addresses held by Metal3 IPAddresses stay inside the pools; the pool is not deleted while Metal3 IPAddresses name it.",
+        example: with_cluster(ex("DELETE", METAL3_POOL), METAL3_POOL_AND_ADDRESS),
+    },
+    Rule {
+        id: "MC1",
+        kinds: "IPClaim.ipam.metal3.io",
+        operations: "CREATE",
+        effect: Effect::Deny,
+        reads_view: false,
+        field: "spec.pool.name",
+        summary: "The claim names its pool.",
+        example: ex("CREATE", "\
+apiVersion: ipam.metal3.io/v1alpha1
+kind: IPClaim
+metadata: {name: host-0, namespace: team-a}
+spec:
+  pool: {namespace: team-a}
+"),
+    },
+    Rule {
+        id: "MC2",
+        kinds: "IPClaim.ipam.metal3.io",
+        operations: "CREATE",
+        effect: Effect::Deny,
+        reads_view: false,
+        field: "spec.pool.namespace",
+        summary: "`spec.pool.namespace`, when set, is the claim's own namespace.",
+        example: ex("CREATE", "\
+apiVersion: ipam.metal3.io/v1alpha1
+kind: IPClaim
+metadata: {name: host-0, namespace: team-a}
+spec:
+  pool: {name: provisioning, namespace: team-b}
+"),
+    },
+    Rule {
+        id: "MC3",
+        kinds: "IPClaim.ipam.metal3.io",
+        operations: "UPDATE",
+        effect: Effect::Deny,
+        reads_view: false,
+        field: "each changed field under spec",
+        summary: "The spec is immutable.",
+        example: with_old(ex("UPDATE", "\
+apiVersion: ipam.metal3.io/v1alpha1
+kind: IPClaim
+metadata: {name: host-0, namespace: team-a}
+spec:
+  pool: {name: provisioning-b, namespace: team-a}
+"), METAL3_CLAIM),
+    },
+    Rule {
+        id: "MC4",
+        kinds: "IPClaim.ipam.metal3.io",
+        operations: "CREATE, UPDATE",
+        effect: Effect::DenyOrWarn,
+        reads_view: true,
+        field: "metadata.annotations[ipAddress]",
+        summary: "The `ipAddress` annotation, when set, is a valid IP; outside the claim's pool it is a warning.",
+        example: ex("CREATE", "\
+apiVersion: ipam.metal3.io/v1alpha1
+kind: IPClaim
+metadata:
+  name: host-0
+  namespace: team-a
+  annotations: {ipAddress: 192.168.20.300}
+spec:
+  pool: {name: provisioning, namespace: team-a}
+"),
+    },
+    Rule {
+        id: "MA1",
+        kinds: "IPAddress.ipam.metal3.io",
+        operations: "CREATE",
+        effect: Effect::DenyOrWarn,
+        reads_view: false,
+        field: "spec.address, spec.prefix, spec.gateway",
+        summary: "Address, prefix and gateway as A1-A3.",
+        example: ex("CREATE", "\
+apiVersion: ipam.metal3.io/v1alpha1
+kind: IPAddress
+metadata: {name: prov-host-0, namespace: team-a}
+spec:
+  address: 192.168.20.11
+  prefix: 24
+  gateway: 192.168.21.1
+  pool: {name: provisioning, namespace: team-a}
+  claim: {name: host-0, namespace: team-a}
+"),
+    },
+    Rule {
+        id: "MA2",
+        kinds: "IPAddress.ipam.metal3.io",
+        operations: "CREATE",
+        effect: Effect::Deny,
+        reads_view: false,
+        field: "spec.pool.name, spec.claim.name, spec.pool.namespace, spec.claim.namespace",
+        summary: "The pool and claim references are set, and their namespaces are the object's own.",
+        example: ex("CREATE", "\
+apiVersion: ipam.metal3.io/v1alpha1
+kind: IPAddress
+metadata: {name: prov-host-0, namespace: team-a}
+spec:
+  address: 192.168.20.11
+  prefix: 24
+  pool: {name: provisioning, namespace: team-a}
+  claim: {namespace: team-a}
+"),
+    },
+    Rule {
+        id: "MA3",
+        kinds: "IPAddress.ipam.metal3.io",
+        operations: "UPDATE",
+        effect: Effect::Deny,
+        reads_view: false,
+        field: "each changed field under spec",
+        summary: "The spec is immutable (removing a finalizer passes).",
+        example: with_old(ex("UPDATE", "\
+apiVersion: ipam.metal3.io/v1alpha1
+kind: IPAddress
+metadata: {name: prov-host-0, namespace: team-a}
+spec:
+  address: 192.168.20.12
+  prefix: 24
+  gateway: 192.168.20.1
+  pool: {name: provisioning, namespace: team-a}
+  claim: {name: host-0, namespace: team-a}
+"), METAL3_ADDRESS),
+    },
+    Rule {
+        id: "MA4",
+        kinds: "IPAddress.ipam.metal3.io",
+        operations: "CREATE",
+        effect: Effect::Deny,
+        reads_view: true,
+        field: "spec.address",
+        summary: "As A8 and A9: the address lies in its pool's allocatable set and no other address object in the same space holds it.",
+        example: with_cluster(ex("CREATE", "\
+apiVersion: ipam.metal3.io/v1alpha1
+kind: IPAddress
+metadata: {name: prov-host-1, namespace: team-a}
+spec:
+  address: 192.168.20.200
+  prefix: 24
+  gateway: 192.168.20.1
+  pool: {name: provisioning, namespace: team-a}
+  claim: {name: host-1, namespace: team-a}
+"), METAL3_POOL),
+    },
+    // === Spiderpool ===
+    Rule {
+        id: "S1",
+        kinds: "SpiderIPPool",
+        operations: "CREATE, UPDATE",
+        effect: Effect::Deny,
+        reads_view: false,
+        field: "spec.subnet",
+        summary: "`spec.subnet` is a canonical CIDR (no host bits).",
+        example: ex("CREATE", "\
+apiVersion: spiderpool.spidernet.io/v2beta1
+kind: SpiderIPPool
+metadata: {name: pods-a}
+spec:
+  subnet: 172.18.41.7/24
+  ips: [172.18.41.40-172.18.41.50]
+"),
+    },
+    Rule {
+        id: "S2",
+        kinds: "SpiderIPPool",
+        operations: "CREATE, UPDATE",
+        effect: Effect::Deny,
+        reads_view: false,
+        field: "spec.ipVersion",
+        summary: "`spec.ipVersion` matches the subnet's family.",
+        example: ex("CREATE", "\
+apiVersion: spiderpool.spidernet.io/v2beta1
+kind: SpiderIPPool
+metadata: {name: pods-a}
+spec:
+  ipVersion: 6
+  subnet: 172.18.41.0/24
+  ips: [172.18.41.40-172.18.41.50]
+"),
+    },
+    Rule {
+        id: "S3",
+        kinds: "SpiderIPPool",
+        operations: "CREATE, UPDATE",
+        effect: Effect::DenyOrWarn,
+        reads_view: false,
+        field: "spec.ips[i], spec.excludeIPs[i]",
+        summary: "Entries (an IP or `a-b`) parse and lie inside the subnet; listing the network or broadcast address is a warning.",
+        example: ex("CREATE", "\
+apiVersion: spiderpool.spidernet.io/v2beta1
+kind: SpiderIPPool
+metadata: {name: pods-a}
+spec:
+  subnet: 172.18.41.0/24
+  ips: [172.18.42.40-172.18.42.50]
+"),
+    },
+    Rule {
+        id: "S4",
+        kinds: "SpiderIPPool",
+        operations: "CREATE, UPDATE",
+        effect: Effect::Deny,
+        reads_view: false,
+        field: "spec.gateway",
+        summary: "The gateway lies inside the subnet and is not allocatable.",
+        example: ex("CREATE", "\
+apiVersion: spiderpool.spidernet.io/v2beta1
+kind: SpiderIPPool
+metadata: {name: pods-a}
+spec:
+  subnet: 172.18.41.0/24
+  ips: [172.18.41.40-172.18.41.50]
+  gateway: 172.18.41.45
+"),
+    },
+    Rule {
+        id: "S5",
+        kinds: "SpiderIPPool",
+        operations: "UPDATE",
+        effect: Effect::Deny,
+        reads_view: true,
+        field: "spec.subnet, spec.ipVersion, spec.ips",
+        summary: "`subnet` and `ipVersion` are immutable; IPs listed in `status.allocatedIPs` stay allocatable.",
+        example: with_old(ex("UPDATE", "\
+apiVersion: spiderpool.spidernet.io/v2beta1
+kind: SpiderIPPool
+metadata: {name: pods-a}
+spec:
+  subnet: 172.18.41.0/24
+  ips: [172.18.41.45-172.18.41.50]
+  gateway: 172.18.41.1
+status:
+  allocatedIPCount: 1
+  allocatedIPs: '{\"172.18.41.41\":{\"pod\":\"default/web-0\"}}'
+"), SPIDER_POOL_IN_USE),
+    },
+    Rule {
+        id: "S6",
+        kinds: "SpiderIPPool",
+        operations: "DELETE",
+        effect: Effect::Deny,
+        reads_view: false,
+        field: "metadata.name (403 Forbidden)",
+        summary: "The pool is not deleted while `status.allocatedIPCount > 0` or `status.allocatedIPs` (a JSON string holding a map) has a key; a value that does not parse counts as held.",
+        example: ex("DELETE", SPIDER_POOL_IN_USE),
+    },
+    // === CAPV ===
+    Rule {
+        id: "V1",
+        kinds: "VSphereMachine, VSphereMachineTemplate",
+        operations: "CREATE, UPDATE",
+        effect: Effect::Warn,
+        reads_view: true,
+        field: "spec.network.devices[i].addressesFromPools[j] (templates: under spec.template.spec)",
+        summary: "Each pool reference is complete, names a known pool kind, finds its pool (namespaced kinds in the machine's namespace) and carries no namespace. Warnings only: CAPV owns these objects.",
+        example: ex("CREATE", "\
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
+kind: VSphereMachine
+metadata: {name: worker-0, namespace: team-a}
+spec:
+  template: ubuntu-2204
+  network:
+    devices:
+      - networkName: vm-network
+        addressesFromPools:
+          - {apiGroup: ipam.cluster.x-k8s.io, kind: InClusterIPPool, name: nodes}
+"),
+    },
+    // === Mutations ===
+    Rule {
+        id: "M1",
+        kinds: "IPAddressClaim, IPAddress",
+        operations: "CREATE (mutating webhook)",
+        effect: Effect::Mutate,
+        reads_view: false,
+        field: "spec.poolRef.apiGroup",
+        summary: "An absent or empty `spec.poolRef.apiGroup` with kind `InClusterIPPool` or `GlobalInClusterIPPool` is set to `ipam.cluster.x-k8s.io`. Never on UPDATE (the spec is immutable).",
+        example: with_cluster(ex("CREATE", "\
+apiVersion: ipam.cluster.x-k8s.io/v1beta1
+kind: IPAddressClaim
+metadata: {name: web-0, namespace: team-a}
+spec:
+  poolRef: {kind: InClusterIPPool, name: nodes}
+"), POOL_NODES),    },
+    Rule {
+        id: "M2",
+        kinds: "IPAddressClaim",
+        operations: "CREATE, UPDATE (mutating webhook)",
+        effect: Effect::Mutate,
+        reads_view: false,
+        field: "metadata.labels[cluster.x-k8s.io/cluster-name]",
+        summary: "With `spec.clusterName` set and the label `cluster.x-k8s.io/cluster-name` absent, the label is added.",
+        example: with_cluster(ex("CREATE", "\
+apiVersion: ipam.cluster.x-k8s.io/v1beta2
+kind: IPAddressClaim
+metadata: {name: web-0, namespace: team-a}
+spec:
+  clusterName: prod
+  poolRef: {apiGroup: ipam.cluster.x-k8s.io, kind: InClusterIPPool, name: nodes}
+"), POOL_NODES),    },
+    // === Beyond one kind ===
+    Rule {
+        id: "K1",
+        kinds: "every kind ipam-guard serves",
+        operations: "CREATE, UPDATE, DELETE",
+        effect: Effect::Warn,
+        reads_view: false,
+        field: "(the object)",
+        summary: "A version of a known kind that ipam-guard cannot decode (a newer CRD than it knows) is let through unchecked, never silently.",
+        example: ex("CREATE", "\
+apiVersion: ipam.cluster.x-k8s.io/v1beta3
+kind: IPAddressClaim
+metadata: {name: web-0, namespace: team-a}
+spec:
+  poolRef: {apiGroup: ipam.cluster.x-k8s.io, kind: InClusterIPPool, name: nodes}
+"),
+    },
+    Rule {
+        id: "REQ",
+        kinds: "every kind ipam-guard serves",
+        operations: "CREATE, UPDATE, DELETE",
+        effect: Effect::Deny,
+        reads_view: false,
+        field: "object, oldObject",
+        summary: "A review that lacks the object its operation needs (or carries one that is not a JSON object) is denied with a cause at the missing field, never allowed. An API server always sends them; this catches broken callers.",
+        example: Example {
+            setting: Setting::WithoutObject,
+            ..ex("CREATE", CLAIM_WEB)
+        },
+    },
+    Rule {
+        id: "X3",
+        kinds: "every kind ipam-guard serves",
+        operations: "CREATE, UPDATE, DELETE",
+        effect: Effect::DenyOrWarn,
+        reads_view: false,
+        field: "(the object)",
+        summary: "Until the view has synced every watched kind, a write that a view-reading rule could deny is refused with 503 (fail closed; retry), and warning-only view rules are skipped with a warning saying so.",
+        example: Example {
+            setting: Setting::ViewNotSynced,
+            ..ex("CREATE", ADDRESS_WEB)
+        },
+    },
+    Rule {
+        id: "X4",
+        kinds: "every kind (`ipam-guard check`)",
+        operations: "-",
+        effect: Effect::CheckOnly,
+        reads_view: false,
+        field: "metadata.name",
+        summary: "`check` found the same object defined twice; the others are judged against the last definition, as applying the files in order would leave it.",
+        example: ex("CREATE", "\
+apiVersion: spiderpool.spidernet.io/v2beta1
+kind: SpiderIPPool
+metadata: {name: pods-a}
+spec:
+  subnet: 172.18.41.0/24
+  ips: [172.18.41.40-172.18.41.50]
+  gateway: 172.18.41.1
+---
+apiVersion: spiderpool.spidernet.io/v2beta1
+kind: SpiderIPPool
+metadata: {name: pods-a}
+spec:
+  subnet: 172.18.41.0/24
+  ips: [172.18.41.40-172.18.41.60]
+  gateway: 172.18.41.1
+"),
+    },
+];
+
+/// The rule with `id`, if there is one.
+pub fn rule(id: &str) -> Option<&'static Rule> {
+    RULES.iter().find(|r| r.id.eq_ignore_ascii_case(id))
+}
+
+/// Every id, in catalogue order.
+pub fn ids() -> impl Iterator<Item = &'static str> {
+    RULES.iter().map(|r| r.id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_unique() {
+        let mut ids: Vec<&str> = ids().collect();
+        ids.sort_unstable();
+        let n = ids.len();
+        ids.dedup();
+        assert_eq!(ids.len(), n);
+    }
+}

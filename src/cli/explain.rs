@@ -1,0 +1,429 @@
+//! `ipam-guard explain ID` and `docs/rules.md`: one entry per rule of the catalogue
+//! (`crate::catalogue`), each with its example run through the real admission handler and shown
+//! as kubectl prints the answer. `explain --all` writes the whole document; a test keeps the
+//! committed `docs/rules.md` equal to it.
+//!
+//! kubectl's rendering (from `tests/fixtures/captures`, recorded with kubectl 1.32 against a real
+//! API server): each `response.warnings` entry is a `Warning: <text>` line on stderr; a 422
+//! Invalid Status with kind, name and causes prints `The <Kind> "<name>" is invalid: ` and one
+//! `* <field>: <message>` line per cause (nothing else: not the webhook, not `status.message`);
+//! any other denial prints `Error from server (<reason>): [error when creating "<file>": ]admission
+//! webhook "<webhook>" denied the request: <message>`.
+
+use std::io::Write;
+use std::sync::Arc;
+
+use base64::Engine as _;
+use serde_json::{json, Value};
+
+use super::ExplainArgs;
+use crate::admission::{Admission, Endpoint};
+use crate::catalogue::{self, Effect, Rule, Setting};
+use crate::cluster::load::{self, Manifest};
+use crate::cluster::{ClusterView, Shared};
+use crate::index::Index;
+use crate::kinds::Kind;
+use crate::rules::Options;
+
+/// The validating webhook's name in `manifests/webhooks.yaml`: the API server quotes it.
+pub const WEBHOOK: &str = "validate.ipam-guard.io";
+
+/// The command that refreshes `docs/rules.md`.
+pub const REFRESH: &str = "cargo run -q -- explain --all > docs/rules.md";
+
+/// Runs `explain` and returns the exit code: 0, or 2 for an unknown id.
+pub fn run(args: &ExplainArgs) -> i32 {
+    let mut out = std::io::stdout().lock();
+    if args.all {
+        let _ = out.write_all(document().as_bytes());
+        return 0;
+    }
+    let id = args.id.as_deref().unwrap_or_default();
+    match catalogue::rule(id) {
+        Some(rule) => {
+            let _ = out.write_all(entry(rule).as_bytes());
+            0
+        }
+        None => {
+            eprintln!(
+                "error: {id:?} is not a rule id of ipam-guard; the ids are: {}",
+                catalogue::ids().collect::<Vec<_>>().join(", ")
+            );
+            2
+        }
+    }
+}
+
+// === kubectl ===
+
+/// The kubectl command an example stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verb {
+    /// `kubectl create -f <file>`.
+    Create,
+    /// `kubectl apply -f <file>` over a stored object.
+    Apply,
+    /// `kubectl delete <plural>.<group> <name>`.
+    Delete,
+}
+
+/// One kubectl call, enough to print its command line and its output.
+#[derive(Debug, Clone)]
+pub struct KubectlCall {
+    pub verb: Verb,
+    pub kind: Kind,
+    pub namespace: Option<String>,
+    pub name: String,
+    /// The file given with `-f` (create, apply).
+    pub file: String,
+}
+
+impl KubectlCall {
+    pub fn command_line(&self) -> String {
+        match self.verb {
+            Verb::Create => format!("kubectl create -f {}", self.file),
+            Verb::Apply => format!("kubectl apply -f {}", self.file),
+            Verb::Delete => {
+                let ns = match &self.namespace {
+                    Some(ns) => format!(" -n {ns}"),
+                    None => String::new(),
+                };
+                format!(
+                    "kubectl delete {}.{} {}{ns}",
+                    self.kind.plural(),
+                    self.kind.group(),
+                    self.name
+                )
+            }
+        }
+    }
+
+    /// `inclusterippool.ipam.cluster.x-k8s.io`.
+    fn resource(&self) -> String {
+        format!(
+            "{}.{}",
+            self.kind.name().to_ascii_lowercase(),
+            self.kind.group()
+        )
+    }
+}
+
+/// What kubectl prints (stderr, then stdout) for an admission `response` to `call`, assuming
+/// no other webhook or the schema objects first.
+pub fn kubectl_output(call: &KubectlCall, response: &Value) -> String {
+    let mut out = String::new();
+    for w in response["warnings"].as_array().into_iter().flatten() {
+        out.push_str(&format!("Warning: {}\n", w.as_str().unwrap_or_default()));
+    }
+    if response["allowed"] == true {
+        let line = match call.verb {
+            Verb::Create => format!("{}/{} created", call.resource(), call.name),
+            Verb::Apply => format!("{}/{} configured", call.resource(), call.name),
+            Verb::Delete => format!("{} {:?} deleted", call.resource(), call.name),
+        };
+        out.push_str(&line);
+        out.push('\n');
+        return out;
+    }
+    let status = &response["status"];
+    let details = &status["details"];
+    let causes = details["causes"].as_array().filter(|c| !c.is_empty());
+    if status["reason"] == "Invalid" {
+        let subject = match (details["kind"].as_str(), details["name"].as_str()) {
+            (Some(kind), Some(name)) if !kind.is_empty() => format!("The {kind} {name:?}"),
+            _ => "The request".to_string(),
+        };
+        match causes {
+            Some(causes) => {
+                out.push_str(&format!("{subject} is invalid: \n"));
+                for c in causes {
+                    out.push_str(&format!(
+                        "* {}: {}\n",
+                        c["field"].as_str().unwrap_or_default(),
+                        c["message"].as_str().unwrap_or_default()
+                    ));
+                }
+            }
+            None => out.push_str(&format!("{subject} is invalid\n")),
+        }
+        return out;
+    }
+    let reason = match status["reason"].as_str() {
+        Some(r) if !r.is_empty() => format!(" ({r})"),
+        _ => String::new(),
+    };
+    let source = match call.verb {
+        Verb::Create => format!("error when creating {:?}: ", call.file),
+        Verb::Apply | Verb::Delete => String::new(),
+    };
+    out.push_str(&format!(
+        "Error from server{reason}: {source}admission webhook {WEBHOOK:?} denied the request: {}\n",
+        status["message"].as_str().unwrap_or_default()
+    ));
+    out
+}
+
+// === examples ===
+
+/// An example run through the real handler.
+#[derive(Debug, Clone)]
+pub struct Shown {
+    /// The command and what it printed, as a terminal shows them.
+    pub transcript: String,
+    /// The admission `response` (validating), when the example is a write.
+    pub response: Option<Value>,
+    /// The JSON Patch the mutating webhook answered, when it answered one.
+    pub patch: Option<Value>,
+}
+
+/// A view that has not finished its first list (X3's example).
+struct NotSynced(Shared);
+
+impl ClusterView for NotSynced {
+    fn synced(&self) -> bool {
+        false
+    }
+    fn object_counts(&self) -> Vec<(Kind, usize)> {
+        self.0.object_counts()
+    }
+    fn read(&self) -> Box<dyn std::ops::Deref<Target = Index> + '_> {
+        ClusterView::read(&self.0)
+    }
+}
+
+fn manifests(file: &str, yaml: &str) -> Result<Vec<Manifest>, String> {
+    let loaded = load::read_str(file, yaml);
+    match loaded.errors.first() {
+        Some(e) => Err(e.to_string()),
+        None => Ok(loaded.manifests),
+    }
+}
+
+fn review(op: &str, m: &Manifest, object: Option<&Value>, old: Option<&Value>) -> Value {
+    json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "00000000-0000-0000-0000-000000000000",
+            "kind": {"group": m.kind.group(), "version": m.version, "kind": m.kind.name()},
+            "resource": {"group": m.kind.group(), "version": m.version, "resource": m.kind.plural()},
+            "name": m.name(),
+            "namespace": m.namespace(),
+            "operation": op,
+            "object": object,
+            "oldObject": old,
+            "dryRun": false,
+        }
+    })
+}
+
+fn answer(admission: &Admission, endpoint: Endpoint, review: &Value) -> Result<Value, String> {
+    let body = serde_json::to_vec(review).map_err(|e| e.to_string())?;
+    let ans = admission.review(endpoint, &body);
+    let out: Value = serde_json::from_slice(&ans.body).map_err(|e| e.to_string())?;
+    if ans.http_status != 200 {
+        return Err(format!("HTTP {}: {out}", ans.http_status));
+    }
+    Ok(out["response"].clone())
+}
+
+/// Runs the rule's example through the admission handler (or `check`, for X4).
+pub fn show(rule: &Rule) -> Result<Shown, String> {
+    let e = &rule.example;
+    let written = manifests("example.yaml", e.object)?;
+    let Some(m) = written.first() else {
+        return Err(format!("{}: the example holds no object", rule.id));
+    };
+    let file = format!("{}.yaml", m.name());
+    if rule.effect == Effect::CheckOnly {
+        let written = manifests(&file, e.object)?;
+        let (_, findings) = super::check::judge(written, Options::default());
+        let mut transcript = format!("$ ipam-guard check {file}\n");
+        for f in findings {
+            transcript.push_str(&format!("{f}\n"));
+        }
+        return Ok(Shown {
+            transcript,
+            response: None,
+            patch: None,
+        });
+    }
+
+    let shared = Shared::new(
+        crate::cluster::StaticView::from_manifests(manifests("cluster.yaml", e.cluster)?)
+            .into_index(),
+    );
+    let view: Arc<dyn ClusterView> = match e.setting {
+        Setting::ViewNotSynced => Arc::new(NotSynced(shared)),
+        Setting::Default | Setting::WithoutObject => Arc::new(shared),
+    };
+    let admission = Admission::new(view, Options::default());
+    let old = match e.old {
+        Some(yaml) => Some(
+            manifests("old.yaml", yaml)?
+                .into_iter()
+                .next()
+                .ok_or("empty old object")?
+                .object,
+        ),
+        None => None,
+    };
+    let (verb, mut object, old) = match e.operation {
+        "CREATE" => (Verb::Create, Some(m.object.clone()), None),
+        "UPDATE" => (Verb::Apply, Some(m.object.clone()), old),
+        "DELETE" => (Verb::Delete, None, Some(m.object.clone())),
+        other => return Err(format!("{}: unknown operation {other}", rule.id)),
+    };
+    if e.setting == Setting::WithoutObject {
+        object = None;
+    }
+    // The API server calls the mutating webhooks first and validates what they produced.
+    let mut patch = None;
+    if let Some(obj) = object.as_mut().filter(|_| m.kind.mutated()) {
+        let mutated = answer(
+            &admission,
+            Endpoint::Mutate,
+            &review(e.operation, m, Some(obj), old.as_ref()),
+        )?;
+        if let Some(p) = mutated["patch"].as_str() {
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(p)
+                .map_err(|e| e.to_string())?;
+            let ops: Value = serde_json::from_slice(&bytes).map_err(|e| e.to_string())?;
+            let parsed: json_patch::Patch =
+                serde_json::from_value(ops.clone()).map_err(|e| e.to_string())?;
+            json_patch::patch(obj, &parsed).map_err(|e| e.to_string())?;
+            patch = Some(ops);
+        }
+    }
+    let response = answer(
+        &admission,
+        Endpoint::Validate,
+        &review(e.operation, m, object.as_ref(), old.as_ref()),
+    )?;
+    let call = KubectlCall {
+        verb,
+        kind: m.kind,
+        namespace: m.namespace().map(str::to_string),
+        name: m.name().to_string(),
+        file,
+    };
+    let transcript = format!(
+        "$ {}\n{}",
+        call.command_line(),
+        kubectl_output(&call, &response)
+    );
+    Ok(Shown {
+        transcript,
+        response: Some(response),
+        patch,
+    })
+}
+
+// === the document ===
+
+/// One rule's entry, in Markdown (also what `explain ID` prints).
+pub fn entry(rule: &Rule) -> String {
+    let e = &rule.example;
+    let mut s = format!("## {}\n\n{}\n\n", rule.id, rule.summary);
+    s.push_str(&format!(
+        "- **Effect:** {}\n- **Kinds:** {}\n- **Operations:** {}\n- **Field:** {}\n- **Reads other objects:** {}\n\n",
+        rule.effect.label(),
+        rule.kinds,
+        rule.operations,
+        rule.field,
+        if rule.reads_view {
+            "yes (from the cluster view; see X3 until it has synced)"
+        } else {
+            "no"
+        }
+    ));
+    let shown = show(rule);
+    let file = manifests("example.yaml", e.object)
+        .ok()
+        .and_then(|m| m.first().map(|m| format!("{}.yaml", m.name())))
+        .unwrap_or_default();
+    match rule.effect {
+        Effect::CheckOnly => s.push_str(&format!("Example: `{file}`\n\n")),
+        _ => match (e.operation, e.setting) {
+            (_, Setting::WithoutObject) => s.push_str(
+                "Example: a CREATE review for this object whose `object` is missing (an API server never sends one; a broken caller or a hand-made review can):\n\n",
+            ),
+            ("DELETE", _) => s.push_str("Example: deleting this object\n\n"),
+            ("UPDATE", _) => s.push_str(&format!("Example: `{file}`, applied over the stored object below\n\n")),
+            _ => s.push_str(&format!("Example: `{file}`\n\n")),
+        },
+    }
+    s.push_str(&format!("```yaml\n{}```\n\n", e.object));
+    if let Some(old) = e.old {
+        s.push_str(&format!("Stored before:\n\n```yaml\n{old}```\n\n"));
+    }
+    if !e.cluster.is_empty() {
+        s.push_str(&format!(
+            "Already in the cluster:\n\n```yaml\n{}```\n\n",
+            e.cluster
+        ));
+    }
+    if e.setting == Setting::ViewNotSynced {
+        s.push_str("While ipam-guard has not finished reading the cluster (its view has not synced yet):\n\n");
+    }
+    match shown {
+        Ok(shown) => {
+            if let Some(patch) = &shown.patch {
+                s.push_str(&format!(
+                    "The mutating webhook answers with this JSON Patch:\n\n```json\n{}\n```\n\n",
+                    serde_json::to_string_pretty(patch).unwrap_or_default()
+                ));
+            }
+            let what = if rule.effect == Effect::CheckOnly {
+                "`ipam-guard check` prints"
+            } else {
+                "kubectl prints"
+            };
+            s.push_str(&format!(
+                "{what}:\n\n```console\n{}```\n\n",
+                shown.transcript
+            ));
+        }
+        Err(e) => s.push_str(&format!("(the example could not be run: {e})\n\n")),
+    }
+    s
+}
+
+/// The whole of `docs/rules.md`.
+pub fn document() -> String {
+    let mut s = String::from(
+        "# ipam-guard rules\n\n\
+         Every rule id ipam-guard reports: in kubectl messages (`[ipam-guard <ID>]` at the end of \
+         each cause and warning), in `ipam-guard check` and `audit` output (`[<ID>]`), in logs and in \
+         `ipam_guard_decisions_total{rule}`. `ipam-guard explain <ID>` prints one entry in a terminal.\n\n\
+         Each example is run through ipam-guard's admission code when this page is generated; what \
+         follows `kubectl prints:` is what kubectl shows for that answer (an API server may refuse a \
+         few of these objects on its CRD schema first; ipam-guard judges them the same way in `check` \
+         and `audit`).\n\n",
+    );
+    s.push_str(&format!(
+        "Generated from the rule catalogue (`src/catalogue.rs`) by `{REFRESH}`; do not edit by hand \
+         (`tests/rules_doc.rs` fails when this file is stale).\n\n"
+    ));
+    s.push_str("| id | effect | kinds | what |\n|---|---|---|---|\n");
+    for r in catalogue::RULES {
+        let first = r.summary.split(". ").next().unwrap_or(r.summary);
+        let first = first.trim_end_matches('.');
+        s.push_str(&format!(
+            "| [{}](#{}) | {} | {} | {}. |\n",
+            r.id,
+            r.id.to_ascii_lowercase(),
+            r.effect.label(),
+            r.kinds,
+            first
+        ));
+    }
+    s.push('\n');
+    for r in catalogue::RULES {
+        s.push_str(&entry(r));
+    }
+    s.truncate(s.trim_end().len());
+    s.push('\n');
+    s
+}

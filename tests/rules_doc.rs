@@ -1,0 +1,233 @@
+//! The rule catalogue (`src/catalogue.rs`), `docs/rules.md` generated from it, and
+//! `ipam-guard explain`: every example triggers its rule through the real admission handler,
+//! every id the code reports is in the catalogue, the committed page is what the catalogue
+//! renders today, and `explain` prints the same entry.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use ipam_guard::catalogue::{Effect, RULES};
+use ipam_guard::cli::explain::{self, show};
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn every_example_triggers_its_rule() {
+    for rule in RULES {
+        let shown = show(rule).unwrap_or_else(|e| panic!("{}: {e}", rule.id));
+        let signed = format!("[ipam-guard {}]", rule.id);
+        let t = &shown.transcript;
+        match rule.effect {
+            // Its example may show either side; the answer must carry the rule either way.
+            Effect::DenyOrWarn if shown.response.as_ref().unwrap()["allowed"] == true => {
+                assert!(
+                    t.lines()
+                        .any(|l| l.starts_with("Warning: ") && l.ends_with(&signed)),
+                    "{}: {t}",
+                    rule.id
+                );
+            }
+            Effect::Deny | Effect::DenyOrWarn => {
+                let r = shown.response.as_ref().unwrap();
+                assert_eq!(r["allowed"], false, "{}: {t}", rule.id);
+                // X3's 503 carries a message, not a cause: it names the view instead.
+                if rule.id == "X3" {
+                    assert_eq!(r["status"]["code"], 503, "{t}");
+                } else {
+                    assert!(t.contains(&signed), "{}: {t}", rule.id);
+                }
+            }
+            Effect::Warn => {
+                let r = shown.response.as_ref().unwrap();
+                assert_eq!(r["allowed"], true, "{}: {t}", rule.id);
+                assert!(
+                    t.lines()
+                        .any(|l| l.starts_with("Warning: ") && l.ends_with(&signed)),
+                    "{}: {t}",
+                    rule.id
+                );
+            }
+            Effect::Mutate => {
+                let patch = shown.patch.as_ref().expect("a patch");
+                let path = patch[0]["path"].as_str().unwrap();
+                let expected = match rule.id {
+                    "M1" => "/spec/poolRef/apiGroup",
+                    "M2" => "/metadata/labels",
+                    other => panic!("{other}: which field does it patch?"),
+                };
+                assert!(path.starts_with(expected), "{}: {path}", rule.id);
+                assert_eq!(shown.response.as_ref().unwrap()["allowed"], true, "{t}");
+            }
+            Effect::Allow => {
+                assert_eq!(
+                    shown.response.as_ref().unwrap()["allowed"],
+                    true,
+                    "{}: {t}",
+                    rule.id
+                );
+            }
+            Effect::CheckOnly => {
+                assert!(t.contains(&format!("[{}]", rule.id)), "{}: {t}", rule.id);
+            }
+        }
+    }
+}
+
+/// P11 lets through what P8 would refuse: the same update without `deletionTimestamp` is denied.
+#[test]
+fn p11_example_is_an_update_p8_would_deny_otherwise() {
+    let p11 = ipam_guard::catalogue::rule("P11").unwrap();
+    let mut alive = *p11;
+    let object = p11
+        .example
+        .object
+        .replace(", deletionTimestamp: '2026-01-01T00:00:00Z'", "");
+    let old = p11
+        .example
+        .old
+        .unwrap()
+        .replace(", deletionTimestamp: '2026-01-01T00:00:00Z'", "");
+    alive.example.object = Box::leak(object.into_boxed_str());
+    alive.example.old = Some(Box::leak(old.into_boxed_str()));
+    let shown = show(&alive).unwrap();
+    assert!(
+        shown.transcript.contains("[ipam-guard P8]"),
+        "{}",
+        shown.transcript
+    );
+}
+
+fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            sources(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// Whether `s` looks like a rule id: letters then digits (C1, MP4, P10), or REQ.
+fn looks_like_an_id(s: &str) -> bool {
+    let letters = s.trim_end_matches(|c: char| c.is_ascii_digit());
+    s == "REQ"
+        || (matches!(
+            letters,
+            "A" | "C" | "P" | "MP" | "MC" | "MA" | "S" | "V" | "M" | "K" | "X"
+        ) && letters.len() < s.len())
+}
+
+#[test]
+fn every_rule_id_the_code_reports_is_in_the_catalogue() {
+    let mut files = Vec::new();
+    sources(&root().join("src"), &mut files);
+    let catalogue: BTreeSet<&str> = RULES.iter().map(|r| r.id).collect();
+    let mut used = BTreeSet::new();
+    for f in files {
+        if f.ends_with("catalogue.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&f).unwrap();
+        // Only the code, not its tests (they name ids in other ways).
+        let code = text.split("#[cfg(test)]").next().unwrap();
+        for literal in code.split('"').skip(1).step_by(2) {
+            if looks_like_an_id(literal) {
+                assert!(
+                    catalogue.contains(literal),
+                    "{} reports rule {literal:?}, which src/catalogue.rs does not list",
+                    f.display()
+                );
+                used.insert(literal.to_string());
+            }
+        }
+    }
+    // An allowance (P11) is a path through the code, not something it reports.
+    let allowances: BTreeSet<&str> = RULES
+        .iter()
+        .filter(|r| r.effect == Effect::Allow)
+        .map(|r| r.id)
+        .collect();
+    for id in catalogue.difference(&allowances) {
+        assert!(
+            used.contains(*id),
+            "the catalogue lists {id}, which no code reports"
+        );
+    }
+}
+
+#[test]
+fn docs_rules_md_is_generated_from_the_catalogue() {
+    let path = root().join("docs/rules.md");
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    let generated = explain::document();
+    if committed != generated {
+        let first = committed
+            .lines()
+            .zip(generated.lines())
+            .position(|(a, b)| a != b)
+            .map_or_else(
+                || "lengths differ".to_string(),
+                |i| format!("first difference at line {}", i + 1),
+            );
+        panic!(
+            "docs/rules.md is stale ({first}). Refresh it with:\n    {}\n",
+            explain::REFRESH
+        );
+    }
+    for rule in RULES {
+        assert!(
+            committed.contains(&format!("\n## {}\n", rule.id)),
+            "{}",
+            rule.id
+        );
+    }
+}
+
+#[test]
+fn readme_links_the_rules_reference() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    assert!(
+        readme.contains("(docs/rules.md)"),
+        "README must link docs/rules.md"
+    );
+}
+
+fn ipam_guard(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_ipam-guard"))
+        .args(args)
+        .output()
+        .expect("run ipam-guard")
+}
+
+#[test]
+fn explain_prints_the_entry_of_docs_rules_md() {
+    let o = ipam_guard(&["explain", "p10"]);
+    assert_eq!(o.status.code(), Some(0));
+    let text = String::from_utf8(o.stdout).unwrap();
+    let entry = explain::entry(ipam_guard::catalogue::rule("P10").unwrap());
+    assert_eq!(text, entry);
+    assert!(explain::document().contains(&entry));
+    assert!(
+        text.contains("* spec.addresses[0]: Invalid value: \"10.0.0.0/24\": overlaps InClusterIPPool team-a/nodes"),
+        "{text}"
+    );
+}
+
+#[test]
+fn explain_of_an_unknown_id_lists_the_ids_and_exits_2() {
+    let o = ipam_guard(&["explain", "P99"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert!(
+        err.starts_with("error: \"P99\" is not a rule id of ipam-guard; the ids are: C1, C2,"),
+        "{err}"
+    );
+    for rule in RULES {
+        assert!(err.contains(rule.id), "{err}");
+    }
+    assert!(o.stdout.is_empty());
+}
