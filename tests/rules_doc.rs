@@ -231,3 +231,47 @@ fn explain_of_an_unknown_id_lists_the_ids_and_exits_2() {
     }
     assert!(o.stdout.is_empty());
 }
+
+fn files_under(dir: &Path, ext: &str, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files_under(&path, ext, out);
+        } else if path.extension().is_some_and(|e| e == ext) {
+            out.push(path);
+        }
+    }
+}
+
+/// Users cannot see the project's SPEC: what they read says it in place or points to
+/// docs/rules.md.
+#[test]
+fn user_facing_text_cites_no_spec() {
+    let mut files: Vec<PathBuf> = ["README.md", "certs/README.md", "examples/README.md"]
+        .iter()
+        .map(|f| root().join(f))
+        .collect();
+    files_under(&root().join("manifests"), "yaml", &mut files);
+    files_under(&root().join("manifests"), "md", &mut files);
+    files_under(&root().join("docs"), "md", &mut files);
+    let mut texts: Vec<(String, String)> = files
+        .iter()
+        .map(|f| (f.display().to_string(), std::fs::read_to_string(f).unwrap()))
+        .collect();
+    use clap::CommandFactory;
+    let mut cli = ipam_guard::cli::Cli::command();
+    texts.push(("--help".into(), cli.render_long_help().to_string()));
+    for sub in cli.get_subcommands_mut() {
+        let name = format!("{} --help", sub.get_name());
+        texts.push((name, sub.render_long_help().to_string()));
+    }
+    for (what, text) in texts {
+        for (i, line) in text.lines().enumerate() {
+            assert!(
+                !line.contains("SPEC") && !line.contains('§'),
+                "{what}:{}: cites the SPEC, which users cannot see: {line}",
+                i + 1
+            );
+        }
+    }
+}
