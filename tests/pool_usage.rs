@@ -1,15 +1,19 @@
 //! Pool usage (issue 15) against a brute-force count: every address of a small pool is
 //! enumerated and judged by the SPEC §5 definition written out here a second time (declared −
 //! excluded − gateway − reserved), and the addresses in use are counted one by one. Large pools
-//! (a /64, `::/0`) are checked against sizes worked out by hand.
+//! (a /64, `::/0`) are checked against sizes worked out by hand. The pool metrics are checked
+//! against the same brute-force count.
 
 use std::collections::BTreeSet;
 use std::net::{Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
 
+use ipam_guard::cluster::Shared;
 use ipam_guard::index::usage::PoolUsage;
 use ipam_guard::index::Index;
 use ipam_guard::kinds::Kind;
 use ipam_guard::model::{project, ObjKey};
+use ipam_guard::server::pool_metrics;
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
@@ -177,6 +181,25 @@ fn index_of(objects: &[(Kind, Value)]) -> Index {
     index
 }
 
+/// The metrics text of a registry holding only the pool usage collector over `index`.
+fn scrape(index: Index) -> String {
+    let mut registry = prometheus_client::registry::Registry::default();
+    pool_metrics::register(
+        &mut registry,
+        Arc::new(Shared::new(index)),
+        pool_metrics::POOL_SERIES_LIMIT,
+    );
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    text
+}
+
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|v| v.trim().parse().ok())
+}
+
 fn usage_of(index: &Index, kind: Kind, ns: Option<&str>, name: &str) -> PoolUsage {
     let key = ObjKey::new(kind, ns, name);
     index
@@ -222,6 +245,16 @@ proptest! {
         prop_assert_eq!(u.free(), allocatable.len() as u128 - used);
         let share = if allocatable.is_empty() { 1.0 } else { used as f64 / allocatable.len() as f64 };
         prop_assert!((u.share_used() - share).abs() < 1e-12);
+
+        // The metrics `serve` exports say the same.
+        let text = scrape(index);
+        let series = |state: &str| {
+            sample(&text, &format!(
+                r#"ipam_guard_pool_addresses{{kind="InClusterIPPool",namespace="{NS}",pool="p",state="{state}"}}"#
+            ))
+        };
+        prop_assert_eq!(series("allocatable"), Some(allocatable.len() as f64));
+        prop_assert_eq!(series("used"), Some(used as f64));
     }
 }
 
