@@ -148,6 +148,7 @@ pub struct AuditArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct UsageArgs {
+    /// `text`: a table, fullest pool first, with a bar per pool; `json`: one object per pool.
     #[arg(long, short, value_enum, default_value_t = OutputFormat::Text)]
     pub output: OutputFormat,
     /// Kubeconfig of the cluster to read (default: in-cluster, then KUBECONFIG). Not with PATHs.
