@@ -92,7 +92,7 @@ fn usage_text_is_a_table_with_a_bar_per_pool() {
         "\
 POOL                                     ALLOCATABLE  USED                  FREE   USED%
 InClusterIPPool team-a/link6                       2     2                     0  100.0%  [####################]
-InClusterIPPool team-a/nodes                       9     8                     1   88.9%  [##################..] (+1 outside)
+InClusterIPPool team-a/nodes                       9     8                     1   88.9%  [##################..] (+1 held, not allocatable)
 InClusterIPPool team-a/p2p                         2     1                     1   50.0%  [##########..........]
 GlobalInClusterIPPool v6-nodes  18446744073709551614     2  18446744073709551612   <0.1%  [#...................]
 "

@@ -164,7 +164,7 @@ fn percent(share: f64) -> String {
     }
 }
 
-/// `[#####...............]`, with `(+N outside)` when objects referencing the pool hold
+/// `[#####...............]`, with `(+N held, not allocatable)` when objects referencing the pool hold
 /// addresses it does not hand out.
 fn bar(u: &PoolUsage) -> String {
     let share = u.share_used();
@@ -178,7 +178,7 @@ fn bar(u: &PoolUsage) -> String {
     }
     let mut s = format!("[{}{}]", "#".repeat(filled), ".".repeat(BAR - filled));
     if u.outside > 0 {
-        s.push_str(&format!(" (+{} outside)", u.outside));
+        s.push_str(&format!(" (+{} held, not allocatable)", u.outside));
     }
     s
 }
@@ -220,7 +220,7 @@ mod tests {
             "\
 POOL                               ALLOCATABLE  USED                  FREE   USED%
 InClusterIPPool ns/full                      4     4                     0  100.0%  [####################]
-InClusterIPPool ns/half                     10     5                     5   50.0%  [##########..........] (+2 outside)
+InClusterIPPool ns/half                     10     5                     5   50.0%  [##########..........] (+2 held, not allocatable)
 InClusterIPPool ns/huge   18446744073709551615     1  18446744073709551614   <0.1%  [#...................]
 InClusterIPPool ns/empty                     0     0                     0  100.0%  [####################]
 "
