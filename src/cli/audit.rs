@@ -145,6 +145,7 @@ fn manifest(file: &Arc<str>, kind: Kind, version: &str, o: WatchedObject) -> Opt
             file: file.clone(),
             document: None,
             item: None,
+            line: None,
         },
         kind,
         version: version.to_string(),

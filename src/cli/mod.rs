@@ -44,6 +44,10 @@ pub enum OutputFormat {
     #[default]
     Text,
     Json,
+    /// SARIF 2.1.0 (GitHub code scanning).
+    Sarif,
+    /// JUnit XML (CI test reports).
+    Junit,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
@@ -107,10 +111,22 @@ pub struct ServeArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct CheckArgs {
+    /// Output format of the findings (the summary always goes to stderr).
     #[arg(long, short, value_enum, default_value_t = OutputFormat::Text)]
     pub output: OutputFormat,
     #[command(flatten)]
     pub rules: RuleArgs,
+    /// Leave out files and directories whose path or name matches this glob (repeatable), e.g.
+    /// `--exclude 'charts/**' --exclude values.yaml`.
+    #[arg(long, value_name = "GLOB")]
+    pub exclude: Vec<String>,
+    /// Fail (exit 2) on objects of kinds ipam-guard does not judge instead of skipping them.
+    #[arg(long)]
+    pub strict: bool,
+    /// Validate against the CRDs in this directory (YAML/JSON) instead of the ones built in, for
+    /// clusters that run other releases of the IPAM providers.
+    #[arg(long, value_name = "DIR")]
+    pub crd_dir: Option<PathBuf>,
     /// Files or directories of YAML/JSON manifests (multi-document YAML and `kind: List` are read).
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,

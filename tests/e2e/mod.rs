@@ -256,42 +256,42 @@ where
 pub const CRDS: &[(&str, &str)] = &[
     (
         "ipaddressclaims",
-        include_str!("crds/ipam.cluster.x-k8s.io_ipaddressclaims.yaml"),
+        include_str!("../../crds/ipam.cluster.x-k8s.io_ipaddressclaims.yaml"),
     ),
     (
         "ipaddresses",
-        include_str!("crds/ipam.cluster.x-k8s.io_ipaddresses.yaml"),
+        include_str!("../../crds/ipam.cluster.x-k8s.io_ipaddresses.yaml"),
     ),
     (
         "inclusterippools",
-        include_str!("crds/ipam.cluster.x-k8s.io_inclusterippools.yaml"),
+        include_str!("../../crds/ipam.cluster.x-k8s.io_inclusterippools.yaml"),
     ),
     (
         "globalinclusterippools",
-        include_str!("crds/ipam.cluster.x-k8s.io_globalinclusterippools.yaml"),
+        include_str!("../../crds/ipam.cluster.x-k8s.io_globalinclusterippools.yaml"),
     ),
     (
         "metal3 ippools",
-        include_str!("crds/ipam.metal3.io_ippools.yaml"),
+        include_str!("../../crds/ipam.metal3.io_ippools.yaml"),
     ),
     (
         "metal3 ipclaims",
-        include_str!("crds/ipam.metal3.io_ipclaims.yaml"),
+        include_str!("../../crds/ipam.metal3.io_ipclaims.yaml"),
     ),
     (
         "metal3 ipaddresses",
-        include_str!("crds/ipam.metal3.io_ipaddresses.yaml"),
+        include_str!("../../crds/ipam.metal3.io_ipaddresses.yaml"),
     ),
     (
         "spiderippools",
-        include_str!("crds/spiderpool.spidernet.io_spiderippools.yaml"),
+        include_str!("../../crds/spiderpool.spidernet.io_spiderippools.yaml"),
     ),
     (
         "vspheremachines",
-        include_str!("crds/infrastructure.cluster.x-k8s.io_vspheremachines.yaml"),
+        include_str!("../../crds/infrastructure.cluster.x-k8s.io_vspheremachines.yaml"),
     ),
     (
         "vspheremachinetemplates",
-        include_str!("crds/infrastructure.cluster.x-k8s.io_vspheremachinetemplates.yaml"),
+        include_str!("../../crds/infrastructure.cluster.x-k8s.io_vspheremachinetemplates.yaml"),
     ),
 ];
