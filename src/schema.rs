@@ -36,11 +36,14 @@ const EMBEDDED: &[&str] = &[
 ];
 
 /// One schema problem, as the API server would report it: the field path and the cause body
-/// (`Invalid value: "x": …`, `Required value`, `unknown field "spec.gatway"`).
+/// (`Invalid value: "x": …`, `Required value`, `unknown field "spec.gatway"`). `warning`: the
+/// API server accepts the object but drops what is named (an unknown field under `metadata`,
+/// which v1.24's strict validation lets through and prunes).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SchemaError {
     pub path: String,
     pub message: String,
+    pub warning: bool,
 }
 
 /// The schemas of a set of CRDs, by group, kind and served version.
@@ -396,6 +399,7 @@ impl Walk<'_> {
         self.errors.push(SchemaError {
             path: path.to_string(),
             message,
+            warning: false,
         });
     }
 
@@ -414,7 +418,14 @@ impl Walk<'_> {
         }
         if let Some(allowed) = &n.enumeration {
             if !allowed.contains(v) {
-                let list: Vec<String> = allowed.iter().map(shown).collect();
+                // apimachinery's NotSupported quotes every allowed value (`%q` of its text).
+                let list: Vec<String> = allowed
+                    .iter()
+                    .map(|a| match a {
+                        Value::String(s) => format!("{s:?}"),
+                        other => format!("{:?}", other.to_string()),
+                    })
+                    .collect();
                 self.push(
                     path,
                     format!(
@@ -713,10 +724,21 @@ pub fn is_dns1123_subdomain(s: &str) -> bool {
 }
 
 fn validate_metadata(meta: Option<&Value>, errors: &mut Vec<SchemaError>) {
+    let mut errors_warn = Vec::new();
+    validate_metadata_fields(meta, errors, &mut errors_warn);
+    errors.extend(errors_warn);
+}
+
+fn validate_metadata_fields(
+    meta: Option<&Value>,
+    errors: &mut Vec<SchemaError>,
+    errors_warn: &mut Vec<SchemaError>,
+) {
     let mut push = |path: &str, message: String| {
         errors.push(SchemaError {
             path: path.into(),
             message,
+            warning: false,
         })
     };
     let Some(meta) = meta else { return };
@@ -734,7 +756,11 @@ fn validate_metadata(meta: Option<&Value>, errors: &mut Vec<SchemaError>) {
     for k in meta.keys() {
         if !OBJECT_META.contains(&k.as_str()) {
             let at = format!("metadata.{k}");
-            push(&at, format!("unknown field {at:?}"));
+            errors_warn.push(SchemaError {
+                message: format!("unknown field {at:?}; the API server drops it"),
+                path: at,
+                warning: true,
+            });
         }
     }
     if let Some(Value::String(name)) = meta.get("name") {
@@ -781,10 +807,7 @@ fn validate_metadata(meta: Option<&Value>, errors: &mut Vec<SchemaError>) {
                         }
                         if let Some(v) = v.as_str() {
                             if let Some(why) = label_value_problem(v) {
-                                push(
-                                    &format!("metadata.labels[{k}]"),
-                                    format!("Invalid value: {v:?}: {why}"),
-                                );
+                                push("metadata.labels", format!("Invalid value: {v:?}: {why}"));
                             }
                         }
                     }
@@ -802,8 +825,6 @@ fn validate_metadata(meta: Option<&Value>, errors: &mut Vec<SchemaError>) {
     }
 }
 
-const NAME_PART_MSG: &str = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
-
 fn is_name_part(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 63
@@ -813,21 +834,35 @@ fn is_name_part(s: &str) -> bool {
         && s.as_bytes()[s.len() - 1].is_ascii_alphanumeric()
 }
 
+const QUALIFIED_NAME_REGEX_MSG: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+
 /// `validation.IsQualifiedName`: `[prefix/]name`.
 fn label_key_problem(k: &str) -> Option<String> {
-    let (prefix, name) = match k.split_once('/') {
-        Some((p, n)) => (Some(p), n),
-        None => (None, k),
-    };
-    if let Some(p) = prefix {
-        if p.is_empty() || !is_dns1123_subdomain(p) {
-            return Some(format!("prefix part {DNS1123_SUBDOMAIN_MSG}"));
+    let parts: Vec<&str> = k.split('/').collect();
+    let name = match parts.as_slice() {
+        [name] => *name,
+        [prefix, name] => {
+            if prefix.is_empty() {
+                return Some("prefix part must be non-empty".into());
+            }
+            if !is_dns1123_subdomain(prefix) {
+                return Some(format!("prefix part {DNS1123_SUBDOMAIN_MSG}"));
+            }
+            *name
         }
+        _ => {
+            return Some(format!(
+                "a qualified name {QUALIFIED_NAME_REGEX_MSG} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+            ))
+        }
+    };
+    if name.is_empty() {
+        return Some("name part must be non-empty".into());
     }
     if name.len() > 63 {
         return Some("name part must be no more than 63 characters".into());
     }
-    (!is_name_part(name)).then(|| NAME_PART_MSG.to_string())
+    (!is_name_part(name)).then(|| format!("name part {QUALIFIED_NAME_REGEX_MSG}"))
 }
 
 /// `validation.IsValidLabelValue`: empty, or a name part of at most 63 characters.

@@ -203,7 +203,14 @@ fn schema_findings(m: &Manifest, subject: &Subject, schemas: &Schemas) -> Vec<Fi
             .validate(group, kind, &m.version, &m.object)
             .unwrap_or_default()
             .into_iter()
-            .map(|e| Finding::new(subject, e.path, e.message, "SCHEMA", Severity::Deny))
+            .map(|e| {
+                let severity = if e.warning {
+                    Severity::Warn
+                } else {
+                    Severity::Deny
+                };
+                Finding::new(subject, e.path, e.message, "SCHEMA", severity)
+            })
             .collect(),
         Lookup::UnservedVersion { served } => vec![Finding::new(
             subject,

@@ -111,6 +111,11 @@ pub struct ControlPlane {
 
 impl ControlPlane {
     pub async fn start(assets: &Path) -> ControlPlane {
+        ControlPlane::start_with(assets, &[]).await
+    }
+
+    /// As `start`, with more kube-apiserver flags (feature gates, admission configuration).
+    pub async fn start_with(assets: &Path, extra_args: &[String]) -> ControlPlane {
         let dir = tempfile::tempdir().expect("temp dir");
         let root = dir.path();
 
@@ -160,6 +165,7 @@ impl ControlPlane {
             "--disable-admission-plugins=ServiceAccount".to_string(),
             "--allow-privileged=true".to_string(),
         ]);
+        cmd.args(extra_args);
         let apiserver = Proc::spawn("kube-apiserver", cmd, root.join("kube-apiserver.log"));
 
         let kubeconfig = root.join("kubeconfig");

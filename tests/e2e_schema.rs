@@ -1,0 +1,284 @@
+//! `check`'s schema validation (rule SCHEMA) against the real kube-apiserver's: each object is
+//! sent as a server-side dry run with strict field validation to an API server holding the same
+//! CRDs, and the two must agree on whether it is refused, at which fields, and with which words.
+//! Skips (and says so) without KUBEBUILDER_ASSETS.
+
+mod e2e;
+
+use std::time::Duration;
+
+use http::{Method, Request};
+use http_body_util::BodyExt;
+use ipam_guard::schema::Schemas;
+use serde_json::{json, Value};
+
+async fn post(client: &kube::Client, path: &str, body: &Value) -> (u16, Value) {
+    let req = Request::builder()
+        .method(Method::POST)
+        .uri(path)
+        .header("content-type", "application/json")
+        .header("accept", "application/json")
+        .body(kube::client::Body::from(serde_json::to_vec(body).unwrap()))
+        .unwrap();
+    let res = client.send(req).await.expect("the API server answers");
+    let status = res.status().as_u16();
+    let bytes = res.into_body().collect().await.expect("body").to_bytes();
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
+}
+
+fn plural_path(obj: &Value) -> String {
+    let api_version = obj["apiVersion"].as_str().unwrap();
+    let kind = obj["kind"].as_str().unwrap();
+    let (k, _) = ipam_guard::kinds::Kind::from_api_version(api_version, kind).unwrap();
+    match obj["metadata"]["namespace"].as_str() {
+        Some(ns) if k.namespaced() => {
+            format!("/apis/{api_version}/namespaces/{ns}/{}", k.plural())
+        }
+        _ => format!("/apis/{api_version}/{}", k.plural()),
+    }
+}
+
+fn obj(api_version: &str, kind: &str, name: &str, spec: Value) -> Value {
+    json!({"apiVersion": api_version, "kind": kind,
+           "metadata": {"name": name, "namespace": "schema"}, "spec": spec})
+}
+
+/// Objects the API server accepts and refuses, across kinds and versions.
+fn cases() -> Vec<(&'static str, Value)> {
+    let pool = "ipam.cluster.x-k8s.io/v1alpha2";
+    let claim = "ipam.cluster.x-k8s.io/v1beta2";
+    let metal3 = "ipam.metal3.io/v1alpha1";
+    let spider = "spiderpool.spidernet.io/v2beta1";
+    let pool_ref =
+        json!({"apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterIPPool", "name": "p"});
+    vec![
+        (
+            "valid pool",
+            obj(
+                pool,
+                "InClusterIPPool",
+                "ok",
+                json!({"addresses": ["10.0.0.10-10.0.0.20"], "prefix": 24, "gateway": "10.0.0.1"}),
+            ),
+        ),
+        (
+            "misspelt fields",
+            obj(
+                pool,
+                "InClusterIPPool",
+                "typo",
+                json!({"addresses": ["10.0.0.10"], "prefix": 24, "gatway": "10.0.0.1", "exludedAddresses": []}),
+            ),
+        ),
+        (
+            "prefix as a string",
+            obj(
+                pool,
+                "InClusterIPPool",
+                "str",
+                json!({"addresses": ["10.0.0.10"], "prefix": "24"}),
+            ),
+        ),
+        (
+            "prefix out of bounds",
+            obj(
+                pool,
+                "InClusterIPPool",
+                "big",
+                json!({"addresses": ["10.0.0.10"], "prefix": 129}),
+            ),
+        ),
+        (
+            "addresses missing",
+            obj(pool, "InClusterIPPool", "none", json!({"prefix": 24})),
+        ),
+        (
+            "name not a subdomain",
+            obj(
+                pool,
+                "InClusterIPPool",
+                "Not_Ok",
+                json!({"addresses": ["10.0.0.10"], "prefix": 24}),
+            ),
+        ),
+        (
+            "unknown metadata field",
+            json!({"apiVersion": pool, "kind": "InClusterIPPool", "metadata": {"name": "m", "namespace": "schema", "lables": {"a": "b"}}, "spec": {"addresses": ["10.0.0.10"], "prefix": 24}}),
+        ),
+        (
+            "bad label value",
+            json!({"apiVersion": pool, "kind": "InClusterIPPool", "metadata": {"name": "l", "namespace": "schema", "labels": {"a": "not ok!"}}, "spec": {"addresses": ["10.0.0.10"], "prefix": 24}}),
+        ),
+        (
+            "bad label keys",
+            json!({"apiVersion": pool, "kind": "InClusterIPPool", "metadata": {"name": "k", "namespace": "schema", "labels": {"a/b/c": "x", "-x": "y", "Example.com/ok": "z"}}, "spec": {"addresses": ["10.0.0.10"], "prefix": 24}}),
+        ),
+        (
+            "valid claim",
+            obj(claim, "IPAddressClaim", "c", json!({"poolRef": pool_ref})),
+        ),
+        (
+            "claim poolRef name pattern",
+            obj(
+                claim,
+                "IPAddressClaim",
+                "c2",
+                json!({"poolRef": {"apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterIPPool", "name": "Bad_Name"}}),
+            ),
+        ),
+        (
+            "claim poolRef kind missing",
+            obj(
+                claim,
+                "IPAddressClaim",
+                "c3",
+                json!({"poolRef": {"apiGroup": "ipam.cluster.x-k8s.io", "name": "p"}}),
+            ),
+        ),
+        (
+            "claim with extra field",
+            obj(
+                claim,
+                "IPAddressClaim",
+                "c4",
+                json!({"poolRef": pool_ref, "colour": "red"}),
+            ),
+        ),
+        (
+            "address prefix negative",
+            obj(
+                claim,
+                "IPAddress",
+                "a",
+                json!({"address": "10.0.0.5", "prefix": -1, "poolRef": pool_ref, "claimRef": {"name": "c"}}),
+            ),
+        ),
+        (
+            "metal3 pool",
+            obj(
+                metal3,
+                "IPPool",
+                "m3",
+                json!({"namePrefix": "x", "pools": [{"start": "10.1.0.10", "end": "10.1.0.20"}], "prefix": 24}),
+            ),
+        ),
+        (
+            "metal3 pool bad type",
+            obj(
+                metal3,
+                "IPPool",
+                "m3b",
+                json!({"namePrefix": "x", "pools": {"start": "10.1.0.10"}}),
+            ),
+        ),
+        (
+            "metal3 pool unknown entry field",
+            obj(
+                metal3,
+                "IPPool",
+                "m3c",
+                json!({"namePrefix": "x", "pools": [{"start": "10.1.0.10", "stop": "10.1.0.20"}]}),
+            ),
+        ),
+        (
+            "spider pool",
+            json!({"apiVersion": spider, "kind": "SpiderIPPool", "metadata": {"name": "sp"}, "spec": {"subnet": "10.2.0.0/24", "ips": ["10.2.0.10-10.2.0.20"]}}),
+        ),
+        (
+            "spider pool bad subnet pattern",
+            json!({"apiVersion": spider, "kind": "SpiderIPPool", "metadata": {"name": "sp2"}, "spec": {"subnet": "not-a-subnet", "ips": ["10.2.0.10"]}}),
+        ),
+        (
+            "spider pool ipVersion enum",
+            json!({"apiVersion": spider, "kind": "SpiderIPPool", "metadata": {"name": "sp3"}, "spec": {"subnet": "10.2.0.0/24", "ipVersion": 5}}),
+        ),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schema_agrees_with_the_api_server() {
+    let Some(assets) = e2e::assets_for("schema_agrees_with_the_api_server") else {
+        return;
+    };
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    // Strict server-side field validation is alpha (off) in v1.24, on by default from v1.27.
+    let cp = e2e::ControlPlane::start_with(
+        &assets,
+        &["--feature-gates=ServerSideFieldValidation=true".to_string()],
+    )
+    .await;
+    let client = cp.client().await;
+    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    for (what, text) in e2e::CRDS {
+        let crd: Value = serde_yaml_ng::from_str(text).unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_eq!(post(&client, crds, &crd).await.0, 201, "{what}");
+    }
+    let (status, _) = post(
+        &client,
+        "/api/v1/namespaces",
+        &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "schema"}}),
+    )
+    .await;
+    assert_eq!(status, 201);
+
+    let schemas = Schemas::embedded();
+    let mut report = Vec::new();
+    let mut failures = Vec::new();
+    for (what, object) in cases() {
+        let path = format!("{}?dryRun=All&fieldValidation=Strict", plural_path(&object));
+        // A CRD is served a moment after it is created.
+        let mut answer = post(&client, &path, &object).await;
+        let start = std::time::Instant::now();
+        while answer.0 == 404 && start.elapsed() < Duration::from_secs(60) {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            answer = post(&client, &path, &object).await;
+        }
+        let (status, body) = answer;
+        let api_version = object["apiVersion"].as_str().unwrap();
+        let (group, version) = api_version.rsplit_once('/').unwrap();
+        let ours = schemas
+            .validate(group, object["kind"].as_str().unwrap(), version, &object)
+            .expect("a served version");
+        let message = body["message"].as_str().unwrap_or_default().to_string();
+        report.push(format!(
+            "{what}: API server {status}: {message}\n  check: {ours:?}"
+        ));
+        assert!(
+            matches!(status, 201 | 400 | 422),
+            "{what}: unexpected {status}: {body}"
+        );
+        if (status != 201) != ours.iter().any(|e| !e.warning) {
+            failures.push(format!(
+                "{what}: the API server says {status} {message}, check says {ours:?}"
+            ));
+        }
+        // A wrong type that the API server's strict decoder trips over first (an object where
+        // a list belongs) is refused as an unknown field somewhere below it: both refuse, at
+        // the same field, in other words.
+        let decoder = status == 400 && message.contains("strict decoding error");
+        for e in ours.iter().filter(|e| !e.warning) {
+            if decoder && e.message.contains(" in body must be of type ") {
+                if !message.contains(&format!("unknown field \"{}.", e.path)) {
+                    failures.push(format!("{what}: {message} does not name {}", e.path));
+                }
+                continue;
+            }
+            // The API server names every field check names, with the same words.
+            let cause = if e.message.starts_with("unknown field") {
+                e.message.clone()
+            } else {
+                format!("{}: {}", e.path, e.message)
+            };
+            if !message.contains(&cause) {
+                failures.push(format!(
+                    "{what}: the API server's message lacks {cause:?}:\n{message}"
+                ));
+            }
+        }
+    }
+    println!("{}", report.join("\n"));
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
