@@ -282,3 +282,98 @@ async fn schema_agrees_with_the_api_server() {
     println!("{}", report.join("\n"));
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
+
+fn run_check(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_ipam-guard"))
+        .arg("check")
+        .args(args)
+        .output()
+        .expect("run ipam-guard check")
+}
+
+/// `check --kubeconfig`: a pull request's new pool judged against what the cluster stores, only
+/// the new file blamed; a file that redefines a stored object wins over it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_kubeconfig_judges_files_against_the_live_cluster() {
+    let Some(assets) = e2e::assets_for("check_kubeconfig_judges_files_against_the_live_cluster")
+    else {
+        return;
+    };
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let cp = e2e::ControlPlane::start(&assets).await;
+    let client = cp.client().await;
+    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    for (what, text) in e2e::CRDS {
+        let crd: Value = serde_yaml_ng::from_str(text).unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_eq!(post(&client, crds, &crd).await.0, 201, "{what}");
+    }
+    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "gitops"}});
+    assert_eq!(post(&client, "/api/v1/namespaces", &ns).await.0, 201);
+    let stored = json!({"apiVersion": "ipam.cluster.x-k8s.io/v1alpha2", "kind": "InClusterIPPool",
+        "metadata": {"name": "scale-pool-0", "namespace": "gitops"},
+        "spec": {"addresses": ["10.50.0.10-10.50.0.20"], "prefix": 24, "gateway": "10.50.0.1"}});
+    let path = plural_path(&stored);
+    let mut status = post(&client, &path, &stored).await.0;
+    let start = std::time::Instant::now();
+    while status == 404 && start.elapsed() < Duration::from_secs(60) {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        status = post(&client, &path, &stored).await.0;
+    }
+    assert_eq!(status, 201);
+
+    let dir = tempfile::tempdir().unwrap();
+    let new_pool = dir.path().join("new-pool.yaml");
+    std::fs::write(
+        &new_pool,
+        "apiVersion: ipam.cluster.x-k8s.io/v1alpha2\nkind: InClusterIPPool\n\
+         metadata: {name: new-pool, namespace: gitops}\n\
+         spec: {addresses: [10.50.0.15-10.50.0.30], prefix: 24, gateway: 10.50.0.1}\n",
+    )
+    .unwrap();
+    let moved = dir.path().join("scale0.yaml");
+    std::fs::write(
+        &moved,
+        "apiVersion: ipam.cluster.x-k8s.io/v1alpha2\nkind: InClusterIPPool\n\
+         metadata: {name: scale-pool-0, namespace: gitops}\n\
+         spec: {addresses: [10.50.1.10-10.50.1.20], prefix: 24, gateway: 10.50.1.1}\n",
+    )
+    .unwrap();
+    let kc = cp.kubeconfig.to_str().unwrap();
+    let f = new_pool.to_str().unwrap();
+
+    let o = run_check(&["--kubeconfig", kc, f]);
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert_eq!(o.status.code(), Some(1), "{out}{err}");
+    assert_eq!(
+        out,
+        format!("{f}: InClusterIPPool gitops/new-pool: spec.addresses[0]: Invalid value: \"10.50.0.15-10.50.0.30\": overlaps InClusterIPPool gitops/scale-pool-0 (10.50.0.15-10.50.0.20) [P10]\n"),
+        "{err}"
+    );
+    assert!(err.contains("read 1 object from 1 file"), "{err}");
+
+    // The same pool moved by a file in the same change: the file wins, nothing overlaps.
+    let o = run_check(&[
+        "--kubeconfig",
+        kc,
+        "--context",
+        "e2e",
+        f,
+        moved.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+
+    let o = run_check(&["--kubeconfig", kc, "--context", "nope", f]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("context \"nope\""),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

@@ -115,6 +115,27 @@ pub async fn audit(client: &Client, options: Options) -> Outcome {
     }
 }
 
+/// Every stored object of every served kind, as manifests of file `cluster` (what
+/// `check --kubeconfig` judges files against), plus the kinds that could not be listed.
+pub(crate) async fn list_stored(client: &Client) -> Result<(Vec<Manifest>, Vec<String>), String> {
+    let served = live::discover(client)
+        .await
+        .map_err(|e| format!("API discovery failed: {e}"))?;
+    let file: Arc<str> = Arc::from(FILE);
+    let (mut manifests, mut errors) = (Vec::new(), Vec::new());
+    for (kind, version) in &served {
+        match list_kind(client, *kind, version).await {
+            Ok(objects) => manifests.extend(
+                objects
+                    .into_iter()
+                    .filter_map(|o| manifest(&file, *kind, version, o)),
+            ),
+            Err(e) => errors.push(format!("cannot list {}: {e}", kind.display_name())),
+        }
+    }
+    Ok((manifests, errors))
+}
+
 async fn list_kind(
     client: &Client,
     kind: Kind,

@@ -42,6 +42,8 @@ pub struct Gate {
     pub strict: bool,
     /// None: the CRDs built into the binary.
     pub schemas: Option<Schemas>,
+    /// What a cluster already stores (`--kubeconfig`): judged against, never reported.
+    pub stored: Vec<Manifest>,
 }
 
 impl Gate {
@@ -55,15 +57,46 @@ impl Gate {
             Some(dir) => Some(read_crds(dir)?),
             None => None,
         };
+        let stored = if args.kubeconfig.is_some() || args.context.is_some() {
+            stored_objects(args)?
+        } else {
+            Vec::new()
+        };
         Ok(Gate {
             exclude: globs.build().map_err(|e| format!("--exclude: {e}"))?,
             strict: args.strict,
             schemas,
+            stored,
         })
     }
 
     fn schemas(&self) -> &Schemas {
         self.schemas.as_ref().unwrap_or_else(|| Schemas::embedded())
+    }
+}
+
+/// Lists the cluster of `--kubeconfig`/`--context`. `check` is synchronous; the listing runs on
+/// the binary's runtime when there is one (blocking this thread only), else on its own.
+fn stored_objects(args: &CheckArgs) -> Result<Vec<Manifest>, String> {
+    let list = async {
+        let client =
+            crate::cluster::live::client_in(args.kubeconfig.as_deref(), args.context.as_deref())
+                .await
+                .map_err(|e| format!("{e:#}"))?;
+        let (stored, errors) = super::audit::list_stored(&client).await?;
+        // Judging against a partial cluster could pass what the whole would refuse.
+        match errors.first() {
+            Some(e) => Err(e.clone()),
+            None => Ok(stored),
+        }
+    };
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) => tokio::task::block_in_place(|| handle.block_on(list)),
+        Err(_) => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?
+            .block_on(list),
     }
 }
 
@@ -182,7 +215,8 @@ fn check_keeping_view(paths: &[PathBuf], options: Options, gate: &Gate) -> (Outc
         .iter()
         .map(|m| Subject::at(&m.source, m.key.clone()))
         .collect();
-    let (objects, findings, view) = judge_keeping_view(loaded.manifests, options, gate.schemas());
+    let (objects, findings, view) =
+        judge_keeping_view(loaded.manifests, options, gate.schemas(), &gate.stored);
     summary.objects = objects;
     summary.count(&findings);
     let outcome = Outcome {
@@ -233,16 +267,20 @@ fn schema_findings(m: &Manifest, subject: &Subject, schemas: &Schemas) -> Vec<Fi
 /// objects per kind and the findings, in the order of `manifests`. `audit` judges with this too;
 /// stored objects have passed their schema, so it is not checked again.
 pub fn judge(manifests: Vec<Manifest>, options: Options) -> (BTreeMap<Kind, usize>, Vec<Finding>) {
-    let (objects, findings, _view) = judge_keeping_view(manifests, options, &Schemas::default());
+    let (objects, findings, _view) =
+        judge_keeping_view(manifests, options, &Schemas::default(), &[]);
     (objects, findings)
 }
 
 /// `judge`, also handing back the view the objects were judged in (so `run` can skip freeing it).
-/// `schemas` empty: no schema validation.
+/// `schemas` empty: no schema validation. `stored`: objects that already exist (a cluster's),
+/// judged against but not judged themselves; an object of `manifests` replaces a stored one of
+/// the same identity, as applying the file would.
 fn judge_keeping_view(
     mut manifests: Vec<Manifest>,
     options: Options,
     schemas: &Schemas,
+    stored: &[Manifest],
 ) -> (BTreeMap<Kind, usize>, Vec<Finding>, StaticView) {
     let mut per_object: Vec<Vec<Finding>> = Vec::with_capacity(manifests.len());
     let mut objects = BTreeMap::new();
@@ -293,10 +331,17 @@ fn judge_keeping_view(
         }
         per_object.push(found);
     }
+    let judged_count = manifests.len();
+    manifests.extend(
+        stored
+            .iter()
+            .filter(|s| !first_seen.contains_key(&s.key))
+            .cloned(),
+    );
     drop(first_seen);
 
     let mut view = StaticView::from_manifests(manifests);
-    let judged = view.each_as_create_par(|m, index| {
+    let judged = view.first_as_create_par(judged_count, |m, index| {
         let verdict = rules::validate(&request(m), &Ctx { index, options });
         let subject = Subject::at(&m.source, m.key.clone());
         let mut found = Vec::new();

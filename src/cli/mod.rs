@@ -127,6 +127,13 @@ pub struct CheckArgs {
     /// clusters that run other releases of the IPAM providers.
     #[arg(long, value_name = "DIR")]
     pub crd_dir: Option<PathBuf>,
+    /// Judge the files as if created into this cluster: its stored pools, claims and addresses
+    /// count (files win over stored objects of the same identity); only the files are reported.
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use with --kubeconfig (or the default kubeconfig).
+    #[arg(long)]
+    pub context: Option<String>,
     /// Files or directories of YAML/JSON manifests (multi-document YAML and `kind: List` are read).
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,

@@ -88,6 +88,28 @@ pub async fn client(kubeconfig: Option<&Path>) -> anyhow::Result<Client> {
     Client::try_from(config).context("cannot build a Kubernetes client")
 }
 
+/// As `client`, in a named context of the kubeconfig (`--context`). With no kubeconfig path the
+/// usual one (`KUBECONFIG`, `~/.kube/config`) is read; a context always means a kubeconfig.
+pub async fn client_in(kubeconfig: Option<&Path>, context: Option<&str>) -> anyhow::Result<Client> {
+    let Some(context) = context else {
+        return client(kubeconfig).await;
+    };
+    let options = KubeConfigOptions {
+        context: Some(context.to_string()),
+        ..KubeConfigOptions::default()
+    };
+    let config = match kubeconfig {
+        Some(path) => {
+            let kc = Kubeconfig::read_from(path)
+                .with_context(|| format!("cannot read kubeconfig {}", path.display()))?;
+            Config::from_custom_kubeconfig(kc, &options).await
+        }
+        None => Config::from_kubeconfig(&options).await,
+    }
+    .with_context(|| format!("context {context:?}"))?;
+    Client::try_from(config).context("cannot build a Kubernetes client")
+}
+
 /// Connects to the cluster (see `client`) and starts the live view. Returns at once: the view
 /// reports `synced() == false` until discovery and every first list have finished.
 pub async fn connect(kubeconfig: Option<&Path>) -> anyhow::Result<Arc<LiveView>> {
