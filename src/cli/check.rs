@@ -169,6 +169,7 @@ pub fn run(args: &CheckArgs) -> i32 {
             findings: &outcome.findings,
             problems: &outcome.errors,
             subjects: &outcome.subjects,
+            source: None,
         },
     );
     let _ = write!(err, "{}", outcome.summary);

@@ -141,12 +141,38 @@ pub struct CheckArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct AuditArgs {
-    #[arg(long)]
+    /// Kubeconfig of the cluster to audit (default: in-cluster, then KUBECONFIG).
+    #[arg(long, value_name = "PATH")]
     pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to audit.
+    #[arg(long)]
+    pub context: Option<String>,
+    /// Output format of the findings (the summary always goes to stderr).
     #[arg(long, short, value_enum, default_value_t = OutputFormat::Text)]
     pub output: OutputFormat,
+    /// Report only objects of this namespace (they are still judged against the whole cluster).
+    #[arg(long, short = 'n', conflicts_with = "all_namespaces")]
+    pub namespace: Option<String>,
+    /// Report objects of every namespace and cluster-scoped ones (the default).
+    #[arg(long, short = 'A')]
+    pub all_namespaces: bool,
+    /// Report only findings of this rule id (repeatable), e.g. `--rule P10 --rule A9`.
+    #[arg(long = "rule", value_name = "ID")]
+    pub rules_only: Vec<String>,
+    /// Report only denials or only warnings.
+    #[arg(long, value_enum)]
+    pub severity: Option<SeverityFilter>,
+    /// At most this many finding lines per rule; the rest are counted in the summary table.
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
     #[command(flatten)]
     pub rules: RuleArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SeverityFilter {
+    Deny,
+    Warn,
 }
 
 /// Parses `500ms`, `5s`, `10m`, `1h`, or bare seconds.

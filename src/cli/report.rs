@@ -164,7 +164,11 @@ impl fmt::Display for Finding {
 /// null group/kind/name and rule.
 #[derive(Serialize)]
 struct Wire<'a> {
+    /// `check`: the file. `audit` writes `source` instead.
+    #[serde(skip_serializing_if = "Option::is_none")]
     file: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    source: Option<&'a str>,
     group: Option<&'static str>,
     kind: Option<&'static str>,
     namespace: Option<&'a str>,
@@ -182,6 +186,7 @@ impl<'a> From<&'a Finding> for Wire<'a> {
         let key = &f.subject.key;
         Wire {
             file: f.subject.file.as_deref(),
+            source: None,
             group: Some(key.kind.group()),
             kind: Some(key.kind.name()),
             namespace: key.namespace.as_deref(),
@@ -200,6 +205,7 @@ impl<'a> From<&'a Problem> for Wire<'a> {
     fn from(p: &'a Problem) -> Self {
         Wire {
             file: Some(&p.file),
+            source: None,
             group: None,
             kind: None,
             namespace: None,
@@ -230,6 +236,9 @@ pub struct Report<'a> {
     pub findings: &'a [Finding],
     pub problems: &'a [Problem],
     pub subjects: &'a [Subject],
+    /// Where the objects came from when not from files (`audit`: `cluster`): JSON writes it as
+    /// `source` in place of `file`.
+    pub source: Option<&'static str>,
 }
 
 /// Writes findings in the chosen format: one line each (errors go to stderr in text mode, see
@@ -260,7 +269,14 @@ pub fn write_report(out: &mut dyn Write, format: OutputFormat, r: &Report) -> io
             let wire: Vec<Wire> = r
                 .findings
                 .iter()
-                .map(Wire::from)
+                .map(|f| match r.source {
+                    Some(source) => Wire {
+                        file: None,
+                        source: Some(source),
+                        ..Wire::from(f)
+                    },
+                    None => Wire::from(f),
+                })
                 .chain(r.problems.iter().map(Wire::from))
                 .collect();
             serde_json::to_writer_pretty(&mut *out, &wire).map_err(io::Error::other)?;

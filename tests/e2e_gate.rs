@@ -377,3 +377,117 @@ async fn check_kubeconfig_judges_files_against_the_live_cluster() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+fn run_audit(args: &[&str]) -> (Option<i32>, String, String) {
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_ipam-guard"))
+        .arg("audit")
+        .args(args)
+        .output()
+        .expect("run ipam-guard audit");
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout).to_string(),
+        String::from_utf8_lossy(&o.stderr).to_string(),
+    )
+}
+
+/// `audit` for people and machines: a summary table first, only what -n/--rule/--severity ask
+/// for, --limit per rule, `source: "cluster"` in JSON, stored-object wording.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn audit_filters_summarises_and_limits() {
+    let Some(assets) = e2e::assets_for("audit_filters_summarises_and_limits") else {
+        return;
+    };
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let cp = e2e::ControlPlane::start(&assets).await;
+    let client = cp.client().await;
+    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    for (what, text) in e2e::CRDS {
+        let crd: Value = serde_yaml_ng::from_str(text).unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_eq!(post(&client, crds, &crd).await.0, 201, "{what}");
+    }
+    for ns in ["team-a", "team-b"] {
+        let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+        assert_eq!(post(&client, "/api/v1/namespaces", &body).await.0, 201);
+    }
+    let pool = |ns: &str, name: &str, range: &str| {
+        json!({"apiVersion": "ipam.cluster.x-k8s.io/v1alpha2", "kind": "InClusterIPPool",
+               "metadata": {"name": name, "namespace": ns},
+               "spec": {"addresses": [range], "prefix": 24, "gateway": "10.60.0.1"}})
+    };
+    let address = |ns: &str, name: &str, ip: &str| {
+        json!({"apiVersion": "ipam.cluster.x-k8s.io/v1beta2", "kind": "IPAddress",
+               "metadata": {"name": name, "namespace": ns},
+               "spec": {"address": ip, "prefix": 24, "gateway": "10.60.0.1",
+                        "claimRef": {"name": format!("gone-{name}")},
+                        "poolRef": {"apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterIPPool", "name": "a1"}}})
+    };
+    // Stored before any webhook: three pools overlapping across namespaces (P10 on each),
+    // three addresses whose claims are gone (A6 warnings).
+    let objects = [
+        pool("team-a", "a1", "10.60.0.10-10.60.0.30"),
+        pool("team-a", "a2", "10.60.0.25-10.60.0.40"),
+        pool("team-b", "b1", "10.60.0.35-10.60.0.50"),
+        address("team-a", "x1", "10.60.0.11"),
+        address("team-a", "x2", "10.60.0.12"),
+        address("team-a", "x3", "10.60.0.13"),
+    ];
+    for o in &objects {
+        let path = plural_path(o);
+        let mut status = post(&client, &path, o).await.0;
+        let start = std::time::Instant::now();
+        while status == 404 && start.elapsed() < Duration::from_secs(60) {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            status = post(&client, &path, o).await.0;
+        }
+        assert_eq!(status, 201, "{o}");
+    }
+    let kc = cp.kubeconfig.to_str().unwrap();
+
+    let (code, out, err) = run_audit(&["--kubeconfig", kc, "-n", "team-a", "--rule", "P10"]);
+    assert_eq!(code, Some(1), "{out}{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines[0].split_whitespace().collect::<Vec<_>>(),
+        ["RULE", "SEVERITY", "NAMESPACE", "FINDINGS"],
+        "{out}"
+    );
+    assert_eq!(
+        lines[1].split_whitespace().collect::<Vec<_>>(),
+        ["P10", "deny", "team-a", "2"],
+        "{out}"
+    );
+    assert_eq!(lines[2], "", "{out}");
+    let findings: Vec<&str> = lines[3..].to_vec();
+    assert_eq!(findings.len(), 2, "{out}");
+    assert!(
+        findings
+            .iter()
+            .all(|l| l.starts_with("cluster: InClusterIPPool team-a/") && l.ends_with("[P10]")),
+        "{out}"
+    );
+    assert!(err.contains("2 denials, 0 warnings"), "{err}");
+
+    let (code, out, err) = run_audit(&["--kubeconfig", kc, "--severity", "warn", "--limit", "1"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        out.contains("(showing 1 of 3 A6 findings: --limit 1)"),
+        "{out}"
+    );
+    let a6: Vec<&str> = out.lines().filter(|l| l.ends_with("[A6]")).collect();
+    assert_eq!(a6.len(), 1, "{out}");
+    assert!(a6[0].contains("not found: an orphaned address"), "{out}");
+    assert!(!out.contains("[P10]"), "{out}");
+
+    let (code, out, err) = run_audit(&["--kubeconfig", kc, "-o", "json", "--rule", "P10"]);
+    assert_eq!(code, Some(1), "{err}");
+    let v: Value = serde_json::from_str(&out).expect("JSON on stdout, the table on stderr");
+    let v = v.as_array().unwrap();
+    assert_eq!(v.len(), 3);
+    assert!(
+        v.iter()
+            .all(|f| f["source"] == "cluster" && f.get("file").is_none()),
+        "{v:?}"
+    );
+    assert!(err.contains("RULE"), "{err}");
+}
