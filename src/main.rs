@@ -27,5 +27,8 @@ async fn main() -> ExitCode {
         Command::Audit(args) => {
             ExitCode::from(u8::try_from(ipam_guard::cli::audit::run(&args).await).unwrap_or(2))
         }
+        Command::DevWebhooks(args) => {
+            ExitCode::from(u8::try_from(ipam_guard::cli::dev_webhooks::run(&args)).unwrap_or(2))
+        }
     }
 }

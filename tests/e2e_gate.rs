@@ -491,3 +491,158 @@ async fn audit_filters_summarises_and_limits() {
     );
     assert!(err.contains("RULE"), "{err}");
 }
+
+/// One step of docs/trial.md: a `sh` block and how the page says it behaves.
+#[derive(Debug)]
+enum Step {
+    Run(String),
+    Background(String),
+    Retry(String),
+    FailsWith(String, String),
+}
+
+fn trial_steps(page: &str) -> Vec<Step> {
+    let mut steps = Vec::new();
+    // A marker applies to the next block (prose may stand in between).
+    let mut marker: Option<String> = None;
+    let mut lines = page.lines();
+    while let Some(line) = lines.next() {
+        if let Some(m) = line.strip_prefix("<!-- trial:") {
+            marker = Some(m.trim_end_matches("-->").trim().to_string());
+        } else if line == "```sh" {
+            let block: Vec<&str> = lines.by_ref().take_while(|l| *l != "```").collect();
+            let command = block.join("\n");
+            steps.push(match marker.take().as_deref() {
+                None => Step::Run(command),
+                Some("background") => Step::Background(command),
+                Some("retry") => Step::Retry(command),
+                Some(m) if m.starts_with("fails-with ") => {
+                    let text = m["fails-with ".len()..].trim_matches('"').to_string();
+                    Step::FailsWith(command, text)
+                }
+                Some(other) => panic!("unknown trial marker {other:?}"),
+            });
+        }
+    }
+    steps
+}
+
+/// docs/trial.md, followed as written against a real kube-apiserver: serve --dev --kubeconfig,
+/// dev-webhooks, kubectl, a denial through the API server, removal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trial_page_works_as_written() {
+    let Some(assets) = e2e::assets_for("trial_page_works_as_written") else {
+        return;
+    };
+    if std::process::Command::new("kubectl")
+        .arg("version")
+        .arg("--client")
+        .output()
+        .is_err()
+    {
+        panic!("kubectl is not on PATH (.ci/run installs it)");
+    }
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let cp = e2e::ControlPlane::start(&assets).await;
+    let client = cp.client().await;
+    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    for (what, text) in e2e::CRDS {
+        let crd: Value = serde_yaml_ng::from_str(text).unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_eq!(post(&client, crds, &crd).await.0, 201, "{what}");
+    }
+    let page = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/trial.md"),
+    )
+    .unwrap();
+    let steps = trial_steps(&page);
+    assert!(steps.len() >= 6, "{steps:#?}");
+
+    // The page's ports, moved to free ones; the binary on PATH; a directory of its own.
+    let ports = [
+        ("9443", e2e::free_port()),
+        ("8081", e2e::free_port()),
+        ("8080", e2e::free_port()),
+    ];
+    let localise = |c: &str| {
+        ports.iter().fold(c.to_string(), |c, (from, to)| {
+            c.replace(from, &to.to_string())
+        })
+    };
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_ipam-guard"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let bash = |command: &str| {
+        let mut cmd = tokio::process::Command::new("bash");
+        cmd.arg("-euo")
+            .arg("pipefail")
+            .arg("-c")
+            .arg(localise(command))
+            .current_dir(dir.path())
+            .env("PATH", &path)
+            .env("KUBECONFIG", &cp.kubeconfig)
+            .kill_on_drop(true);
+        cmd
+    };
+    let within = Duration::from_secs(90);
+    let mut background = Vec::new();
+    for step in &steps {
+        match step {
+            Step::Background(c) => {
+                let mut cmd = bash(c);
+                cmd.stdout(std::process::Stdio::null())
+                    .stderr(std::fs::File::create(dir.path().join("serve.log")).unwrap());
+                background.push(cmd.spawn().expect("serve starts"));
+            }
+            Step::Run(c) => {
+                let o = bash(c).output().await.unwrap();
+                assert!(
+                    o.status.success(),
+                    "{c}\n{}{}",
+                    String::from_utf8_lossy(&o.stdout),
+                    String::from_utf8_lossy(&o.stderr)
+                );
+            }
+            Step::Retry(c) | Step::FailsWith(c, _) => {
+                let start = std::time::Instant::now();
+                loop {
+                    let o = bash(c).output().await.unwrap();
+                    let stderr = String::from_utf8_lossy(&o.stderr).to_string();
+                    let done = match step {
+                        Step::FailsWith(_, text) => !o.status.success() && stderr.contains(text),
+                        _ => o.status.success(),
+                    };
+                    if done {
+                        break;
+                    }
+                    assert!(
+                        start.elapsed() < within,
+                        "{step:?} did not happen within {within:?}: {}{stderr}\nserve log:\n{}",
+                        String::from_utf8_lossy(&o.stdout),
+                        std::fs::read_to_string(dir.path().join("serve.log")).unwrap_or_default()
+                    );
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
+            }
+        }
+    }
+    // The trial is gone: the configurations are deleted.
+    let o =
+        bash("kubectl get validatingwebhookconfigurations,mutatingwebhookconfigurations -o name")
+            .output()
+            .await
+            .unwrap();
+    assert!(o.status.success());
+    assert!(
+        !String::from_utf8_lossy(&o.stdout).contains("ipam-guard-dev"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    drop(background);
+}

@@ -2,6 +2,7 @@
 
 pub mod audit;
 pub mod check;
+pub mod dev_webhooks;
 pub mod report;
 pub mod serve;
 
@@ -28,6 +29,23 @@ pub enum Command {
     Check(CheckArgs),
     /// Judge every stored object of a live cluster as if it were created now.
     Audit(AuditArgs),
+    /// Print webhook configurations that send a real cluster's IPAM writes in some namespaces to
+    /// a local `serve --dev --kubeconfig` (a trial; see docs/trial.md).
+    DevWebhooks(DevWebhooksArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct DevWebhooksArgs {
+    /// Where the API server reaches the local ipam-guard, e.g. https://127.0.0.1:9443 (the dev
+    /// certificate is valid for localhost, 127.0.0.1 and ::1).
+    #[arg(long)]
+    pub url: String,
+    /// Judge writes in this namespace only (repeatable); cluster-scoped pools are always judged.
+    #[arg(long, short = 'n', required = true)]
+    pub namespace: Vec<String>,
+    /// The `serve --dev` certificate directory holding ca.crt.
+    #[arg(long, default_value = "./certs/dev")]
+    pub cert_dir: PathBuf,
 }
 
 /// How overlap (P10) and uniqueness (A9) are scoped (SPEC §6).
