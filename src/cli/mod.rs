@@ -121,6 +121,7 @@ pub struct ServeArgs {
     /// Run a periodic audit of the live cluster (e.g. 10m); off by default.
     #[arg(long, value_parser = parse_duration)]
     pub audit_interval: Option<std::time::Duration>,
+    /// Log lines as human-readable text or as one JSON object per line (for log collectors).
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
     #[command(flatten)]
