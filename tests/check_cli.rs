@@ -558,3 +558,34 @@ fn crd_dir_validates_against_ones_own_crds() {
         stderr(&o)
     );
 }
+
+#[test]
+fn an_unreachable_api_server_is_named_with_the_likely_cause() {
+    let dir = tempfile::tempdir().unwrap();
+    // Port 1 on loopback: nothing listens there.
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: 'https://127.0.0.1:1', insecure-skip-tls-verify: true}\n\
+         users:\n- name: u\n  user: {token: t}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n",
+    )
+    .unwrap();
+    let kc = kubeconfig.to_str().unwrap();
+    for args in [
+        vec!["audit", "--kubeconfig", kc],
+        vec!["check", "--kubeconfig", kc, "examples/manifests"],
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_ipam-guard"))
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("API server https://127.0.0.1:1/"),
+            "{args:?}: {err}"
+        );
+        assert!(err.contains("nothing answered"), "{args:?}: {err}");
+    }
+}

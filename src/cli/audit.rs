@@ -54,14 +54,15 @@ pub async fn run(args: &AuditArgs) -> i32 {
             "note: --overlap-scope off: pool overlaps (P10) and duplicate addresses (A9) are not checked"
         );
     }
-    let client = match live::client_in(args.kubeconfig.as_deref(), args.context.as_deref()).await {
-        Ok(c) => c,
-        Err(e) => {
-            let _ = writeln!(err, "error: {e:#}");
-            return 2;
-        }
-    };
-    let outcome = audit(&client, options).await;
+    let (client, server) =
+        match live::client_and_server(args.kubeconfig.as_deref(), args.context.as_deref()).await {
+            Ok(c) => c,
+            Err(e) => {
+                let _ = writeln!(err, "error: {e:#}");
+                return 2;
+            }
+        };
+    let outcome = audit_at(&client, &server, options).await;
     for e in &outcome.errors {
         let _ = writeln!(err, "error: {e}");
     }
@@ -202,6 +203,11 @@ impl std::fmt::Display for Table {
 /// Lists every served kind of the table (from the watch cache: `resourceVersion=0`) and judges
 /// each object as a CREATE against all the others.
 pub async fn audit(client: &Client, options: Options) -> Outcome {
+    audit_at(client, "", options).await
+}
+
+/// `audit`, naming `server` (its URL) in what could not be read.
+async fn audit_at(client: &Client, server: &str, options: Options) -> Outcome {
     let options = Options {
         stored: true,
         ..options
@@ -211,7 +217,10 @@ pub async fn audit(client: &Client, options: Options) -> Outcome {
         Ok(s) => s,
         Err(e) => {
             return Outcome {
-                errors: vec![format!("API discovery failed: {e}")],
+                errors: vec![format!(
+                    "API discovery failed: {}",
+                    live::explain(server, &e)
+                )],
                 summary: Summary {
                     unreadable: 1,
                     ..Summary::default()
@@ -248,10 +257,13 @@ pub async fn audit(client: &Client, options: Options) -> Outcome {
 
 /// Every stored object of every served kind, as manifests of file `cluster` (what
 /// `check --kubeconfig` judges files against), plus the kinds that could not be listed.
-pub(crate) async fn list_stored(client: &Client) -> Result<(Vec<Manifest>, Vec<String>), String> {
+pub(crate) async fn list_stored(
+    client: &Client,
+    server: &str,
+) -> Result<(Vec<Manifest>, Vec<String>), String> {
     let served = live::discover(client)
         .await
-        .map_err(|e| format!("API discovery failed: {e}"))?;
+        .map_err(|e| format!("API discovery failed: {}", live::explain(server, &e)))?;
     let file: Arc<str> = Arc::from(FILE);
     let (mut manifests, mut errors) = (Vec::new(), Vec::new());
     for (kind, version) in &served {

@@ -79,11 +79,13 @@ impl Gate {
 /// the binary's runtime when there is one (blocking this thread only), else on its own.
 fn stored_objects(args: &CheckArgs) -> Result<Vec<Manifest>, String> {
     let list = async {
-        let client =
-            crate::cluster::live::client_in(args.kubeconfig.as_deref(), args.context.as_deref())
-                .await
-                .map_err(|e| format!("{e:#}"))?;
-        let (stored, errors) = super::audit::list_stored(&client).await?;
+        let (client, server) = crate::cluster::live::client_and_server(
+            args.kubeconfig.as_deref(),
+            args.context.as_deref(),
+        )
+        .await
+        .map_err(|e| format!("{e:#}"))?;
+        let (stored, errors) = super::audit::list_stored(&client, &server).await?;
         // Judging against a partial cluster could pass what the whole would refuse.
         match errors.first() {
             Some(e) => Err(e.clone()),
