@@ -54,6 +54,9 @@ pub struct Outcome {
     pub warnings: usize,
     pub patched: bool,
     pub dry_run: bool,
+    /// Who asked (`request.userInfo`), for the log line of a denial or a warning.
+    pub user: String,
+    pub groups: Vec<String>,
 }
 
 /// An HTTP answer: status and JSON body. `outcome` is `None` when the body was not a review.
@@ -100,6 +103,8 @@ struct Envelope {
     object: Option<Value>,
     old_object: Option<Value>,
     dry_run: bool,
+    user: String,
+    groups: Vec<String>,
 }
 
 impl Admission {
@@ -134,6 +139,8 @@ impl Admission {
             name: env.name.clone(),
             operation: env.operation.clone(),
             dry_run: env.dry_run,
+            user: env.user.clone(),
+            groups: env.groups.clone(),
             ..Outcome::default()
         };
         let verdict = catch_unwind(AssertUnwindSafe(|| self.judge(endpoint, &env)));
@@ -372,6 +379,23 @@ fn decode(body: &[u8]) -> Result<Envelope, String> {
     };
     let object = take(&mut req, "object");
     let old_object = take(&mut req, "oldObject");
+    // Only for logs: a userInfo of the wrong shape is not a reason to refuse the review.
+    let user_info = req.get("userInfo");
+    let user = user_info
+        .and_then(|u| u.get("username"))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let groups = user_info
+        .and_then(|u| u.get("groups"))
+        .and_then(Value::as_array)
+        .map(|g| {
+            g.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
     // A create may not carry the name yet (generateName): the object's own name is the better label.
     let name = if name.is_empty() {
         object
@@ -395,6 +419,8 @@ fn decode(body: &[u8]) -> Result<Envelope, String> {
         object,
         old_object,
         dry_run,
+        user,
+        groups,
     })
 }
 
@@ -877,6 +903,8 @@ mod tests {
             object: None,
             old_object: None,
             dry_run: false,
+            user: String::new(),
+            groups: Vec::new(),
         };
         let response = respond(&env, Kind::InClusterIPPool, &v);
         let warnings = response["warnings"].as_array().unwrap();

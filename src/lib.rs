@@ -21,4 +21,5 @@ pub mod index;
 pub mod kinds;
 pub mod model;
 pub mod rules;
+pub mod schema;
 pub mod server;

@@ -33,5 +33,8 @@ async fn main() -> ExitCode {
         Command::Usage(args) => {
             ExitCode::from(u8::try_from(ipam_guard::cli::usage::run(&args).await).unwrap_or(2))
         }
+        Command::DevWebhooks(args) => {
+            ExitCode::from(u8::try_from(ipam_guard::cli::dev_webhooks::run(&args)).unwrap_or(2))
+        }
     }
 }

@@ -69,19 +69,19 @@ fn x4_json_array_with_the_spec_fields() {
                 "file": f, "group": "ipam.cluster.x-k8s.io", "kind": "IPAddress",
                 "namespace": "cluster-b", "name": "m-0", "field": "spec.address",
                 "message": "Duplicate value: \"2001:db8:30::5\": 2001:db8:30::5 is already held by IPAddress cluster-b/m-1",
-                "rule": "A9", "severity": "deny"
+                "rule": "A9", "severity": "deny", "document": 4, "line": 36
             },
             {
                 "file": f, "group": "ipam.cluster.x-k8s.io", "kind": "IPAddress",
                 "namespace": "cluster-b", "name": "m-1", "field": "spec.address",
                 "message": "Duplicate value: \"2001:DB8:30:0::5\": 2001:db8:30::5 is already held by IPAddress cluster-b/m-0",
-                "rule": "A9", "severity": "deny"
+                "rule": "A9", "severity": "deny", "document": 5, "line": 52
             },
             {
                 "file": f, "group": "ipam.cluster.x-k8s.io", "kind": "IPAddress",
                 "namespace": "cluster-b", "name": "m-1", "field": "spec.address",
                 "message": "\"2001:DB8:30:0::5\" is not in canonical form, use \"2001:db8:30::5\"",
-                "rule": "A1", "severity": "warn"
+                "rule": "A1", "severity": "warn", "document": 5, "line": 52
             }
         ])
     );
@@ -324,10 +324,16 @@ fn kinds_outside_the_capi_group_are_written_kind_dot_group() {
         "text",
         "tests/fixtures/check/metal3-unknown-version.yaml",
     ]);
-    assert_eq!(code(&o), 0);
+    // The API server has no such version: kubectl would refuse the file (SCHEMA), and the rules
+    // say they did not judge it (K1).
+    assert_eq!(code(&o), 1);
     let out = stdout(&o);
     assert!(
-        out.starts_with("warning: tests/fixtures/check/metal3-unknown-version.yaml: IPPool.ipam.metal3.io metal3/provisioning: "),
+        out.starts_with("tests/fixtures/check/metal3-unknown-version.yaml: IPPool.ipam.metal3.io metal3/provisioning: apiVersion: Unsupported value: \"ipam.metal3.io/v1alpha9\": no matches for kind \"IPPool\" in version \"ipam.metal3.io/v1alpha9\"; served versions: v1alpha1 [SCHEMA]\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("\nwarning: tests/fixtures/check/metal3-unknown-version.yaml: IPPool.ipam.metal3.io metal3/provisioning: "),
         "{out}"
     );
     assert!(stderr(&o).contains("1 IPPool.ipam.metal3.io"));
@@ -340,7 +346,10 @@ fn kinds_outside_the_capi_group_are_written_kind_dot_group() {
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v[0]["group"], "ipam.metal3.io");
     assert_eq!(v[0]["kind"], "IPPool");
-    assert_eq!(v[0]["severity"], "warn");
+    assert_eq!(v[0]["severity"], "deny");
+    assert_eq!(v[1]["group"], "ipam.metal3.io");
+    assert_eq!(v[1]["severity"], "warn");
+    assert_eq!(v[1]["rule"], "K1");
 }
 
 #[test]
@@ -383,4 +392,200 @@ fn x4_reads_standard_input() {
         "{}",
         stdout(&o)
     );
+}
+
+// === check as a gate on a real repository (issue 17) ===
+
+const REPO: &str = "tests/fixtures/check/repo";
+
+#[test]
+fn schema_a_folder_kubectl_would_reject_fails_with_the_field_named() {
+    let o = check(&[&format!("{REPO}/typos/fields.yaml")]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let f = format!("{REPO}/typos/fields.yaml");
+    assert_eq!(
+        lines(&o),
+        vec![
+            format!(
+                r#"{f}: InClusterIPPool mgmt/mgmt-nodes-2: spec.exludedAddresses: unknown field "spec.exludedAddresses" [SCHEMA]"#
+            ),
+            format!(
+                r#"{f}: InClusterIPPool mgmt/mgmt-nodes-2: spec.gatway: unknown field "spec.gatway" [SCHEMA]"#
+            ),
+            format!(
+                r#"{f}: IPAddressClaim mgmt/Claim_1: metadata.name: Invalid value: "Claim_1": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*') [SCHEMA]"#
+            ),
+            format!(
+                r#"{f}: IPAddressClaim mgmt/Claim_1: spec.extra: unknown field "spec.extra" [SCHEMA]"#
+            ),
+        ]
+    );
+    // Where each finding is, for editors and code scanning.
+    let o = check(&["-o", "json", &f]);
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!((&v[0]["document"], &v[0]["line"]), (&json!(1), &json!(2)));
+    assert_eq!((&v[3]["document"], &v[3]["line"]), (&json!(2), &json!(13)));
+}
+
+#[test]
+fn schema_a_kind_typo_is_an_error_with_a_hint_in_every_format() {
+    let f = format!("{REPO}/typos/kind.yaml");
+    let o = check(&[&f]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains(&format!(
+        r#"error: {f}: document 1: no matches for kind "InClusterIpPool" in version "ipam.cluster.x-k8s.io/v1alpha2" (did you mean "InClusterIPPool"?)"#
+    )), "{}", stderr(&o));
+    let o = check(&["-o", "json", &f]);
+    assert_eq!(code(&o), 2);
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(
+        v,
+        json!([{
+            "file": f, "group": null, "kind": null, "namespace": null, "name": null, "field": "",
+            "message": "no matches for kind \"InClusterIpPool\" in version \"ipam.cluster.x-k8s.io/v1alpha2\" (did you mean \"InClusterIPPool\"?)",
+            "rule": null, "severity": "error", "document": 1, "line": 1
+        }])
+    );
+}
+
+#[test]
+fn a_real_repository_checks_cleanly_with_its_templates_excluded() {
+    let o = check(&[REPO, "--exclude", "typos", "--exclude", "**/templates/**"]);
+    let err = stderr(&o);
+    assert_eq!(code(&o), 0, "{}{err}", stdout(&o));
+    assert!(stdout(&o).is_empty(), "{}", stdout(&o));
+    assert!(
+        err.contains("read 1 object from 3 files: 1 InClusterIPPool"),
+        "{err}"
+    );
+    assert!(
+        err.contains("skipped 1 object of unknown kinds: 1 ConfigMap"),
+        "{err}"
+    );
+    // values.yaml and renovate.json; the README is not a manifest file at all.
+    assert!(
+        err.contains("skipped 2 documents that are not Kubernetes objects"),
+        "{err}"
+    );
+    assert!(err.contains("excluded 2 paths"), "{err}");
+
+    // Unrendered Helm templates are not manifests: without the exclude they are an error.
+    let o = check(&[REPO, "--exclude", "typos"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("templates/pool.yaml"), "{}", stderr(&o));
+}
+
+#[test]
+fn strict_turns_skipped_kinds_into_errors() {
+    let dir = format!("{REPO}/clusters");
+    let o = check(&["--strict", &dir]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!(
+            "error: {dir}/mgmt/pools.yaml: document 2: ConfigMap is not a kind ipam-guard judges (--strict)"
+        )),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(code(&check(&[&dir])), 0);
+}
+
+#[test]
+fn sarif_and_junit_carry_rule_file_and_line() {
+    let f = format!("{REPO}/typos/fields.yaml");
+    let k = format!("{REPO}/typos/kind.yaml");
+    let o = check(&["-o", "sarif", &f, &k]);
+    assert_eq!(code(&o), 2);
+    let v: Value = serde_json::from_str(&stdout(&o)).expect("SARIF is JSON");
+    assert_eq!(v["version"], "2.1.0");
+    let run = &v["runs"][0];
+    assert_eq!(run["tool"]["driver"]["name"], "ipam-guard");
+    let results = run["results"].as_array().unwrap();
+    assert_eq!(results.len(), 5, "{results:#?}");
+    assert_eq!(results[0]["ruleId"], "SCHEMA");
+    assert_eq!(results[0]["level"], "error");
+    let loc = &results[0]["locations"][0]["physicalLocation"];
+    assert_eq!(loc["artifactLocation"]["uri"], f.as_str());
+    assert_eq!(loc["region"]["startLine"], 2);
+    assert_eq!(results[4]["ruleId"], "LOAD");
+    let ids: Vec<&str> = run["tool"]["driver"]["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["LOAD", "SCHEMA"]);
+
+    let o = check(&["-o", "junit", &f, &format!("{REPO}/clusters")]);
+    assert_eq!(code(&o), 1);
+    let xml = stdout(&o);
+    assert!(xml.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"ipam-guard\" tests=\"3\" failures=\"2\" errors=\"0\">"), "{xml}");
+    assert!(xml.contains(r#"<testcase classname="tests/fixtures/check/repo/clusters/mgmt/pools.yaml" name="InClusterIPPool mgmt/mgmt-nodes" file="tests/fixtures/check/repo/clusters/mgmt/pools.yaml" line="1"/>"#), "{xml}");
+    assert!(xml.contains(r#"<failure type="SCHEMA" message="spec.exludedAddresses: unknown field &quot;spec.exludedAddresses&quot; [SCHEMA]">"#), "{xml}");
+    assert_eq!(xml.matches("<testcase").count(), 3);
+    assert_eq!(xml.matches("</testcase>").count(), 2);
+}
+
+#[test]
+fn crd_dir_validates_against_ones_own_crds() {
+    let dir = tempfile::tempdir().unwrap();
+    // Another release of the in-cluster provider, where the field is spelt `gatway`.
+    let crd = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("crds/ipam.cluster.x-k8s.io_inclusterippools.yaml"),
+    )
+    .unwrap()
+    .replace("\n              gateway:\n", "\n              gatway:\n");
+    std::fs::write(dir.path().join("pools.yaml"), crd).unwrap();
+    let crd_dir = dir.path().to_str().unwrap();
+    let f = format!("{REPO}/typos/fields.yaml");
+    let o = check(&["--crd-dir", crd_dir, &f]);
+    let out = stdout(&o);
+    assert!(
+        out.contains("spec.exludedAddresses: unknown field"),
+        "{out}"
+    );
+    assert!(!out.contains("spec.gatway"), "{out}");
+    // The claim's CRD is not in that directory: nothing to validate it against.
+    assert!(!out.contains("Claim_1"), "{out}");
+
+    let empty = tempfile::tempdir().unwrap();
+    let o = check(&["--crd-dir", empty.path().to_str().unwrap(), &f]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("no CustomResourceDefinition found"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn an_unreachable_api_server_is_named_with_the_likely_cause() {
+    let dir = tempfile::tempdir().unwrap();
+    // Port 1 on loopback: nothing listens there.
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: 'https://127.0.0.1:1', insecure-skip-tls-verify: true}\n\
+         users:\n- name: u\n  user: {token: t}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n",
+    )
+    .unwrap();
+    let kc = kubeconfig.to_str().unwrap();
+    for args in [
+        vec!["audit", "--kubeconfig", kc],
+        vec!["check", "--kubeconfig", kc, "examples/manifests"],
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_ipam-guard"))
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("API server https://127.0.0.1:1/"),
+            "{args:?}: {err}"
+        );
+        assert!(err.contains("nothing answered"), "{args:?}: {err}");
+    }
 }

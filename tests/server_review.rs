@@ -182,7 +182,7 @@ async fn a_body_that_is_not_a_review_is_400_with_a_message() {
 }
 
 #[tokio::test]
-async fn a_denial_is_one_info_line_and_an_allowed_request_none() {
+async fn a_denial_or_a_warning_is_one_info_line_naming_the_user_and_an_allowed_request_none() {
     let dir = tempfile::tempdir().unwrap();
     let mut served = serve_dev(
         dir.path(),
@@ -203,6 +203,18 @@ async fn a_denial_is_one_info_line_and_an_allowed_request_none() {
             .unwrap();
         assert_eq!(reply.status, 200, "{name}: {}", reply.text());
     }
+    // Allowed without a word (see tests/examples_reviews.rs).
+    let clean = std::fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("examples/reviews/pool-create-allowed.json"),
+    )
+    .unwrap();
+    let clean_uid = serde_json::from_slice::<serde_json::Value>(&clean).unwrap()["request"]["uid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let reply = conn.send(post("/validate", JSON, clean)).await.unwrap();
+    assert_eq!(reply.status, 200, "{}", reply.text());
     served.signal("TERM");
     assert!(served.exit(WAIT).await.success());
     let logs = served.logs();
@@ -228,9 +240,21 @@ async fn a_denial_is_one_info_line_and_an_allowed_request_none() {
         "{line}"
     );
     assert!(line["rules"].as_str().unwrap().contains("C1"), "{line}");
-    // Allowed requests stay below info.
-    assert!(
-        !logs.contains(&uid_of("ipaddressclaim-create.json")),
-        "{logs}"
+    assert_eq!(line["user"], "admin", "{line}");
+    assert_eq!(
+        line["groups"], "system:masters,system:authenticated",
+        "{line}"
     );
+    // A warning (C3: the pool does not exist) is logged too, with who asked.
+    let warned = uid_of("ipaddressclaim-create.json");
+    let line: serde_json::Value = logs
+        .lines()
+        .find(|l| l.contains(&warned))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .unwrap_or_else(|| panic!("{logs}"));
+    assert_eq!(line["message"], "allowed with warnings", "{line}");
+    assert_eq!(line["rules"], "C3", "{line}");
+    assert_eq!(line["user"], "admin", "{line}");
+    // Allowed requests without a warning stay below info.
+    assert!(!logs.contains(&clean_uid), "{logs}");
 }

@@ -4,7 +4,6 @@
 mod server_support;
 
 use std::net::SocketAddr;
-use std::path::Path;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -323,16 +322,40 @@ async fn dev_makes_certificates_once_and_prints_a_curl_that_works() {
     let mut served = serve_dev(dir.path(), &["--shutdown-delay", "0s"]).await;
     let banner = served.banner.join("\n");
     assert!(banner.contains("(made now)"), "{banner}");
-    let ca_path = dir.path().join("ca.crt");
+    let ca_path = std::fs::canonicalize(dir.path().join("ca.crt")).unwrap();
     let port = served.webhook.port();
     let curl = format!(
-        "curl --cacert {} -H 'Content-Type: application/json' --data @examples/reviews/claim-create.json https://localhost:{port}/validate",
+        "curl --cacert {} -H 'Content-Type: application/json' --data-binary @- https://localhost:{port}/validate <<'EOF'",
         ca_path.display()
     );
     assert!(banner.contains(&curl), "{banner}");
-    assert!(Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("examples/reviews/claim-create.json")
-        .is_file());
+    assert!(
+        banner.contains("judging against no cluster: an empty view"),
+        "{banner}"
+    );
+    // The printed command works as printed, from any directory.
+    let start = served
+        .banner
+        .iter()
+        .position(|l| l.trim_start().starts_with("curl "))
+        .unwrap();
+    let command = served.banner[start..].join("\n");
+    let elsewhere = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(&command)
+        .current_dir(elsewhere.path())
+        .output()
+        .expect("bash runs");
+    let answer: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {command}\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    assert_eq!(answer["kind"], "AdmissionReview", "{answer}");
+    assert_eq!(answer["response"]["allowed"], true, "{answer}");
     // The CA printed is the one that verifies the server as `localhost`.
     let conn = Conn::open(served.webhook, &served.ca, Proto::H1).await;
     assert!(conn.is_ok(), "{:?}", conn.err());

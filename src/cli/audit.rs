@@ -18,8 +18,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
 use super::check;
-use super::report::{self, Finding, Severity, Summary};
-use super::{AuditArgs, OverlapScope};
+use super::report::{self, Finding, Report, Severity, Summary};
+use super::{AuditArgs, OutputFormat, OverlapScope, SeverityFilter};
 use crate::cluster::live::{self, api_resource};
 use crate::cluster::load::{Manifest, Source};
 use crate::cluster::WatchedObject;
@@ -54,28 +54,165 @@ pub async fn run(args: &AuditArgs) -> i32 {
             "note: --overlap-scope off: pool overlaps (P10) and duplicate addresses (A9) are not checked"
         );
     }
-    let client = match live::client(args.kubeconfig.as_deref()).await {
-        Ok(c) => c,
-        Err(e) => {
-            let _ = writeln!(err, "error: {e:#}");
-            return 2;
-        }
-    };
-    let outcome = audit(&client, options).await;
+    let (client, server) =
+        match live::client_and_server(args.kubeconfig.as_deref(), args.context.as_deref()).await {
+            Ok(c) => c,
+            Err(e) => {
+                let _ = writeln!(err, "error: {e:#}");
+                return 2;
+            }
+        };
+    let outcome = audit_at(&client, &server, options).await;
     for e in &outcome.errors {
         let _ = writeln!(err, "error: {e}");
     }
+    let selected = select(&outcome.findings, args);
+    let table = Table::of(&selected, args.limit);
+    let shown = table.shown(&selected);
     let mut out = BufWriter::new(io::stdout().lock());
     // A closed pipe (`audit … | head`) is the reader's choice, not a failure of the audit.
-    let _ = report::write_findings(&mut out, args.output, &outcome.findings);
-    let _ = write!(err, "{}", outcome.summary);
-    outcome.summary.exit_code()
+    if args.output == OutputFormat::Text {
+        let _ = write!(out, "{table}");
+    } else {
+        let _ = write!(err, "{table}");
+    }
+    let _ = report::write_report(
+        &mut out,
+        args.output,
+        &Report {
+            findings: &shown,
+            source: Some(FILE),
+            ..Report::default()
+        },
+    );
+    let mut summary = Summary {
+        objects: outcome.summary.objects.clone(),
+        unreadable: outcome.summary.unreadable,
+        ..Summary::default()
+    };
+    summary.count(&selected);
+    let _ = write!(err, "{summary}");
+    summary.exit_code()
+}
+
+/// The findings `-n`, `--rule` and `--severity` ask for, in audit order.
+fn select(findings: &[Finding], args: &AuditArgs) -> Vec<Finding> {
+    findings
+        .iter()
+        .filter(|f| match &args.namespace {
+            Some(ns) => f.subject.key.namespace.as_deref() == Some(ns.as_str()),
+            None => true,
+        })
+        .filter(|f| args.rules_only.is_empty() || args.rules_only.iter().any(|r| r == f.rule))
+        .filter(|f| match args.severity {
+            Some(SeverityFilter::Deny) => f.severity == Severity::Deny,
+            Some(SeverityFilter::Warn) => f.severity == Severity::Warn,
+            None => true,
+        })
+        .cloned()
+        .collect()
+}
+
+/// Findings per rule, severity and namespace, printed before the findings: with 100k findings
+/// the table is what a person reads, and `--limit` keeps the lines below it to a sample.
+#[derive(Debug, Default)]
+struct Table {
+    /// (rule, severity, namespace or `(cluster)`) → count.
+    rows: BTreeMap<(&'static str, Severity, String), usize>,
+    per_rule: BTreeMap<&'static str, usize>,
+    limit: Option<usize>,
+}
+
+impl Table {
+    fn of(findings: &[Finding], limit: Option<usize>) -> Table {
+        let mut t = Table {
+            limit,
+            ..Table::default()
+        };
+        for f in findings {
+            let ns = f
+                .subject
+                .key
+                .namespace
+                .as_deref()
+                .unwrap_or("(cluster)")
+                .to_string();
+            *t.rows.entry((f.rule, f.severity, ns)).or_default() += 1;
+            *t.per_rule.entry(f.rule).or_default() += 1;
+        }
+        t
+    }
+
+    /// The first `limit` findings of each rule.
+    fn shown(&self, findings: &[Finding]) -> Vec<Finding> {
+        let Some(limit) = self.limit else {
+            return findings.to_vec();
+        };
+        let mut seen: BTreeMap<&'static str, usize> = BTreeMap::new();
+        findings
+            .iter()
+            .filter(|f| {
+                let n = seen.entry(f.rule).or_default();
+                *n += 1;
+                *n <= limit
+            })
+            .cloned()
+            .collect()
+    }
+}
+
+impl std::fmt::Display for Table {
+    /// ```text
+    /// RULE  SEVERITY  NAMESPACE   FINDINGS
+    /// P10   deny      cluster-a   2
+    /// (showing 10 of 100000 A9 findings: --limit 10)
+    /// ```
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.rows.is_empty() {
+            return Ok(());
+        }
+        let width = self
+            .rows
+            .keys()
+            .map(|(_, _, ns)| ns.len())
+            .max()
+            .unwrap_or(0)
+            .max("NAMESPACE".len());
+        writeln!(
+            f,
+            "{:<6}  {:<8}  {:<width$}  FINDINGS",
+            "RULE", "SEVERITY", "NAMESPACE"
+        )?;
+        for ((rule, severity, ns), n) in &self.rows {
+            writeln!(f, "{rule:<6}  {:<8}  {ns:<width$}  {n}", severity.name())?;
+        }
+        if let Some(limit) = self.limit {
+            for (rule, n) in &self.per_rule {
+                if *n > limit {
+                    writeln!(
+                        f,
+                        "(showing {limit} of {n} {rule} findings: --limit {limit})"
+                    )?;
+                }
+            }
+        }
+        writeln!(f)
+    }
 }
 
 /// Lists every served kind of the table (from the watch cache: `resourceVersion=0`) and judges
 /// each object as a CREATE against all the others.
 pub async fn audit(client: &Client, options: Options) -> Outcome {
-    let (manifests, errors) = list_cluster(client).await;
+    audit_at(client, "", options).await
+}
+
+/// `audit`, naming `server` (its URL) in what could not be read.
+async fn audit_at(client: &Client, server: &str, options: Options) -> Outcome {
+    let options = Options {
+        stored: true,
+        ..options
+    };
+    let (manifests, errors) = list_cluster(client, server).await;
     let (objects, findings) = check::judge(manifests, options);
     let mut summary = Summary {
         objects,
@@ -91,11 +228,20 @@ pub async fn audit(client: &Client, options: Options) -> Outcome {
 }
 
 /// Every stored object of every served kind of the table, named as from file `cluster`, and what
-/// could not be listed (discovery, or one kind). `audit` judges these; `usage` counts them.
-pub async fn list_cluster(client: &Client) -> (Vec<Manifest>, Vec<String>) {
+/// could not be listed (discovery, or one kind), naming `server` (its URL; may be empty). `audit`
+/// judges these; `usage` counts them; `check --kubeconfig` judges files against them.
+pub async fn list_cluster(client: &Client, server: &str) -> (Vec<Manifest>, Vec<String>) {
     let served = match live::discover(client).await {
         Ok(s) => s,
-        Err(e) => return (Vec::new(), vec![format!("API discovery failed: {e}")]),
+        Err(e) => {
+            return (
+                Vec::new(),
+                vec![format!(
+                    "API discovery failed: {}",
+                    live::explain(server, &e)
+                )],
+            )
+        }
     };
     let file: Arc<str> = Arc::from(FILE);
     let mut manifests = Vec::new();
@@ -143,6 +289,7 @@ fn manifest(file: &Arc<str>, kind: Kind, version: &str, o: WatchedObject) -> Opt
             file: file.clone(),
             document: None,
             item: None,
+            line: None,
         },
         kind,
         version: version.to_string(),
@@ -182,7 +329,6 @@ pub async fn periodic(
     interval: Duration,
     violations: Violations,
 ) {
-    let mut logged: HashSet<String> = HashSet::new();
     let mut rules_seen: HashSet<&'static str> = HashSet::new();
     loop {
         let outcome = audit(&client, options).await;
@@ -191,25 +337,13 @@ pub async fn periodic(
         }
         if outcome.errors.is_empty() {
             let mut per_rule: BTreeMap<&'static str, i64> = BTreeMap::new();
-            let mut now: HashSet<String> = HashSet::with_capacity(outcome.findings.len());
+            let mut warned: BTreeMap<&'static str, i64> = BTreeMap::new();
             for f in &outcome.findings {
-                if f.severity == Severity::Deny {
-                    *per_rule.entry(f.rule).or_default() += 1;
+                match f.severity {
+                    Severity::Deny => *per_rule.entry(f.rule).or_default() += 1,
+                    Severity::Warn => *warned.entry(f.rule).or_default() += 1,
                 }
-                let line = f.to_string();
-                if !logged.contains(&line) {
-                    match f.severity {
-                        Severity::Deny => {
-                            tracing::warn!(rule = f.rule, object = %f.subject.key, field = %f.field, finding = %line, "audit: stored object would be denied")
-                        }
-                        Severity::Warn => {
-                            tracing::info!(rule = f.rule, object = %f.subject.key, field = %f.field, finding = %line, "audit: warning on stored object")
-                        }
-                    }
-                }
-                now.insert(line);
             }
-            logged = now;
             // Rules that had violations and have none now read 0 rather than vanishing.
             rules_seen.extend(per_rule.keys().copied());
             for rule in &rules_seen {
@@ -220,11 +354,21 @@ pub async fn periodic(
                     })
                     .set(n);
             }
+            // One line per round, however many findings (as Gatekeeper caps what it records):
+            // `ipam-guard audit` lists them. A line per finding would flood the logs every round.
+            let counts = |m: &BTreeMap<&'static str, i64>| {
+                m.iter()
+                    .map(|(r, n)| format!("{r}={n}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            };
             tracing::info!(
                 denials = outcome.summary.denials,
                 warnings = outcome.summary.warnings,
                 objects = outcome.summary.objects.values().sum::<usize>(),
-                "periodic audit done"
+                denials_by_rule = %counts(&per_rule),
+                warnings_by_rule = %counts(&warned),
+                "periodic audit done; `ipam-guard audit` lists the findings"
             );
         }
         tokio::time::sleep(interval).await;

@@ -1,6 +1,7 @@
 //! `ipam-guard check PATH...`: judges manifests on disk the way the API server would if each
-//! were created next to all the others (SPEC X4): mutation first (a patch that would apply is a
-//! warning), then validation of the patched object as a CREATE.
+//! were created next to all the others (SPEC X4): the CRD schema first (what the API server
+//! refuses before any webhook: unknown fields, types, required fields, names), then mutation (a
+//! patch that would apply is a warning), then validation of the patched object as a CREATE.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, BufWriter, Write};
@@ -8,36 +9,154 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use super::report::{self, Finding, Subject, Summary};
+use globset::{Glob, GlobSet, GlobSetBuilder};
+
+use super::report::{self, Finding, Problem, Report, Severity, Subject, Summary};
 use super::{CheckArgs, OverlapScope};
-use crate::cluster::load::{self, LoadError, Manifest, Source};
+use crate::cluster::load::{self, Manifest, Source};
 use crate::cluster::StaticView;
 use crate::kinds::Kind;
 use crate::model::{ObjKey, Operation, Request};
 use crate::rules::field::{format_value, PatchOp, Verdict, Warning};
 use crate::rules::{self, Ctx, Options};
+use crate::schema::{Lookup, Schemas};
 
 /// What one `check` run found.
 #[derive(Debug, Default)]
 pub struct Outcome {
-    /// In file order, then document order; within an object mutations, denials, then warnings.
+    /// In file order, then document order; within an object schema findings, mutations,
+    /// denials, then warnings.
     pub findings: Vec<Finding>,
-    pub errors: Vec<LoadError>,
+    /// Inputs that could not be judged: unreadable files and documents, kinds of a served group
+    /// that do not exist, and with `--strict` objects of kinds ipam-guard does not judge.
+    pub errors: Vec<Problem>,
+    /// Every object judged, in order (JUnit lists passing objects too).
+    pub subjects: Vec<Subject>,
     pub summary: Summary,
 }
 
-/// Runs `check` and returns the exit code: 2 when an input could not be read, else 1 when an
-/// object would be denied, else 0. Findings go to stdout, errors and the summary to stderr.
+/// What `check` reads and how, beyond the rule options.
+#[derive(Debug, Default)]
+pub struct Gate {
+    pub exclude: GlobSet,
+    pub strict: bool,
+    /// None: the CRDs built into the binary.
+    pub schemas: Option<Schemas>,
+    /// What a cluster already stores (`--kubeconfig`): judged against, never reported.
+    pub stored: Vec<Manifest>,
+}
+
+impl Gate {
+    /// From the flags: compiles `--exclude` and reads `--crd-dir`.
+    pub fn from_args(args: &CheckArgs) -> Result<Gate, String> {
+        let mut globs = GlobSetBuilder::new();
+        for g in &args.exclude {
+            globs.add(Glob::new(g).map_err(|e| format!("--exclude {g:?}: {e}"))?);
+        }
+        let schemas = match &args.crd_dir {
+            Some(dir) => Some(read_crds(dir)?),
+            None => None,
+        };
+        let stored = if args.kubeconfig.is_some() || args.context.is_some() {
+            stored_objects(args)?
+        } else {
+            Vec::new()
+        };
+        Ok(Gate {
+            exclude: globs.build().map_err(|e| format!("--exclude: {e}"))?,
+            strict: args.strict,
+            schemas,
+            stored,
+        })
+    }
+
+    fn schemas(&self) -> &Schemas {
+        self.schemas.as_ref().unwrap_or_else(|| Schemas::embedded())
+    }
+}
+
+/// Lists the cluster of `--kubeconfig`/`--context`. `check` is synchronous; the listing runs on
+/// the binary's runtime when there is one (blocking this thread only), else on its own.
+fn stored_objects(args: &CheckArgs) -> Result<Vec<Manifest>, String> {
+    let list = async {
+        let (client, server) = crate::cluster::live::client_and_server(
+            args.kubeconfig.as_deref(),
+            args.context.as_deref(),
+        )
+        .await
+        .map_err(|e| format!("{e:#}"))?;
+        let (stored, errors) = super::audit::list_cluster(&client, &server).await;
+        // Judging against a partial cluster could pass what the whole would refuse.
+        match errors.first() {
+            Some(e) => Err(e.clone()),
+            None => Ok(stored),
+        }
+    };
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) => tokio::task::block_in_place(|| handle.block_on(list)),
+        Err(_) => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?
+            .block_on(list),
+    }
+}
+
+/// Every CustomResourceDefinition in the YAML/JSON files of `dir` (other documents are ignored).
+fn read_crds(dir: &std::path::Path) -> Result<Schemas, String> {
+    let mut schemas = Schemas::default();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| format!("--crd-dir {}: {e}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.extension()
+                .and_then(|e| e.to_str())
+                .is_some_and(|e| matches!(e, "yaml" | "yml" | "json"))
+        })
+        .collect();
+    files.sort();
+    for file in files {
+        let text = std::fs::read_to_string(&file)
+            .map_err(|e| format!("--crd-dir {}: {e}", file.display()))?;
+        for doc in serde_yaml_ng::Deserializer::from_str(&text) {
+            let doc: Value = serde::Deserialize::deserialize(doc)
+                .map_err(|e| format!("--crd-dir {}: {e}", file.display()))?;
+            if doc.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition") {
+                schemas
+                    .add_crd(&doc)
+                    .map_err(|e| format!("--crd-dir {}: {e}", file.display()))?;
+            }
+        }
+    }
+    if schemas.is_empty() {
+        return Err(format!(
+            "--crd-dir {}: no CustomResourceDefinition found",
+            dir.display()
+        ));
+    }
+    Ok(schemas)
+}
+
+/// Runs `check` and returns the exit code: 2 when an input could not be judged, else 1 when an
+/// object would be denied, else 0. Findings go to stdout (with the errors too in the machine
+/// formats), errors and the summary to stderr.
 pub fn run(args: &CheckArgs) -> i32 {
     let options = Options::from(&args.rules);
     let mut err = io::stderr().lock();
+    let gate = match Gate::from_args(args) {
+        Ok(g) => g,
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            return 2;
+        }
+    };
     if options.overlap_scope == OverlapScope::Off {
         let _ = writeln!(
             err,
             "note: --overlap-scope off: pool overlaps (P10) and duplicate addresses (A9) are not checked"
         );
     }
-    let (outcome, view) = check_keeping_view(&args.paths, options);
+    let (outcome, view) = check_keeping_view(&args.paths, options, &gate);
     // The process ends right after: freeing 100k parsed objects one by one would only cost time.
     std::mem::forget(view);
     for e in &outcome.errors {
@@ -45,46 +164,126 @@ pub fn run(args: &CheckArgs) -> i32 {
     }
     let mut out = BufWriter::new(io::stdout().lock());
     // A closed pipe (`check … | head`) is the reader's choice, not a failure of the check.
-    let _ = report::write_findings(&mut out, args.output, &outcome.findings);
+    let _ = report::write_report(
+        &mut out,
+        args.output,
+        &Report {
+            findings: &outcome.findings,
+            problems: &outcome.errors,
+            subjects: &outcome.subjects,
+            source: None,
+        },
+    );
     let _ = write!(err, "{}", outcome.summary);
     outcome.summary.exit_code()
 }
 
-/// Reads `paths` and judges every object of a known kind.
+/// Reads `paths` and judges every object of a known kind, with the built-in CRDs.
 pub fn check(paths: &[PathBuf], options: Options) -> Outcome {
-    check_keeping_view(paths, options).0
+    check_with(paths, options, &Gate::default())
 }
 
-fn check_keeping_view(paths: &[PathBuf], options: Options) -> (Outcome, StaticView) {
-    let loaded = load::read_paths(paths);
+pub fn check_with(paths: &[PathBuf], options: Options, gate: &Gate) -> Outcome {
+    check_keeping_view(paths, options, gate).0
+}
+
+fn check_keeping_view(paths: &[PathBuf], options: Options, gate: &Gate) -> (Outcome, StaticView) {
+    let loaded = load::read_paths_excluding(paths, &gate.exclude);
+    let mut errors: Vec<Problem> = loaded.errors.iter().map(Problem::from).collect();
+    if gate.strict {
+        errors.extend(loaded.skipped_at.iter().map(|(at, label)| Problem {
+            file: at.file.clone(),
+            document: at.document,
+            line: at.line,
+            message: format!(
+                "{}{label} is not a kind ipam-guard judges (--strict)",
+                at.item.map(|i| format!("items[{i}]: ")).unwrap_or_default()
+            ),
+        }));
+    }
     let mut summary = Summary {
         files: Some(loaded.files),
-        skipped: loaded.skipped,
-        unreadable: loaded.errors.len(),
+        skipped: if gate.strict {
+            Default::default()
+        } else {
+            loaded.skipped
+        },
+        not_objects: loaded.not_objects,
+        excluded: loaded.excluded,
+        unreadable: errors.len(),
         ..Summary::default()
     };
-    let (objects, findings, view) = judge_keeping_view(loaded.manifests, options);
+    let subjects: Vec<Subject> = loaded
+        .manifests
+        .iter()
+        .map(|m| Subject::at(&m.source, m.key.clone()))
+        .collect();
+    let (objects, findings, view) =
+        judge_keeping_view(loaded.manifests, options, gate.schemas(), &gate.stored);
     summary.objects = objects;
     summary.count(&findings);
     let outcome = Outcome {
         findings,
-        errors: loaded.errors,
+        errors,
+        subjects,
         summary,
     };
     (outcome, view)
 }
 
+/// What the API server itself would refuse before any webhook runs: the object against its CRD
+/// schema (rule id `SCHEMA`), or an `apiVersion` whose version the CRD does not serve.
+fn schema_findings(m: &Manifest, subject: &Subject, schemas: &Schemas) -> Vec<Finding> {
+    let (group, kind) = (m.kind.group(), m.kind.name());
+    match schemas.lookup(group, kind, &m.version) {
+        Lookup::Found(_) => schemas
+            .validate(group, kind, &m.version, &m.object)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|e| {
+                let severity = if e.warning {
+                    Severity::Warn
+                } else {
+                    Severity::Deny
+                };
+                Finding::new(subject, e.path, e.message, "SCHEMA", severity)
+            })
+            .collect(),
+        Lookup::UnservedVersion { served } => vec![Finding::new(
+            subject,
+            "apiVersion",
+            format!(
+                "Unsupported value: \"{group}/{v}\": no matches for kind \"{kind}\" in version \"{group}/{v}\"; served versions: {}",
+                served.join(", "),
+                v = m.version
+            ),
+            "SCHEMA",
+            Severity::Deny,
+        )],
+        // A --crd-dir without this kind: nothing to validate against, as on a cluster without
+        // the CRD (where the write would fail for other reasons).
+        Lookup::UnknownKind { .. } | Lookup::UnknownGroup => Vec::new(),
+    }
+}
+
 /// Judges objects as CREATEs against each other (mutation first, then validation; SPEC X4):
-/// objects per kind and the findings, in the order of `manifests`. `audit` judges with this too.
+/// objects per kind and the findings, in the order of `manifests`. `audit` judges with this too;
+/// stored objects have passed their schema, so it is not checked again.
 pub fn judge(manifests: Vec<Manifest>, options: Options) -> (BTreeMap<Kind, usize>, Vec<Finding>) {
-    let (objects, findings, _view) = judge_keeping_view(manifests, options);
+    let (objects, findings, _view) =
+        judge_keeping_view(manifests, options, &Schemas::default(), &[]);
     (objects, findings)
 }
 
 /// `judge`, also handing back the view the objects were judged in (so `run` can skip freeing it).
+/// `schemas` empty: no schema validation. `stored`: objects that already exist (a cluster's),
+/// judged against but not judged themselves; an object of `manifests` replaces a stored one of
+/// the same identity, as applying the file would.
 fn judge_keeping_view(
     mut manifests: Vec<Manifest>,
     options: Options,
+    schemas: &Schemas,
+    stored: &[Manifest],
 ) -> (BTreeMap<Kind, usize>, Vec<Finding>, StaticView) {
     let mut per_object: Vec<Vec<Finding>> = Vec::with_capacity(manifests.len());
     let mut objects = BTreeMap::new();
@@ -94,8 +293,12 @@ fn judge_keeping_view(
     let mut first_seen: HashMap<ObjKey, Source> = HashMap::with_capacity(manifests.len());
     for m in &mut manifests {
         *objects.entry(m.kind).or_default() += 1;
-        let subject = Subject::new(Some(m.source.file.clone()), m.key.clone());
-        let mut found = Vec::new();
+        let subject = Subject::at(&m.source, m.key.clone());
+        let mut found = if schemas.is_empty() {
+            Vec::new()
+        } else {
+            schema_findings(m, &subject, schemas)
+        };
         if let Some(first) = first_seen.get(&m.key) {
             found.push(Finding::warn(
                 &subject,
@@ -131,12 +334,19 @@ fn judge_keeping_view(
         }
         per_object.push(found);
     }
+    let judged_count = manifests.len();
+    manifests.extend(
+        stored
+            .iter()
+            .filter(|s| !first_seen.contains_key(&s.key))
+            .cloned(),
+    );
     drop(first_seen);
 
     let mut view = StaticView::from_manifests(manifests);
-    let judged = view.each_as_create_par(|m, index| {
+    let judged = view.first_as_create_par(judged_count, |m, index| {
         let verdict = rules::validate(&request(m), &Ctx { index, options });
-        let subject = Subject::new(Some(m.source.file.clone()), m.key.clone());
+        let subject = Subject::at(&m.source, m.key.clone());
         let mut found = Vec::new();
         record(&subject, &verdict, &mut found);
         found

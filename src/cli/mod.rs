@@ -2,6 +2,7 @@
 
 pub mod audit;
 pub mod check;
+pub mod dev_webhooks;
 pub mod explain;
 pub mod report;
 pub mod serve;
@@ -34,6 +35,23 @@ pub enum Command {
     Usage(UsageArgs),
     /// What a rule id means, with an example and what kubectl prints for it.
     Explain(ExplainArgs),
+    /// Print webhook configurations that send a real cluster's IPAM writes in some namespaces to
+    /// a local `serve --dev --kubeconfig` (a trial; see docs/trial.md).
+    DevWebhooks(DevWebhooksArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct DevWebhooksArgs {
+    /// Where the API server reaches the local ipam-guard, e.g. https://127.0.0.1:9443 (the dev
+    /// certificate is valid for localhost, 127.0.0.1 and ::1).
+    #[arg(long)]
+    pub url: String,
+    /// Judge writes in this namespace only (repeatable); cluster-scoped pools are always judged.
+    #[arg(long, short = 'n', required = true)]
+    pub namespace: Vec<String>,
+    /// The `serve --dev` certificate directory holding ca.crt.
+    #[arg(long, default_value = "./certs/dev")]
+    pub cert_dir: PathBuf,
 }
 
 /// How overlap (P10) and uniqueness (A9) are scoped (SPEC §6).
@@ -47,6 +65,18 @@ pub enum OverlapScope {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
 pub enum OutputFormat {
+    #[default]
+    Text,
+    Json,
+    /// SARIF 2.1.0 (GitHub code scanning).
+    Sarif,
+    /// JUnit XML (CI test reports).
+    Junit,
+}
+
+/// `usage` prints a table, not findings: no SARIF or JUnit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum UsageFormat {
     #[default]
     Text,
     Json,
@@ -115,6 +145,7 @@ pub struct ServeArgs {
     /// Run a periodic audit of the live cluster (e.g. 10m); off by default.
     #[arg(long, value_parser = parse_duration)]
     pub audit_interval: Option<std::time::Duration>,
+    /// Log lines as human-readable text or as one JSON object per line (for log collectors).
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
     /// Pool usage metrics (ipam_guard_pool_addresses, two series per pool): `all` exports every
@@ -127,10 +158,29 @@ pub struct ServeArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct CheckArgs {
+    /// Output format of the findings (the summary always goes to stderr).
     #[arg(long, short, value_enum, default_value_t = OutputFormat::Text)]
     pub output: OutputFormat,
     #[command(flatten)]
     pub rules: RuleArgs,
+    /// Leave out files and directories whose path or name matches this glob (repeatable), e.g.
+    /// `--exclude 'charts/**' --exclude values.yaml`.
+    #[arg(long, value_name = "GLOB")]
+    pub exclude: Vec<String>,
+    /// Fail (exit 2) on objects of kinds ipam-guard does not judge instead of skipping them.
+    #[arg(long)]
+    pub strict: bool,
+    /// Validate against the CRDs in this directory (YAML/JSON) instead of the ones built in, for
+    /// clusters that run other releases of the IPAM providers.
+    #[arg(long, value_name = "DIR")]
+    pub crd_dir: Option<PathBuf>,
+    /// Judge the files as if created into this cluster: its stored pools, claims and addresses
+    /// count (files win over stored objects of the same identity); only the files are reported.
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use with --kubeconfig (or the default kubeconfig).
+    #[arg(long)]
+    pub context: Option<String>,
     /// Files or directories of YAML/JSON manifests (multi-document YAML and `kind: List` are read).
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
@@ -138,10 +188,30 @@ pub struct CheckArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct AuditArgs {
-    #[arg(long)]
+    /// Kubeconfig of the cluster to audit (default: in-cluster, then KUBECONFIG).
+    #[arg(long, value_name = "PATH")]
     pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to audit.
+    #[arg(long)]
+    pub context: Option<String>,
+    /// Output format of the findings (the summary always goes to stderr).
     #[arg(long, short, value_enum, default_value_t = OutputFormat::Text)]
     pub output: OutputFormat,
+    /// Report only objects of this namespace (they are still judged against the whole cluster).
+    #[arg(long, short = 'n', conflicts_with = "all_namespaces")]
+    pub namespace: Option<String>,
+    /// Report objects of every namespace and cluster-scoped ones (the default).
+    #[arg(long, short = 'A')]
+    pub all_namespaces: bool,
+    /// Report only findings of this rule id (repeatable), e.g. `--rule P10 --rule A9`.
+    #[arg(long = "rule", value_name = "ID")]
+    pub rules_only: Vec<String>,
+    /// Report only denials or only warnings.
+    #[arg(long, value_enum)]
+    pub severity: Option<SeverityFilter>,
+    /// At most this many finding lines per rule; the rest are counted in the summary table.
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
     #[command(flatten)]
     pub rules: RuleArgs,
 }
@@ -149,8 +219,8 @@ pub struct AuditArgs {
 #[derive(Debug, Clone, Args)]
 pub struct UsageArgs {
     /// `text`: a table, fullest pool first, with a bar per pool; `json`: one object per pool.
-    #[arg(long, short, value_enum, default_value_t = OutputFormat::Text)]
-    pub output: OutputFormat,
+    #[arg(long, short, value_enum, default_value_t = UsageFormat::Text)]
+    pub output: UsageFormat,
     /// Kubeconfig of the cluster to read (default: in-cluster, then KUBECONFIG). Not with PATHs.
     #[arg(long, conflicts_with = "paths")]
     pub kubeconfig: Option<PathBuf>,
@@ -166,6 +236,12 @@ pub struct ExplainArgs {
     /// Every rule: the whole of docs/rules.md.
     #[arg(long, conflicts_with = "id")]
     pub all: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SeverityFilter {
+    Deny,
+    Warn,
 }
 
 /// Parses `500ms`, `5s`, `10m`, `1h`, or bare seconds.

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::OutputFormat;
+use crate::cluster::load::{LoadError, Source};
 use crate::kinds::Kind;
 use crate::model::ObjKey;
 use crate::rules::field::{FieldError, Warning};
@@ -20,16 +21,69 @@ pub enum Severity {
     Warn,
 }
 
-/// The object a finding is about, and the file it came from (`check`; None for `audit`).
+/// The object a finding is about, and where it was read (`check`; None for `audit`): file,
+/// document (1-based) and the line its document starts on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Subject {
     pub file: Option<Arc<str>>,
+    pub document: Option<usize>,
+    pub line: Option<usize>,
     pub key: ObjKey,
 }
 
 impl Subject {
     pub fn new(file: Option<Arc<str>>, key: ObjKey) -> Self {
-        Subject { file, key }
+        Subject {
+            file,
+            document: None,
+            line: None,
+            key,
+        }
+    }
+
+    pub fn at(source: &Source, key: ObjKey) -> Self {
+        Subject {
+            file: Some(source.file.clone()),
+            document: source.document,
+            line: source.line,
+            key,
+        }
+    }
+}
+
+/// An input that could not be judged (unreadable, not a kind ipam-guard knows): reported with
+/// severity `error` in every output format, so a machine reader sees it too.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    pub file: Arc<str>,
+    pub document: Option<usize>,
+    pub line: Option<usize>,
+    pub message: String,
+}
+
+impl From<&LoadError> for Problem {
+    fn from(e: &LoadError) -> Self {
+        Problem {
+            file: e.at.file.clone(),
+            document: e.at.document,
+            line: e.at.line,
+            // The location is carried apart; the text keeps the item of a list.
+            message: match e.at.item {
+                Some(i) => format!("items[{i}]: {}", e.problem),
+                None => e.problem.to_string(),
+            },
+        }
+    }
+}
+
+impl fmt::Display for Problem {
+    /// `error: <file>: document 2: <message>`, as `LoadError` reads.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file)?;
+        if let Some(d) = self.document {
+            write!(f, ": document {d}")?;
+        }
+        write!(f, ": {}", self.message)
     }
 }
 
@@ -66,6 +120,23 @@ impl Finding {
         }
     }
 
+    /// A finding that is not a rule's field error (schema validation).
+    pub fn new(
+        subject: &Subject,
+        field: impl Into<String>,
+        message: impl Into<String>,
+        rule: &'static str,
+        severity: Severity,
+    ) -> Self {
+        Finding {
+            subject: subject.clone(),
+            field: field.into(),
+            message: message.into(),
+            rule,
+            severity,
+        }
+    }
+
     pub fn kind(&self) -> Kind {
         self.subject.key.kind
     }
@@ -88,18 +159,26 @@ impl fmt::Display for Finding {
     }
 }
 
-/// The JSON shape of SPEC §8, fields in that order.
+/// The JSON shape of SPEC §8, fields in that order, then where the object was read (`document`,
+/// `line`; null for `audit`). An input that could not be judged is an entry with severity `error`,
+/// null group/kind/name and rule.
 #[derive(Serialize)]
 struct Wire<'a> {
+    /// `check`: the file. `audit` writes `source` instead.
+    #[serde(skip_serializing_if = "Option::is_none")]
     file: Option<&'a str>,
-    group: &'static str,
-    kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    source: Option<&'a str>,
+    group: Option<&'static str>,
+    kind: Option<&'static str>,
     namespace: Option<&'a str>,
-    name: &'a str,
+    name: Option<&'a str>,
     field: &'a str,
     message: &'a str,
-    rule: &'static str,
-    severity: Severity,
+    rule: Option<&'static str>,
+    severity: &'static str,
+    document: Option<usize>,
+    line: Option<usize>,
 }
 
 impl<'a> From<&'a Finding> for Wire<'a> {
@@ -107,37 +186,302 @@ impl<'a> From<&'a Finding> for Wire<'a> {
         let key = &f.subject.key;
         Wire {
             file: f.subject.file.as_deref(),
-            group: key.kind.group(),
-            kind: key.kind.name(),
+            source: None,
+            group: Some(key.kind.group()),
+            kind: Some(key.kind.name()),
             namespace: key.namespace.as_deref(),
-            name: &key.name,
+            name: Some(&key.name),
             field: &f.field,
             message: &f.message,
-            rule: f.rule,
-            severity: f.severity,
+            rule: Some(f.rule),
+            severity: f.severity.name(),
+            document: f.subject.document,
+            line: f.subject.line,
         }
     }
 }
 
-/// Writes findings in the chosen format: one line each, or one JSON array (`[]` when none).
+impl<'a> From<&'a Problem> for Wire<'a> {
+    fn from(p: &'a Problem) -> Self {
+        Wire {
+            file: Some(&p.file),
+            source: None,
+            group: None,
+            kind: None,
+            namespace: None,
+            name: None,
+            field: "",
+            message: &p.message,
+            rule: None,
+            severity: "error",
+            document: p.document,
+            line: p.line,
+        }
+    }
+}
+
+impl Severity {
+    pub fn name(self) -> &'static str {
+        match self {
+            Severity::Deny => "deny",
+            Severity::Warn => "warn",
+        }
+    }
+}
+
+/// What a run reports: findings, inputs that could not be judged, and (for JUnit, which lists
+/// passing cases too) every object judged.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Report<'a> {
+    pub findings: &'a [Finding],
+    pub problems: &'a [Problem],
+    pub subjects: &'a [Subject],
+    /// Where the objects came from when not from files (`audit`: `cluster`): JSON writes it as
+    /// `source` in place of `file`.
+    pub source: Option<&'static str>,
+}
+
+/// Writes findings in the chosen format: one line each (errors go to stderr in text mode, see
+/// the callers), one JSON array (`[]` when none), SARIF 2.1.0 or JUnit XML.
 pub fn write_findings(
     out: &mut dyn Write,
     format: OutputFormat,
     findings: &[Finding],
 ) -> io::Result<()> {
+    write_report(
+        out,
+        format,
+        &Report {
+            findings,
+            ..Report::default()
+        },
+    )
+}
+
+pub fn write_report(out: &mut dyn Write, format: OutputFormat, r: &Report) -> io::Result<()> {
     match format {
         OutputFormat::Text => {
-            for f in findings {
+            for f in r.findings {
                 writeln!(out, "{f}")?;
             }
         }
         OutputFormat::Json => {
-            let wire: Vec<Wire> = findings.iter().map(Wire::from).collect();
+            let wire: Vec<Wire> = r
+                .findings
+                .iter()
+                .map(|f| match r.source {
+                    Some(source) => Wire {
+                        file: None,
+                        source: Some(source),
+                        ..Wire::from(f)
+                    },
+                    None => Wire::from(f),
+                })
+                .chain(r.problems.iter().map(Wire::from))
+                .collect();
             serde_json::to_writer_pretty(&mut *out, &wire).map_err(io::Error::other)?;
             writeln!(out)?;
         }
+        OutputFormat::Sarif => {
+            serde_json::to_writer_pretty(&mut *out, &sarif(r)).map_err(io::Error::other)?;
+            writeln!(out)?;
+        }
+        OutputFormat::Junit => junit(out, r)?,
     }
     out.flush()
+}
+
+/// SARIF 2.1.0, the format GitHub code scanning reads: one result per finding or error, at the
+/// file and the line its document starts on.
+fn sarif(r: &Report) -> serde_json::Value {
+    use serde_json::json;
+    let location = |file: Option<&str>, line: Option<usize>| match file {
+        Some(file) => {
+            let mut physical = json!({"artifactLocation": {"uri": file}});
+            if let Some(line) = line {
+                physical["region"] = json!({"startLine": line});
+            }
+            json!([{"physicalLocation": physical}])
+        }
+        None => json!([]),
+    };
+    let mut rules: Vec<&str> = r.findings.iter().map(|f| f.rule).collect();
+    if !r.problems.is_empty() {
+        rules.push("LOAD");
+    }
+    rules.sort_unstable();
+    rules.dedup();
+    let mut results: Vec<serde_json::Value> = r
+        .findings
+        .iter()
+        .map(|f| {
+            let field = if f.field.is_empty() {
+                String::new()
+            } else {
+                format!("{}: ", f.field)
+            };
+            json!({
+                "ruleId": f.rule,
+                "level": match f.severity { Severity::Deny => "error", Severity::Warn => "warning" },
+                "message": {"text": format!("{}: {field}{}", f.subject.key, f.message)},
+                "locations": location(f.subject.file.as_deref(), f.subject.line),
+            })
+        })
+        .collect();
+    results.extend(r.problems.iter().map(|p| {
+        json!({
+            "ruleId": "LOAD",
+            "level": "error",
+            "message": {"text": p.message},
+            "locations": location(Some(&p.file), p.line),
+        })
+    }));
+    json!({
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "ipam-guard",
+                "version": env!("CARGO_PKG_VERSION"),
+                "rules": rules.iter().map(|id| json!({"id": id})).collect::<Vec<_>>(),
+            }},
+            "results": results,
+        }],
+    })
+}
+
+fn xml_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            // XML 1.0 cannot carry most control characters, even escaped.
+            c if (c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r') => out.push('?'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// JUnit XML (CI systems show it as a test report): one test case per object, failing when the
+/// object would be denied, its warnings as output; one erroring case per input that could not
+/// be judged.
+fn junit(out: &mut dyn Write, r: &Report) -> io::Result<()> {
+    let mut cases: Vec<(&Subject, Vec<&Finding>)> = Vec::new();
+    let mut at: std::collections::HashMap<(&Option<Arc<str>>, &ObjKey), usize> =
+        std::collections::HashMap::new();
+    for s in r.subjects {
+        at.entry((&s.file, &s.key)).or_insert_with(|| {
+            cases.push((s, Vec::new()));
+            cases.len() - 1
+        });
+    }
+    for f in r.findings {
+        let i = *at
+            .entry((&f.subject.file, &f.subject.key))
+            .or_insert_with(|| {
+                cases.push((&f.subject, Vec::new()));
+                cases.len() - 1
+            });
+        cases[i].1.push(f);
+    }
+    let failures = cases
+        .iter()
+        .filter(|(_, fs)| fs.iter().any(|f| f.severity == Severity::Deny))
+        .count();
+    writeln!(out, r#"<?xml version="1.0" encoding="UTF-8"?>"#)?;
+    writeln!(
+        out,
+        r#"<testsuites name="ipam-guard" tests="{}" failures="{failures}" errors="{}">"#,
+        cases.len() + r.problems.len(),
+        r.problems.len()
+    )?;
+    writeln!(
+        out,
+        r#"  <testsuite name="ipam-guard" tests="{}" failures="{failures}" errors="{}">"#,
+        cases.len() + r.problems.len(),
+        r.problems.len()
+    )?;
+    for (subject, found) in &cases {
+        let file = subject.file.as_deref().unwrap_or("cluster");
+        write!(
+            out,
+            r#"    <testcase classname="{}" name="{}""#,
+            xml_escape(file),
+            xml_escape(&subject.key.to_string())
+        )?;
+        if let Some(f) = &subject.file {
+            write!(out, r#" file="{}""#, xml_escape(f))?;
+        }
+        if let Some(line) = subject.line {
+            write!(out, r#" line="{line}""#)?;
+        }
+        if found.is_empty() {
+            writeln!(out, "/>")?;
+            continue;
+        }
+        writeln!(out, ">")?;
+        let text = |fs: &[&&Finding]| {
+            fs.iter()
+                .map(|f| {
+                    if f.field.is_empty() {
+                        format!("{} [{}]", f.message, f.rule)
+                    } else {
+                        format!("{}: {} [{}]", f.field, f.message, f.rule)
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let denials: Vec<&&Finding> = found
+            .iter()
+            .filter(|f| f.severity == Severity::Deny)
+            .collect();
+        let warnings: Vec<&&Finding> = found
+            .iter()
+            .filter(|f| f.severity == Severity::Warn)
+            .collect();
+        if let Some(first) = denials.first() {
+            writeln!(
+                out,
+                r#"      <failure type="{}" message="{}">{}</failure>"#,
+                first.rule,
+                xml_escape(&text(&denials[..1])),
+                xml_escape(&text(&denials))
+            )?;
+        }
+        if !warnings.is_empty() {
+            writeln!(
+                out,
+                "      <system-out>{}</system-out>",
+                xml_escape(&text(&warnings))
+            )?;
+        }
+        writeln!(out, "    </testcase>")?;
+    }
+    for p in r.problems {
+        write!(
+            out,
+            r#"    <testcase classname="{}" name="document {}" file="{}""#,
+            xml_escape(&p.file),
+            p.document.unwrap_or(0),
+            xml_escape(&p.file)
+        )?;
+        if let Some(line) = p.line {
+            write!(out, r#" line="{line}""#)?;
+        }
+        writeln!(
+            out,
+            r#"><error message="{}"/></testcase>"#,
+            xml_escape(&p.message)
+        )?;
+    }
+    writeln!(out, "  </testsuite>")?;
+    writeln!(out, "</testsuites>")
 }
 
 /// What was read and found, for stderr.
@@ -149,6 +493,10 @@ pub struct Summary {
     pub objects: BTreeMap<Kind, usize>,
     /// Objects of unknown kinds skipped, by `Kind.group`.
     pub skipped: BTreeMap<String, usize>,
+    /// Documents that are not Kubernetes objects, skipped.
+    pub not_objects: usize,
+    /// Files left out by `--exclude`.
+    pub excluded: usize,
     pub denials: usize,
     pub warnings: usize,
     /// Inputs that could not be read (files, documents).
@@ -211,6 +559,21 @@ impl fmt::Display for Summary {
                 plural(skipped, "object"),
                 by_kind.join(", ")
             )?;
+        }
+        if self.not_objects > 0 {
+            writeln!(
+                f,
+                "skipped {} that {}",
+                plural(self.not_objects, "document"),
+                if self.not_objects == 1 {
+                    "is not a Kubernetes object"
+                } else {
+                    "are not Kubernetes objects"
+                }
+            )?;
+        }
+        if self.excluded > 0 {
+            writeln!(f, "excluded {}", plural(self.excluded, "path"))?;
         }
         if self.unreadable > 0 {
             writeln!(f, "{} could not be read", plural(self.unreadable, "input"))?;
@@ -278,7 +641,7 @@ mod tests {
             serde_json::json!([{
                 "file": "a.yaml", "group": "spiderpool.spidernet.io", "kind": "SpiderIPPool",
                 "namespace": null, "name": "g", "field": "spec.ips", "message": "Required value",
-                "rule": "P1", "severity": "deny"
+                "rule": "P1", "severity": "deny", "document": null, "line": null
             }])
         );
         let mut out = Vec::new();

@@ -75,7 +75,7 @@ pub async fn run(args: ServeArgs, mut registry: Registry) -> anyhow::Result<()> 
     let admission = Admission::new(view, Options::from(&args.rules));
     let server = Server::bind(config, admission, registry).await?;
     if let Some(certs) = dev_ca {
-        print_dev_banner(&certs, server.addrs());
+        print_dev_banner(&certs, server.addrs(), &view_description(&args));
     }
     server.run(shutdown_signal(term, int)).await;
     Ok(())
@@ -154,7 +154,27 @@ async fn shutdown_signal(mut term: Signal, mut int: Signal) {
     });
 }
 
-fn print_dev_banner(certs: &dev::DevCerts, addrs: Addrs) {
+/// What the dev banner says the rules read.
+fn view_description(args: &ServeArgs) -> String {
+    if !args.state_from.is_empty() {
+        let files: Vec<String> = args
+            .state_from
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        format!("a static view of --state-from {}", files.join(" "))
+    } else if let Some(kc) = &args.kubeconfig {
+        format!("the live cluster of --kubeconfig {}", kc.display())
+    } else {
+        "no cluster: an empty view (give --state-from or --kubeconfig for one)".to_string()
+    }
+}
+
+/// The example review, compact, for the banner's curl: embedded so the command works from any
+/// directory and with an installed binary.
+const DEV_EXAMPLE_JSON: &str = include_str!("../../examples/reviews/claim-create.json");
+
+fn print_dev_banner(certs: &dev::DevCerts, addrs: Addrs, view: &str) {
     let made = match certs.made {
         Made::Nothing => "reused",
         Made::ServingCert => "reused; serving certificate made anew",
@@ -170,10 +190,9 @@ fn print_dev_banner(certs: &dev::DevCerts, addrs: Addrs) {
         }
     };
     let port = addrs.webhook.port();
-    let ca = certs.ca_cert.display();
-    println!(
-        "ipam-guard serve --dev (no cluster: an empty view unless --state-from or --kubeconfig)"
-    );
+    let ca_path = std::fs::canonicalize(&certs.ca_cert).unwrap_or_else(|_| certs.ca_cert.clone());
+    let ca = ca_path.display();
+    println!("ipam-guard serve --dev, judging against {view}");
     println!("  CA certificate: {ca} ({made})");
     println!(
         "  webhook:        https://{host}:{port}/validate and /mutate (listening on {})",
@@ -182,8 +201,11 @@ fn print_dev_banner(certs: &dev::DevCerts, addrs: Addrs) {
     println!("  probes:         http://{}/readyz", addrs.probe);
     println!("  metrics:        http://{}/metrics", addrs.metrics);
     println!("  try:");
+    let example = serde_json::from_str::<serde_json::Value>(DEV_EXAMPLE_JSON)
+        .map(|v| v.to_string())
+        .unwrap_or_else(|_| DEV_EXAMPLE_JSON.replace('\n', " "));
     println!(
-        "    curl --cacert {ca} -H 'Content-Type: application/json' --data @{DEV_EXAMPLE} https://{host}:{port}/validate"
+        "    curl --cacert {ca} -H 'Content-Type: application/json' --data-binary @- https://{host}:{port}/validate <<'EOF'\n{example}\nEOF"
     );
 }
 

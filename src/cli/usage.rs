@@ -6,7 +6,7 @@ use std::io::{self, BufWriter, Write};
 
 use serde::Serialize;
 
-use super::{OutputFormat, UsageArgs};
+use super::{UsageArgs, UsageFormat};
 use crate::cluster::load;
 use crate::cluster::StaticView;
 use crate::index::usage::PoolUsage;
@@ -21,14 +21,15 @@ const NEARLY_FULL: f64 = 0.9;
 /// else 0. The table goes to stdout, errors and the summary to stderr.
 pub async fn run(args: &UsageArgs) -> i32 {
     let (view, errors) = if args.paths.is_empty() {
-        let client = match crate::cluster::live::client(args.kubeconfig.as_deref()).await {
-            Ok(c) => c,
-            Err(e) => {
-                eprintln!("error: {e:#}");
-                return 2;
-            }
-        };
-        let (manifests, errors) = super::audit::list_cluster(&client).await;
+        let (client, server) =
+            match crate::cluster::live::client_and_server(args.kubeconfig.as_deref(), None).await {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("error: {e:#}");
+                    return 2;
+                }
+            };
+        let (manifests, errors) = super::audit::list_cluster(&client, &server).await;
         (StaticView::from_manifests(manifests), errors)
     } else {
         let loaded = load::read_paths(&args.paths);
@@ -43,8 +44,8 @@ pub async fn run(args: &UsageArgs) -> i32 {
     let mut out = BufWriter::new(io::stdout().lock());
     // A closed pipe (`usage | head`) is the reader's choice, not a failure.
     let _ = match args.output {
-        OutputFormat::Text => write_table(&mut out, &usage),
-        OutputFormat::Json => write_json(&mut out, &usage),
+        UsageFormat::Text => write_table(&mut out, &usage),
+        UsageFormat::Json => write_json(&mut out, &usage),
     };
     let _ = out.flush();
     let nearly_full = usage

@@ -88,6 +88,77 @@ pub async fn client(kubeconfig: Option<&Path>) -> anyhow::Result<Client> {
     Client::try_from(config).context("cannot build a Kubernetes client")
 }
 
+/// As `client`, in a named context of the kubeconfig (`--context`). With no kubeconfig path the
+/// usual one (`KUBECONFIG`, `~/.kube/config`) is read; a context always means a kubeconfig.
+/// Also names the API server it talks to, for messages that must say which server could not be
+/// reached.
+pub async fn client_and_server(
+    kubeconfig: Option<&Path>,
+    context: Option<&str>,
+) -> anyhow::Result<(Client, String)> {
+    let options = KubeConfigOptions {
+        context: context.map(str::to_string),
+        ..KubeConfigOptions::default()
+    };
+    let config = match (kubeconfig, context) {
+        (Some(path), _) => {
+            let kc = Kubeconfig::read_from(path)
+                .with_context(|| format!("cannot read kubeconfig {}", path.display()))?;
+            Config::from_custom_kubeconfig(kc, &options)
+                .await
+                .with_context(|| match context {
+                    Some(c) => format!("kubeconfig {}, context {c:?}", path.display()),
+                    None => format!("kubeconfig {}", path.display()),
+                })?
+        }
+        (None, Some(context)) => Config::from_kubeconfig(&options)
+            .await
+            .with_context(|| format!("context {context:?}"))?,
+        (None, None) => match Config::incluster() {
+            Ok(config) => config,
+            Err(in_cluster) => Config::infer().await.with_context(|| {
+                format!(
+                    "no cluster to talk to: not in a pod ({in_cluster}) and no usable \
+                     KUBECONFIG or ~/.kube/config; pass --kubeconfig"
+                )
+            })?,
+        },
+    };
+    let server = config.cluster_url.to_string();
+    let client = Client::try_from(config).context("cannot build a Kubernetes client")?;
+    Ok((client, server))
+}
+
+/// A failed API call, with the server named and the likely cause in words.
+pub fn explain(server: &str, e: &kube::Error) -> String {
+    let cause = match e {
+        kube::Error::Api(s) if s.code == 401 => {
+            "the server refused the credentials (expired token or certificate?)"
+        }
+        kube::Error::Api(s) if s.code == 403 => {
+            "the credentials lack RBAC permission (list/watch on the IPAM kinds)"
+        }
+        kube::Error::Api(_) => "the server answered with an error",
+        _ => {
+            let text = format!("{e:?}");
+            if text.contains("Connect") || text.contains("Connection refused") {
+                "nothing answered: is the API server up, and reachable from here (VPN, proxy, firewall)?"
+            } else if text.contains("certificate") || text.contains("Tls") || text.contains("tls") {
+                "the TLS handshake failed: does the kubeconfig's certificate authority match the server?"
+            } else if text.contains("dns") || text.contains("lookup") {
+                "the server's name does not resolve"
+            } else {
+                "the request did not complete"
+            }
+        }
+    };
+    if server.is_empty() {
+        format!("API server: {e}; {cause}")
+    } else {
+        format!("API server {server}: {e}; {cause}")
+    }
+}
+
 /// Connects to the cluster (see `client`) and starts the live view. Returns at once: the view
 /// reports `synced() == false` until discovery and every first list have finished.
 pub async fn connect(kubeconfig: Option<&Path>) -> anyhow::Result<Arc<LiveView>> {

@@ -26,16 +26,20 @@ use serde::de::{
 };
 use serde_json::{Map, Value};
 
-use crate::kinds::Kind;
+use globset::GlobSet;
+
+use crate::kinds::{Kind, KINDS};
 use crate::model::ObjKey;
 
 /// Where an object was read: file, document (1-based) and, inside a list, the item (0-based, as
-/// in `items[3]`).
+/// in `items[3]`), plus the line (1-based) where its document starts, for editors and code
+/// scanning (an item of a list carries its list's line).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Source {
     pub file: Arc<str>,
     pub document: Option<usize>,
     pub item: Option<usize>,
+    pub line: Option<usize>,
 }
 
 impl Source {
@@ -44,13 +48,15 @@ impl Source {
             file: file.clone(),
             document: None,
             item: None,
+            line: None,
         }
     }
-    fn document(file: &Arc<str>, document: usize) -> Self {
+    fn document(file: &Arc<str>, document: usize, line: Option<usize>) -> Self {
         Source {
             file: file.clone(),
             document: Some(document),
             item: None,
+            line,
         }
     }
     fn with_item(&self, item: usize) -> Self {
@@ -109,6 +115,10 @@ pub enum Problem {
     Json(String),
     #[error("expected an object, found {0}")]
     NotAnObject(&'static str),
+    /// `apiVersion` names a group ipam-guard serves, but not this kind: a typo the API server
+    /// would refuse with "no matches for kind". The text is built once (`unknown_kind`).
+    #[error("{0}")]
+    UnknownKind(Box<str>),
     #[error("{0} is missing")]
     Missing(&'static str),
     #[error("{field} must be {expected}, found {found}")]
@@ -130,6 +140,7 @@ impl Problem {
             Problem::Yaml(_) => "yaml",
             Problem::Json(_) => "json",
             Problem::NotAnObject(_) => "not_an_object",
+            Problem::UnknownKind(_) => "unknown_kind",
             Problem::Missing(_) => "missing_field",
             Problem::WrongType { .. } => "wrong_type",
             Problem::Value { .. } => "value",
@@ -164,6 +175,13 @@ pub struct Loaded {
     pub errors: Vec<LoadError>,
     /// Objects of kinds outside `kinds::KINDS`, by `Kind.group` (`Kind` for the core group).
     pub skipped: BTreeMap<String, usize>,
+    /// Where each skipped object was, with its `Kind.group` (for `check --strict`).
+    pub skipped_at: Vec<(Source, String)>,
+    /// Documents that are not Kubernetes objects (no `apiVersion` and `kind`: Helm values,
+    /// Renovate or CI configuration next to the manifests), skipped.
+    pub not_objects: usize,
+    /// Files left out by an exclude pattern.
+    pub excluded: usize,
     /// Files read (or attempted).
     pub files: usize,
 }
@@ -176,18 +194,33 @@ impl Loaded {
 
 /// Reads every path (files, directories, `-`). Never fails as a whole: see `Loaded::errors`.
 pub fn read_paths(paths: &[PathBuf]) -> Loaded {
+    read_paths_excluding(paths, &GlobSet::empty())
+}
+
+/// As `read_paths`, leaving out every file or directory whose path as shown (`dir/sub/x.yaml`)
+/// or whose name matches one of `exclude`.
+pub fn read_paths_excluding(paths: &[PathBuf], exclude: &GlobSet) -> Loaded {
     let mut loaded = Loaded::default();
-    let mut inputs = Vec::new();
-    let mut seen = HashSet::new();
+    let mut walk = Walk {
+        inputs: Vec::new(),
+        seen: HashSet::new(),
+        errors: &mut loaded.errors,
+        exclude,
+        excluded: 0,
+    };
     for path in paths {
-        collect(path, true, &mut inputs, &mut seen, &mut loaded.errors);
+        walk.collect(path, true);
     }
+    let (inputs, excluded) = (walk.inputs, walk.excluded);
     loaded.files = inputs.len();
+    loaded.excluded = excluded;
 
     let results = parse_all(&inputs);
     for r in results {
         loaded.manifests.extend(r.manifests);
         loaded.errors.extend(r.errors);
+        loaded.not_objects += r.not_objects;
+        loaded.skipped_at.extend(r.skipped_at);
         for (k, n) in r.skipped {
             *loaded.skipped.entry(k).or_default() += n;
         }
@@ -203,6 +236,9 @@ pub fn read_str(name: &str, text: &str) -> Loaded {
         manifests: r.manifests,
         errors: r.errors,
         skipped: r.skipped,
+        skipped_at: r.skipped_at,
+        not_objects: r.not_objects,
+        excluded: 0,
         files: 1,
     }
 }
@@ -232,12 +268,58 @@ fn format_of(path: &Path) -> Option<Format> {
     }
 }
 
+struct Walk<'a> {
+    inputs: Vec<Input>,
+    seen: HashSet<PathBuf>,
+    errors: &'a mut Vec<LoadError>,
+    exclude: &'a GlobSet,
+    excluded: usize,
+}
+
+impl Walk<'_> {
+    fn excluded(&self, path: &Path) -> bool {
+        !self.exclude.is_empty()
+            && (self.exclude.is_match(path)
+                || path
+                    .file_name()
+                    .is_some_and(|n| self.exclude.is_match(Path::new(n))))
+    }
+
+    fn collect(&mut self, path: &Path, explicit: bool) {
+        if path.as_os_str() != "-" && self.excluded(path) {
+            self.excluded += 1;
+            return;
+        }
+        collect(
+            path,
+            explicit,
+            &mut self.inputs,
+            &mut self.seen,
+            self.errors,
+            &mut |child| {
+                if self.exclude.is_empty() {
+                    return false;
+                }
+                let hit = self.exclude.is_match(child)
+                    || child
+                        .file_name()
+                        .is_some_and(|n| self.exclude.is_match(Path::new(n)));
+                if hit {
+                    self.excluded += 1;
+                }
+                hit
+            },
+        );
+    }
+}
+
 fn collect(
     path: &Path,
     explicit: bool,
     inputs: &mut Vec<Input>,
     seen: &mut HashSet<PathBuf>,
     errors: &mut Vec<LoadError>,
+    skip: &mut dyn FnMut(&Path) -> bool,
 ) {
     let name: Arc<str> = Arc::from(path.to_string_lossy().as_ref());
     if explicit && path.as_os_str() == "-" {
@@ -284,8 +366,8 @@ fn collect(
         for child in children {
             // Only manifests inside a directory: READMEs and scripts next to them are not errors.
             let is_dir = std::fs::metadata(&child).is_ok_and(|m| m.is_dir());
-            if is_dir || format_of(&child).is_some() {
-                collect(&child, false, inputs, seen, errors);
+            if (is_dir || format_of(&child).is_some()) && !skip(&child) {
+                collect(&child, false, inputs, seen, errors, skip);
             }
         }
     } else {
@@ -304,6 +386,8 @@ struct FileResult {
     manifests: Vec<Manifest>,
     errors: Vec<LoadError>,
     skipped: BTreeMap<String, usize>,
+    skipped_at: Vec<(Source, String)>,
+    not_objects: usize,
 }
 
 /// Parses inputs on up to `available_parallelism` threads; results come back in input order.
@@ -375,8 +459,9 @@ fn parse_input(input: &Input) -> FileResult {
 
 fn parse_yaml(file: &Arc<str>, text: &str) -> FileResult {
     let mut out = FileResult::default();
+    let lines = yaml_document_lines(text);
     for (i, doc) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
-        let source = Source::document(file, i + 1);
+        let source = Source::document(file, i + 1, lines.get(i).copied());
         let refused = RefCell::new(None);
         match (ToJson { refused: &refused }).deserialize(doc) {
             Ok(v) => dispatch(&source, v, &mut out),
@@ -399,11 +484,12 @@ fn parse_json(file: &Arc<str>, text: &str) -> FileResult {
     let mut out = FileResult::default();
     let mut de = serde_json::Deserializer::from_str(text);
     // A file may hold several JSON values one after another (`kubectl get -o json` per object).
+    let lines = json_value_lines(text);
     for i in 0.. {
         if de.end().is_ok() {
             break;
         }
-        let source = Source::document(file, i + 1);
+        let source = Source::document(file, i + 1, lines.get(i).copied());
         let refused = RefCell::new(None);
         match (ToJson { refused: &refused }).deserialize(&mut de) {
             Ok(v) => dispatch(&source, v, &mut out),
@@ -603,24 +689,37 @@ fn dispatch(source: &Source, doc: Value, out: &mut FileResult) {
     let doc = match doc {
         // An empty document (`---` twice, a trailing `---`) holds nothing.
         Value::Null => return,
+        // A bare list of objects (what some tools write); a list of anything else is not
+        // manifests (an Ansible playbook, a list of strings).
         Value::Array(elements) => {
             for (i, e) in elements.into_iter().enumerate() {
-                object(source.with_item(i), e, out);
+                if e.is_object() {
+                    object(source.with_item(i), e, out, false);
+                } else {
+                    out.not_objects += 1;
+                }
             }
             return;
         }
         Value::Object(o) => o,
-        other => {
+        // A string that mentions apiVersion is a manifest gone wrong (a heredoc that lost its
+        // newlines); any other scalar document is not a Kubernetes object.
+        Value::String(text) if text.contains("apiVersion") => {
             out.errors.push(LoadError::new(
                 source.clone(),
-                Problem::NotAnObject(json_type_name(&other)),
+                Problem::NotAnObject("a string"),
             ));
             return;
         }
+        _ => {
+            out.not_objects += 1;
+            return;
+        }
     };
-    let is_list = matches!(doc.get("kind"), Some(Value::String(k)) if k.ends_with("List"));
+    let is_list = matches!(doc.get("kind"), Some(Value::String(k)) if k.ends_with("List"))
+        && doc.contains_key("apiVersion");
     if !is_list {
-        object(source.clone(), Value::Object(doc), out);
+        object(source.clone(), Value::Object(doc), out, false);
         return;
     }
     let mut doc = doc;
@@ -629,7 +728,7 @@ fn dispatch(source: &Source, doc: Value, out: &mut FileResult) {
         None | Some(Value::Null) => {}
         Some(Value::Array(elements)) => {
             for (i, e) in elements.into_iter().enumerate() {
-                object(source.with_item(i), e, out);
+                object(source.with_item(i), e, out, true);
             }
         }
         Some(other) => out.errors.push(LoadError::new(
@@ -643,7 +742,9 @@ fn dispatch(source: &Source, doc: Value, out: &mut FileResult) {
     }
 }
 
-fn object(source: Source, mut object: Value, out: &mut FileResult) {
+/// One object: of a known kind (a manifest), of another kind (counted), or not a Kubernetes
+/// object at all (counted). `in_list`: an item of a `kind: List`, which must be an object.
+fn object(source: Source, mut object: Value, out: &mut FileResult, in_list: bool) {
     if !object.is_object() {
         let found = json_type_name(&object);
         out.errors
@@ -666,14 +767,49 @@ fn object(source: Source, mut object: Value, out: &mut FileResult) {
         (Ok(api_version), Ok(kind)) => match Kind::from_api_version(api_version, kind) {
             Some(known) => known,
             None => {
-                let label = match api_version.rsplit_once('/') {
-                    Some((group, _)) => format!("{kind}.{group}"),
+                let group = api_version.rsplit_once('/').map(|(g, _)| g);
+                let served: Vec<&'static str> = KINDS
+                    .iter()
+                    .filter(|k| Some(k.group) == group)
+                    .map(|k| k.name)
+                    .collect();
+                if !served.is_empty() {
+                    let hint = crate::schema::closest(kind, &served);
+                    out.errors.push(LoadError::new(
+                        source,
+                        unknown_kind(api_version, kind, hint),
+                    ));
+                    return;
+                }
+                let label = match group {
+                    Some(group) => format!("{kind}.{group}"),
                     None => kind.to_string(),
                 };
-                *out.skipped.entry(label).or_default() += 1;
+                *out.skipped.entry(label.clone()).or_default() += 1;
+                out.skipped_at.push((source, label));
                 return;
             }
         },
+        // Neither apiVersion nor kind, or one of them without anything that names a kind we
+        // serve: not a Kubernetes object (Helm values, renovate.json). Inside a `kind: List`
+        // every item must be one.
+        (Err(_), Err(_)) if !in_list => {
+            out.not_objects += 1;
+            return;
+        }
+        (Err(_), Ok(kind)) if !in_list && !KINDS.iter().any(|k| k.name == kind) => {
+            out.not_objects += 1;
+            return;
+        }
+        (Ok(api_version), Err(_))
+            if !in_list
+                && !KINDS
+                    .iter()
+                    .any(|k| api_version.starts_with(&format!("{}/", k.group))) =>
+        {
+            out.not_objects += 1;
+            return;
+        }
         (Err(p), _) | (_, Err(p)) => {
             out.errors.push(LoadError::new(source, p));
             return;
@@ -689,6 +825,14 @@ fn object(source: Source, mut object: Value, out: &mut FileResult) {
         }),
         Err(p) => out.errors.push(LoadError::new(source, p)),
     }
+}
+
+fn unknown_kind(api_version: &str, kind: &str, hint: Option<&str>) -> Problem {
+    let mut text = format!("no matches for kind {kind:?} in version {api_version:?}");
+    if let Some(h) = hint {
+        text.push_str(&format!(" (did you mean {h:?}?)"));
+    }
+    Problem::UnknownKind(text.into())
 }
 
 /// Reads name and namespace; fills in `default` for a namespaced object written without one.
@@ -802,6 +946,56 @@ fn float_problem(f: f64) -> Option<String> {
     (f.fract() == 0.0 && !fits).then(|| format!("{f:?} does not fit in a 64-bit integer"))
 }
 
+// === Where documents start ===
+
+/// The line (1-based) where each YAML document's content starts, in the order the parser yields
+/// documents: after each `---` marker, or at the first line of content of a stream that starts
+/// without one. Comments, blank lines and directives before content do not start a document.
+fn yaml_document_lines(text: &str) -> Vec<usize> {
+    let mut starts = Vec::new();
+    let mut in_document = false;
+    for (i, line) in text.lines().enumerate() {
+        let marker =
+            line.starts_with("---") && line[3..].chars().next().is_none_or(char::is_whitespace);
+        if marker {
+            // Content may follow the marker on its own line (`--- !tag` or `--- {a: 1}`).
+            let same_line = !line[3..].trim().is_empty() && !line[3..].trim().starts_with('#');
+            starts.push(if same_line { i + 1 } else { i + 2 });
+            in_document = true;
+        } else if line.starts_with("...") {
+            in_document = false;
+        } else if !in_document {
+            let t = line.trim_start();
+            if !(t.is_empty() || t.starts_with('#') || line.starts_with('%')) {
+                starts.push(i + 1);
+                in_document = true;
+            }
+        }
+    }
+    starts
+}
+
+/// The line (1-based) where each top-level JSON value starts. Most files hold one value, which
+/// starts at its first non-blank character; a stream of several is scanned once more, cheaply.
+fn json_value_lines(text: &str) -> Vec<usize> {
+    let line_at = |offset: usize| text[..offset].bytes().filter(|b| *b == b'\n').count() + 1;
+    let first = text.len() - text.trim_start().len();
+    let mut lines = vec![line_at(first)];
+    let mut values = serde_json::Deserializer::from_str(text).into_iter::<serde::de::IgnoredAny>();
+    // The first value's end tells whether another follows; only then is the rest scanned.
+    if values.next().is_some_and(|v| v.is_ok()) {
+        let mut end = values.byte_offset();
+        if !text[end..].trim().is_empty() {
+            while let Some(Ok(_)) = values.next() {
+                let start = end + (text[end..].len() - text[end..].trim_start().len());
+                lines.push(line_at(start));
+                end = values.byte_offset();
+            }
+        }
+    }
+    lines
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -865,11 +1059,17 @@ items:
     fn bad_documents_name_file_and_document() {
         let cases = [
             ("foo: [", "x.yaml: document 1: not valid YAML: "),
-            ("--- just text\n", "x.yaml: document 1: expected an object, found a string"),
-            ("---\n42\n", "x.yaml: document 1: expected an object, found a number"),
             ("kind: IPAddress\nmetadata: {name: a}\n", "x.yaml: document 1: apiVersion is missing"),
             ("apiVersion: ipam.cluster.x-k8s.io/v1beta2\n", "x.yaml: document 1: kind is missing"),
-            ("apiVersion: 5\nkind: X\n", "x.yaml: document 1: apiVersion must be a string, found a number"),
+            ("apiVersion: 5\nkind: IPPool\n", "x.yaml: document 1: apiVersion must be a string, found a number"),
+            (
+                "apiVersion: ipam.cluster.x-k8s.io/v1beta2\nkind: IPAdress\nmetadata: {name: a}\n",
+                "x.yaml: document 1: no matches for kind \"IPAdress\" in version \"ipam.cluster.x-k8s.io/v1beta2\" (did you mean \"IPAddress\"?)",
+            ),
+            (
+                "apiVersion: ipam.metal3.io/v1alpha1\nkind: Whatever\nmetadata: {name: a}\n",
+                "x.yaml: document 1: no matches for kind \"Whatever\" in version \"ipam.metal3.io/v1alpha1\"\n",
+            ),
             (
                 "apiVersion: ipam.cluster.x-k8s.io/v1beta2\nkind: IPAddress\nmetadata: {namespace: n}\n",
                 "x.yaml: document 1: metadata.name is missing",
@@ -899,11 +1099,61 @@ items:
             let l = read_str("x.yaml", text);
             let got = errors(&l);
             assert_eq!(got.len(), 1, "{text:?}: {got:?}");
+            // A want ending in a newline is the whole message.
+            let (got_text, want) = match want.strip_suffix('\n') {
+                Some(w) => (got[0].clone() + "\n", format!("{w}\n")),
+                None => (got[0].clone(), want.to_string()),
+            };
             assert!(
-                got[0].starts_with(want),
+                got_text.starts_with(&want),
                 "{text:?}: {got:?} does not start with {want:?}"
             );
         }
+    }
+
+    #[test]
+    fn documents_that_are_not_kubernetes_objects_are_counted_not_errors() {
+        // Helm values, Renovate and CI files, scalars, an Ansible-style list, a kind of ours
+        // nowhere in sight.
+        let cases = [
+            "replicaCount: 2\nimage: {repository: foo}\n",
+            "--- just text\n",
+            "---\n42\n",
+            "- hosts: all\n  tasks: []\n- 5\n",
+            "apiVersion: 5\nkind: X\n",
+            "kind: Pipeline\nsteps: []\n",
+            "apiVersion: tekton.dev/v1\nsteps: []\n",
+        ];
+        for text in cases {
+            let l = read_str("x.yaml", text);
+            assert!(l.errors.is_empty(), "{text:?}: {:?}", errors(&l));
+            assert!(l.manifests.is_empty());
+            assert!(l.not_objects >= 1, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn every_object_knows_the_line_its_document_starts_on() {
+        let text = "# pools\n\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n---\n\
+                    apiVersion: ipam.cluster.x-k8s.io/v1beta2\nkind: IPAddress\nmetadata: {name: a}\n\
+                    --- # next\nfoo: bar\n...\n---\napiVersion: v1\nkind: List\n\
+                    items:\n- apiVersion: ipam.cluster.x-k8s.io/v1beta2\n  kind: IPAddress\n  metadata: {name: b}\n";
+        let l = read_str("x.yaml", text);
+        assert!(l.errors.is_empty(), "{:?}", errors(&l));
+        let at: Vec<(Option<usize>, Option<usize>)> = l
+            .manifests
+            .iter()
+            .map(|m| (m.source.document, m.source.line))
+            .collect();
+        assert_eq!(at, [(Some(2), Some(7)), (Some(4), Some(14))]);
+        assert_eq!(l.skipped_at.len(), 1);
+        assert_eq!(l.skipped_at[0].0.line, Some(3));
+        assert_eq!(yaml_document_lines("--- {a: 1}\n---\nb: 2\n"), [1, 3]);
+        assert_eq!(
+            json_value_lines("\n{\"a\": 1}\n{\n\"b\": 2}\n  [1]"),
+            [2, 3, 5]
+        );
+        assert_eq!(json_value_lines("{}"), [1]);
     }
 
     #[test]

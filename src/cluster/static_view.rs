@@ -97,6 +97,19 @@ impl StaticView {
         self.each_as_create_split(PER_THREAD, f)
     }
 
+    /// As `each_as_create_par`, for the first `n` objects only: the others are there to be
+    /// judged against (`check --kubeconfig`: what the cluster already stores).
+    pub fn first_as_create_par<R: Send>(
+        &mut self,
+        n: usize,
+        f: impl Fn(&Manifest, &Index) -> R + Sync,
+    ) -> Vec<R> {
+        let StaticView {
+            index, manifests, ..
+        } = self;
+        split_as_create(index, &manifests[..n.min(manifests.len())], PER_THREAD, f)
+    }
+
     fn each_as_create_split<R: Send>(
         &mut self,
         per_thread: usize,
@@ -105,33 +118,42 @@ impl StaticView {
         let StaticView {
             index, manifests, ..
         } = self;
-        let threads = workers(manifests.len(), per_thread);
-        if threads <= 1 {
-            return manifests.iter().map(|m| judge_one(index, m, &f)).collect();
-        }
-        let share = manifests.len().div_ceil(threads);
-        let mut copies: Vec<Index> = (1..threads).map(|_| index.clone()).collect();
-        let indexes = std::iter::once(index).chain(copies.iter_mut());
-        let f = &f;
-        std::thread::scope(|s| {
-            let handles: Vec<_> = manifests
-                .chunks(share)
-                .zip(indexes)
-                .map(|(chunk, index)| {
-                    s.spawn(move || {
-                        chunk
-                            .iter()
-                            .map(|m| judge_one(index, m, f))
-                            .collect::<Vec<R>>()
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                .collect()
-        })
+        split_as_create(index, manifests, per_thread, f)
     }
+}
+
+fn split_as_create<R: Send>(
+    index: &mut Index,
+    manifests: &[Manifest],
+    per_thread: usize,
+    f: impl Fn(&Manifest, &Index) -> R + Sync,
+) -> Vec<R> {
+    let threads = workers(manifests.len(), per_thread);
+    if threads <= 1 {
+        return manifests.iter().map(|m| judge_one(index, m, &f)).collect();
+    }
+    let share = manifests.len().div_ceil(threads);
+    let mut copies: Vec<Index> = (1..threads).map(|_| index.clone()).collect();
+    let indexes = std::iter::once(index).chain(copies.iter_mut());
+    let f = &f;
+    std::thread::scope(|s| {
+        let handles: Vec<_> = manifests
+            .chunks(share)
+            .zip(indexes)
+            .map(|(chunk, index)| {
+                s.spawn(move || {
+                    chunk
+                        .iter()
+                        .map(|m| judge_one(index, m, f))
+                        .collect::<Vec<R>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    })
 }
 
 /// Below this many objects per thread, a thread (and an index copy) is not worth it.

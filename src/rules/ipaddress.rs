@@ -159,6 +159,13 @@ fn cross_object(r: &AddressReading, own: &ObjKey, ctx: &Ctx, v: &mut Verdict) {
                     v.deny(FieldError::invalid("A6", "spec.poolRef", value, OTHER_POOL));
                 }
             }
+            None if ctx.options.stored => v.warn(
+                "A6",
+                "spec.claimRef.name",
+                format!(
+                    "{claim_key} not found: an orphaned address (its claim was deleted, or a restore has not brought it back yet)"
+                ),
+            ),
             None => v.warn(
                 "A6",
                 "spec.claimRef.name",

@@ -27,6 +27,9 @@ use field::Verdict;
 pub struct Options {
     pub overlap_scope: OverlapScope,
     pub require_existing_pool: bool,
+    /// The objects judged are already stored (`audit`): where the admission wording would
+    /// mislead (a reason to allow a write that happened long ago), messages speak of what is stored.
+    pub stored: bool,
 }
 
 impl From<&RuleArgs> for Options {
@@ -34,6 +37,7 @@ impl From<&RuleArgs> for Options {
         Options {
             overlap_scope: a.overlap_scope,
             require_existing_pool: a.require_existing_pool,
+            stored: false,
         }
     }
 }

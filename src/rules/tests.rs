@@ -73,7 +73,7 @@ fn review(name: &str) -> (Kind, Operation, Option<Value>, Option<Value>) {
 fn scope(s: OverlapScope) -> Options {
     Options {
         overlap_scope: s,
-        require_existing_pool: false,
+        ..Options::default()
     }
 }
 
@@ -613,6 +613,16 @@ fn a6_missing_claim_warns() {
     assert_eq!(
         warnings(&v),
         ["spec.claimRef.name: IPAddressClaim ns/claim-a not found; allowed because restores may create addresses before their claims"]
+    );
+    // In an audit the address is stored already: it is an orphan, not a write to allow.
+    let stored = Options {
+        stored: true,
+        ..Options::default()
+    };
+    let v = create_with(Kind::IPAddress, &a, &Index::new(), stored);
+    assert_eq!(
+        warnings(&v),
+        ["spec.claimRef.name: IPAddressClaim ns/claim-a not found: an orphaned address (its claim was deleted, or a restore has not brought it back yet)"]
     );
 }
 

@@ -179,13 +179,29 @@ fn json_content_type(value: Option<&HeaderValue>) -> Result<(), String> {
     }
 }
 
-/// Denials at info (one line each, what an operator greps for); allowed requests at debug only.
+/// Denials and warnings at info (one line each, what an operator greps for, with who asked);
+/// requests allowed without a word at debug only.
 fn log_outcome(endpoint: Endpoint, o: &Outcome) {
     let object = match &o.namespace {
         Some(ns) => format!("{ns}/{}", o.name),
         None => o.name.clone(),
     };
-    if o.allowed {
+    if o.allowed && o.warnings > 0 {
+        tracing::info!(
+            webhook = endpoint.path(),
+            uid = %o.uid,
+            kind = %o.kind,
+            group = %o.group,
+            object = %object,
+            operation = %o.operation,
+            rules = %o.rules.join(","),
+            warnings = o.warnings,
+            user = %o.user,
+            groups = %o.groups.join(","),
+            dry_run = o.dry_run,
+            "allowed with warnings"
+        );
+    } else if o.allowed {
         tracing::debug!(
             webhook = endpoint.path(),
             uid = %o.uid,
@@ -207,6 +223,8 @@ fn log_outcome(endpoint: Endpoint, o: &Outcome) {
             operation = %o.operation,
             rules = %o.rules.join(","),
             code = o.code,
+            user = %o.user,
+            groups = %o.groups.join(","),
             dry_run = o.dry_run,
             "denied"
         );

@@ -111,6 +111,11 @@ pub struct ControlPlane {
 
 impl ControlPlane {
     pub async fn start(assets: &Path) -> ControlPlane {
+        ControlPlane::start_with(assets, &[]).await
+    }
+
+    /// As `start`, with more kube-apiserver flags (feature gates, admission configuration).
+    pub async fn start_with(assets: &Path, extra_args: &[String]) -> ControlPlane {
         let dir = tempfile::tempdir().expect("temp dir");
         let root = dir.path();
 
@@ -160,6 +165,7 @@ impl ControlPlane {
             "--disable-admission-plugins=ServiceAccount".to_string(),
             "--allow-privileged=true".to_string(),
         ]);
+        cmd.args(extra_args);
         let apiserver = Proc::spawn("kube-apiserver", cmd, root.join("kube-apiserver.log"));
 
         let kubeconfig = root.join("kubeconfig");
@@ -256,42 +262,42 @@ where
 pub const CRDS: &[(&str, &str)] = &[
     (
         "ipaddressclaims",
-        include_str!("crds/ipam.cluster.x-k8s.io_ipaddressclaims.yaml"),
+        include_str!("../../crds/ipam.cluster.x-k8s.io_ipaddressclaims.yaml"),
     ),
     (
         "ipaddresses",
-        include_str!("crds/ipam.cluster.x-k8s.io_ipaddresses.yaml"),
+        include_str!("../../crds/ipam.cluster.x-k8s.io_ipaddresses.yaml"),
     ),
     (
         "inclusterippools",
-        include_str!("crds/ipam.cluster.x-k8s.io_inclusterippools.yaml"),
+        include_str!("../../crds/ipam.cluster.x-k8s.io_inclusterippools.yaml"),
     ),
     (
         "globalinclusterippools",
-        include_str!("crds/ipam.cluster.x-k8s.io_globalinclusterippools.yaml"),
+        include_str!("../../crds/ipam.cluster.x-k8s.io_globalinclusterippools.yaml"),
     ),
     (
         "metal3 ippools",
-        include_str!("crds/ipam.metal3.io_ippools.yaml"),
+        include_str!("../../crds/ipam.metal3.io_ippools.yaml"),
     ),
     (
         "metal3 ipclaims",
-        include_str!("crds/ipam.metal3.io_ipclaims.yaml"),
+        include_str!("../../crds/ipam.metal3.io_ipclaims.yaml"),
     ),
     (
         "metal3 ipaddresses",
-        include_str!("crds/ipam.metal3.io_ipaddresses.yaml"),
+        include_str!("../../crds/ipam.metal3.io_ipaddresses.yaml"),
     ),
     (
         "spiderippools",
-        include_str!("crds/spiderpool.spidernet.io_spiderippools.yaml"),
+        include_str!("../../crds/spiderpool.spidernet.io_spiderippools.yaml"),
     ),
     (
         "vspheremachines",
-        include_str!("crds/infrastructure.cluster.x-k8s.io_vspheremachines.yaml"),
+        include_str!("../../crds/infrastructure.cluster.x-k8s.io_vspheremachines.yaml"),
     ),
     (
         "vspheremachinetemplates",
-        include_str!("crds/infrastructure.cluster.x-k8s.io_vspheremachinetemplates.yaml"),
+        include_str!("../../crds/infrastructure.cluster.x-k8s.io_vspheremachinetemplates.yaml"),
     ),
 ];

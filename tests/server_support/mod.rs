@@ -683,6 +683,8 @@ pub struct Served {
     pub metrics: SocketAddr,
     pub ca: CertificateDer<'static>,
     pub logs: Arc<std::sync::Mutex<String>>,
+    /// The task copying stderr into `logs`: `exit` waits for it, so the last lines are there.
+    pub stderr_done: Option<tokio::task::JoinHandle<()>>,
 }
 
 pub async fn serve_dev(cert_dir: &Path, extra: &[&str]) -> Served {
@@ -704,7 +706,7 @@ pub async fn serve_dev(cert_dir: &Path, extra: &[&str]) -> Served {
     let logs = Arc::new(std::sync::Mutex::new(String::new()));
     let mut stderr = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
     let sink = logs.clone();
-    tokio::spawn(async move {
+    let stderr_done = tokio::spawn(async move {
         while let Ok(Some(line)) = stderr.next_line().await {
             let mut logs = sink.lock().unwrap();
             logs.push_str(&line);
@@ -714,8 +716,13 @@ pub async fn serve_dev(cert_dir: &Path, extra: &[&str]) -> Served {
     let mut stdout = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
     let mut banner = Vec::new();
     let read = async {
+        // The banner ends with the curl command and, when it takes its body from a here-document,
+        // that document up to its `EOF`.
+        let mut heredoc = false;
         while let Ok(Some(line)) = stdout.next_line().await {
-            let done = line.trim_start().starts_with("curl ");
+            let curl = line.trim_start().starts_with("curl ");
+            heredoc |= curl && line.ends_with("<<'EOF'");
+            let done = (curl && !heredoc) || (heredoc && line == "EOF");
             banner.push(line);
             if done {
                 break;
@@ -770,6 +777,7 @@ pub async fn serve_dev(cert_dir: &Path, extra: &[&str]) -> Served {
         metrics,
         ca,
         logs,
+        stderr_done: Some(stderr_done),
     }
 }
 
@@ -784,10 +792,15 @@ impl Served {
     }
 
     pub async fn exit(&mut self, within: Duration) -> std::process::ExitStatus {
-        match tokio::time::timeout(within, self.child.wait()).await {
+        let status = match tokio::time::timeout(within, self.child.wait()).await {
             Ok(status) => status.unwrap(),
             Err(_) => panic!("still running after {within:?}; logs:\n{}", self.logs()),
+        };
+        // The process is gone, so its stderr reaches end of file: read it to the end.
+        if let Some(task) = self.stderr_done.take() {
+            let _ = tokio::time::timeout(within, task).await;
         }
+        status
     }
 
     pub fn logs(&self) -> String {

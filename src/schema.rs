@@ -1,0 +1,880 @@
+//! What the API server checks before any webhook sees an object: the CRD's structural schema
+//! (`openAPIV3Schema` of the version written in `apiVersion`), strict field validation (unknown
+//! fields are errors, as `kubectl --validate=strict` reports them) and the metadata name rules.
+//! `check` runs it so a folder kubectl would reject does not pass a CI gate.
+//!
+//! A small walker rather than a JSON Schema crate: a CRD schema is not plain JSON Schema. Its
+//! meaning rests on Kubernetes extensions (`x-kubernetes-preserve-unknown-fields`,
+//! `x-kubernetes-int-or-string`, `x-kubernetes-embedded-resource`, list types, `nullable` with
+//! null pruning), unknown fields are errors only under strict decoding, and the messages must read
+//! as the API server writes them (`spec.prefix in body must be of type integer: "string"`), at
+//! Kubernetes field paths. Not evaluated: `x-kubernetes-validations` (CEL; none of the embedded
+//! CRDs carries any, and the API server this project tests against, v1.24, predates them in GA),
+//! string formats other than the ones listed in `check_format`, and defaults (the API server
+//! fills them in before validating; a missing defaulted field is therefore never reported).
+//!
+//! Pure: no I/O. The embedded CRDs are the upstream files the project tests against (`crds/`).
+
+use std::collections::BTreeMap;
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde_json::{Map, Value};
+
+/// The CRDs compiled in: the same upstream files the e2e suite installs in a real API server.
+const EMBEDDED: &[&str] = &[
+    include_str!("../crds/ipam.cluster.x-k8s.io_ipaddressclaims.yaml"),
+    include_str!("../crds/ipam.cluster.x-k8s.io_ipaddresses.yaml"),
+    include_str!("../crds/ipam.cluster.x-k8s.io_inclusterippools.yaml"),
+    include_str!("../crds/ipam.cluster.x-k8s.io_globalinclusterippools.yaml"),
+    include_str!("../crds/ipam.metal3.io_ippools.yaml"),
+    include_str!("../crds/ipam.metal3.io_ipclaims.yaml"),
+    include_str!("../crds/ipam.metal3.io_ipaddresses.yaml"),
+    include_str!("../crds/spiderpool.spidernet.io_spiderippools.yaml"),
+    include_str!("../crds/infrastructure.cluster.x-k8s.io_vspheremachines.yaml"),
+    include_str!("../crds/infrastructure.cluster.x-k8s.io_vspheremachinetemplates.yaml"),
+];
+
+/// One schema problem, as the API server would report it: the field path and the cause body
+/// (`Invalid value: "x": …`, `Required value`, `unknown field "spec.gatway"`). `warning`: the
+/// API server accepts the object but drops what is named (an unknown field under `metadata`,
+/// which v1.24's strict validation lets through and prunes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaError {
+    pub path: String,
+    pub message: String,
+    pub warning: bool,
+}
+
+/// The schemas of a set of CRDs, by group, kind and served version.
+#[derive(Debug, Default)]
+pub struct Schemas {
+    /// (group, kind) → served version → schema (None: the version declares no schema).
+    kinds: BTreeMap<(String, String), BTreeMap<String, Option<Node>>>,
+}
+
+/// What a `(group, kind, version)` names in a set of CRDs.
+#[derive(Debug)]
+pub enum Lookup<'a> {
+    Found(Option<&'a Node>),
+    /// The group and kind are known, the version is not served.
+    UnservedVersion {
+        served: Vec<&'a str>,
+    },
+    /// The group is known, the kind is not.
+    UnknownKind {
+        known: Vec<&'a str>,
+    },
+    /// Nothing in these CRDs is of that group.
+    UnknownGroup,
+}
+
+impl Schemas {
+    /// The CRDs compiled into the binary.
+    pub fn embedded() -> &'static Schemas {
+        static SCHEMAS: LazyLock<Schemas> = LazyLock::new(|| {
+            let mut s = Schemas::default();
+            for text in EMBEDDED {
+                let crd: Value =
+                    serde_yaml_ng::from_str(text).expect("embedded CRDs are valid YAML");
+                s.add_crd(&crd).expect("embedded CRDs are valid");
+            }
+            s
+        });
+        &SCHEMAS
+    }
+
+    /// Adds one CustomResourceDefinition (`apiextensions.k8s.io/v1`); a later CRD of the same
+    /// group and kind replaces an earlier one, as an update on the API server would.
+    pub fn add_crd(&mut self, crd: &Value) -> Result<(), String> {
+        let kind_of = crd.get("kind").and_then(Value::as_str);
+        if kind_of != Some("CustomResourceDefinition") {
+            return Err("not a CustomResourceDefinition".into());
+        }
+        let spec = crd.get("spec").ok_or("spec is missing")?;
+        let group = spec
+            .get("group")
+            .and_then(Value::as_str)
+            .ok_or("spec.group is missing")?;
+        let kind = spec
+            .pointer("/names/kind")
+            .and_then(Value::as_str)
+            .ok_or("spec.names.kind is missing")?;
+        let versions = spec
+            .get("versions")
+            .and_then(Value::as_array)
+            .ok_or("spec.versions is missing")?;
+        let mut by_version = BTreeMap::new();
+        for (i, v) in versions.iter().enumerate() {
+            let name = v
+                .get("name")
+                .and_then(Value::as_str)
+                .ok_or_else(|| format!("spec.versions[{i}].name is missing"))?;
+            if v.get("served").and_then(Value::as_bool) == Some(false) {
+                continue;
+            }
+            let schema = match v.pointer("/schema/openAPIV3Schema") {
+                Some(s) => Some(
+                    Node::compile(s)
+                        .map_err(|e| format!("spec.versions[{i}].schema.openAPIV3Schema: {e}"))?,
+                ),
+                None => None,
+            };
+            by_version.insert(name.to_string(), schema);
+        }
+        self.kinds
+            .insert((group.to_string(), kind.to_string()), by_version);
+        Ok(())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.kinds.is_empty()
+    }
+
+    pub fn lookup(&self, group: &str, kind: &str, version: &str) -> Lookup<'_> {
+        if let Some(versions) = self.kinds.get(&(group.to_string(), kind.to_string())) {
+            return match versions.get(version) {
+                Some(schema) => Lookup::Found(schema.as_ref()),
+                None => Lookup::UnservedVersion {
+                    served: versions.keys().map(String::as_str).collect(),
+                },
+            };
+        }
+        let known: Vec<&str> = self
+            .kinds
+            .keys()
+            .filter(|(g, _)| g == group)
+            .map(|(_, k)| k.as_str())
+            .collect();
+        if known.is_empty() {
+            Lookup::UnknownGroup
+        } else {
+            Lookup::UnknownKind { known }
+        }
+    }
+
+    /// Validates a whole object against the schema of its `apiVersion` and `kind`, plus the
+    /// metadata rules every object meets. None when these CRDs do not define that version (see
+    /// `lookup` for why).
+    pub fn validate(
+        &self,
+        group: &str,
+        kind: &str,
+        version: &str,
+        object: &Value,
+    ) -> Option<Vec<SchemaError>> {
+        let Lookup::Found(schema) = self.lookup(group, kind, version) else {
+            return None;
+        };
+        let mut errors = Vec::new();
+        validate_metadata(object.get("metadata"), &mut errors);
+        if let (Some(schema), Some(fields)) = (schema, object.as_object()) {
+            let mut w = Walk {
+                errors: &mut errors,
+            };
+            w.properties(schema, fields, "", true);
+        }
+        Some(errors)
+    }
+}
+
+/// The closest of `candidates` to `given` (case-insensitive edit distance at most a third of its
+/// length, at least 2), for "did you mean" hints.
+pub fn closest<'a>(given: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    let given_l = given.to_ascii_lowercase();
+    candidates
+        .iter()
+        .map(|c| (edit_distance(&given_l, &c.to_ascii_lowercase()), *c))
+        .filter(|(d, c)| *d <= (c.len() / 3).max(2))
+        .min()
+        .map(|(_, c)| c)
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != *cb);
+            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+// === Compiled schema nodes ===
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Type {
+    Object,
+    Array,
+    String,
+    Integer,
+    Number,
+    Boolean,
+}
+
+impl Type {
+    fn parse(s: &str) -> Result<Type, String> {
+        Ok(match s {
+            "object" => Type::Object,
+            "array" => Type::Array,
+            "string" => Type::String,
+            "integer" => Type::Integer,
+            "number" => Type::Number,
+            "boolean" => Type::Boolean,
+            other => return Err(format!("unknown type {other:?}")),
+        })
+    }
+    fn name(self) -> &'static str {
+        match self {
+            Type::Object => "object",
+            Type::Array => "array",
+            Type::String => "string",
+            Type::Integer => "integer",
+            Type::Number => "number",
+            Type::Boolean => "boolean",
+        }
+    }
+}
+
+/// One node of a structural schema, with its patterns compiled once.
+#[derive(Debug)]
+pub struct Node {
+    ty: Option<Type>,
+    int_or_string: bool,
+    preserve_unknown: bool,
+    embedded_resource: bool,
+    properties: BTreeMap<String, Node>,
+    /// `additionalProperties` with a schema: a map whose values follow it.
+    additional: Option<Box<Node>>,
+    /// `additionalProperties: true`.
+    additional_any: bool,
+    items: Option<Box<Node>>,
+    required: Vec<String>,
+    enumeration: Option<Vec<Value>>,
+    pattern: Option<(String, Regex)>,
+    format: Option<String>,
+    minimum: Option<f64>,
+    maximum: Option<f64>,
+    exclusive_minimum: bool,
+    exclusive_maximum: bool,
+    min_length: Option<u64>,
+    max_length: Option<u64>,
+    min_items: Option<u64>,
+    max_items: Option<u64>,
+    min_properties: Option<u64>,
+    max_properties: Option<u64>,
+    list_set: bool,
+    list_map_keys: Vec<String>,
+}
+
+impl Node {
+    fn compile(s: &Value) -> Result<Node, String> {
+        let o = s.as_object().ok_or("a schema must be an object")?;
+        let flag = |k: &str| o.get(k).and_then(Value::as_bool).unwrap_or(false);
+        let num = |k: &str| o.get(k).and_then(Value::as_f64);
+        let count = |k: &str| o.get(k).and_then(Value::as_u64);
+        let mut properties = BTreeMap::new();
+        if let Some(Value::Object(props)) = o.get("properties") {
+            for (k, v) in props {
+                properties.insert(
+                    k.clone(),
+                    Node::compile(v).map_err(|e| format!("properties.{k}: {e}"))?,
+                );
+            }
+        }
+        let (additional, additional_any) = match o.get("additionalProperties") {
+            Some(Value::Bool(b)) => (None, *b),
+            Some(v @ Value::Object(_)) => (
+                Some(Box::new(
+                    Node::compile(v).map_err(|e| format!("additionalProperties: {e}"))?,
+                )),
+                false,
+            ),
+            _ => (None, false),
+        };
+        let items = match o.get("items") {
+            Some(v @ Value::Object(_)) => Some(Box::new(
+                Node::compile(v).map_err(|e| format!("items: {e}"))?,
+            )),
+            _ => None,
+        };
+        let pattern = match o.get("pattern").and_then(Value::as_str) {
+            Some(p) => Some((
+                p.to_string(),
+                Regex::new(p).map_err(|e| format!("pattern {p:?}: {e}"))?,
+            )),
+            None => None,
+        };
+        let strings = |k: &str| -> Vec<String> {
+            o.get(k)
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        Ok(Node {
+            ty: o
+                .get("type")
+                .and_then(Value::as_str)
+                .map(Type::parse)
+                .transpose()?,
+            int_or_string: flag("x-kubernetes-int-or-string"),
+            preserve_unknown: flag("x-kubernetes-preserve-unknown-fields"),
+            embedded_resource: flag("x-kubernetes-embedded-resource"),
+            properties,
+            additional,
+            additional_any,
+            items,
+            required: strings("required"),
+            enumeration: o.get("enum").and_then(Value::as_array).cloned(),
+            pattern,
+            format: o.get("format").and_then(Value::as_str).map(str::to_string),
+            minimum: num("minimum"),
+            maximum: num("maximum"),
+            exclusive_minimum: flag("exclusiveMinimum"),
+            exclusive_maximum: flag("exclusiveMaximum"),
+            min_length: count("minLength"),
+            max_length: count("maxLength"),
+            min_items: count("minItems"),
+            max_items: count("maxItems"),
+            min_properties: count("minProperties"),
+            max_properties: count("maxProperties"),
+            list_set: o.get("x-kubernetes-list-type").and_then(Value::as_str) == Some("set"),
+            list_map_keys: if o.get("x-kubernetes-list-type").and_then(Value::as_str) == Some("map")
+            {
+                strings("x-kubernetes-list-map-keys")
+            } else {
+                Vec::new()
+            },
+        })
+    }
+}
+
+// === Walking an object ===
+
+struct Walk<'e> {
+    errors: &'e mut Vec<SchemaError>,
+}
+
+fn child(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+/// How `field.Invalid` prints a value: strings quoted, numbers and booleans bare.
+fn shown(v: &Value) -> String {
+    match v {
+        Value::String(s) => format!("{s:?}"),
+        Value::Object(_) => "\"object\"".into(),
+        Value::Array(_) => "\"array\"".into(),
+        other => other.to_string(),
+    }
+}
+
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_f64() => "number",
+        Value::Number(_) => "integer",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+impl Walk<'_> {
+    fn push(&mut self, path: &str, message: String) {
+        self.errors.push(SchemaError {
+            path: path.to_string(),
+            message,
+            warning: false,
+        });
+    }
+
+    fn invalid(&mut self, path: &str, value: &Value, detail: String) {
+        self.push(path, format!("Invalid value: {}: {detail}", shown(value)));
+    }
+
+    fn node(&mut self, n: &Node, v: &Value, path: &str) {
+        // The API server prunes a null of a non-nullable field before validating (apiextensions
+        // v1): it is as if the field were not written.
+        if v.is_null() {
+            return;
+        }
+        if !self.type_ok(n, v, path) {
+            return;
+        }
+        if let Some(allowed) = &n.enumeration {
+            if !allowed.contains(v) {
+                // apimachinery's NotSupported quotes every allowed value (`%q` of its text).
+                let list: Vec<String> = allowed
+                    .iter()
+                    .map(|a| match a {
+                        Value::String(s) => format!("{s:?}"),
+                        other => format!("{:?}", other.to_string()),
+                    })
+                    .collect();
+                self.push(
+                    path,
+                    format!(
+                        "Unsupported value: {}: supported values: {}",
+                        shown(v),
+                        list.join(", ")
+                    ),
+                );
+            }
+        }
+        match v {
+            Value::Object(fields) => {
+                self.properties(n, fields, path, false);
+                if let Some(min) = n.min_properties {
+                    if (fields.len() as u64) < min {
+                        self.invalid(
+                            path,
+                            &Value::from(fields.len()),
+                            format!("{path} in body should have at least {min} properties"),
+                        );
+                    }
+                }
+                if let Some(max) = n.max_properties {
+                    if fields.len() as u64 > max {
+                        self.push(
+                            path,
+                            format!("Too many: {}: must have at most {max} items", fields.len()),
+                        );
+                    }
+                }
+            }
+            Value::Array(list) => self.array(n, list, path),
+            Value::String(s) => self.string(n, v, s, path),
+            Value::Number(_) => self.number(n, v, path),
+            _ => {}
+        }
+    }
+
+    fn type_ok(&mut self, n: &Node, v: &Value, path: &str) -> bool {
+        if n.int_or_string {
+            if v.is_string() || v.as_i64().is_some() || v.as_u64().is_some() {
+                return true;
+            }
+            self.invalid(
+                path,
+                &Value::from(json_type(v)),
+                format!(
+                    "{path} in body must be of type integer,string: {:?}",
+                    json_type(v)
+                ),
+            );
+            return false;
+        }
+        let Some(ty) = n.ty else { return true };
+        let ok = match ty {
+            Type::Object => v.is_object(),
+            Type::Array => v.is_array(),
+            Type::String => v.is_string(),
+            Type::Boolean => v.is_boolean(),
+            Type::Number => v.is_number(),
+            // A float with no fractional part (`24.0`) decodes as an integer on the API server too.
+            Type::Integer => {
+                v.is_i64() || v.is_u64() || v.as_f64().is_some_and(|f| f.fract() == 0.0)
+            }
+        };
+        if !ok {
+            self.invalid(
+                path,
+                &Value::from(json_type(v)),
+                format!(
+                    "{path} in body must be of type {}: {:?}",
+                    ty.name(),
+                    json_type(v)
+                ),
+            );
+        }
+        ok
+    }
+
+    /// The members of an object: required ones present, each known one valid, unknown ones
+    /// reported (strict decoding) unless the schema keeps unknown fields or is a map.
+    fn properties(&mut self, n: &Node, fields: &Map<String, Value>, path: &str, root: bool) {
+        for r in &n.required {
+            if !fields.contains_key(r) || fields[r].is_null() {
+                self.push(&child(path, r), "Required value".into());
+            }
+        }
+        for (k, v) in fields {
+            let at = child(path, k);
+            if let Some(p) = n.properties.get(k) {
+                // metadata is ObjectMeta whatever the CRD says (`validate_metadata`).
+                if root && k == "metadata" {
+                    continue;
+                }
+                self.node(p, v, &at);
+            } else if let Some(a) = &n.additional {
+                self.node(a, v, &at);
+            } else {
+                // Every object (and an embedded one) has apiVersion, kind and metadata whether
+                // or not its schema lists them.
+                let type_meta = (root || n.embedded_resource)
+                    && matches!(k.as_str(), "apiVersion" | "kind" | "metadata");
+                if !(type_meta || n.additional_any || n.preserve_unknown) {
+                    self.push(&at, format!("unknown field {at:?}"));
+                }
+            }
+        }
+    }
+
+    fn array(&mut self, n: &Node, list: &[Value], path: &str) {
+        if let Some(items) = &n.items {
+            for (i, v) in list.iter().enumerate() {
+                self.node(items, v, &format!("{path}[{i}]"));
+            }
+        }
+        if let Some(min) = n.min_items {
+            if (list.len() as u64) < min {
+                self.invalid(
+                    path,
+                    &Value::from(list.len()),
+                    format!("{path} in body should have at least {min} items"),
+                );
+            }
+        }
+        if let Some(max) = n.max_items {
+            if list.len() as u64 > max {
+                self.push(
+                    path,
+                    format!("Too many: {}: must have at most {max} items", list.len()),
+                );
+            }
+        }
+        if n.list_set {
+            for (i, v) in list.iter().enumerate() {
+                if list[..i].contains(v) {
+                    self.push(
+                        &format!("{path}[{i}]"),
+                        format!("Duplicate value: {}", shown(v)),
+                    );
+                }
+            }
+        }
+        if !n.list_map_keys.is_empty() {
+            let key_of = |v: &Value| -> Vec<Value> {
+                n.list_map_keys
+                    .iter()
+                    .map(|k| v.get(k).cloned().unwrap_or(Value::Null))
+                    .collect()
+            };
+            let keys: Vec<Vec<Value>> = list.iter().map(key_of).collect();
+            for i in 0..keys.len() {
+                if keys[..i].contains(&keys[i]) {
+                    let shown_key: Vec<String> = n
+                        .list_map_keys
+                        .iter()
+                        .zip(&keys[i])
+                        .map(|(k, v)| format!("{k}: {}", shown(v)))
+                        .collect();
+                    self.push(
+                        &format!("{path}[{i}]"),
+                        format!("Duplicate value: {{{}}}", shown_key.join(", ")),
+                    );
+                }
+            }
+        }
+    }
+
+    fn string(&mut self, n: &Node, v: &Value, s: &str, path: &str) {
+        let len = s.chars().count() as u64;
+        if let Some(max) = n.max_length {
+            if len > max {
+                self.push(path, format!("Too long: may not be longer than {max}"));
+            }
+        }
+        if let Some(min) = n.min_length {
+            if len < min {
+                self.invalid(
+                    path,
+                    v,
+                    format!("{path} in body should be at least {min} chars long"),
+                );
+            }
+        }
+        if let Some((text, re)) = &n.pattern {
+            if !re.is_match(s) {
+                self.invalid(path, v, format!("{path} in body should match '{text}'"));
+            }
+        }
+        if let Some(format) = &n.format {
+            if let Some(why) = check_format(format, s) {
+                self.invalid(path, v, format!("{path} in body must be of type {why}"));
+            }
+        }
+    }
+
+    fn number(&mut self, n: &Node, v: &Value, path: &str) {
+        let Some(x) = v.as_f64() else { return };
+        if let Some(min) = n.minimum {
+            let (bad, word) = if n.exclusive_minimum {
+                (x <= min, "greater than")
+            } else {
+                (x < min, "greater than or equal to")
+            };
+            if bad {
+                self.invalid(
+                    path,
+                    v,
+                    format!("{path} in body should be {word} {}", trim(min)),
+                );
+            }
+        }
+        if let Some(max) = n.maximum {
+            let (bad, word) = if n.exclusive_maximum {
+                (x >= max, "less than")
+            } else {
+                (x > max, "less than or equal to")
+            };
+            if bad {
+                self.invalid(
+                    path,
+                    v,
+                    format!("{path} in body should be {word} {}", trim(max)),
+                );
+            }
+        }
+    }
+}
+
+fn trim(f: f64) -> String {
+    if f.fract() == 0.0 && f.abs() < 1e15 {
+        format!("{}", f as i64)
+    } else {
+        f.to_string()
+    }
+}
+
+/// The string formats the API server checks that these CRDs use. Other formats pass, as they do
+/// on the API server for formats it does not know.
+fn check_format(format: &str, s: &str) -> Option<&'static str> {
+    let ok = match format {
+        "date-time" => is_date_time(s),
+        "ipv4" => s.parse::<std::net::Ipv4Addr>().is_ok(),
+        "ipv6" => s.parse::<std::net::Ipv6Addr>().is_ok(),
+        _ => return None,
+    };
+    (!ok).then_some(match format {
+        "date-time" => "date-time",
+        "ipv4" => "ipv4",
+        _ => "ipv6",
+    })
+}
+
+/// RFC 3339 `date-time`, the shape `metav1.Time` writes (`2024-01-02T03:04:05Z`, offsets and
+/// fractions allowed).
+fn is_date_time(s: &str) -> bool {
+    time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339).is_ok()
+}
+
+// === metadata ===
+
+/// What ObjectMeta may hold: strict decoding rejects anything else.
+const OBJECT_META: &[&str] = &[
+    "name",
+    "generateName",
+    "namespace",
+    "selfLink",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "labels",
+    "annotations",
+    "ownerReferences",
+    "finalizers",
+    "managedFields",
+];
+
+const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+const DNS1123_LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+
+fn is_dns1123_label(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+}
+
+/// `metadata.name` of a custom resource: a DNS-1123 subdomain (the API server's default name
+/// validation for CRDs).
+pub fn is_dns1123_subdomain(s: &str) -> bool {
+    s.len() <= 253 && s.split('.').all(is_dns1123_label)
+}
+
+fn validate_metadata(meta: Option<&Value>, errors: &mut Vec<SchemaError>) {
+    let mut errors_warn = Vec::new();
+    validate_metadata_fields(meta, errors, &mut errors_warn);
+    errors.extend(errors_warn);
+}
+
+fn validate_metadata_fields(
+    meta: Option<&Value>,
+    errors: &mut Vec<SchemaError>,
+    errors_warn: &mut Vec<SchemaError>,
+) {
+    let mut push = |path: &str, message: String| {
+        errors.push(SchemaError {
+            path: path.into(),
+            message,
+            warning: false,
+        })
+    };
+    let Some(meta) = meta else { return };
+    let Some(meta) = meta.as_object() else {
+        push(
+            "metadata",
+            format!(
+                "Invalid value: {:?}: metadata in body must be of type object: {:?}",
+                json_type(meta),
+                json_type(meta)
+            ),
+        );
+        return;
+    };
+    for k in meta.keys() {
+        if !OBJECT_META.contains(&k.as_str()) {
+            let at = format!("metadata.{k}");
+            errors_warn.push(SchemaError {
+                message: format!("unknown field {at:?}; the API server drops it"),
+                path: at,
+                warning: true,
+            });
+        }
+    }
+    if let Some(Value::String(name)) = meta.get("name") {
+        if name.len() > 253 {
+            push(
+                "metadata.name",
+                "Too long: must have at most 253 bytes".to_string(),
+            );
+        } else if !is_dns1123_subdomain(name) {
+            push(
+                "metadata.name",
+                format!("Invalid value: {name:?}: {DNS1123_SUBDOMAIN_MSG}"),
+            );
+        }
+    }
+    if let Some(Value::String(ns)) = meta.get("namespace") {
+        if !is_dns1123_label(ns) {
+            push(
+                "metadata.namespace",
+                format!("Invalid value: {ns:?}: {DNS1123_LABEL_MSG}"),
+            );
+        }
+    }
+    for map in ["labels", "annotations"] {
+        match meta.get(map) {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(entries)) => {
+                for (k, v) in entries {
+                    if !v.is_string() {
+                        push(
+                            &format!("metadata.{map}[{k}]"),
+                            format!(
+                                "Invalid value: {:?}: metadata.{map} in body must be of type string: {:?}",
+                                json_type(v),
+                                json_type(v)
+                            ),
+                        );
+                    }
+                }
+                if map == "labels" {
+                    for (k, v) in entries {
+                        if let Some(why) = label_key_problem(k) {
+                            push("metadata.labels", format!("Invalid value: {k:?}: {why}"));
+                        }
+                        if let Some(v) = v.as_str() {
+                            if let Some(why) = label_value_problem(v) {
+                                push("metadata.labels", format!("Invalid value: {v:?}: {why}"));
+                            }
+                        }
+                    }
+                }
+            }
+            Some(other) => push(
+                &format!("metadata.{map}"),
+                format!(
+                    "Invalid value: {:?}: metadata.{map} in body must be of type object: {:?}",
+                    json_type(other),
+                    json_type(other)
+                ),
+            ),
+        }
+    }
+}
+
+fn is_name_part(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        && s.as_bytes()[0].is_ascii_alphanumeric()
+        && s.as_bytes()[s.len() - 1].is_ascii_alphanumeric()
+}
+
+const QUALIFIED_NAME_REGEX_MSG: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+
+/// `validation.IsQualifiedName`: `[prefix/]name`.
+fn label_key_problem(k: &str) -> Option<String> {
+    let parts: Vec<&str> = k.split('/').collect();
+    let name = match parts.as_slice() {
+        [name] => *name,
+        [prefix, name] => {
+            if prefix.is_empty() {
+                return Some("prefix part must be non-empty".into());
+            }
+            if !is_dns1123_subdomain(prefix) {
+                return Some(format!("prefix part {DNS1123_SUBDOMAIN_MSG}"));
+            }
+            *name
+        }
+        _ => {
+            return Some(format!(
+                "a qualified name {QUALIFIED_NAME_REGEX_MSG} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+            ))
+        }
+    };
+    if name.is_empty() {
+        return Some("name part must be non-empty".into());
+    }
+    if name.len() > 63 {
+        return Some("name part must be no more than 63 characters".into());
+    }
+    (!is_name_part(name)).then(|| format!("name part {QUALIFIED_NAME_REGEX_MSG}"))
+}
+
+/// `validation.IsValidLabelValue`: empty, or a name part of at most 63 characters.
+fn label_value_problem(v: &str) -> Option<String> {
+    if v.is_empty() {
+        return None;
+    }
+    if v.len() > 63 {
+        return Some("must be no more than 63 characters".into());
+    }
+    (!is_name_part(v)).then(|| "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')".to_string())
+}
+
+#[cfg(test)]
+mod tests;
