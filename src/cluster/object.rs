@@ -1,10 +1,10 @@
 //! The shape in which the live view and `audit` receive objects from the API server.
 //!
-//! Why not `DynamicObject`: a relist with `resourceVersion=0` is answered from the watch cache in
-//! one piece (no pages), so every listed object is decoded and held at once. `managedFields` is
-//! often the largest part of an object and no rule reads it; decoding `metadata` into a struct of
-//! the fields we use lets serde skip it without allocating, which bounds the peak of a 100k-object
-//! relist by the specs, not by the field-manager bookkeeping.
+//! Why not `DynamicObject`: `managedFields` is often the largest part of an object and no rule
+//! reads it; decoding `metadata` into a struct of the fields we use lets serde skip it without
+//! allocating. The live view decodes lists one item at a time (`live::list`); `audit` still
+//! collects whole lists, whose peak this bounds by the specs, not by the field-manager
+//! bookkeeping.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
