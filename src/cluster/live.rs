@@ -229,7 +229,7 @@ impl KindFeed {
                 false
             }
             Event::InitApply(obj) => {
-                if let Some(key) = self.upsert(shared, &obj) {
+                if let Some(key) = self.upsert(shared, obj) {
                     self.relist.get_or_insert_with(HashSet::new).insert(key);
                 }
                 false
@@ -240,7 +240,7 @@ impl KindFeed {
                 true
             }
             Event::Apply(obj) => {
-                self.upsert(shared, &obj);
+                self.upsert(shared, obj);
                 false
             }
             Event::Delete(obj) => {
@@ -261,9 +261,9 @@ impl KindFeed {
         ))
     }
 
-    fn upsert(&self, shared: &Shared, obj: &WatchedObject) -> Option<ObjKey> {
-        let key = self.key(obj)?;
-        let value = obj.to_value(&self.resource);
+    fn upsert(&self, shared: &Shared, obj: WatchedObject) -> Option<ObjKey> {
+        let key = self.key(&obj)?;
+        let value = obj.into_value(&self.resource);
         let projection = model::project(self.kind, &value);
         shared.apply(&key, projection);
         Some(key)

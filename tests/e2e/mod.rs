@@ -87,6 +87,11 @@ impl Proc {
         }
     }
 
+    /// The process id (benchmarks read its CPU time from /proc).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub fn log_tail(&self) -> String {
         let text = fs::read_to_string(&self.log).unwrap_or_default();
         let lines: Vec<&str> = text.lines().collect();
