@@ -1,6 +1,6 @@
 //! The `ClusterView` the rules read: what pools, claims and addresses exist (SPEC X1).
 //! A static view is loaded from files (`serve --dev`, `check`, tests, benchmarks); the live view
-//! is fed by kube-runtime watches.
+//! is fed by list-then-watch loops on the API server.
 
 pub mod live;
 pub mod load;
@@ -9,6 +9,7 @@ pub mod shared;
 mod static_view;
 
 use std::ops::Deref;
+use std::time::Duration;
 
 use crate::index::Index;
 use crate::kinds::Kind;
@@ -36,4 +37,20 @@ pub trait ClusterView: Send + Sync {
     fn decide(&self, f: &mut dyn FnMut(&Index) -> Option<Projection>) {
         f(&self.read());
     }
+    /// Health of each watch feeding the view (metrics). Views fed from files have none.
+    fn watch_health(&self) -> Vec<WatchHealth> {
+        Vec::new()
+    }
+}
+
+/// One watch of a live view, as `/metrics` shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WatchHealth {
+    /// The watched kind (`InClusterIPPool`, or `CustomResourceDefinition` for the CRD watch).
+    pub kind: String,
+    pub healthy: bool,
+    /// Time since the last list, watch start, event or bookmark (None: never).
+    pub last_event_age: Option<Duration>,
+    /// Lists made so far, by cause (`initial`, `expired`, `error`).
+    pub lists: Vec<(&'static str, u64)>,
 }

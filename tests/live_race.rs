@@ -115,6 +115,7 @@ async fn live_admission(pending_ttl: Duration) -> (FakeApi, Arc<LiveView>, Admis
         LiveOptions {
             discovery_interval: Duration::from_millis(200),
             pending_ttl,
+            ..LiveOptions::default()
         },
     );
     wait_for("synced", WAIT, || view.synced()).await;

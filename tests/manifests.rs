@@ -391,7 +391,7 @@ fn cluster_role_grants_only_reads_of_served_kinds_and_crds() {
             want.insert((k.group.to_string(), k.plural.to_string(), v.to_string()));
         }
     }
-    // Discovery of which of those CRDs are installed (SPEC: every 60 s).
+    // The CRD watch that starts a kind's watch when its CRD is installed.
     for v in reads {
         want.insert((
             "apiextensions.k8s.io".to_string(),

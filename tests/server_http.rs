@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use http::Version;
 use ipam_guard::admission::Endpoint;
-use ipam_guard::cluster::{ClusterView, StaticView};
+use ipam_guard::cluster::{ClusterView, StaticView, WatchHealth};
 use ipam_guard::kinds::Kind;
 use ipam_guard::server::{CertFiles, BODY_LIMIT};
 use server_support::*;
@@ -217,6 +217,22 @@ impl ClusterView for Syncing {
     fn object_counts(&self) -> Vec<(Kind, usize)> {
         vec![(Kind::InClusterIPPool, 2), (Kind::Metal3IPAddress, 5)]
     }
+    fn watch_health(&self) -> Vec<WatchHealth> {
+        vec![
+            WatchHealth {
+                kind: "InClusterIPPool".into(),
+                healthy: true,
+                last_event_age: Some(std::time::Duration::from_millis(1500)),
+                lists: vec![("initial", 1)],
+            },
+            WatchHealth {
+                kind: "IPAddress".into(),
+                healthy: false,
+                last_event_age: None,
+                lists: vec![("initial", 1), ("expired", 3)],
+            },
+        ]
+    }
 }
 
 #[tokio::test]
@@ -236,6 +252,23 @@ async fn readyz_fails_until_the_view_is_synced_while_healthz_passes() {
 
     let metrics = server.metrics().await;
     assert_eq!(sample(&metrics, "ipam_guard_view_synced"), Some(0.0));
+    let watch = |series: &str| sample(&metrics, series);
+    assert_eq!(
+        watch(r#"ipam_guard_view_watch_healthy{kind="InClusterIPPool"}"#),
+        Some(1.0)
+    );
+    assert_eq!(
+        watch(r#"ipam_guard_view_watch_healthy{kind="IPAddress"}"#),
+        Some(0.0)
+    );
+    assert_eq!(
+        watch(r#"ipam_guard_view_last_event_age_seconds{kind="InClusterIPPool"}"#),
+        Some(1.5)
+    );
+    assert_eq!(
+        watch(r#"ipam_guard_view_relists_total{kind="IPAddress",cause="expired"}"#),
+        Some(3.0)
+    );
     assert_eq!(
         sample(
             &metrics,

@@ -1,41 +1,61 @@
 //! The live view (SPEC X1–X3): API discovery finds which kinds of `kinds::KINDS` the cluster
-//! serves, one kube-runtime watcher per served kind feeds one `Index` through `model::project`,
-//! and `synced` turns true once every watched kind has been listed.
+//! serves, one list-then-watch loop per served kind (`watch`) feeds one `Index` through
+//! `model::project`, and the view is synced while every watch is healthy (`health`).
 //!
-//! - Discovery runs at start and every `discovery_interval` (60 s): a CRD installed later gets a
-//!   watcher at the next round; one removed has its watcher stopped and its objects dropped.
-//! - The initial list and every relist use `resourceVersion=0` (`any_semantic`): the watch cache
-//!   answers in seconds where a consistent paged list of 100k objects takes half a minute.
+//! - The first list of each kind is one `resourceVersion=0` list with no limit (the watch cache
+//!   answers in seconds where a consistent paged list of 100k objects takes half a minute),
+//!   decoded while it streams in (`list`). Relists never go back in time (see `watch`).
 //! - A relist (`Init`, `InitApply`…, `InitDone`) upserts as it goes and removes the keys that did
 //!   not come back only at `InitDone`, so nothing the old list held vanishes before the new list is
 //!   complete (an object listed again replaces its old projection at once: it is the newer reading).
+//! - A sick watch fails closed: the view reports not synced, so `/readyz` fails and view-dependent
+//!   writes answer 503, and pending entries of that kind do not expire.
+//! - A watch on CRDs (`crds`) wakes discovery the moment a kind we read is installed or removed;
+//!   discovery also runs every `discovery_interval` (60 s) as a backstop.
 //! - Only projections are kept: objects are decoded without `managedFields` (`object`) and dropped
 //!   once projected.
 
+mod crds;
+mod health;
+pub mod list;
+mod watch;
+
+pub use health::{ListCause, Source};
+
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
-use std::pin::pin;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use futures::StreamExt;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::core::ApiResource;
-use kube::runtime::watcher::{self, Event};
-use kube::runtime::WatchStreamExt;
-use kube::{Api, Client, Config};
+use kube::runtime::watcher::Event;
+use kube::{Client, Config};
+use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
+use self::health::Status;
+use self::watch::{Feed, Timing, WatchLoop};
 use super::object::WatchedObject;
 use super::shared::{Shared, PENDING_TTL};
-use super::ClusterView;
+use super::{ClusterView, WatchHealth};
 use crate::kinds::{Kind, KINDS};
 use crate::model::{self, ObjKey};
 
-/// How often API discovery looks for CRDs installed or removed.
+/// How often API discovery runs when no CRD event wakes it (a backstop: the CRD watch is the
+/// fast path).
 pub const DISCOVERY_INTERVAL: Duration = Duration::from_secs(60);
+
+/// A watch that shows no life (no list, watch start, event or bookmark) for longer is sick.
+pub const HEALTH_BOUND: Duration = Duration::from_secs(30);
+
+/// Each watch asks the server to end it after this long, so a quiet kind shows life well inside
+/// `HEALTH_BOUND`.
+pub const WATCH_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// While a CRD announces a kind discovery does not serve yet, discovery retries this often.
+const DISCOVERY_CATCH_UP: Duration = Duration::from_millis(250);
 
 /// Knobs of the live view; tests shorten them.
 #[derive(Debug, Clone, Copy)]
@@ -43,6 +63,11 @@ pub struct LiveOptions {
     pub discovery_interval: Duration,
     /// How long an admitted object counts as existing before its watch event (SPEC X2).
     pub pending_ttl: Duration,
+    /// Silence after which a watch counts as sick (fail closed).
+    pub health_bound: Duration,
+    /// `timeoutSeconds` of each watch request (whole seconds, at least 1); keep it below
+    /// `health_bound`.
+    pub watch_timeout: Duration,
 }
 
 impl Default for LiveOptions {
@@ -50,6 +75,17 @@ impl Default for LiveOptions {
         LiveOptions {
             discovery_interval: DISCOVERY_INTERVAL,
             pending_ttl: PENDING_TTL,
+            health_bound: HEALTH_BOUND,
+            watch_timeout: WATCH_TIMEOUT,
+        }
+    }
+}
+
+impl LiveOptions {
+    fn timing(&self) -> Timing {
+        Timing {
+            watch_timeout: self.watch_timeout,
+            bound: self.health_bound,
         }
     }
 }
@@ -232,6 +268,9 @@ pub async fn discover(client: &Client) -> Result<BTreeMap<Kind, String>, kube::E
 
 /// Turns one kind's watch events into index updates. Public so tests can drive it with
 /// `watcher::Event`s and no API server.
+///
+/// Relisted objects replace the view's copy unconditionally: relists are made not older than
+/// the last resourceVersion seen (`watch`), so the list is the newer reading.
 #[derive(Debug)]
 pub struct KindFeed {
     kind: Kind,
@@ -261,7 +300,7 @@ impl KindFeed {
                 false
             }
             Event::InitApply(obj) => {
-                if let Some(key) = self.upsert(shared, &obj) {
+                if let Some(key) = self.upsert(shared, obj) {
                     self.relist.get_or_insert_with(HashSet::new).insert(key);
                 }
                 false
@@ -272,7 +311,7 @@ impl KindFeed {
                 true
             }
             Event::Apply(obj) => {
-                self.upsert(shared, &obj);
+                self.upsert(shared, obj);
                 false
             }
             Event::Delete(obj) => {
@@ -293,12 +332,24 @@ impl KindFeed {
         ))
     }
 
-    fn upsert(&self, shared: &Shared, obj: &WatchedObject) -> Option<ObjKey> {
-        let key = self.key(obj)?;
-        let value = obj.to_value(&self.resource);
+    fn upsert(&self, shared: &Shared, obj: WatchedObject) -> Option<ObjKey> {
+        let key = self.key(&obj)?;
+        let value = obj.into_value(&self.resource);
         let projection = model::project(self.kind, &value);
         shared.apply(&key, projection);
         Some(key)
+    }
+}
+
+/// A `KindFeed` with the index it feeds, for a watch loop.
+struct KindSink {
+    feed: KindFeed,
+    shared: Arc<Shared>,
+}
+
+impl Feed for KindSink {
+    fn event(&mut self, event: Event<WatchedObject>) {
+        self.feed.apply(&self.shared, event);
     }
 }
 
@@ -315,57 +366,56 @@ pub struct LiveView {
 impl std::fmt::Debug for LiveView {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LiveView")
-            .field("synced", &self.status.synced.load(Ordering::Relaxed))
+            .field("synced", &self.synced())
             .field("watched", &self.watching())
             .finish_non_exhaustive()
     }
 }
 
-/// What readiness needs: discovery ran once, and every watched kind finished its first list.
-#[derive(Debug, Default)]
-struct Status {
-    discovered: AtomicBool,
-    synced: AtomicBool,
-    /// Watched kind -> (version read, first list done).
-    kinds: Mutex<BTreeMap<Kind, (String, bool)>>,
-}
-
-impl Status {
-    fn update(&self, f: impl FnOnce(&mut BTreeMap<Kind, (String, bool)>)) {
-        let mut kinds = self.kinds.lock().unwrap_or_else(|p| p.into_inner());
-        f(&mut kinds);
-        let all = self.discovered.load(Ordering::SeqCst) && kinds.values().all(|(_, s)| *s);
-        let was = self.synced.swap(all, Ordering::SeqCst);
-        if all && !was {
-            tracing::info!(kinds = kinds.len(), "cluster view synced");
-        }
-    }
-}
-
 impl LiveView {
-    /// Starts discovery and the watchers on the current tokio runtime.
+    /// Starts discovery, the CRD watch and the kind watchers on the current tokio runtime.
     pub fn start(client: Client, options: LiveOptions) -> Arc<LiveView> {
-        let shared = Arc::new(Shared::with_ttl(Default::default(), options.pending_ttl));
-        let status = Arc::new(Status::default());
+        let status = Arc::new(Status::new(options.health_bound));
+        let shared = Arc::new(
+            Shared::with_ttl(Default::default(), options.pending_ttl).with_hold(status.clone()),
+        );
+        let wake = Arc::new(Notify::new());
+        status.watch(Source::Crds, "");
+        let crd_watch = tokio::spawn(
+            WatchLoop {
+                client: client.clone(),
+                resource: crds::resource(),
+                source: Source::Crds,
+                version: String::new(),
+                status: status.clone(),
+                timing: options.timing(),
+                feed: crds::CrdFeed::new(status.clone(), wake.clone()),
+            }
+            .run(),
+        );
         let discovery = tokio::spawn(discovery_loop(
             client.clone(),
             shared.clone(),
             status.clone(),
-            options.discovery_interval,
+            wake,
+            options,
         ));
         // Admission sweeps before each decision; this only keeps object counts honest when no
-        // request comes.
+        // request comes, and the health log current.
         let sweeper = {
             let shared = Arc::downgrade(&shared);
+            let status = Arc::downgrade(&status);
             let every =
-                (options.pending_ttl / 4).clamp(Duration::from_millis(10), Duration::from_secs(5));
+                (options.pending_ttl / 4).clamp(Duration::from_millis(10), Duration::from_secs(1));
             tokio::spawn(async move {
                 loop {
                     tokio::time::sleep(every).await;
-                    match shared.upgrade() {
-                        Some(s) => s.sweep(Instant::now()),
-                        None => return,
-                    }
+                    let (Some(shared), Some(status)) = (shared.upgrade(), status.upgrade()) else {
+                        return;
+                    };
+                    let now = Instant::now();
+                    status.synced(now);
+                    shared.sweep(now);
                 }
             })
         };
@@ -373,7 +423,11 @@ impl LiveView {
             shared,
             status,
             client,
-            _tasks: vec![AbortOnDrop(discovery), AbortOnDrop(sweeper)],
+            _tasks: vec![
+                AbortOnDrop(discovery),
+                AbortOnDrop(crd_watch),
+                AbortOnDrop(sweeper),
+            ],
         })
     }
 
@@ -389,17 +443,13 @@ impl LiveView {
 
     /// Kinds watched now, with the version read and whether their first list is done.
     pub fn watching(&self) -> Vec<(Kind, String, bool)> {
-        let kinds = self.status.kinds.lock().unwrap_or_else(|p| p.into_inner());
-        kinds
-            .iter()
-            .map(|(k, (v, s))| (*k, v.clone(), *s))
-            .collect()
+        self.status.kinds()
     }
 }
 
 impl ClusterView for LiveView {
     fn synced(&self) -> bool {
-        self.status.synced.load(Ordering::SeqCst)
+        self.status.synced(Instant::now())
     }
     fn object_counts(&self) -> Vec<(Kind, usize)> {
         self.shared.read().counts()
@@ -409,6 +459,9 @@ impl ClusterView for LiveView {
     }
     fn decide(&self, f: &mut dyn FnMut(&crate::index::Index) -> Option<model::Projection>) {
         self.shared.decide(|index| ((), f(index)));
+    }
+    fn watch_health(&self) -> Vec<WatchHealth> {
+        self.status.health(Instant::now())
     }
 }
 
@@ -425,7 +478,8 @@ async fn discovery_loop(
     client: Client,
     shared: Arc<Shared>,
     status: Arc<Status>,
-    interval: Duration,
+    wake: Arc<Notify>,
+    options: LiveOptions,
 ) {
     // Kind -> (version, watcher task). Owned here: aborting this task drops and stops them all.
     let mut watchers: BTreeMap<Kind, (String, AbortOnDrop)> = BTreeMap::new();
@@ -436,7 +490,7 @@ async fn discovery_loop(
                 failures = 0;
                 let served: BTreeMap<Kind, String> =
                     served.into_iter().filter(|(k, _)| watched(*k)).collect();
-                reconcile(&client, &shared, &status, &mut watchers, served);
+                reconcile(&client, &shared, &status, &mut watchers, served, options);
             }
             Err(e) => {
                 failures += 1;
@@ -446,7 +500,17 @@ async fn discovery_loop(
                 }
             }
         }
-        tokio::time::sleep(interval).await;
+        // A CRD announced a kind discovery does not list yet (it lags the CRD by moments): look
+        // again soon rather than in a minute.
+        let next = if status.expected().is_empty() {
+            options.discovery_interval
+        } else {
+            DISCOVERY_CATCH_UP.min(options.discovery_interval)
+        };
+        tokio::select! {
+            () = tokio::time::sleep(next) => {}
+            () = wake.notified() => {}
+        }
     }
 }
 
@@ -456,6 +520,7 @@ fn reconcile(
     status: &Arc<Status>,
     watchers: &mut BTreeMap<Kind, (String, AbortOnDrop)>,
     served: BTreeMap<Kind, String>,
+    options: LiveOptions,
 ) {
     let gone: Vec<Kind> = watchers
         .keys()
@@ -465,9 +530,7 @@ fn reconcile(
     for kind in gone {
         watchers.remove(&kind);
         shared.clear_kind(kind);
-        status.update(|kinds| {
-            kinds.remove(&kind);
-        });
+        status.unwatch(Source::Kind(kind));
         tracing::info!(%kind, "no longer served: stopped watching and dropped its objects");
     }
     for (kind, version) in served {
@@ -479,62 +542,24 @@ fn reconcile(
             }
             None => tracing::info!(%kind, %version, "watching"),
         }
-        // Recorded before the task starts: its first InitDone must find the entry to mark.
-        status.update(|kinds| {
-            let synced = kinds.get(&kind).is_some_and(|(_, s)| *s);
-            kinds.insert(kind, (version.clone(), synced));
-        });
-        let task = tokio::spawn(watch_kind(
-            client.clone(),
-            kind,
-            version.clone(),
-            shared.clone(),
-            status.clone(),
-        ));
+        // Recorded before the task starts: its first list must find the entry to mark.
+        status.watch(Source::Kind(kind), &version);
+        let task = tokio::spawn(
+            WatchLoop {
+                client: client.clone(),
+                resource: api_resource(kind, &version),
+                source: Source::Kind(kind),
+                version: version.clone(),
+                status: status.clone(),
+                timing: options.timing(),
+                feed: KindSink {
+                    feed: KindFeed::new(kind, &version),
+                    shared: shared.clone(),
+                },
+            }
+            .run(),
+        );
         watchers.insert(kind, (version, AbortOnDrop(task)));
     }
-    status.discovered.store(true, Ordering::SeqCst);
-    status.update(|_| {});
-}
-
-async fn watch_kind(
-    client: Client,
-    kind: Kind,
-    version: String,
-    shared: Arc<Shared>,
-    status: Arc<Status>,
-) {
-    let mut feed = KindFeed::new(kind, &version);
-    let api: Api<WatchedObject> = Api::all_with(client, &feed.resource);
-    let config = watcher::Config::default().any_semantic();
-    let mut events = pin!(watcher(api, config).default_backoff());
-    let mut synced = false;
-    while let Some(event) = events.next().await {
-        match event {
-            Ok(event) => {
-                if feed.apply(&shared, event) && !synced {
-                    status.update(|kinds| {
-                        if let Some((v, s)) = kinds.get_mut(&kind) {
-                            if *v == version {
-                                *s = true;
-                                synced = true;
-                            }
-                        }
-                    });
-                }
-            }
-            // 410 Gone: the watch fell out of the API server's window; the watcher relists.
-            Err(watcher::Error::WatchError(s)) if s.code == 410 => {
-                tracing::debug!(%kind, "watch expired (410 Gone): relisting");
-            }
-            Err(e) => tracing::warn!(%kind, error = %e, "watch failed; retrying with backoff"),
-        }
-    }
-}
-
-fn watcher(
-    api: Api<WatchedObject>,
-    config: watcher::Config,
-) -> impl futures::Stream<Item = watcher::Result<Event<WatchedObject>>> + Send {
-    kube::runtime::watcher(api, config)
+    status.discovered();
 }

@@ -1,10 +1,10 @@
 //! The shape in which the live view and `audit` receive objects from the API server.
 //!
-//! Why not `DynamicObject`: a relist with `resourceVersion=0` is answered from the watch cache in
-//! one piece (no pages), so every listed object is decoded and held at once. `managedFields` is
-//! often the largest part of an object and no rule reads it; decoding `metadata` into a struct of
-//! the fields we use lets serde skip it without allocating, which bounds the peak of a 100k-object
-//! relist by the specs, not by the field-manager bookkeeping.
+//! Why not `DynamicObject`: `managedFields` is often the largest part of an object and no rule
+//! reads it; decoding `metadata` into a struct of the fields we use lets serde skip it without
+//! allocating. The live view decodes lists one item at a time (`live::list`); `audit` still
+//! collects whole lists, whose peak this bounds by the specs, not by the field-manager
+//! bookkeeping.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -36,21 +36,23 @@ impl WatchedObject {
     /// The object as JSON, in the shape the model reads (`apiVersion`, `kind`, `metadata`, `spec`, …).
     /// `fallback` names the resource the object came from, for list items sent without type fields.
     pub fn to_value(&self, fallback: &ApiResource) -> Value {
+        self.clone().into_value(fallback)
+    }
+
+    /// As `to_value`, without copying the fields (the live view projects each object once).
+    pub fn into_value(self, fallback: &ApiResource) -> Value {
         let mut obj = Map::with_capacity(self.rest.len() + 3);
         let api_version = self
             .api_version
-            .clone()
             .unwrap_or_else(|| fallback.api_version.clone());
-        let kind = self.kind.clone().unwrap_or_else(|| fallback.kind.clone());
+        let kind = self.kind.unwrap_or_else(|| fallback.kind.clone());
         obj.insert("apiVersion".into(), Value::String(api_version));
         obj.insert("kind".into(), Value::String(kind));
         obj.insert(
             "metadata".into(),
             serde_json::to_value(&self.metadata).unwrap_or(Value::Null),
         );
-        for (k, v) in &self.rest {
-            obj.insert(k.clone(), v.clone());
-        }
+        obj.extend(self.rest);
         Value::Object(obj)
     }
 }

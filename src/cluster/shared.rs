@@ -12,11 +12,12 @@
 //! need a read before the lock and a re-check after it. One lock serialises every space at once,
 //! which is what X2 asks and more.
 //!
-//! Lock order: `decisions`, then `state`. Watch events take only `state`.
+//! Lock order: `decisions`, then `state`, then whatever `PendingHold` locks. Watch events take
+//! only `state`.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::ops::Deref;
-use std::sync::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
 use super::ClusterView;
@@ -27,12 +28,19 @@ use crate::model::{ObjKey, Projection};
 /// How long an admitted object counts as existing before the watch shows it (SPEC X2).
 pub const PENDING_TTL: Duration = Duration::from_secs(30);
 
+/// Tells `sweep` which kinds' pending entries must not expire now: the live view holds those of a
+/// kind whose watch is sick, since only that watch could confirm or refute them.
+pub trait PendingHold: Send + Sync + std::fmt::Debug {
+    fn holds(&self, kind: Kind, now: Instant) -> bool;
+}
+
 /// The index plus pending entries and the decision lock. Cheap to share behind an `Arc`.
 #[derive(Debug)]
 pub struct Shared {
     state: RwLock<State>,
     decisions: Mutex<()>,
     ttl: Duration,
+    hold: Option<Arc<dyn PendingHold>>,
 }
 
 #[derive(Debug, Default)]
@@ -85,7 +93,14 @@ impl Shared {
             }),
             decisions: Mutex::new(()),
             ttl,
+            hold: None,
         }
+    }
+
+    /// As `with_ttl`, asking `hold` before any pending entry expires.
+    pub fn with_hold(mut self, hold: Arc<dyn PendingHold>) -> Self {
+        self.hold = Some(hold);
+        self
     }
 
     /// The index as it is now, pending entries included.
@@ -159,7 +174,20 @@ impl Shared {
             }
             // Only the entry's latest admission counts: an older queue slot of a re-admitted key,
             // or of one the watch has since shown, is stale.
-            if pending.get(key).is_some_and(|p| p.expires <= now) {
+            let due = pending.get(key).is_some_and(|p| p.expires <= now);
+            if due && self.hold.as_ref().is_some_and(|h| h.holds(key.kind, now)) {
+                // Re-queued one TTL from now: the queue stays in expiry order (every other slot
+                // was queued at or before `now`), and the entry gets a full TTL once the watch is
+                // back.
+                let key = key.clone();
+                expiries.pop_front();
+                if let Some(entry) = pending.get_mut(&key) {
+                    entry.expires = now + self.ttl.max(Duration::from_millis(1));
+                    expiries.push_back((entry.expires, key));
+                }
+                continue;
+            }
+            if due {
                 if let Some(entry) = pending.remove(key) {
                     tracing::debug!(object = %key, "pending entry expired: the watch never showed it");
                     index.remove(key);

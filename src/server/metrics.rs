@@ -197,6 +197,7 @@ impl Collector for ViewCollector {
             )?;
             objects.encode(metric)?;
         }
+        encode_watch_health(&mut encoder, &view.watch_health())?;
         let synced = ConstGauge::new(i64::from(view.synced()));
         let metric = encoder.encode_descriptor(
             "ipam_guard_view_synced",
@@ -206,4 +207,55 @@ impl Collector for ViewCollector {
         )?;
         synced.encode(metric)
     }
+}
+
+/// `ipam_guard_view_watch_healthy`, `ipam_guard_view_last_event_age_seconds` and
+/// `ipam_guard_view_relists_total`, one series per watch (and list cause).
+fn encode_watch_health(
+    encoder: &mut DescriptorEncoder,
+    health: &[crate::cluster::WatchHealth],
+) -> Result<(), fmt::Error> {
+    if health.is_empty() {
+        return Ok(());
+    }
+    let healthy = Family::<Vec<(&'static str, String)>, Gauge>::default();
+    let age =
+        Family::<Vec<(&'static str, String)>, Gauge<f64, std::sync::atomic::AtomicU64>>::default();
+    let lists = Family::<Vec<(&'static str, String)>, Counter>::default();
+    for h in health {
+        let kind = vec![("kind", h.kind.clone())];
+        healthy.get_or_create(&kind).set(i64::from(h.healthy));
+        if let Some(a) = h.last_event_age {
+            age.get_or_create(&kind).set(a.as_secs_f64());
+        }
+        for (cause, n) in &h.lists {
+            lists
+                .get_or_create(&vec![
+                    ("kind", h.kind.clone()),
+                    ("cause", cause.to_string()),
+                ])
+                .inc_by(*n);
+        }
+    }
+    let metric = encoder.encode_descriptor(
+        "ipam_guard_view_watch_healthy",
+        "1 while the watch of this kind is healthy (listed, not failed, not silent beyond its bound)",
+        None,
+        healthy.metric_type(),
+    )?;
+    healthy.encode(metric)?;
+    let metric = encoder.encode_descriptor(
+        "ipam_guard_view_last_event_age",
+        "Time since the watch of this kind last showed life (list, watch start, event or bookmark)",
+        Some(&Unit::Seconds),
+        age.metric_type(),
+    )?;
+    age.encode(metric)?;
+    let metric = encoder.encode_descriptor(
+        "ipam_guard_view_relists",
+        "Lists made by the watch of this kind, by cause (initial, expired = 410 Gone, error)",
+        None,
+        lists.metric_type(),
+    )?;
+    lists.encode(metric)
 }

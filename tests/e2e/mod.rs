@@ -7,6 +7,8 @@
 //! range, and the ServiceAccount admission plugin off (nothing creates the `default` account).
 #![allow(dead_code)]
 
+pub mod api;
+
 use std::fs;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -85,6 +87,11 @@ impl Proc {
         }
     }
 
+    /// The process id (benchmarks read its CPU time from /proc).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub fn log_tail(&self) -> String {
         let text = fs::read_to_string(&self.log).unwrap_or_default();
         let lines: Vec<&str> = text.lines().collect();
@@ -102,11 +109,15 @@ impl Drop for Proc {
 /// etcd plus kube-apiserver. Fields drop in order: the API server goes before etcd, the temp
 /// dir last.
 pub struct ControlPlane {
-    pub apiserver: Proc,
+    /// None while stopped (`stop_apiserver`).
+    pub apiserver: Option<Proc>,
     pub etcd: Proc,
     pub port: u16,
     pub kubeconfig: PathBuf,
     pub dir: tempfile::TempDir,
+    apiserver_bin: PathBuf,
+    apiserver_args: Vec<String>,
+    restarts: u32,
 }
 
 impl ControlPlane {
@@ -149,8 +160,7 @@ impl ControlPlane {
         .unwrap();
 
         let port = free_port();
-        let mut cmd = Command::new(assets.join("kube-apiserver"));
-        cmd.args([
+        let apiserver_args = vec![
             format!("--etcd-servers=http://127.0.0.1:{client_port}"),
             "--bind-address=127.0.0.1".to_string(),
             "--advertise-address=127.0.0.1".to_string(),
@@ -164,8 +174,13 @@ impl ControlPlane {
             format!("--service-account-signing-key-file={}", sa_path.display()),
             "--disable-admission-plugins=ServiceAccount".to_string(),
             "--allow-privileged=true".to_string(),
-        ]);
-        cmd.args(extra_args);
+        ];
+        // Restarts (`start_apiserver`) reuse the same flags, extras included.
+        let mut apiserver_args = apiserver_args;
+        apiserver_args.extend(extra_args.iter().cloned());
+        let apiserver_bin = assets.join("kube-apiserver");
+        let mut cmd = Command::new(&apiserver_bin);
+        cmd.args(&apiserver_args);
         let apiserver = Proc::spawn("kube-apiserver", cmd, root.join("kube-apiserver.log"));
 
         let kubeconfig = root.join("kubeconfig");
@@ -182,14 +197,36 @@ impl ControlPlane {
         .unwrap();
 
         let mut cp = ControlPlane {
-            apiserver,
+            apiserver: Some(apiserver),
             etcd,
             port,
             kubeconfig,
             dir,
+            apiserver_bin,
+            apiserver_args,
+            restarts: 0,
         };
         cp.wait_ready(Duration::from_secs(90)).await;
         cp
+    }
+
+    /// Kills the API server (etcd, and so every stored object, stays).
+    pub fn stop_apiserver(&mut self) {
+        drop(self.apiserver.take());
+    }
+
+    /// Starts the API server again on the same port and etcd, and waits until it is ready.
+    pub async fn restart_apiserver(&mut self) {
+        assert!(self.apiserver.is_none(), "stop it first");
+        self.restarts += 1;
+        let mut cmd = Command::new(&self.apiserver_bin);
+        cmd.args(&self.apiserver_args);
+        let log = self
+            .dir
+            .path()
+            .join(format!("kube-apiserver-{}.log", self.restarts));
+        self.apiserver = Some(Proc::spawn("kube-apiserver", cmd, log));
+        self.wait_ready(Duration::from_secs(90)).await;
     }
 
     /// Polls `/readyz` until 200.
@@ -197,7 +234,9 @@ impl ControlPlane {
         let client = self.client().await;
         let start = Instant::now();
         loop {
-            self.apiserver.assert_running();
+            if let Some(a) = self.apiserver.as_mut() {
+                a.assert_running();
+            }
             self.etcd.assert_running();
             let req = http::Request::get("/readyz").body(Vec::new()).unwrap();
             if let Ok(text) = client.request_text(req).await {
@@ -208,7 +247,10 @@ impl ControlPlane {
             assert!(
                 start.elapsed() < within,
                 "kube-apiserver not ready after {within:?}; last lines of its log:\n{}",
-                self.apiserver.log_tail()
+                self.apiserver
+                    .as_ref()
+                    .map(Proc::log_tail)
+                    .unwrap_or_default()
             );
             tokio::time::sleep(Duration::from_millis(250)).await;
         }

@@ -9,7 +9,13 @@
 //! - `force_relist`: ends the open watches of a kind and answers the next watch with a
 //!   `410 Gone` ERROR event, the way the watch cache does once a resourceVersion is too old;
 //! - `hold_lists` / `release_list`: list requests of a kind wait until released, so a test can look
-//!   at the view in the middle of a relist.
+//!   at the view in the middle of a relist;
+//! - `stall_watches`: watch requests of a kind are accepted but never send a byte (a dead
+//!   connection), `unstall_watches` ends that.
+//!
+//! CustomResourceDefinitions are served too (list and watch of
+//! `apiextensions.k8s.io/v1/customresourcedefinitions`): `serve` / `unserve` add, change and delete
+//! the kind's CRD, established. Watches end after their `timeoutSeconds`, as on a real server.
 //!
 //! Shapes follow a real kube-apiserver (APIGroupList, APIResourceList with a `/status` subresource,
 //! list metadata.resourceVersion, the 410 Status).
@@ -44,8 +50,14 @@ struct St {
     gone: HashSet<Kind>,
     gates: HashMap<Kind, Arc<Semaphore>>,
     lists: HashMap<Kind, usize>,
+    list_queries: HashMap<Kind, Vec<String>>,
     watch_calls: HashMap<Kind, usize>,
     discoveries: usize,
+    crd_history: Vec<(u64, &'static str, Value)>,
+    crd_watches: Vec<mpsc::UnboundedSender<Bytes>>,
+    stalled: HashSet<Kind>,
+    crds_forbidden: bool,
+    failing: HashSet<Kind>,
 }
 
 /// The fake API server. Dropping it stops the server task.
@@ -93,15 +105,51 @@ impl FakeApi {
     }
 
     pub fn serve_versions(&self, kind: Kind, versions: &[&'static str]) {
-        self.st().served.insert(kind, versions.to_vec());
+        let mut st = self.st();
+        let existed = st.served.insert(kind, versions.to_vec()).is_some();
+        st.rv += 1;
+        let rv = st.rv;
+        let crd = crd_json(kind, versions, rv);
+        st.crd_event(if existed { "MODIFIED" } else { "ADDED" }, crd, rv);
     }
 
     /// Removes the kind's CRD: its objects go and its watches end, as a real API server does.
     pub fn unserve(&self, kind: Kind) {
         let mut st = self.st();
-        st.served.remove(&kind);
+        let versions = st.served.remove(&kind).unwrap_or_default();
         st.objects.remove(&kind);
         st.watches.retain(|(k, _)| *k != kind);
+        st.rv += 1;
+        let rv = st.rv;
+        st.crd_event("DELETED", crd_json(kind, &versions, rv), rv);
+    }
+
+    /// Watch requests of `kind` from now on are answered 200 and then stay silent, and the open
+    /// ones stop sending (a connection that died without a reset).
+    pub fn stall_watches(&self, kind: Kind) {
+        let mut st = self.st();
+        st.stalled.insert(kind);
+        st.watches.retain(|(k, _)| *k != kind);
+    }
+
+    /// Ends the open watches of `kind` and answers new ones `500` until `unfail_watches`.
+    pub fn fail_watches(&self, kind: Kind) {
+        let mut st = self.st();
+        st.failing.insert(kind);
+        st.watches.retain(|(k, _)| *k != kind);
+    }
+
+    pub fn unfail_watches(&self, kind: Kind) {
+        self.st().failing.remove(&kind);
+    }
+
+    /// CRD list and watch requests are answered 403 (RBAC without CRDs).
+    pub fn forbid_crds(&self) {
+        self.st().crds_forbidden = true;
+    }
+
+    pub fn unstall_watches(&self, kind: Kind) {
+        self.st().stalled.remove(&kind);
     }
 
     /// Creates or updates an object (kind from its apiVersion/kind), sending ADDED or MODIFIED.
@@ -169,6 +217,20 @@ impl FakeApi {
         }
     }
 
+    /// The query strings of the list requests of `kind`, in order.
+    pub fn list_queries(&self, kind: Kind) -> Vec<String> {
+        self.st()
+            .list_queries
+            .get(&kind)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// The current resourceVersion of the fake's store.
+    pub fn resource_version(&self) -> u64 {
+        self.st().rv
+    }
+
     /// List requests received for `kind` (held ones included).
     pub fn lists(&self, kind: Kind) -> usize {
         self.st().lists.get(&kind).copied().unwrap_or(0)
@@ -192,12 +254,34 @@ impl FakeApi {
 }
 
 impl St {
+    fn crd_event(&mut self, ty: &'static str, crd: Value, rv: u64) {
+        self.crd_history.push((rv, ty, crd.clone()));
+        let line = watch_line(ty, &crd);
+        self.crd_watches.retain(|tx| tx.send(line.clone()).is_ok());
+    }
+
     fn event(&mut self, kind: Kind, ty: &'static str, obj: Value, rv: u64) {
         self.history.push((rv, kind, ty, obj.clone()));
         let line = watch_line(ty, &obj);
         self.watches
             .retain(|(k, tx)| *k != kind || tx.send(line.clone()).is_ok());
     }
+}
+
+/// The CRD of a kind, established, serving `versions` (the last one stored).
+fn crd_json(kind: Kind, versions: &[&str], rv: u64) -> Value {
+    let vs: Vec<Value> = versions
+        .iter()
+        .enumerate()
+        .map(|(i, v)| json!({"name": v, "served": true, "storage": i + 1 == versions.len()}))
+        .collect();
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{}.{}", kind.plural(), kind.group()), "resourceVersion": rv.to_string()},
+        "spec": {"group": kind.group(), "names": {"plural": kind.plural(), "kind": kind.name()},
+                 "scope": if kind.namespaced() {"Namespaced"} else {"Cluster"}, "versions": vs},
+        "status": {"conditions": [{"type": "Established", "status": "True"}]}
+    })
 }
 
 fn watch_line(ty: &str, obj: &Value) -> Bytes {
@@ -304,6 +388,31 @@ async fn handle(State(st): State<Arc<Mutex<St>>>, req: Request) -> Response {
             json_ok(json!({"kind": "APIResourceList", "apiVersion": "v1",
                            "groupVersion": format!("{group}/{version}"), "resources": resources}))
         }
+        ["apis", "apiextensions.k8s.io", "v1", "customresourcedefinitions"]
+            if st.lock().unwrap().crds_forbidden =>
+        {
+            status(
+                StatusCode::FORBIDDEN,
+                "Forbidden",
+                "customresourcedefinitions.apiextensions.k8s.io is forbidden",
+            )
+        }
+        ["apis", "apiextensions.k8s.io", "v1", "customresourcedefinitions"] => {
+            if query.get("watch").is_some_and(|w| w == "true" || w == "1") {
+                crd_watch(&st, &query)
+            } else {
+                let st = st.lock().unwrap();
+                let items: Vec<Value> = st
+                    .served
+                    .iter()
+                    .map(|(k, vs)| crd_json(*k, vs, st.rv))
+                    .collect();
+                json_ok(json!({
+                    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinitionList",
+                    "metadata": {"resourceVersion": st.rv.to_string()}, "items": items
+                }))
+            }
+        }
         ["apis", group, version, plural] => {
             let kind = {
                 let st = st.lock().unwrap();
@@ -325,6 +434,13 @@ async fn handle(State(st): State<Arc<Mutex<St>>>, req: Request) -> Response {
             if query.get("watch").is_some_and(|w| w == "true" || w == "1") {
                 watch(&st, kind, &api_version, &query)
             } else {
+                let raw = req.uri().query().unwrap_or_default().to_string();
+                st.lock()
+                    .unwrap()
+                    .list_queries
+                    .entry(kind)
+                    .or_default()
+                    .push(raw);
                 list(&st, kind, &api_version).await
             }
         }
@@ -409,7 +525,18 @@ fn watch(
         .get("resourceVersion")
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
+    if st.failing.contains(&kind) {
+        return status(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "InternalError",
+            "watch failed",
+        );
+    }
     let (tx, rx) = mpsc::unbounded_channel::<Bytes>();
+    if st.stalled.contains(&kind) {
+        // Kept open and silent: the sender lives as long as the stream is read.
+        return stream_response(rx, Some(tx), None);
+    }
     if st.gone.remove(&kind) {
         let status = json!({
             "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
@@ -426,8 +553,45 @@ fn watch(
         }
         st.watches.push((kind, tx));
     }
-    let stream = futures::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|b| (Ok::<_, std::io::Error>(b), rx))
+    stream_response(rx, None, timeout_of(query))
+}
+
+fn timeout_of(query: &HashMap<String, String>) -> Option<Duration> {
+    query
+        .get("timeoutSeconds")
+        .and_then(|t| t.parse().ok())
+        .map(Duration::from_secs)
+}
+
+fn crd_watch(st: &Arc<Mutex<St>>, query: &HashMap<String, String>) -> Response {
+    let mut st = st.lock().unwrap();
+    let from: u64 = query
+        .get("resourceVersion")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let (tx, rx) = mpsc::unbounded_channel::<Bytes>();
+    for (rv, ty, crd) in &st.crd_history {
+        if *rv > from {
+            let _ = tx.send(watch_line(ty, crd));
+        }
+    }
+    st.crd_watches.push(tx);
+    stream_response(rx, None, timeout_of(query))
+}
+
+/// A chunked watch response fed by `rx`, ended after `timeout` like a real server's watch.
+fn stream_response(
+    rx: mpsc::UnboundedReceiver<Bytes>,
+    keep: Option<mpsc::UnboundedSender<Bytes>>,
+    timeout: Option<Duration>,
+) -> Response {
+    let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+    let stream = futures::stream::unfold((rx, keep), move |(mut rx, keep)| async move {
+        let next = match deadline {
+            Some(d) => tokio::time::timeout_at(d, rx.recv()).await.ok().flatten(),
+            None => rx.recv().await,
+        };
+        next.map(|b| (Ok::<_, std::io::Error>(b), (rx, keep)))
     });
     Response::builder()
         .status(StatusCode::OK)

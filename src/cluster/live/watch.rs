@@ -1,0 +1,369 @@
+//! One watched resource: list, then watch from the list's resourceVersion, forever.
+//!
+//! Why not kube-runtime's `watcher`: it pages its lists (kube-core then drops
+//! `resourceVersion=0`, so every list reads etcd page by page) and has no way to relist from a
+//! given resourceVersion. This loop makes:
+//!
+//! - the first list one `resourceVersion=0` request with no limit: served from the watch cache;
+//! - every relist `resourceVersion=<last seen>&resourceVersionMatch=NotOlderThan`. **Never back
+//!   in time** is kept by the request, not by comparing objects: the server answers only from
+//!   a state at least as new as everything the view has seen, so a relisted object may replace
+//!   the view's copy and a key absent from it is really gone. Should the server not reach that
+//!   version (a cache that cannot catch up: `504 Too large resource version`), the loop falls back
+//!   to a consistent list (no resourceVersion), read from etcd and newest by definition;
+//! - watches with bookmarks, resumed from the last seen resourceVersion when they end, and a
+//!   relist only when the server says that version is gone (410) or sends another error event.
+//!
+//! Health (see `health`): every answered request, event and bookmark is life; a request that
+//! fails, or a watch silent for longer than the bound, makes the source sick until the next
+//! success. Watches ask the server to end them after `watch_timeout` (< bound), so a quiet kind
+//! still shows life.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use kube::api::WatchParams;
+use kube::core::{ApiResource, WatchEvent};
+use kube::runtime::watcher::Event;
+use kube::{Api, Client};
+
+use super::health::{ListCause, Source, Status};
+use super::list;
+use crate::cluster::WatchedObject;
+
+/// Where a loop's events go. Called from a blocking thread during lists (hence `Send`).
+pub trait Feed: Send + 'static {
+    fn event(&mut self, event: Event<WatchedObject>);
+}
+
+/// Timing of a loop.
+#[derive(Debug, Clone, Copy)]
+pub struct Timing {
+    /// Asked of the server for each watch (`timeoutSeconds`): life at least this often.
+    pub watch_timeout: Duration,
+    /// Silence longer than this is sickness; also the client-side read timeout of a watch.
+    pub bound: Duration,
+}
+
+/// Retries after failures: 250 ms doubling up to 5 s, back to the start after a success.
+#[derive(Debug)]
+struct Backoff(Duration);
+
+impl Backoff {
+    const FIRST: Duration = Duration::from_millis(250);
+    const MAX: Duration = Duration::from_secs(5);
+    fn new() -> Self {
+        Backoff(Self::FIRST)
+    }
+    fn reset(&mut self) {
+        self.0 = Self::FIRST;
+    }
+    async fn wait(&mut self) {
+        tokio::time::sleep(self.0).await;
+        self.0 = (self.0 * 2).min(Self::MAX);
+    }
+}
+
+pub struct WatchLoop<F> {
+    pub client: Client,
+    pub resource: ApiResource,
+    pub source: Source,
+    /// The version the status knows this loop by (empty for the CRD watch).
+    pub version: String,
+    pub status: Arc<Status>,
+    pub timing: Timing,
+    pub feed: F,
+}
+
+/// The collection URL of a resource (every kind we read lives in a named group).
+fn url(resource: &ApiResource) -> String {
+    format!("/apis/{}/{}", resource.api_version, resource.plural)
+}
+
+/// The query of a list: the watch cache for the first, not older than `seen` for a relist.
+pub fn list_query(seen: Option<&str>) -> String {
+    match seen {
+        None | Some("") => "resourceVersion=0".to_string(),
+        Some(rv) => format!(
+            "resourceVersion={}&resourceVersionMatch=NotOlderThan",
+            form_encode(rv)
+        ),
+    }
+}
+
+fn form_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'0'..=b'9' | b'a'..=b'z' | b'A'..=b'Z' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// The server cannot serve a list that new (its cache is behind and did not catch up in time).
+fn too_new(e: &anyhow::Error) -> bool {
+    matches!(e.downcast_ref::<kube::Error>(), Some(kube::Error::Api(s)) if s.code == 504)
+}
+
+fn gone(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.code == 410)
+}
+
+/// How a watch session ended.
+enum Ended {
+    /// Resume the watch from the last seen resourceVersion.
+    Resume,
+    /// Nothing came for longer than the bound: the source is sick, and the next watch start
+    /// does not count as life (a server that accepts watches and then sends nothing would
+    /// otherwise look healthy at every restart); only an event, a bookmark or the server ending
+    /// the watch does.
+    Silent,
+    /// The stream broke: resume after a backoff (the next request tells whether the server is
+    /// there; only a failed request makes the source sick).
+    Broken,
+    /// Relist, for this cause.
+    Relist(ListCause),
+}
+
+impl<F: Feed> WatchLoop<F> {
+    /// Runs until the task is aborted.
+    pub async fn run(self) {
+        let WatchLoop {
+            client,
+            resource,
+            source,
+            version,
+            status,
+            timing,
+            feed,
+        } = self;
+        let mut feed = Some(feed);
+        let mut seen: Option<String> = None;
+        let mut cause = ListCause::Initial;
+        let mut backoff = Backoff::new();
+        loop {
+            status.listing(source, &version, cause);
+            match list_into(
+                &client,
+                &resource,
+                source,
+                &version,
+                &status,
+                seen.as_deref(),
+                &mut feed,
+            )
+            .await
+            {
+                Ok(rv) => {
+                    seen = Some(rv);
+                    status.listed(source, &version, Instant::now());
+                    backoff.reset();
+                }
+                Err(e) => {
+                    status.failed(source, &version);
+                    tracing::warn!(%source, error = %format!("{e:#}"), "list failed; retrying");
+                    if feed.is_none() {
+                        // The decoder panicked and took the feed with it: nothing sane is left.
+                        tracing::error!(%source, "list decoder lost its feed: stopping this watch");
+                        return;
+                    }
+                    backoff.wait().await;
+                    cause = ListCause::Error;
+                    continue;
+                }
+            }
+            let Some(f) = feed.as_mut() else { return };
+            // After a silent session (or a failed request that followed one), only real traffic
+            // proves the watch again.
+            let mut doubted = false;
+            cause = loop {
+                let ended = watch_once(
+                    &client, &resource, source, &version, &status, timing, &mut seen, f, doubted,
+                )
+                .await;
+                doubted = match &ended {
+                    Ok(Ended::Silent) => true,
+                    Ok(_) => false,
+                    Err(_) => doubted,
+                };
+                match ended {
+                    Ok(Ended::Resume | Ended::Silent) => backoff.reset(),
+                    Ok(Ended::Broken) => backoff.wait().await,
+                    Ok(Ended::Relist(cause)) => break cause,
+                    Err(e) => {
+                        status.failed(source, &version);
+                        tracing::warn!(%source, error = %e, "watch failed; retrying");
+                        backoff.wait().await;
+                    }
+                }
+            };
+            tracing::debug!(%source, cause = cause.as_str(), "relisting");
+        }
+    }
+}
+
+/// One list into `feed` (Init, InitApply…, InitDone). Returns the list's resourceVersion.
+async fn list_into<F: Feed>(
+    client: &Client,
+    resource: &ApiResource,
+    source: Source,
+    version: &str,
+    status: &Arc<Status>,
+    seen: Option<&str>,
+    feed: &mut Option<F>,
+) -> anyhow::Result<String> {
+    let first = format!("{}?{}", url(resource), list_query(seen));
+    match list_once(client, &first, source, version, status, feed).await {
+        Err(e) if seen.is_some() && too_new(&e) => {
+            tracing::info!(%source, "the cache cannot serve the last seen version: listing from etcd");
+            list_once(client, &url(resource), source, version, status, feed).await
+        }
+        other => other,
+    }
+}
+
+async fn list_once<F: Feed>(
+    client: &Client,
+    url: &str,
+    source: Source,
+    version: &str,
+    status: &Arc<Status>,
+    feed: &mut Option<F>,
+) -> anyhow::Result<String> {
+    let Some(mut f) = feed.take() else {
+        anyhow::bail!("no feed");
+    };
+    f.event(Event::Init);
+    let sink = ListSink {
+        feed: f,
+        status: status.clone(),
+        source,
+        version: version.to_string(),
+        items: 0,
+    };
+    let (result, sink) = list::list(client, url, sink).await;
+    *feed = sink.map(|s| s.feed);
+    let rv = result?;
+    // Only a complete list may say which keys are gone.
+    if let Some(f) = feed.as_mut() {
+        f.event(Event::InitDone);
+    }
+    Ok(rv)
+}
+
+/// Hands list items to the feed; items are life too, so a long list never looks like silence.
+struct ListSink<F> {
+    feed: F,
+    status: Arc<Status>,
+    source: Source,
+    version: String,
+    items: u64,
+}
+
+impl<F: Feed> list::Items for ListSink<F> {
+    fn item(&mut self, obj: WatchedObject) {
+        self.feed.event(Event::InitApply(obj));
+        self.items += 1;
+        if self.items % 1024 == 0 {
+            self.status
+                .alive(self.source, &self.version, Instant::now());
+        }
+    }
+}
+
+/// One watch request and its events, until the server ends it, it breaks, or it asks for a relist.
+#[allow(clippy::too_many_arguments)]
+async fn watch_once<F: Feed>(
+    client: &Client,
+    resource: &ApiResource,
+    source: Source,
+    version: &str,
+    status: &Status,
+    timing: Timing,
+    seen: &mut Option<String>,
+    feed: &mut F,
+    doubted: bool,
+) -> Result<Ended, kube::Error> {
+    let api: Api<WatchedObject> = Api::all_with(client.clone(), resource);
+    let params =
+        WatchParams::default().timeout(timing.watch_timeout.as_secs().clamp(1, 3600) as u32);
+    let from = seen.clone().unwrap_or_else(|| "0".to_string());
+    let stream = match api.watch(&params, &from).await {
+        Ok(s) => s,
+        Err(e) if gone(&e) => return Ok(Ended::Relist(ListCause::Expired)),
+        Err(e) => return Err(e),
+    };
+    if !doubted {
+        status.alive(source, version, Instant::now());
+    }
+    let mut stream = std::pin::pin!(stream);
+    loop {
+        let next = match tokio::time::timeout(timing.bound, stream.next()).await {
+            Ok(next) => next,
+            Err(_) => {
+                // Not even a bookmark or the server's own timeout: the connection is dead.
+                status.failed(source, version);
+                tracing::warn!(%source, silent = ?timing.bound, "watch silent: restarting it");
+                return Ok(Ended::Silent);
+            }
+        };
+        let event = match next {
+            // The server ended the watch (its timeout): resume from where we are.
+            None => {
+                status.alive(source, version, Instant::now());
+                return Ok(Ended::Resume);
+            }
+            // A broken stream: the next watch request tells whether the server is there.
+            Some(Err(e)) => {
+                tracing::debug!(%source, error = %e, "watch stream broke: resuming");
+                return Ok(Ended::Broken);
+            }
+            Some(Ok(event)) => event,
+        };
+        status.alive(source, version, Instant::now());
+        match event {
+            WatchEvent::Added(obj) | WatchEvent::Modified(obj) => {
+                note_version(seen, &obj);
+                feed.event(Event::Apply(obj));
+            }
+            WatchEvent::Deleted(obj) => {
+                note_version(seen, &obj);
+                feed.event(Event::Delete(obj));
+            }
+            WatchEvent::Bookmark(b) => *seen = Some(b.metadata.resource_version),
+            WatchEvent::Error(s) if s.code == 410 => return Ok(Ended::Relist(ListCause::Expired)),
+            WatchEvent::Error(s) => {
+                tracing::warn!(%source, code = s.code, message = %s.message, "watch error event: relisting");
+                return Ok(Ended::Relist(ListCause::Error));
+            }
+        }
+    }
+}
+
+fn note_version(seen: &mut Option<String>, obj: &WatchedObject) {
+    if let Some(rv) = &obj.metadata.resource_version {
+        *seen = Some(rv.clone());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_list_reads_the_cache_and_relists_are_not_older_than_what_was_seen() {
+        assert_eq!(list_query(None), "resourceVersion=0");
+        assert_eq!(list_query(Some("")), "resourceVersion=0");
+        assert_eq!(
+            list_query(Some("12345")),
+            "resourceVersion=12345&resourceVersionMatch=NotOlderThan"
+        );
+        assert_eq!(
+            list_query(Some("a b&c")),
+            "resourceVersion=a%20b%26c&resourceVersionMatch=NotOlderThan"
+        );
+    }
+}

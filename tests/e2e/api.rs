@@ -1,0 +1,360 @@
+//! What the e2e suites do through the API server: calls as a client sees them, the objects they
+//! store, CRDs and webhook registration, and an in-process ipam-guard on a live view.
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine;
+use http::{Method, Request};
+use http_body_util::BodyExt;
+use ipam_guard::admission::Admission;
+use ipam_guard::cluster::live::{self, LiveOptions, LiveView};
+use ipam_guard::cluster::ClusterView;
+use ipam_guard::kinds::{Kind, KINDS};
+use ipam_guard::rules::Options;
+use ipam_guard::server::{self, Listen, Server};
+use serde_json::{json, Value};
+
+use super::{eventually, ControlPlane, CRDS};
+
+pub const WAIT: Duration = Duration::from_secs(60);
+
+/// What a client sees of one API call.
+#[derive(Debug)]
+pub struct Resp {
+    pub status: u16,
+    pub warnings: Vec<String>,
+    pub body: Value,
+}
+
+impl Resp {
+    pub fn causes(&self) -> Vec<Value> {
+        self.body["details"]["causes"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    }
+    pub fn message(&self) -> &str {
+        self.body["message"].as_str().unwrap_or_default()
+    }
+    #[track_caller]
+    pub fn expect(&self, status: u16) -> &Self {
+        assert_eq!(self.status, status, "unexpected answer: {self:#?}");
+        self
+    }
+}
+
+pub async fn call(
+    client: &kube::Client,
+    method: Method,
+    path: &str,
+    body: Option<&Value>,
+    content_type: &str,
+) -> Resp {
+    let bytes = body
+        .map(|b| serde_json::to_vec(b).unwrap())
+        .unwrap_or_default();
+    let req = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("content-type", content_type)
+        .header("accept", "application/json")
+        .body(kube::client::Body::from(bytes))
+        .unwrap();
+    let res = client.send(req).await.expect("the API server answers");
+    let status = res.status().as_u16();
+    let warnings = res
+        .headers()
+        .get_all("warning")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .map(|v| {
+            // `299 - "text"`
+            v.trim_start_matches("299 - ").trim_matches('"').to_string()
+        })
+        .collect();
+    let bytes = res.into_body().collect().await.expect("body").to_bytes();
+    let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    Resp {
+        status,
+        warnings,
+        body,
+    }
+}
+
+pub fn collection(api_version: &str, kind: Kind, namespace: Option<&str>) -> String {
+    let plural = kind.plural();
+    match namespace {
+        Some(ns) if kind.namespaced() => format!("/apis/{api_version}/namespaces/{ns}/{plural}"),
+        _ => format!("/apis/{api_version}/{plural}"),
+    }
+}
+
+pub fn kind_of(obj: &Value) -> Kind {
+    Kind::from_api_version(
+        obj["apiVersion"].as_str().unwrap(),
+        obj["kind"].as_str().unwrap(),
+    )
+    .unwrap()
+    .0
+}
+
+pub async fn create(client: &kube::Client, obj: &Value, dry_run: bool) -> Resp {
+    let path = collection(
+        obj["apiVersion"].as_str().unwrap(),
+        kind_of(obj),
+        obj["metadata"]["namespace"].as_str(),
+    );
+    let path = if dry_run {
+        format!("{path}?dryRun=All")
+    } else {
+        path
+    };
+    call(client, Method::POST, &path, Some(obj), "application/json").await
+}
+
+pub fn item_path(obj: &Value) -> String {
+    format!(
+        "{}/{}",
+        collection(
+            obj["apiVersion"].as_str().unwrap(),
+            kind_of(obj),
+            obj["metadata"]["namespace"].as_str()
+        ),
+        obj["metadata"]["name"].as_str().unwrap()
+    )
+}
+
+pub async fn get(client: &kube::Client, obj: &Value) -> Resp {
+    call(
+        client,
+        Method::GET,
+        &item_path(obj),
+        None,
+        "application/json",
+    )
+    .await
+}
+
+pub async fn delete(client: &kube::Client, obj: &Value) -> Resp {
+    call(
+        client,
+        Method::DELETE,
+        &item_path(obj),
+        None,
+        "application/json",
+    )
+    .await
+}
+
+pub async fn merge_patch(client: &kube::Client, obj: &Value, patch: Value) -> Resp {
+    call(
+        client,
+        Method::PATCH,
+        &item_path(obj),
+        Some(&patch),
+        "application/merge-patch+json",
+    )
+    .await
+}
+
+// === Objects ===
+
+pub fn meta(name: &str, ns: Option<&str>) -> Value {
+    match ns {
+        Some(ns) => json!({"name": name, "namespace": ns}),
+        None => json!({"name": name}),
+    }
+}
+
+pub fn in_cluster_pool(ns: &str, name: &str, range: &str, gateway: &str) -> Value {
+    json!({
+        "apiVersion": "ipam.cluster.x-k8s.io/v1alpha2", "kind": "InClusterIPPool",
+        "metadata": meta(name, Some(ns)),
+        "spec": {"addresses": [range], "prefix": 24, "gateway": gateway}
+    })
+}
+
+pub fn ip_address(ns: &str, name: &str, claim: &str, address: &str, pool: &str) -> Value {
+    let gateway = format!("{}.1", address.rsplit_once('.').unwrap().0);
+    json!({
+        "apiVersion": "ipam.cluster.x-k8s.io/v1beta2", "kind": "IPAddress",
+        "metadata": meta(name, Some(ns)),
+        "spec": {
+            "address": address, "prefix": 24, "gateway": gateway,
+            "claimRef": {"name": claim},
+            "poolRef": {"apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterIPPool", "name": pool}
+        }
+    })
+}
+
+pub fn claim(ns: &str, name: &str, pool: &str) -> Value {
+    json!({
+        "apiVersion": "ipam.cluster.x-k8s.io/v1beta2", "kind": "IPAddressClaim",
+        "metadata": meta(name, Some(ns)),
+        "spec": {"poolRef": {"apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterIPPool", "name": pool}}
+    })
+}
+
+// === Setup ===
+
+pub async fn install_crds(client: &kube::Client) {
+    install_crds_but(client, &[]).await;
+}
+
+/// Installs the CRDs of `CRDS` except those named in `skip`, each established, and waits until
+/// discovery serves every installed kind, so the live view's first discovery sees them all.
+pub async fn install_crds_but(client: &kube::Client, skip: &[&str]) {
+    for (what, text) in CRDS {
+        if !skip.contains(what) {
+            install_crd(client, what, text).await;
+        }
+    }
+    let want = KINDS.len() - skip.len();
+    eventually("discovery to serve every installed kind", WAIT, || async {
+        live::discover(client)
+            .await
+            .is_ok_and(|served| served.len() == want)
+    })
+    .await;
+}
+
+/// Creates one CRD and waits until it is established.
+pub async fn install_crd(client: &kube::Client, what: &str, text: &str) {
+    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    let crd: Value = serde_yaml_ng::from_str(text).unwrap_or_else(|e| panic!("{what}: {e}"));
+    create_path(client, crds, &crd).await.expect(201);
+    let path = format!("{crds}/{}", crd["metadata"]["name"].as_str().unwrap());
+    eventually(&format!("CRD {what} established"), WAIT, || {
+        let path = path.clone();
+        async move {
+            let r = call(client, Method::GET, &path, None, "application/json").await;
+            r.body["status"]["conditions"].as_array().is_some_and(|cs| {
+                cs.iter()
+                    .any(|c| c["type"] == "Established" && c["status"] == "True")
+            })
+        }
+    })
+    .await;
+}
+
+pub async fn create_path(client: &kube::Client, path: &str, body: &Value) -> Resp {
+    call(client, Method::POST, path, Some(body), "application/json").await
+}
+
+/// Validating and mutating webhooks for every kind of the table, pointing at the in-process server.
+pub async fn register_webhooks(client: &kube::Client, addr: SocketAddr, ca_pem: &[u8]) {
+    let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
+    let rule = |k: &ipam_guard::kinds::KindInfo, ops: &[&str]| {
+        json!({
+            "apiGroups": [k.group], "apiVersions": k.versions, "resources": [k.plural],
+            "operations": ops, "scope": if k.namespaced { "Namespaced" } else { "Cluster" }
+        })
+    };
+    let validate: Vec<Value> = KINDS.iter().map(|k| rule(k, k.kind.operations())).collect();
+    let mutate: Vec<Value> = KINDS
+        .iter()
+        .filter(|k| k.kind.mutated())
+        .map(|k| rule(k, &["CREATE", "UPDATE"]))
+        .collect();
+    let hook = |name: &str, path: &str, rules: Vec<Value>| {
+        json!({
+            "name": name,
+            "clientConfig": {"url": format!("https://{addr}{path}"), "caBundle": ca},
+            "rules": rules,
+            "failurePolicy": "Fail", "matchPolicy": "Equivalent", "sideEffects": "None",
+            "admissionReviewVersions": ["v1"], "timeoutSeconds": 10
+        })
+    };
+    create_path(
+        client,
+        "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
+        &json!({
+            "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": "ipam-guard-e2e"},
+            "webhooks": [hook("validate.ipam-guard.io", "/validate", validate)]
+        }),
+    )
+    .await
+    .expect(201);
+    let mut mutating = hook("mutate.ipam-guard.io", "/mutate", mutate);
+    mutating["reinvocationPolicy"] = json!("Never");
+    create_path(
+        client,
+        "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
+        &json!({
+            "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+            "metadata": {"name": "ipam-guard-e2e"},
+            "webhooks": [mutating]
+        }),
+    )
+    .await
+    .expect(201);
+}
+
+pub struct Guard {
+    pub view: Arc<LiveView>,
+    pub stop: Option<tokio::sync::oneshot::Sender<()>>,
+    pub task: tokio::task::JoinHandle<()>,
+    pub addr: SocketAddr,
+    /// `/healthz`, `/readyz` (plain HTTP).
+    pub probe: SocketAddr,
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        self.task.abort();
+    }
+}
+
+pub async fn start_ipam_guard(cp: &ControlPlane) -> (Guard, Vec<u8>) {
+    start_ipam_guard_with(cp, LiveOptions::default()).await
+}
+
+/// As `start_ipam_guard`, with the live view's knobs (the kubeconfig client of `--kubeconfig`).
+pub async fn start_ipam_guard_with(cp: &ControlPlane, options: LiveOptions) -> (Guard, Vec<u8>) {
+    let client = live::client(Some(&cp.kubeconfig))
+        .await
+        .expect("client from the kubeconfig");
+    let view = LiveView::start(client, options);
+    eventually("the live view to sync", WAIT, || {
+        let synced = view.synced();
+        async move { synced }
+    })
+    .await;
+    let certs =
+        server::dev::ensure(&cp.dir.path().join("webhook-certs")).expect("dev certificates");
+    let ca_pem = std::fs::read(&certs.ca_cert).unwrap();
+    let mut config = server::Config::new(certs.files.clone());
+    let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+    config.listen = Listen::Addr(loopback);
+    config.probe_listen = Listen::Addr(loopback);
+    config.metrics_listen = Listen::Addr(loopback);
+    config.shutdown_delay = Duration::ZERO;
+    config.drain_timeout = Duration::from_secs(1);
+    let admission = Admission::new(view.clone(), Options::default());
+    let server = Server::bind(config, admission, Default::default())
+        .await
+        .expect("server binds");
+    let addr = server.addrs().webhook;
+    let probe = server.addrs().probe;
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(server.run(async move {
+        let _ = stopped.await;
+    }));
+    (
+        Guard {
+            view,
+            stop: Some(stop),
+            task,
+            addr,
+            probe,
+        },
+        ca_pem,
+    )
+}

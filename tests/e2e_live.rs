@@ -1,0 +1,430 @@
+//! The live view end to end against a real kube-apiserver (tests/e2e; skipped without
+//! `KUBEBUILDER_ASSETS`):
+//!
+//! - a watch outage: the API server is stopped while ipam-guard runs (etcd keeps the data); the
+//!   view turns unready, `/readyz` fails and a view-dependent review is answered 503, then it
+//!   becomes ready again with its view intact once the API server is back;
+//! - a CRD installed after start is watched at once (discovery alone would wait an hour here) and
+//!   its objects are judged against each other right away;
+//! - what kubectl prints for a denial with one cause and with several;
+//! - the first sync at scale: pools and IPAddresses created through the API before ipam-guard
+//!   starts are all in the view once it is ready, read with exactly one LIST per kind.
+//!   1,000 pools + 10,000 IPAddresses by default; `IPAM_GUARD_E2E_SCALE=full` makes it the
+//!   10,000 + 100,000 of issue 12 (several minutes on 2 cores).
+
+mod e2e;
+mod server_support;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use bytes::Bytes;
+use e2e::api::*;
+use e2e::{eventually, ControlPlane, CRDS};
+use futures::StreamExt;
+use ipam_guard::cluster::live::LiveOptions;
+use ipam_guard::cluster::ClusterView;
+use ipam_guard::kinds::Kind;
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::CertificateDer;
+use serde_json::{json, Value};
+use server_support::{http_get, post, Conn, Proto};
+
+const NS: &str = "live";
+
+async fn namespace(client: &kube::Client, name: &str) {
+    create_path(
+        client,
+        "/api/v1/namespaces",
+        &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}),
+    )
+    .await
+    .expect(201);
+}
+
+/// Registers the webhooks and waits until the API server calls them.
+async fn webhooks_on(client: &kube::Client, guard: &Guard, ca_pem: &[u8]) {
+    register_webhooks(client, guard.addr, ca_pem).await;
+    let probe = in_cluster_pool(NS, "probe", "10.99.0.20-10.99.0.10", "10.99.0.1");
+    eventually("the webhook to be called", WAIT, || {
+        let probe = &probe;
+        async move {
+            let r = create(client, probe, true).await;
+            r.status == 422 && r.message().contains("admission webhook")
+        }
+    })
+    .await;
+}
+
+fn count(guard: &Guard, kind: Kind) -> usize {
+    guard
+        .view
+        .object_counts()
+        .into_iter()
+        .find(|(k, _)| *k == kind)
+        .map_or(0, |(_, n)| n)
+}
+
+/// An AdmissionReview for creating `object`, sent straight to the webhook (the API server may be
+/// down); returns the `response`.
+async fn review_directly(guard: &Guard, ca_pem: &[u8], object: &Value) -> Value {
+    let ca = CertificateDer::from_pem_slice(ca_pem).expect("the dev CA");
+    let mut conn = Conn::open(guard.addr, &ca, Proto::H1)
+        .await
+        .expect("connect to the webhook");
+    let kind = kind_of(object);
+    let gvk = json!({"group": kind.group(), "version": "v1beta2", "kind": kind.name()});
+    let gvr = json!({"group": kind.group(), "version": "v1beta2", "resource": kind.plural()});
+    let review = json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {
+            "uid": "outage-1", "kind": gvk, "resource": gvr, "requestKind": gvk, "requestResource": gvr,
+            "name": object["metadata"]["name"], "namespace": object["metadata"]["namespace"],
+            "operation": "CREATE", "userInfo": {"username": "admin"},
+            "object": object, "oldObject": null, "dryRun": false
+        }
+    });
+    let reply = conn
+        .send(post(
+            "/validate",
+            Some("application/json"),
+            Bytes::from(serde_json::to_vec(&review).unwrap()),
+        ))
+        .await
+        .expect("the webhook answers");
+    assert_eq!(reply.status, 200);
+    reply.json()["response"].clone()
+}
+
+async fn readyz(guard: &Guard) -> u16 {
+    http_get(guard.probe, "/readyz").await.expect("probe").0
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn e2e_live_watch_outage_fails_closed_and_recovers() {
+    let Some(assets) = e2e::assets_for("e2e_live_watch_outage_fails_closed_and_recovers") else {
+        return;
+    };
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut cp = ControlPlane::start(&assets).await;
+    let client = cp.client().await;
+    install_crds(&client).await;
+    namespace(&client, NS).await;
+    let (guard, ca_pem) = start_ipam_guard(&cp).await;
+    webhooks_on(&client, &guard, &ca_pem).await;
+    let pool = in_cluster_pool(NS, "pool-a", "10.0.0.10-10.0.0.30", "10.0.0.1");
+    let held = ip_address(NS, "addr-1", "addr-1", "10.0.0.11", "pool-a");
+    create(&client, &pool, false).await.expect(201);
+    create(&client, &held, false).await.expect(201);
+    eventually("the view to hold the pool and address", WAIT, || {
+        let n = (
+            count(&guard, Kind::InClusterIPPool),
+            count(&guard, Kind::IPAddress),
+        );
+        async move { n == (1, 1) }
+    })
+    .await;
+    assert_eq!(readyz(&guard).await, 200);
+
+    cp.stop_apiserver();
+    eventually("ipam-guard to turn unready", WAIT, || async {
+        readyz(&guard).await == 503
+    })
+    .await;
+    assert!(!guard.view.synced());
+    let next = ip_address(NS, "addr-2", "addr-2", "10.0.0.12", "pool-a");
+    let response = review_directly(&guard, &ca_pem, &next).await;
+    assert_eq!(response["allowed"], false, "{response}");
+    assert_eq!(response["status"]["code"], 503, "{response}");
+    assert_eq!(
+        (
+            count(&guard, Kind::InClusterIPPool),
+            count(&guard, Kind::IPAddress)
+        ),
+        (1, 1),
+        "the view keeps what it had"
+    );
+
+    cp.restart_apiserver().await;
+    eventually("ipam-guard to be ready again", WAIT, || async {
+        readyz(&guard).await == 200
+    })
+    .await;
+    assert_eq!(
+        (
+            count(&guard, Kind::InClusterIPPool),
+            count(&guard, Kind::IPAddress)
+        ),
+        (1, 1),
+        "the view is intact"
+    );
+    // And it judges against it: a second holder of 10.0.0.11 is refused, a new address passes.
+    let dup = ip_address(NS, "dup", "dup", "10.0.0.11", "pool-a");
+    eventually("the webhook to be called again", WAIT, || async {
+        let r = create(&client, &dup, true).await;
+        r.status == 422
+            && r.causes()
+                .iter()
+                .any(|c| c["reason"] == "FieldValueDuplicate")
+    })
+    .await;
+    create(&client, &next, false).await.expect(201);
+    drop(guard);
+    drop(cp);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn e2e_live_crd_installed_after_start_is_watched_at_once() {
+    let Some(assets) = e2e::assets_for("e2e_live_crd_installed_after_start_is_watched_at_once")
+    else {
+        return;
+    };
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let cp = ControlPlane::start(&assets).await;
+    let client = cp.client().await;
+    install_crds_but(&client, &["spiderippools"]).await;
+    namespace(&client, NS).await;
+    // Discovery alone would look again in an hour: only the CRD watch can start the new watch.
+    let (guard, ca_pem) = start_ipam_guard_with(
+        &cp,
+        LiveOptions {
+            discovery_interval: Duration::from_secs(3600),
+            ..LiveOptions::default()
+        },
+    )
+    .await;
+    webhooks_on(&client, &guard, &ca_pem).await;
+    assert!(!guard
+        .view
+        .watching()
+        .iter()
+        .any(|(k, _, _)| *k == Kind::SpiderIPPool));
+
+    let (what, text) = CRDS.iter().find(|(w, _)| *w == "spiderippools").unwrap();
+    install_crd(&client, what, text).await;
+    let spider = |name: &str, range: &str| {
+        json!({
+            "apiVersion": "spiderpool.spidernet.io/v2beta1", "kind": "SpiderIPPool",
+            "metadata": {"name": name},
+            "spec": {"ipVersion": 4, "subnet": "10.3.0.0/24", "ips": [range], "gateway": "10.3.0.1"}
+        })
+    };
+    // Until the new kind is listed, writes that need the view are refused (503), never let
+    // through: retry the first create until it is judged.
+    let first = spider("spider-a", "10.3.0.10-10.3.0.30");
+    eventually("the first SpiderIPPool to be admitted", WAIT, || async {
+        let r = create(&client, &first, false).await;
+        assert!(
+            r.status == 201 || r.message().contains("ipam-guard"),
+            "only ipam-guard may hold it back: {r:#?}"
+        );
+        r.status == 201
+    })
+    .await;
+    assert!(guard
+        .view
+        .watching()
+        .iter()
+        .any(|(k, _, listed)| *k == Kind::SpiderIPPool && *listed));
+    // The second, overlapping, right away: judged against the first (watch or pending entry).
+    let r = create(&client, &spider("spider-b", "10.3.0.25-10.3.0.40"), false).await;
+    r.expect(422);
+    assert!(
+        r.causes().iter().any(|c| c["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("spider-a")),
+        "{r:#?}"
+    );
+    drop(guard);
+    drop(cp);
+}
+
+/// Runs kubectl on `manifest`; returns (exit ok, stderr).
+fn kubectl_create(cp: &ControlPlane, manifest: &Value) -> Option<(bool, String)> {
+    let path = cp.dir.path().join(format!(
+        "{}.json",
+        manifest["metadata"]["name"].as_str().unwrap()
+    ));
+    std::fs::write(&path, serde_json::to_vec(manifest).unwrap()).unwrap();
+    let out = std::process::Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(&cp.kubeconfig)
+        .arg("create")
+        .arg("-f")
+        .arg(&path)
+        .output()
+        .ok()?;
+    let stderr = String::from_utf8_lossy(&out.stderr).replace(&path.display().to_string(), "FILE");
+    Some((out.status.success(), stderr))
+}
+
+/// Drops the ` [ipam-guard <ID>]` suffix SPEC §8 may add to each cause message.
+fn without_rule_suffix(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find(" [ipam-guard ") {
+        out.push_str(&rest[..at]);
+        rest = match rest[at..].find(']') {
+            Some(end) => &rest[at + end + 1..],
+            None => "",
+        };
+    }
+    out.push_str(rest);
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn e2e_live_kubectl_renders_one_and_many_cause_denials() {
+    let Some(assets) = e2e::assets_for("e2e_live_kubectl_renders_one_and_many_cause_denials")
+    else {
+        return;
+    };
+    if std::process::Command::new("kubectl")
+        .arg("version")
+        .arg("--client")
+        .output()
+        .is_err()
+    {
+        println!("skipped: no kubectl on PATH");
+        return;
+    }
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let cp = ControlPlane::start(&assets).await;
+    let client = cp.client().await;
+    install_crds(&client).await;
+    namespace(&client, NS).await;
+    let (guard, ca_pem) = start_ipam_guard(&cp).await;
+    webhooks_on(&client, &guard, &ca_pem).await;
+    create(
+        &client,
+        &in_cluster_pool(NS, "pool-a", "10.0.0.10-10.0.0.30", "10.0.0.1"),
+        false,
+    )
+    .await
+    .expect(201);
+    eventually("the view to hold pool-a", WAIT, || {
+        let n = count(&guard, Kind::InClusterIPPool);
+        async move { n == 1 }
+    })
+    .await;
+
+    let one = in_cluster_pool(NS, "pool-b", "10.0.0.25-10.0.0.40", "10.0.0.1");
+    let (ok, stderr) = kubectl_create(&cp, &one).expect("kubectl runs");
+    assert!(!ok);
+    assert_eq!(
+        without_rule_suffix(&stderr),
+        "The InClusterIPPool \"pool-b\" is invalid: spec.addresses[0]: Invalid value: \
+         \"10.0.0.25-10.0.0.40\": overlaps InClusterIPPool live/pool-a (10.0.0.25-10.0.0.30)\n",
+        "{stderr}"
+    );
+
+    let mut many = in_cluster_pool(NS, "pool-c", "10.5.0.20-10.5.0.10", "10.5.0.1");
+    many["spec"]["addresses"] = json!(["10.5.0.20-10.5.0.10", "10.5.1.20-10.5.1.10"]);
+    let (ok, stderr) = kubectl_create(&cp, &many).expect("kubectl runs");
+    assert!(!ok);
+    // Several causes: kubectl lists one per line under the object's name.
+    assert_eq!(
+        without_rule_suffix(&stderr),
+        "The InClusterIPPool \"pool-c\" is invalid: \n\
+         * spec.addresses[0]: Invalid value: \"10.5.0.20-10.5.0.10\": provided address is not a \
+         valid IP, range, nor CIDR: range start 10.5.0.20 is after range end 10.5.0.10\n\
+         * spec.addresses[1]: Invalid value: \"10.5.1.20-10.5.1.10\": provided address is not a \
+         valid IP, range, nor CIDR: range start 10.5.1.20 is after range end 10.5.1.10\n",
+        "{stderr}"
+    );
+    drop(guard);
+    drop(cp);
+}
+
+/// `apiserver_request_total` summed over the series of one group, resource and verb.
+async fn requests(client: &kube::Client, group: &str, resource: &str, verb: &str) -> f64 {
+    let r = http::Request::get("/metrics").body(Vec::new()).unwrap();
+    let text = client.request_text(r).await.expect("API server metrics");
+    let (group, res, verb) = (
+        format!("group=\"{group}\""),
+        format!("resource=\"{resource}\""),
+        format!("verb=\"{verb}\""),
+    );
+    text.lines()
+        .filter(|l| {
+            l.starts_with("apiserver_request_total{")
+                && l.contains(&group)
+                && l.contains(&res)
+                && l.contains(&verb)
+        })
+        .filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn e2e_live_first_sync_at_scale() {
+    let Some(assets) = e2e::assets_for("e2e_live_first_sync_at_scale") else {
+        return;
+    };
+    let full = std::env::var("IPAM_GUARD_E2E_SCALE").is_ok_and(|v| v == "full");
+    let (pools, per_pool) = if full { (10_000, 10) } else { (1_000, 10) };
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let cp = ControlPlane::start(&assets).await;
+    let client = cp.client().await;
+    install_crds(&client).await;
+    namespace(&client, NS).await;
+
+    // No webhook yet: the API server only checks the schemas. Many requests in flight at once.
+    let objects = (0..pools).flat_map(|i| {
+        let net = format!("10.{}.{}", 100 + i / 250, i % 250);
+        let pool = format!("pool-{i}");
+        let mut objs = vec![in_cluster_pool(
+            NS,
+            &pool,
+            &format!("{net}.10-{net}.{}", 10 + per_pool),
+            &format!("{net}.1"),
+        )];
+        for j in 0..per_pool {
+            let name = format!("addr-{i}-{j}");
+            objs.push(ip_address(
+                NS,
+                &name,
+                &name,
+                &format!("{net}.{}", 10 + j),
+                &pool,
+            ));
+        }
+        objs
+    });
+    let mut failures: BTreeMap<u16, usize> = BTreeMap::new();
+    let mut results = futures::stream::iter(objects)
+        .map(|o| {
+            let client = client.clone();
+            async move { create(&client, &o, false).await.status }
+        })
+        .buffer_unordered(64);
+    while let Some(status) = results.next().await {
+        if status != 201 {
+            *failures.entry(status).or_default() += 1;
+        }
+    }
+    assert!(failures.is_empty(), "creates failed: {failures:?}");
+
+    let lists_before = requests(&client, "ipam.cluster.x-k8s.io", "ipaddresses", "LIST").await;
+    let (guard, _ca) = start_ipam_guard(&cp).await;
+    assert_eq!(count(&guard, Kind::InClusterIPPool), pools);
+    assert_eq!(count(&guard, Kind::IPAddress), pools * per_pool);
+    guard.view.read().check_consistency();
+    assert_eq!(
+        requests(&client, "ipam.cluster.x-k8s.io", "ipaddresses", "LIST").await - lists_before,
+        1.0,
+        "one list, not pages"
+    );
+    drop(guard);
+    drop(cp);
+}
+
+#[test]
+fn rule_suffixes_are_dropped_wherever_they_are() {
+    assert_eq!(
+        without_rule_suffix("a: overlaps x [ipam-guard P10], b: y [ipam-guard P2]\n"),
+        "a: overlaps x, b: y\n"
+    );
+    assert_eq!(without_rule_suffix("no suffix\n"), "no suffix\n");
+}
