@@ -101,6 +101,16 @@ pub struct ServeArgs {
     pub audit_interval: Option<std::time::Duration>,
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+    /// Require a client certificate chaining to this CA (PEM) on the webhook listener: only the
+    /// API server holding one is served. Reloaded when the file changes.
+    #[arg(long)]
+    pub client_ca_file: Option<PathBuf>,
+    /// Accept only client certificates with this subject CN (repeatable; with --client-san, either matches).
+    #[arg(long, requires = "client_ca_file")]
+    pub client_cn: Vec<String>,
+    /// Accept only client certificates with this DNS, IP, URI or email SAN (repeatable).
+    #[arg(long, requires = "client_ca_file")]
+    pub client_san: Vec<String>,
     #[command(flatten)]
     pub rules: RuleArgs,
 }

@@ -14,7 +14,7 @@ use crate::cli::{LogFormat, ServeArgs};
 use crate::cluster::{ClusterView, Shared, StaticView};
 use crate::rules::Options;
 use crate::server::dev::{self, Made};
-use crate::server::{Addrs, CertFiles, Config, Listen, Server};
+use crate::server::{Addrs, CertFiles, ClientAuth, Config, Listen, Server};
 
 /// Where controller-runtime (and so most webhook Helm charts) mount the serving Secret.
 pub const DEFAULT_CERT_DIR: &str = "/tmp/k8s-webhook-server/serving-certs";
@@ -34,6 +34,11 @@ pub async fn run(args: ServeArgs, mut registry: Registry) -> anyhow::Result<()> 
     config.probe_listen = parse_addr(&args.probe_listen, "--probe-listen")?;
     config.metrics_listen = parse_addr(&args.metrics_listen, "--metrics-listen")?;
     config.shutdown_delay = args.shutdown_delay;
+    config.client_auth = args.client_ca_file.as_ref().map(|ca| ClientAuth {
+        ca_file: ca.clone(),
+        allowed_cns: args.client_cn.clone(),
+        allowed_sans: args.client_san.clone(),
+    });
 
     let dev_ca = if args.dev && args.tls_cert_file.is_none() {
         let dir = config.certs.cert.parent().unwrap_or(Path::new("."));

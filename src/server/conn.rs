@@ -274,8 +274,22 @@ impl Conn {
                     .get_ref()
                     .and_then(|inner| inner.downcast_ref::<rustls::Error>())
                     .is_some_and(|r| matches!(r, rustls::Error::AlertReceived(_)));
+                let inner = e
+                    .get_ref()
+                    .and_then(|inner| inner.downcast_ref::<rustls::Error>());
+                let unauthenticated = inner.is_some_and(|r| {
+                    matches!(
+                        r,
+                        rustls::Error::NoCertificatesPresented
+                            | rustls::Error::InvalidCertificate(_)
+                    )
+                });
                 if alert {
                     tracing::info!(listener = self.name, peer = %self.peer, error = %e, "TLS handshake refused by the client");
+                } else if unauthenticated {
+                    // --client-ca-file refused the caller: worth seeing when the API server's
+                    // kubeconfig for this webhook is wrong.
+                    tracing::info!(listener = self.name, peer = %self.peer, error = %e, "client not authenticated; connection refused");
                 } else {
                     tracing::debug!(listener = self.name, peer = %self.peer, error = %e, "TLS handshake failed");
                 }

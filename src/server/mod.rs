@@ -8,6 +8,7 @@
 //! server.run(shutdown_signal).await;                               // returns once drained
 //! ```
 
+mod client_auth;
 mod conn;
 pub mod dev;
 mod metrics;
@@ -26,6 +27,7 @@ use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
 
 use crate::admission::Admission;
+pub use client_auth::ClientAuth;
 use metrics::Metrics;
 pub use tls::{CertError, CertFiles};
 
@@ -99,6 +101,8 @@ pub struct Config {
     pub header_read_timeout: Duration,
     pub max_connections: usize,
     pub body_limit: usize,
+    /// Require a client certificate on the webhook listener (`--client-ca-file`).
+    pub client_auth: Option<ClientAuth>,
 }
 
 impl Config {
@@ -117,6 +121,7 @@ impl Config {
             header_read_timeout: Duration::from_secs(10),
             max_connections: 1024,
             body_limit: BODY_LIMIT,
+            client_auth: None,
         }
     }
 }
@@ -140,6 +145,8 @@ pub enum ServerError {
     },
     #[error("serving certificate: {0}")]
     Certificate(#[from] CertError),
+    #[error("client CA (--client-ca-file): {0}")]
+    ClientCa(CertError),
 }
 
 /// State the handlers share.
@@ -161,6 +168,8 @@ pub struct Server {
     metrics: TcpListener,
     resolver: Arc<tls::Resolver>,
     loaded: (Vec<u8>, Vec<u8>),
+    /// The client verifier and the CA bytes it was built from, with `--client-ca-file`.
+    client_auth: Option<(Arc<client_auth::ClientVerifier>, Vec<u8>)>,
     addrs: Addrs,
 }
 
@@ -175,6 +184,14 @@ impl Server {
         let files = config.certs.clone();
         let (cert, key) = tls::read_pair(&files)?;
         let pair = tls::parse_pair(&cert, &key, &files)?;
+        let client_auth = match &config.client_auth {
+            Some(auth) => {
+                let (verifier, pem) =
+                    client_auth::ClientVerifier::load(auth).map_err(ServerError::ClientCa)?;
+                Some((Arc::new(verifier), pem))
+            }
+            None => None,
+        };
 
         let metrics = Arc::new(Metrics::register(&mut registry, &admission));
         metrics.tls_not_after.set(pair.not_after);
@@ -199,6 +216,7 @@ impl Server {
             }),
             resolver: Arc::new(tls::Resolver::new(pair.key)),
             loaded: (cert, key),
+            client_auth,
             config,
             webhook,
             probe,
@@ -224,6 +242,7 @@ impl Server {
             metrics,
             resolver,
             loaded,
+            client_auth,
             addrs,
         } = self;
         let (stop_webhook, webhook_stopped) = watch::channel(false);
@@ -241,7 +260,8 @@ impl Server {
             drain_timeout: Duration::from_secs(1),
             ..limits
         };
-        let acceptor = TlsAcceptor::from(tls::server_config(resolver.clone()));
+        let verifier = client_auth.as_ref().map(|(v, _)| v.clone());
+        let acceptor = TlsAcceptor::from(tls::server_config(resolver.clone(), verifier));
         let webhook_task = tokio::spawn(conn::serve(
             "webhook",
             webhook,
@@ -272,12 +292,24 @@ impl Server {
             metrics: shared.metrics.clone(),
             interval: config.cert_poll_interval,
         };
-        let reload_task = tokio::spawn(reloader.run(loaded, aux_stopped));
+        let reload_task = tokio::spawn(reloader.run(loaded, aux_stopped.clone()));
+        let ca_task = client_auth
+            .zip(config.client_auth.clone())
+            .map(|((verifier, pem), auth)| {
+                let reloader = client_auth::CaReloader {
+                    path: auth.ca_file,
+                    verifier,
+                    metrics: shared.metrics.clone(),
+                    interval: config.cert_poll_interval,
+                };
+                tokio::spawn(reloader.run(pem, aux_stopped))
+            });
         tracing::info!(
             webhook = %addrs.webhook,
             probes = %addrs.probe,
             metrics = %addrs.metrics,
             cert = %config.certs.cert.display(),
+            client_ca = ?config.client_auth.as_ref().map(|a| a.ca_file.display()),
             "serving"
         );
 
@@ -294,7 +326,10 @@ impl Server {
             tracing::error!(error = %e, "webhook listener task failed");
         }
         let _ = stop_aux.send(true);
-        for task in [probe_task, metrics_task, reload_task] {
+        for task in [probe_task, metrics_task, reload_task]
+            .into_iter()
+            .chain(ca_task)
+        {
             let _ = task.await;
         }
         tracing::info!("stopped");
