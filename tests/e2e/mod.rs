@@ -111,6 +111,12 @@ pub struct ControlPlane {
 
 impl ControlPlane {
     pub async fn start(assets: &Path) -> ControlPlane {
+        ControlPlane::start_with(assets, None).await
+    }
+
+    /// As `start`, with `--admission-control-config-file` when given (the webhook client
+    /// certificates of `tests/e2e_client_auth.rs`).
+    pub async fn start_with(assets: &Path, admission_config: Option<&Path>) -> ControlPlane {
         let dir = tempfile::tempdir().expect("temp dir");
         let root = dir.path();
 
@@ -160,6 +166,12 @@ impl ControlPlane {
             "--disable-admission-plugins=ServiceAccount".to_string(),
             "--allow-privileged=true".to_string(),
         ]);
+        if let Some(config) = admission_config {
+            cmd.arg(format!(
+                "--admission-control-config-file={}",
+                config.display()
+            ));
+        }
         let apiserver = Proc::spawn("kube-apiserver", cmd, root.join("kube-apiserver.log"));
 
         let kubeconfig = root.join("kubeconfig");
