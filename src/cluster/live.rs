@@ -339,6 +339,13 @@ impl ClusterView for LiveView {
     fn decide(&self, f: &mut dyn FnMut(&crate::index::Index) -> Option<model::Projection>) {
         self.shared.decide(|index| ((), f(index)));
     }
+    fn decide_as(
+        &self,
+        caller: &super::Caller,
+        f: &mut dyn FnMut(&crate::index::Index) -> Option<model::Projection>,
+    ) {
+        self.shared.decide_as(caller, |index| ((), f(index)));
+    }
 }
 
 /// Aborts the task when dropped, so dropping the view (or the discovery task) stops its children.

@@ -13,12 +13,18 @@
 //! which is what X2 asks and more.
 //!
 //! Lock order: `decisions`, then `state`. Watch events take only `state`.
+//!
+//! Each entry's lifetime is chosen by who admitted it (`trust.rs`): a stranger's is short, is not
+//! extended by retries, and its unconfirmed expiries count against the caller's address.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::net::IpAddr;
 use std::ops::Deref;
 use std::sync::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
+use super::trust::{Caller, StrangerPolicy, Strikes};
 use super::ClusterView;
 use crate::index::{Index, Object};
 use crate::kinds::Kind;
@@ -33,17 +39,18 @@ pub struct Shared {
     state: RwLock<State>,
     decisions: Mutex<()>,
     ttl: Duration,
+    strangers: StrangerPolicy,
 }
 
 #[derive(Debug, Default)]
 struct State {
     index: Index,
     pending: HashMap<ObjKey, Pending>,
-    /// Admissions in the order they happened. The TTL is one constant, so this is also expiry
-    /// order: a sweep looks only at the front instead of scanning every pending entry (a busy
-    /// dev server or load test can hold tens of thousands). Entries whose key was since confirmed
-    /// by the watch or re-admitted are skipped when they reach the front.
-    expiries: VecDeque<(Instant, ObjKey)>,
+    /// Admissions by expiry, earliest first: a sweep looks only at the top instead of scanning
+    /// every pending entry (a busy dev server or load test can hold tens of thousands). Entries
+    /// whose key was since confirmed by the watch or re-admitted are skipped when they come up.
+    expiries: BinaryHeap<Reverse<(Instant, ObjKey)>>,
+    strikes: Strikes,
 }
 
 #[derive(Debug)]
@@ -52,6 +59,8 @@ struct Pending {
     /// What the index held under this key before the first admission (an UPDATE's stored object),
     /// restored when the entry expires.
     displaced: Option<Object>,
+    /// The address of the stranger who admitted it; None when trusted.
+    stranger: Option<IpAddr>,
 }
 
 /// A read lock on the index. Rules read through it; it must not be held across an `await`.
@@ -81,11 +90,19 @@ impl Shared {
             state: RwLock::new(State {
                 index,
                 pending: HashMap::new(),
-                expiries: VecDeque::new(),
+                expiries: BinaryHeap::new(),
+                strikes: Strikes::default(),
             }),
             decisions: Mutex::new(()),
             ttl,
+            strangers: StrangerPolicy::default(),
         }
+    }
+
+    /// As given, with another bound on strangers' pending entries (tests, measurements).
+    pub fn with_strangers(mut self, policy: StrangerPolicy) -> Self {
+        self.strangers = policy;
+        self
     }
 
     /// The index as it is now, pending entries included.
@@ -103,6 +120,16 @@ impl Shared {
     ///
     /// Decisions run one at a time; keep `f` free of I/O.
     pub fn decide<R>(&self, f: impl FnOnce(&Index) -> (R, Option<Projection>)) -> R {
+        self.decide_as(&Caller::Trusted, f)
+    }
+
+    /// As `decide`, for a request from `caller`: a stranger's admission reserves within the
+    /// bounds of `StrangerPolicy`, or not at all once its address is barred.
+    pub fn decide_as<R>(
+        &self,
+        caller: &Caller,
+        f: impl FnOnce(&Index) -> (R, Option<Projection>),
+    ) -> R {
         let _turn = self
             .decisions
             .lock()
@@ -113,37 +140,74 @@ impl Shared {
             f(&state.index)
         };
         if let Some(object) = admitted {
-            self.admit(object);
+            self.admit_as(object, caller);
         }
         answer
     }
 
     /// Records an object admitted outside `decide` (same rules as its `admitted` result).
     pub fn admit(&self, projection: Projection) {
+        self.admit_as(projection, &Caller::Trusted);
+    }
+
+    /// As `admit`, for `caller`.
+    pub fn admit_as(&self, projection: Projection, caller: &Caller) {
         let object = projection;
-        let expires = Instant::now() + self.ttl;
+        let now = Instant::now();
         let mut state = self.state_write();
         let State {
             index,
             pending,
             expiries,
+            strikes,
         } = &mut *state;
+        let (expires, stranger) = match *caller {
+            Caller::Trusted => (now + self.ttl, None),
+            Caller::Stranger(addr) => {
+                if !strikes.may_reserve(&self.strangers, addr, now) {
+                    return;
+                }
+                (now + self.strangers.ttl, Some(addr))
+            }
+        };
         let key = object.key().clone();
-        expiries.push_back((expires, key.clone()));
-        match pending.get_mut(&key) {
-            Some(entry) => entry.expires = expires,
+        let expires = match pending.get_mut(&key) {
+            Some(entry) => {
+                // A stranger re-posting the same review must not keep its reservation alive.
+                if stranger.is_some() {
+                    entry.expires = entry.expires.min(expires);
+                } else {
+                    entry.expires = expires;
+                }
+                entry.stranger = stranger;
+                entry.expires
+            }
             None => {
                 let displaced = lookup(index, &key);
-                pending.insert(key, Pending { expires, displaced });
+                pending.insert(
+                    key.clone(),
+                    Pending {
+                        expires,
+                        displaced,
+                        stranger,
+                    },
+                );
+                expires
             }
-        }
+        };
+        expiries.push(Reverse((expires, key)));
         index.upsert(object);
     }
 
     /// Drops pending entries older than the TTL, giving back what each displaced.
     /// Cheap when nothing is pending (a read lock).
     pub fn sweep(&self, now: Instant) {
-        let due = |state: &State| state.expiries.front().is_some_and(|(at, _)| *at <= now);
+        let due = |state: &State| {
+            state
+                .expiries
+                .peek()
+                .is_some_and(|Reverse((at, _))| *at <= now)
+        };
         if !due(&self.state_read()) {
             return;
         }
@@ -152,23 +216,45 @@ impl Shared {
             index,
             pending,
             expiries,
+            strikes,
         } = &mut *state;
-        while let Some((at, key)) = expiries.front() {
+        let mut barred = Vec::new();
+        while let Some(Reverse((at, key))) = expiries.peek() {
             if *at > now {
                 break;
             }
-            // Only the entry's latest admission counts: an older queue slot of a re-admitted key,
-            // or of one the watch has since shown, is stale.
+            // Only the entry's latest admission counts: an older slot of a re-admitted key, or
+            // of one the watch has since shown, is stale.
             if pending.get(key).is_some_and(|p| p.expires <= now) {
                 if let Some(entry) = pending.remove(key) {
                     tracing::debug!(object = %key, "pending entry expired: the watch never showed it");
-                    index.remove(key);
-                    if let Some(real) = entry.displaced {
-                        index.upsert(real);
+                    give_back(index, key, entry.displaced);
+                    if let Some(addr) = entry.stranger {
+                        if strikes.strike(&self.strangers, addr, now) {
+                            barred.push(addr);
+                        }
                     }
                 }
             }
-            expiries.pop_front();
+            expiries.pop();
+        }
+        for addr in barred {
+            tracing::warn!(
+                caller = %addr,
+                strikes = self.strangers.strikes,
+                window = ?self.strangers.window,
+                "unauthenticated caller's admitted writes never showed up; its reviews no longer reserve (set --client-ca-file to authenticate the API server)"
+            );
+            let keys: Vec<ObjKey> = pending
+                .iter()
+                .filter(|(_, p)| p.stranger == Some(addr))
+                .map(|(k, _)| k.clone())
+                .collect();
+            for key in keys {
+                if let Some(entry) = pending.remove(&key) {
+                    give_back(index, &key, entry.displaced);
+                }
+            }
         }
     }
 
@@ -251,6 +337,17 @@ impl ClusterView for Shared {
     }
     fn decide(&self, f: &mut dyn FnMut(&Index) -> Option<Projection>) {
         Shared::decide(self, |index| ((), f(index)));
+    }
+    fn decide_as(&self, caller: &Caller, f: &mut dyn FnMut(&Index) -> Option<Projection>) {
+        Shared::decide_as(self, caller, |index| ((), f(index)));
+    }
+}
+
+/// Drops a pending entry's object from the index and restores what it covered.
+fn give_back(index: &mut Index, key: &ObjKey, displaced: Option<Object>) {
+    index.remove(key);
+    if let Some(real) = displaced {
+        index.upsert(real);
     }
 }
 

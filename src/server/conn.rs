@@ -19,6 +19,7 @@ use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
 
 use super::Listen;
+use crate::cluster::Caller;
 
 /// Binds with SO_REUSEADDR (a restarted pod must not wait out TIME_WAIT). `:PORT` binds `[::]`
 /// with IPV6_V6ONLY off (one socket for IPv4-only, IPv6-only and dual-stack clusters) and falls
@@ -241,10 +242,25 @@ impl Conn {
     async fn run(self, watcher: Watcher, _permit: OwnedSemaphorePermit) {
         let _ = self.tcp.set_nodelay(true);
         let Some(acceptor) = &self.tls else {
-            http(&self.builders.h1, self.tcp, self.router, watcher, self.name).await;
+            http(
+                &self.builders.h1,
+                self.tcp,
+                self.router,
+                watcher,
+                self.name,
+                None,
+            )
+            .await;
             return;
         };
-        match tokio::time::timeout(self.handshake_timeout, acceptor.accept(self.tcp)).await {
+        let accepted =
+            tokio::time::timeout(self.handshake_timeout, acceptor.accept(self.tcp)).await;
+        // A certificate here passed the client verifier (`--client-ca-file`): the API server.
+        let caller = match &accepted {
+            Ok(Ok(stream)) if stream.get_ref().1.peer_certificates().is_some() => Caller::Trusted,
+            _ => Caller::Stranger(self.peer.ip().to_canonical()),
+        };
+        match accepted {
             Ok(Ok(stream)) if stream.get_ref().1.alpn_protocol() == Some(b"h2") => {
                 let seen = Arc::new(AtomicBool::new(false));
                 let io = FirstRead {
@@ -258,14 +274,22 @@ impl Conn {
                     }
                 };
                 tokio::select! {
-                    _ = http(&self.builders.h2, io, self.router, watcher, self.name) => {}
+                    _ = http(&self.builders.h2, io, self.router, watcher, self.name, Some(caller)) => {}
                     _ = silent => {
                         tracing::debug!(listener = self.name, peer = %self.peer, "h2 connection silent past the header read timeout");
                     }
                 }
             }
             Ok(Ok(stream)) => {
-                http(&self.builders.h1, stream, self.router, watcher, self.name).await
+                http(
+                    &self.builders.h1,
+                    stream,
+                    self.router,
+                    watcher,
+                    self.name,
+                    Some(caller),
+                )
+                .await
             }
             Ok(Err(e)) => {
                 // An alert from the client usually means it does not trust our certificate
@@ -307,10 +331,20 @@ async fn http<I>(
     router: Router,
     watcher: Watcher,
     name: &'static str,
+    caller: Option<Caller>,
 ) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let service = TowerToHyperService::new(router);
+    // Every request of the connection carries who connected, for the pending-entry bound.
+    let service = TowerToHyperService::new(tower::ServiceExt::map_request(
+        router,
+        move |mut req: http::Request<hyper::body::Incoming>| {
+            if let Some(caller) = caller {
+                req.extensions_mut().insert(caller);
+            }
+            req
+        },
+    ));
     let conn = builder.serve_connection(TokioIo::new(io), service);
     if let Err(e) = watcher.watch(conn).await {
         tracing::debug!(listener = name, error = %e, "connection ended with an error");

@@ -16,6 +16,7 @@ use http_body_util::{BodyExt, LengthLimitError, Limited};
 
 use super::Shared;
 use crate::admission::{Endpoint, Outcome};
+use crate::cluster::Caller;
 
 pub(crate) fn webhook(shared: Arc<Shared>) -> Router {
     Router::new()
@@ -92,6 +93,12 @@ async fn answer(shared: &Shared, endpoint: Endpoint, req: Request) -> Response {
             &format!("Content-Type {found} not supported: send application/json"),
         );
     }
+    // Put there by the connection; trust is never assumed for a request that lacks it.
+    let caller = req
+        .extensions()
+        .get::<Caller>()
+        .copied()
+        .unwrap_or(Caller::Stranger(std::net::Ipv4Addr::UNSPECIFIED.into()));
     let limit = shared.body_limit;
     let declared = req
         .headers()
@@ -128,7 +135,8 @@ async fn answer(shared: &Shared, endpoint: Endpoint, req: Request) -> Response {
     };
     // `review` promises not to panic; if it ever does, one 500 beats tearing down an h2
     // connection and every other request multiplexed on it.
-    let review = std::panic::AssertUnwindSafe(|| shared.admission.review(endpoint, &body));
+    let review =
+        std::panic::AssertUnwindSafe(|| shared.admission.review_as(endpoint, &body, &caller));
     let answer = match std::panic::catch_unwind(review) {
         Ok(answer) => answer,
         Err(_) => {

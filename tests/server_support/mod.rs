@@ -391,8 +391,26 @@ impl Conn {
         config: Arc<ClientConfig>,
         proto: Proto,
     ) -> std::io::Result<Conn> {
+        Conn::open_from(addr, None, config, proto).await
+    }
+
+    /// As `open_with`, from the local address `source` when given (another loopback address
+    /// stands for another caller).
+    pub async fn open_from(
+        addr: SocketAddr,
+        source: Option<std::net::IpAddr>,
+        config: Arc<ClientConfig>,
+        proto: Proto,
+    ) -> std::io::Result<Conn> {
         let connect = async {
-            let tcp = TcpStream::connect(addr).await?;
+            let tcp = match source {
+                None => TcpStream::connect(addr).await?,
+                Some(ip) => {
+                    let socket = tokio::net::TcpSocket::new_v4()?;
+                    socket.bind(SocketAddr::new(ip, 0))?;
+                    socket.connect(addr).await?
+                }
+            };
             tcp.set_nodelay(true)?;
             let name = ServerName::try_from("localhost").unwrap();
             tokio_rustls::TlsConnector::from(config)
