@@ -393,22 +393,60 @@ async fn a_body_cut_short_is_answered_or_closed_at_once() {
     h.server.stop().await;
 }
 
-/// Over HTTP/1.1 a body declared past the limit gets its 413 from the headers alone; a client
-/// that reads while it writes sees it (hyper's client, which writes first, may see a reset:
-/// tests/hostile_corpus.rs sends its oversized review over h2).
+/// Over HTTP/1.1 a body declared past the limit gets its 413 from the headers alone. The server
+/// then reads and discards the rest (bounded by the body read timeout), so a client that goes on
+/// writing its body is not reset (O3), and closes the connection after it; a client that stops
+/// writing is closed at the body read timeout.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_body_declared_past_the_limit_is_refused_from_the_headers() {
-    let h = start(|_| {}).await;
+    let body_timeout = Duration::from_secs(2);
+    let h = start(|c| c.body_read_timeout = body_timeout).await;
+    let declared = 8 << 20;
     let mut s = tls(&h, &[b"http/1.1"]).await;
-    s.write_all(&headers(8 << 20)).await.unwrap();
+    s.write_all(&headers(declared)).await.unwrap();
     s.write_all(&[b' '; 64 * 1024]).await.unwrap();
     s.flush().await.unwrap();
     let mut seen = Vec::new();
-    let closed = wait_closed(&mut s, Duration::from_secs(5), &mut seen).await;
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&seen).contains('}') {
+        let n = tokio::time::timeout(WAIT, s.read(&mut buf))
+            .await
+            .expect("the 413 comes before the body")
+            .unwrap();
+        assert!(
+            n > 0,
+            "closed before the 413: {:?}",
+            String::from_utf8_lossy(&seen)
+        );
+        seen.extend_from_slice(&buf[..n]);
+    }
     let text = String::from_utf8_lossy(&seen);
     assert!(text.starts_with("HTTP/1.1 413"), "{text}");
     assert!(text.contains("larger than"), "{text}");
+    assert!(
+        text.to_ascii_lowercase().contains("connection: close"),
+        "{text}"
+    );
+    // The rest of the body is taken, not reset.
+    let rest = vec![b' '; declared - 64 * 1024];
+    tokio::time::timeout(WAIT, s.write_all(&rest))
+        .await
+        .expect("the server reads the rest")
+        .expect("no reset while the rest is written");
+    s.flush().await.unwrap();
+    let closed = wait_closed(&mut s, Duration::from_secs(5), &mut seen).await;
     assert!(closed.is_some(), "connection left open after a 413");
+
+    // A client that never sends the body it declared.
+    let mut s = tls(&h, &[b"http/1.1"]).await;
+    s.write_all(&headers(declared)).await.unwrap();
+    let mut seen = Vec::new();
+    let closed = wait_closed(&mut s, body_timeout + Duration::from_secs(3), &mut seen).await;
+    assert!(String::from_utf8_lossy(&seen).starts_with("HTTP/1.1 413"));
+    assert!(
+        closed.is_some(),
+        "connection held past the body read timeout"
+    );
     assert_prompt_review(&h, Proto::H1).await;
     h.server.stop().await;
 }

@@ -1395,10 +1395,9 @@ fn http_level(out: &mut Vec<Case>) {
     .from("ipaddress-create.json");
     c.content_type = Some("application/json; charset=utf-8");
     out.push(c);
-    // Over the 7 MiB limit, valid JSON all the way (a padded label). Over HTTP/1.1 the server
-    // answers 413 on the Content-Length and closes without reading the rest, so a client still
-    // writing may see a reset instead of the answer: tests/hostile_connections.rs reads that
-    // 413 from a raw socket. h2 ends just the stream.
+    // Over the 7 MiB limit, valid JSON all the way (a padded label). The server answers 413 on
+    // the Content-Length, then reads and discards the rest (tests/server_413.rs for both
+    // protocols, tests/hostile_connections.rs from a raw socket).
     let mut big = capture("ipaddress-create.json");
     big["request"]["object"]["metadata"]["labels"]["pad"] = json!("p".repeat(8 << 20));
     let mut c = Case::new(
