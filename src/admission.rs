@@ -297,8 +297,16 @@ fn fill_outcome(o: &mut Outcome, response: &Value, rules: &[String]) {
 /// Reads the envelope. Everything that keeps us from answering (not JSON, not a review, no uid)
 /// is a 400 whose message says what was wrong.
 fn decode(body: &[u8]) -> Result<Envelope, String> {
-    let mut review: Value =
-        serde_json::from_slice(body).map_err(|e| format!("request body is not valid JSON: {e}"))?;
+    let parsed = serde_json::from_slice(body).or_else(|e| {
+        // SPEC ROBUSTNESS O5: a number past an f64 is judged at its field, not refused whole.
+        match crate::model::numbers::quote_overflowing_numbers(body) {
+            Some(quoted) if e.to_string().starts_with("number out of range") => {
+                serde_json::from_slice(&quoted)
+            }
+            _ => Err(e),
+        }
+    });
+    let mut review: Value = parsed.map_err(|e| format!("request body is not valid JSON: {e}"))?;
     let Some(top) = review.as_object_mut() else {
         return Err("request body is not an AdmissionReview: expected a JSON object".into());
     };

@@ -251,6 +251,8 @@ pub(crate) fn read_pool(obj: &Value) -> PoolReading {
     let mut errors = Vec::new();
     let mut warnings = Vec::new();
 
+    // A spec that is not an object would otherwise read as a pool with no pools (ROBUSTNESS O4).
+    read::keep(read::object("MP1", obj, "spec"), &mut errors);
     let list = read::keep(read::array("MP1", obj, "spec.pools"), &mut errors).unwrap_or_default();
     let mut entries: Vec<EntryReading> = (0..list.len())
         .filter_map(|i| read_entry(obj, i, &mut errors, &mut warnings))
