@@ -141,7 +141,12 @@ where
 async fn five_hundred_idle_tcp_connections_do_not_block_reviews_and_meet_the_handshake_timeout() {
     const IDLE: usize = 500;
     let handshake = Duration::from_secs(3);
-    let h = start(|c| c.handshake_timeout = handshake).await;
+    // One source opens them all: no per-source limit here, so the handshake timeout is tested.
+    let h = start(|c| {
+        c.handshake_timeout = handshake;
+        c.max_connections_per_source = 0;
+    })
+    .await;
     let opened = Instant::now();
     let mut idle = Vec::with_capacity(IDLE);
     for _ in 0..IDLE {
@@ -199,6 +204,66 @@ async fn idle_connections_past_the_cap_are_reaped_in_turn_and_the_review_behind_
         started.elapsed()
     );
     assert_all_closed(idle, Duration::ZERO, bound, "idle TCP connections").await;
+    h.server.stop().await;
+}
+
+/// O2: one address cannot hold every slot. Past `max_connections_per_source` its new
+/// connections are closed at once; another address is served promptly all along; the ones it
+/// holds meet the handshake timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_source_past_its_connection_limit_is_closed_at_once_and_others_are_served() {
+    const PER_SOURCE: usize = 8;
+    let handshake = Duration::from_secs(2);
+    let h = start(|c| {
+        c.handshake_timeout = handshake;
+        c.max_connections_per_source = PER_SOURCE;
+        // Fewer slots than the abuse would take without the limit.
+        c.max_connections = 12;
+    })
+    .await;
+    let from = |ip: [u8; 4]| async move {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind(SocketAddr::from((ip, 0))).unwrap();
+        socket.connect(h.addr).await.unwrap()
+    };
+    let mut held = Vec::new();
+    for _ in 0..PER_SOURCE {
+        held.push(from([127, 0, 0, 2]).await);
+    }
+    // The accept loop counts connections as it accepts them: wait until the eighth is counted,
+    // which the next one (refused) shows.
+    let mut refused = 0;
+    for _ in 0..20 {
+        let mut extra = from([127, 0, 0, 2]).await;
+        // Well before the handshake timeout (2 s) would close it.
+        if wait_closed(&mut extra, Duration::from_secs(1), &mut Vec::new())
+            .await
+            .is_some()
+        {
+            refused += 1;
+        }
+    }
+    assert_eq!(
+        refused, 20,
+        "connections past the per-source limit were kept"
+    );
+    assert_prompt_review(&h, Proto::H1).await;
+    assert_prompt_review(&h, Proto::H2).await;
+    assert_all_closed(held, Duration::ZERO, handshake, "held connections").await;
+    // Its slots given back, the address is served again.
+    let config = client_config(&h.ca.der, &[b"http/1.1"]);
+    let mut conn = Conn::open_from(h.addr, Some([127, 0, 0, 2].into()), config, Proto::H1)
+        .await
+        .unwrap();
+    let reply = conn
+        .send(post(
+            "/validate",
+            Some("application/json"),
+            fixture("ipaddressclaim-create.json"),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(reply.status, 200);
     h.server.stop().await;
 }
 

@@ -103,6 +103,13 @@ pub struct ServeArgs {
     pub audit_interval: Option<std::time::Duration>,
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+    /// How long a new connection may take to finish its TLS handshake, e.g. 5s.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub handshake_timeout: std::time::Duration,
+    /// Connections one peer address may hold open on the webhook listener (0: no limit); past
+    /// it new connections from that address are closed at once.
+    #[arg(long, default_value_t = crate::server::MAX_CONNECTIONS_PER_SOURCE)]
+    pub max_connections_per_source: usize,
     /// Require a client certificate chaining to this CA (PEM) on the webhook listener: only the
     /// API server holding one is served. Reloaded when the file changes.
     #[arg(long)]

@@ -34,6 +34,8 @@ pub async fn run(args: ServeArgs, mut registry: Registry) -> anyhow::Result<()> 
     config.probe_listen = parse_addr(&args.probe_listen, "--probe-listen")?;
     config.metrics_listen = parse_addr(&args.metrics_listen, "--metrics-listen")?;
     config.shutdown_delay = args.shutdown_delay;
+    config.handshake_timeout = args.handshake_timeout;
+    config.max_connections_per_source = args.max_connections_per_source;
     config.client_auth = args.client_ca_file.as_ref().map(|ca| ClientAuth {
         ca_file: ca.clone(),
         allowed_cns: args.client_cn.clone(),

@@ -63,7 +63,49 @@ pub(crate) struct Limits {
     pub(crate) handshake_timeout: Duration,
     pub(crate) header_read_timeout: Duration,
     pub(crate) max_connections: usize,
+    /// Connections one peer address may hold at once (0: no limit).
+    pub(crate) max_per_source: usize,
     pub(crate) drain_timeout: Duration,
+}
+
+/// Open connections per peer address, so one source cannot hold every slot (ROBUSTNESS O2).
+#[derive(Debug, Default)]
+struct PerSource {
+    open: std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>,
+}
+
+impl PerSource {
+    /// Counts a new connection from `ip`, or refuses it when `ip` already holds `max`.
+    fn enter(self: &Arc<Self>, ip: std::net::IpAddr, max: usize) -> Option<SourceSlot> {
+        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        let n = open.entry(ip).or_insert(0);
+        if max > 0 && *n >= max {
+            return None;
+        }
+        *n += 1;
+        Some(SourceSlot {
+            table: self.clone(),
+            ip,
+        })
+    }
+}
+
+/// One connection's place in `PerSource`, given back on drop.
+struct SourceSlot {
+    table: Arc<PerSource>,
+    ip: std::net::IpAddr,
+}
+
+impl Drop for SourceSlot {
+    fn drop(&mut self) {
+        let mut open = self.table.open.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = open.get_mut(&self.ip) {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(&self.ip);
+            }
+        }
+    }
 }
 
 /// Accepts until `stop` turns true, then closes the listener, asks every connection to finish
@@ -83,6 +125,7 @@ pub(crate) async fn serve(
     // Each connection holds a permit, so a flood of idle connections queues in the kernel
     // backlog instead of growing memory here.
     let permits = Arc::new(Semaphore::new(limits.max_connections));
+    let per_source = Arc::new(PerSource::default());
     let mut permit: Option<OwnedSemaphorePermit> = None;
     let mut tasks = JoinSet::new();
     loop {
@@ -97,6 +140,14 @@ pub(crate) async fn serve(
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((tcp, peer)) => {
+                    let Some(slot) = per_source.enter(peer.ip().to_canonical(), limits.max_per_source) else {
+                        // Closed at once rather than queued: the slot it would wait for is held
+                        // by the same source.
+                        tracing::debug!(listener = name, peer = %peer, max = limits.max_per_source, "too many connections from this address; closed");
+                        drop(tcp);
+                        permit = Some(held);
+                        continue;
+                    };
                     let watcher = graceful.watcher();
                     let conn = Conn {
                         name,
@@ -107,7 +158,7 @@ pub(crate) async fn serve(
                         builders: builders.clone(),
                         handshake_timeout: limits.handshake_timeout,
                     };
-                    tasks.spawn(conn.run(watcher, held));
+                    tasks.spawn(conn.run(watcher, (held, slot)));
                 }
                 Err(e) => {
                     permit = Some(held);
@@ -239,7 +290,7 @@ struct Conn {
 
 impl Conn {
     /// The handshake runs here, in the connection's own task: a slow client never stalls accepts.
-    async fn run(self, watcher: Watcher, _permit: OwnedSemaphorePermit) {
+    async fn run(self, watcher: Watcher, _slots: (OwnedSemaphorePermit, SourceSlot)) {
         let _ = self.tcp.set_nodelay(true);
         let Some(acceptor) = &self.tls else {
             http(

@@ -34,6 +34,12 @@ pub use tls::{CertError, CertFiles};
 /// The largest AdmissionReview body accepted: object and oldObject of a ≈3 MiB etcd object.
 pub const BODY_LIMIT: usize = 7 * 1024 * 1024;
 
+/// Default TLS handshake timeout (`--handshake-timeout`).
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+/// Default connections per peer address (`--max-connections-per-source`): far above what an API
+/// server holds (one per request in flight, each answered in milliseconds), a quarter of the slots.
+pub const MAX_CONNECTIONS_PER_SOURCE: usize = 256;
+
 /// Where a listener binds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Listen {
@@ -100,6 +106,9 @@ pub struct Config {
     /// Also the idle timeout of HTTP/1.1 keep-alive connections (hyper starts it on idle).
     pub header_read_timeout: Duration,
     pub max_connections: usize,
+    /// Connections one peer address may hold at once on the webhook listener (0: no limit);
+    /// past it new ones are closed at once.
+    pub max_connections_per_source: usize,
     pub body_limit: usize,
     /// Require a client certificate on the webhook listener (`--client-ca-file`).
     pub client_auth: Option<ClientAuth>,
@@ -116,10 +125,13 @@ impl Config {
             cert_poll_interval: Duration::from_secs(5),
             shutdown_delay: Duration::from_secs(5),
             drain_timeout: Duration::from_secs(30),
-            handshake_timeout: Duration::from_secs(10),
+            // The API server completes a handshake in milliseconds; an idle connection holds a
+            // slot for this long (ROBUSTNESS O2).
+            handshake_timeout: HANDSHAKE_TIMEOUT,
             body_read_timeout: Duration::from_secs(10),
             header_read_timeout: Duration::from_secs(10),
             max_connections: 1024,
+            max_connections_per_source: MAX_CONNECTIONS_PER_SOURCE,
             body_limit: BODY_LIMIT,
             client_auth: None,
         }
@@ -252,11 +264,13 @@ impl Server {
             handshake_timeout: config.handshake_timeout,
             header_read_timeout: config.header_read_timeout,
             max_connections: config.max_connections,
+            max_per_source: config.max_connections_per_source,
             drain_timeout: config.drain_timeout,
         };
         // Probes and metrics are tiny and local; a short drain is plenty.
         let aux_limits = conn::Limits {
             max_connections: 64,
+            max_per_source: 0,
             drain_timeout: Duration::from_secs(1),
             ..limits
         };
