@@ -969,3 +969,13 @@ mod ipnet_free {
         }
     }
 }
+
+#[test]
+fn deployment_runs_the_periodic_audit_from_the_view() {
+    // SPEC X4 in the shipped install: the in-pod audit judges the view (tests/stored_audit.rs).
+    let w = workload();
+    assert_eq!(
+        w.serve.audit_interval,
+        Some(std::time::Duration::from_secs(600))
+    );
+}

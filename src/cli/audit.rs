@@ -22,7 +22,7 @@ use super::report::{self, Finding, Severity, Summary};
 use super::{AuditArgs, OverlapScope};
 use crate::cluster::live::{self, api_resource};
 use crate::cluster::load::{Manifest, Source};
-use crate::cluster::WatchedObject;
+use crate::cluster::{ClusterView, WatchedObject};
 use crate::kinds::Kind;
 use crate::model::ObjKey;
 use crate::rules::Options;
@@ -184,14 +184,86 @@ pub async fn periodic(
     interval: Duration,
     violations: Violations,
 ) {
-    let mut logged: HashSet<String> = HashSet::new();
-    let mut rules_seen: HashSet<&'static str> = HashSet::new();
+    let mut recorder = Recorder::new(violations);
     loop {
         let outcome = audit(&client, options).await;
         for e in &outcome.errors {
             tracing::warn!(error = %e, "periodic audit could not read the cluster");
         }
         if outcome.errors.is_empty() {
+            recorder.record(&outcome);
+        }
+        tokio::time::sleep(interval).await;
+    }
+}
+
+/// `serve --audit-interval`: judges what the view already holds (`rules::stored`) every
+/// `interval`, instead of listing the cluster again: no API server load, no copy of the cluster.
+/// Waits for the view to sync first, so a half-read view reports nothing.
+pub async fn periodic_view(
+    view: Arc<dyn ClusterView>,
+    options: Options,
+    interval: Duration,
+    violations: Violations,
+) {
+    let mut recorder = Recorder::new(violations);
+    loop {
+        if view.synced() {
+            let outcome = judge_view(view.as_ref(), options);
+            recorder.record(&outcome);
+        } else {
+            tracing::info!("periodic audit skipped: the cluster view has not synced yet");
+        }
+        tokio::time::sleep(interval).await;
+    }
+}
+
+/// One pass of `periodic_view`, as an `Outcome` with file `cluster`.
+pub fn judge_view(view: &dyn ClusterView, options: Options) -> Outcome {
+    let file: Arc<str> = Arc::from(FILE);
+    let (found, objects) = {
+        let index = view.read();
+        (crate::rules::stored::judge(&index, options), index.counts())
+    };
+    let findings: Vec<Finding> = found
+        .into_iter()
+        .map(|(key, e)| Finding::deny(&report::Subject::new(Some(file.clone()), key), &e))
+        .collect();
+    let mut summary = Summary {
+        objects: objects.into_iter().collect(),
+        ..Summary::default()
+    };
+    summary.count(&findings);
+    Outcome {
+        findings,
+        errors: Vec::new(),
+        summary,
+    }
+}
+
+/// Keeps `ipam_guard_violations` and the log in step with the passes.
+struct Recorder {
+    violations: Violations,
+    logged: HashSet<String>,
+    rules_seen: HashSet<&'static str>,
+}
+
+impl Recorder {
+    fn new(violations: Violations) -> Recorder {
+        Recorder {
+            violations,
+            logged: HashSet::new(),
+            rules_seen: HashSet::new(),
+        }
+    }
+
+    fn record(&mut self, outcome: &Outcome) {
+        let Recorder {
+            violations,
+            logged,
+            rules_seen,
+        } = self;
+        {
             let mut per_rule: BTreeMap<&'static str, i64> = BTreeMap::new();
             let mut now: HashSet<String> = HashSet::with_capacity(outcome.findings.len());
             for f in &outcome.findings {
@@ -211,10 +283,10 @@ pub async fn periodic(
                 }
                 now.insert(line);
             }
-            logged = now;
+            *logged = now;
             // Rules that had violations and have none now read 0 rather than vanishing.
             rules_seen.extend(per_rule.keys().copied());
-            for rule in &rules_seen {
+            for rule in rules_seen.iter() {
                 let n = per_rule.get(rule).copied().unwrap_or(0);
                 violations
                     .get_or_create(&ViolationLabels {
@@ -229,6 +301,5 @@ pub async fn periodic(
                 "periodic audit done"
             );
         }
-        tokio::time::sleep(interval).await;
     }
 }
