@@ -138,3 +138,43 @@ async fn x4_periodic_view_audit_sets_violations_per_rule() {
     );
     task.abort();
 }
+
+/// Process CPU seconds (user + system) from /proc/self/stat, at 100 ticks a second.
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    let after = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = after.split(' ').collect();
+    let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
+    ticks / 100.0
+}
+
+fn rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches(" kB").parse().ok())
+        .unwrap()
+}
+
+/// The figure of manifests/README.md: `IPAM_GUARD_STATE=/tmp/state cargo test --test stored_audit
+/// -- --ignored --nocapture`, with a state from `cargo run --example gen-state`.
+#[test]
+#[ignore = "needs a generated state in IPAM_GUARD_STATE"]
+fn measure_view_audit() {
+    let dir = PathBuf::from(std::env::var("IPAM_GUARD_STATE").expect("IPAM_GUARD_STATE"));
+    let view = StaticView::load(&[dir]).unwrap();
+    let objects: usize = view.object_counts().iter().map(|(_, n)| n).sum();
+    for round in 0..3 {
+        let (cpu, rss, wall) = (cpu_seconds(), rss_kib(), Instant::now());
+        let outcome = audit::judge_view(&view, Options::default());
+        println!(
+            "round {round}: {objects} objects, {} findings, {:.2} s CPU, {:.2} s wall, RSS {} -> {} MiB",
+            outcome.findings.len(),
+            cpu_seconds() - cpu,
+            wall.elapsed().as_secs_f64(),
+            rss / 1024,
+            rss_kib() / 1024
+        );
+    }
+}
