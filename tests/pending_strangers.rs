@@ -143,6 +143,23 @@ fn x2_a_strangers_reservation_confirmed_by_the_watch_is_no_strike() {
     );
 }
 
+#[test]
+fn x2_a_static_view_keeps_strangers_reservations_for_the_ttl_and_never_bars() {
+    // serve --dev / --state-from: no watch confirms anything, so strikes would bar everyone.
+    let shared = Shared::with_ttl(Index::new(), Duration::from_secs(30))
+        .with_strangers(StrangerPolicy::unbounded());
+    for i in 0..5 {
+        let name = format!("p{i}");
+        let p = projection(&pool(&name, "10.0.0.10-10.0.0.20"));
+        shared.admit_as(p, &stranger(1));
+        let admitted = Instant::now();
+        shared.sweep(admitted + Duration::from_secs(6));
+        assert!(holds(&shared, &name), "round {i}: held for the 30 s TTL");
+        shared.sweep(admitted + Duration::from_secs(31));
+        assert!(!holds(&shared, &name), "round {i}: expired unconfirmed");
+    }
+}
+
 // === over HTTPS ===
 
 fn review(object: &Value) -> Vec<u8> {

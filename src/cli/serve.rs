@@ -11,7 +11,7 @@ use tokio::signal::unix::{signal, Signal, SignalKind};
 
 use crate::admission::Admission;
 use crate::cli::{LogFormat, ServeArgs};
-use crate::cluster::{ClusterView, Shared, StaticView};
+use crate::cluster::{ClusterView, Shared, StaticView, StrangerPolicy};
 use crate::rules::Options;
 use crate::server::dev::{self, Made};
 use crate::server::{Addrs, CertFiles, ClientAuth, Config, Listen, Server};
@@ -82,10 +82,14 @@ async fn build_view(args: &ServeArgs) -> anyhow::Result<Arc<dyn ClusterView>> {
         );
         // Shared, not the bare static view: admitted objects count as pending (SPEC X2), so a dev
         // server refuses the second of two overlapping creates as a cluster would.
-        return Ok(Arc::new(Shared::new(index)));
+        return Ok(Arc::new(
+            Shared::new(index).with_strangers(StrangerPolicy::unbounded()),
+        ));
     }
     if args.dev && args.kubeconfig.is_none() {
-        return Ok(Arc::new(Shared::default()));
+        return Ok(Arc::new(
+            Shared::default().with_strangers(StrangerPolicy::unbounded()),
+        ));
     }
     // --kubeconfig when given, else in-cluster, else KUBECONFIG / ~/.kube/config (SPEC §10).
     let view = crate::cluster::live::connect(args.kubeconfig.as_deref()).await?;

@@ -52,6 +52,19 @@ impl Default for StrangerPolicy {
     }
 }
 
+impl StrangerPolicy {
+    /// Strangers reserve as trusted callers do (the 30 s TTL, no strikes): for a static view
+    /// (`serve --dev`, `--state-from`), where no watch ever confirms a write, so every entry would
+    /// expire unconfirmed and the strikes would bar every caller after three creates.
+    pub fn unbounded() -> StrangerPolicy {
+        StrangerPolicy {
+            ttl: super::shared::PENDING_TTL,
+            strikes: u32::MAX,
+            window: Duration::from_secs(600),
+        }
+    }
+}
+
 /// At most this many addresses are remembered; past it, records whose window ended are dropped,
 /// so a caller cycling through addresses cannot grow memory without bound.
 const MAX_ADDRESSES: usize = 4096;
