@@ -979,3 +979,31 @@ fn deployment_runs_the_periodic_audit_from_the_view() {
         Some(std::time::Duration::from_secs(600))
     );
 }
+
+#[test]
+fn monitoring_component_adds_one_prometheus_rule_next_to_the_webhook() {
+    assert!(
+        all_of("PrometheusRule").is_empty(),
+        "optional: not in the base"
+    );
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/install/monitoring");
+    let docs = docs_of(&render_dir(&dir));
+    assert_eq!(docs.len(), objects().len() + 1);
+    let rules: Vec<&Value> = docs
+        .iter()
+        .filter(|o| o["kind"] == "PrometheusRule")
+        .collect();
+    assert_eq!(rules.len(), 1);
+    assert_eq!(
+        rules[0]["metadata"]["namespace"],
+        workload().deployment["metadata"]["namespace"]
+    );
+    // What each alert names is checked against a running server in tests/alerts.rs.
+    let alerts: Vec<&str> = rules[0]["spec"]["groups"][0]["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["alert"].as_str().unwrap())
+        .collect();
+    assert!(alerts.contains(&"IpamGuardStoredViolations"), "{alerts:?}");
+}
