@@ -2,8 +2,10 @@
 //! denied if it were created now (SPEC X4): what slipped in before the webhook was installed, while
 //! it failed open, or across replicas. Judging and output are `check`'s, with file `cluster`.
 //!
-//! Also the periodic audit of `serve --audit-interval`: the same pass on a timer, feeding the
-//! `ipam_guard_violations{rule}` gauge and logging each finding once.
+//! Also the periodic audit of `serve --audit-interval` (`periodic_view`): on a timer, the rules
+//! that compare objects judged over what the view already holds (`rules::stored`), feeding the
+//! `ipam_guard_violations{rule}` gauge and logging each finding once. `periodic` is the listing
+//! pass on a timer, kept for callers that have a client but no view.
 
 use std::collections::{BTreeMap, HashSet};
 use std::io::{self, BufWriter, Write};
@@ -263,43 +265,41 @@ impl Recorder {
             logged,
             rules_seen,
         } = self;
-        {
-            let mut per_rule: BTreeMap<&'static str, i64> = BTreeMap::new();
-            let mut now: HashSet<String> = HashSet::with_capacity(outcome.findings.len());
-            for f in &outcome.findings {
-                if f.severity == Severity::Deny {
-                    *per_rule.entry(f.rule).or_default() += 1;
-                }
-                let line = f.to_string();
-                if !logged.contains(&line) {
-                    match f.severity {
-                        Severity::Deny => {
-                            tracing::warn!(rule = f.rule, object = %f.subject.key, field = %f.field, finding = %line, "audit: stored object would be denied")
-                        }
-                        Severity::Warn => {
-                            tracing::info!(rule = f.rule, object = %f.subject.key, field = %f.field, finding = %line, "audit: warning on stored object")
-                        }
+        let mut per_rule: BTreeMap<&'static str, i64> = BTreeMap::new();
+        let mut now: HashSet<String> = HashSet::with_capacity(outcome.findings.len());
+        for f in &outcome.findings {
+            if f.severity == Severity::Deny {
+                *per_rule.entry(f.rule).or_default() += 1;
+            }
+            let line = f.to_string();
+            if !logged.contains(&line) {
+                match f.severity {
+                    Severity::Deny => {
+                        tracing::warn!(rule = f.rule, object = %f.subject.key, field = %f.field, finding = %line, "audit: stored object would be denied")
+                    }
+                    Severity::Warn => {
+                        tracing::info!(rule = f.rule, object = %f.subject.key, field = %f.field, finding = %line, "audit: warning on stored object")
                     }
                 }
-                now.insert(line);
             }
-            *logged = now;
-            // Rules that had violations and have none now read 0 rather than vanishing.
-            rules_seen.extend(per_rule.keys().copied());
-            for rule in rules_seen.iter() {
-                let n = per_rule.get(rule).copied().unwrap_or(0);
-                violations
-                    .get_or_create(&ViolationLabels {
-                        rule: rule.to_string(),
-                    })
-                    .set(n);
-            }
-            tracing::info!(
-                denials = outcome.summary.denials,
-                warnings = outcome.summary.warnings,
-                objects = outcome.summary.objects.values().sum::<usize>(),
-                "periodic audit done"
-            );
+            now.insert(line);
         }
+        *logged = now;
+        // Rules that had violations and have none now read 0 rather than vanishing.
+        rules_seen.extend(per_rule.keys().copied());
+        for rule in rules_seen.iter() {
+            let n = per_rule.get(rule).copied().unwrap_or(0);
+            violations
+                .get_or_create(&ViolationLabels {
+                    rule: rule.to_string(),
+                })
+                .set(n);
+        }
+        tracing::info!(
+            denials = outcome.summary.denials,
+            warnings = outcome.summary.warnings,
+            objects = outcome.summary.objects.values().sum::<usize>(),
+            "periodic audit done"
+        );
     }
 }

@@ -98,7 +98,8 @@ pub struct ServeArgs {
     /// How long connections keep being served after SIGTERM before draining, e.g. 5s.
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
     pub shutdown_delay: std::time::Duration,
-    /// Run a periodic audit of the live cluster (e.g. 10m); off by default.
+    /// Every INTERVAL (e.g. 10m), judge what the view holds for overlaps, duplicates and holders
+    /// (SPEC X4) and set ipam_guard_violations{rule}; off by default. Makes no API calls.
     #[arg(long, value_parser = parse_duration)]
     pub audit_interval: Option<std::time::Duration>,
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
