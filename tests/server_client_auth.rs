@@ -227,3 +227,62 @@ async fn an_unusable_client_ca_file_at_startup_is_an_error_naming_it() {
         assert!(text.contains(&*s.ca_file.to_string_lossy()), "{text}");
     }
 }
+
+/// The flags of the real binary reach the listener: `serve --client-ca-file --client-cn`.
+#[tokio::test]
+async fn the_serve_flags_require_the_client_certificate() {
+    let dir = tempfile::tempdir().unwrap();
+    let client_ca = TestCa::new("apiserver client CA");
+    let ca_file = dir.path().join("client-ca.crt");
+    std::fs::write(&ca_file, &client_ca.pem).unwrap();
+    let cert_dir = dir.path().join("certs");
+    let served = serve_dev(
+        &cert_dir,
+        &[
+            "--client-ca-file",
+            ca_file.to_str().unwrap(),
+            "--client-cn",
+            "kube-apiserver",
+        ],
+    )
+    .await;
+    let status = |cert: Option<ClientCert>| {
+        let ca = served.ca.clone();
+        let addr = served.webhook;
+        async move {
+            let config = match &cert {
+                Some(c) => client_config_with_cert(&ca, &[b"http/1.1"], c),
+                None => client_config(&ca, &[b"http/1.1"]),
+            };
+            let mut conn = Conn::open_with(addr, config, Proto::H1).await.ok()?;
+            conn.send(post("/validate", Some("application/json"), NOT_A_REVIEW))
+                .await
+                .ok()
+                .map(|r| r.status)
+        }
+    };
+    assert_eq!(status(None).await, None);
+    assert_eq!(status(Some(client_ca.client("someone", &[]))).await, None);
+    assert_eq!(
+        status(Some(client_ca.client("kube-apiserver", &[]))).await,
+        Some(400)
+    );
+    drop(served);
+}
+
+#[test]
+fn client_names_without_a_client_ca_are_a_usage_error() {
+    use clap::Parser;
+    let parse = |args: &[&str]| ipam_guard::cli::Cli::try_parse_from(args).map(|_| ());
+    assert!(parse(&["ipam-guard", "serve", "--client-cn", "kube-apiserver"]).is_err());
+    assert!(parse(&["ipam-guard", "serve", "--client-san", "x"]).is_err());
+    assert!(parse(&[
+        "ipam-guard",
+        "serve",
+        "--client-ca-file",
+        "ca.crt",
+        "--client-cn",
+        "a"
+    ])
+    .is_ok());
+}
