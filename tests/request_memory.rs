@@ -4,64 +4,14 @@
 //!
 //! `cargo test --test request_memory -- --nocapture` prints the table of ROBUSTNESS.md.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use ipam_guard::admission::{Admission, Endpoint};
 use ipam_guard::cluster::StaticView;
 use serde_json::{json, Value};
 
-struct Counting;
-
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: every call forwards to `System` with the caller's layout and pointer unchanged; the
-// counters are plain atomics and never touch the memory handed out.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            grew(layout.size() as isize);
-        }
-        p
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        let p = unsafe { System.alloc_zeroed(layout) };
-        if !p.is_null() {
-            grew(layout.size() as isize);
-        }
-        p
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) };
-        grew(-(layout.size() as isize));
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let p = unsafe { System.realloc(ptr, layout, new_size) };
-        if !p.is_null() {
-            grew(new_size as isize - layout.size() as isize);
-        }
-        p
-    }
-}
-
-#[global_allocator]
-static ALLOC: Counting = Counting;
-
-fn grew(bytes: isize) {
-    let now = LIVE.fetch_add(bytes, Ordering::Relaxed) + bytes;
-    PEAK.fetch_max(now.max(0) as usize, Ordering::Relaxed);
-}
-
-/// Peak bytes live during `f` above those live when it started.
-fn peak_during(f: impl FnOnce()) -> usize {
-    let base = LIVE.load(Ordering::Relaxed).max(0) as usize;
-    PEAK.store(base, Ordering::Relaxed);
-    f();
-    PEAK.load(Ordering::Relaxed) - base
-}
+mod counting_alloc;
+use counting_alloc::peak_during;
 
 fn review(kind: &str, group: &str, version: &str, object: Value) -> Vec<u8> {
     serde_json::to_vec(&json!({

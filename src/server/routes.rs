@@ -139,6 +139,13 @@ async fn answer(shared: &Shared, endpoint: Endpoint, req: Request) -> Response {
             )
         }
     };
+    // Judging costs 10-50× the body (the JSON tree, then the readers): wait for room so the
+    // requests in flight cannot together outgrow the pod (ROBUSTNESS O1). A body over the whole
+    // budget takes all of it and is judged alone.
+    let weight = super::kib(body.len()).min(shared.judging_kib);
+    let Ok(_judging) = shared.judging.acquire_many(weight).await else {
+        return message(StatusCode::SERVICE_UNAVAILABLE, "shutting down");
+    };
     // `review` promises not to panic; if it ever does, one 500 beats tearing down an h2
     // connection and every other request multiplexed on it.
     let review =
