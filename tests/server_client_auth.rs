@@ -267,6 +267,19 @@ async fn the_serve_flags_require_the_client_certificate() {
         status(Some(client_ca.client("kube-apiserver", &[]))).await,
         Some(400)
     );
+    // The refusals are logged at info, the allow-list's with the names it saw.
+    let start = std::time::Instant::now();
+    loop {
+        let logs = served.logs.lock().unwrap().clone();
+        if logs.contains("client not authenticated; connection refused")
+            && logs.contains("client certificate refused")
+            && logs.contains("someone")
+        {
+            break;
+        }
+        assert!(start.elapsed() < WAIT, "refusals not logged:\n{logs}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
     drop(served);
 }
 
