@@ -114,6 +114,14 @@ async fn a_certificate_from_another_ca_is_refused() {
         Some(&s.serving_ca.client("kube-apiserver", &[])),
     )
     .await;
+    // The right CA, but a serving certificate (server auth usage only, like the webhook's own
+    // from the same cert-manager CA): not a client certificate.
+    let key = ServingKey::new(KeyFormat::Pkcs8);
+    let serving = ClientCert {
+        cert_pem: client_ca.leaf(&key, "kube-apiserver"),
+        key_pem: key.pem.clone(),
+    };
+    refused(&server, &s, Some(&serving)).await;
     answered(&server, &s, &client_ca.client("kube-apiserver", &[])).await;
     server.stop().await;
 }
