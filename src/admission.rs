@@ -14,7 +14,7 @@ use kube::core::response::{StatusCause, StatusDetails, StatusSummary};
 use kube::core::Status;
 use serde_json::{json, Map, Value};
 
-use crate::cluster::ClusterView;
+use crate::cluster::{Caller, ClusterView};
 use crate::kinds::Kind;
 use crate::model::{project, Operation, Projection, Request};
 use crate::rules::field::{DenyReason, FieldError, Verdict};
@@ -127,6 +127,12 @@ impl Admission {
     /// Judges one AdmissionReview body. Never panics: bad bodies are a 400 answer with a message,
     /// a fault inside the rules is a denial with code 500 (never an allow).
     pub fn review(&self, endpoint: Endpoint, body: &[u8]) -> Answer {
+        self.review_as(endpoint, body, &Caller::Trusted)
+    }
+
+    /// As `review`, for a request from `caller`: what a stranger's admitted write may reserve is
+    /// bounded (SPEC X2, `cluster::trust`).
+    pub fn review_as(&self, endpoint: Endpoint, body: &[u8], caller: &Caller) -> Answer {
         let env = match decode(body) {
             Ok(env) => env,
             Err(msg) => return Answer::bad_request(msg),
@@ -143,7 +149,7 @@ impl Admission {
             groups: env.groups.clone(),
             ..Outcome::default()
         };
-        let verdict = catch_unwind(AssertUnwindSafe(|| self.judge(endpoint, &env)));
+        let verdict = catch_unwind(AssertUnwindSafe(|| self.judge(endpoint, &env, caller)));
         let response = match &verdict {
             Ok(Judged::Untouched) => allow(&env.uid),
             Ok(Judged::Verdict(kind, v)) => respond(&env, *kind, v),
@@ -166,7 +172,7 @@ impl Admission {
         }
     }
 
-    fn judge(&self, endpoint: Endpoint, env: &Envelope) -> Judged {
+    fn judge(&self, endpoint: Endpoint, env: &Envelope, caller: &Caller) -> Judged {
         let Some(kind) = Kind::from_group_kind(&env.group, &env.kind) else {
             return Judged::Untouched;
         };
@@ -199,7 +205,7 @@ impl Admission {
                 let options = self.inner.options;
                 // SPEC X2: judge and record what was admitted in one step, so two racing
                 // creates of overlapping pools cannot both pass.
-                self.inner.view.decide(&mut |index| {
+                self.inner.view.decide_as(caller, &mut |index| {
                     verdict = rules::validate(&req, &Ctx { index, options });
                     admitted(&req, &verdict)
                 });
@@ -298,8 +304,16 @@ fn fill_outcome(o: &mut Outcome, response: &Value, rules: &[String]) {
 /// Reads the envelope. Everything that keeps us from answering (not JSON, not a review, no uid)
 /// is a 400 whose message says what was wrong.
 fn decode(body: &[u8]) -> Result<Envelope, String> {
-    let mut review: Value =
-        serde_json::from_slice(body).map_err(|e| format!("request body is not valid JSON: {e}"))?;
+    let parsed = serde_json::from_slice(body).or_else(|e| {
+        // SPEC ROBUSTNESS O5: a number past an f64 is judged at its field, not refused whole.
+        match crate::model::numbers::quote_overflowing_numbers(body) {
+            Some(quoted) if e.to_string().starts_with("number out of range") => {
+                serde_json::from_slice(&quoted)
+            }
+            _ => Err(e),
+        }
+    });
+    let mut review: Value = parsed.map_err(|e| format!("request body is not valid JSON: {e}"))?;
     let Some(top) = review.as_object_mut() else {
         return Err("request body is not an AdmissionReview: expected a JSON object".into());
     };

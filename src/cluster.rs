@@ -7,6 +7,7 @@ pub mod load;
 mod object;
 pub mod shared;
 mod static_view;
+pub mod trust;
 
 use std::ops::Deref;
 use std::time::Duration;
@@ -18,6 +19,7 @@ use crate::model::Projection;
 pub use object::WatchedObject;
 pub use shared::{IndexGuard, Shared};
 pub use static_view::StaticView;
+pub use trust::{Caller, StrangerPolicy};
 
 /// What the rules may ask of the cluster. Implementations answer from memory, never from the API server.
 pub trait ClusterView: Send + Sync {
@@ -36,6 +38,13 @@ pub trait ClusterView: Send + Sync {
     /// that answer admission requests (`LiveView`, `Shared`) override it.
     fn decide(&self, f: &mut dyn FnMut(&Index) -> Option<Projection>) {
         f(&self.read());
+    }
+    /// As `decide`, for a request from `caller` (the webhook passes who connected). Views that
+    /// record pending entries override it to bound what strangers reserve (`trust.rs`); the
+    /// default, for views that record nothing, is `decide`.
+    fn decide_as(&self, caller: &Caller, f: &mut dyn FnMut(&Index) -> Option<Projection>) {
+        let _ = caller;
+        self.decide(f)
     }
     /// Health of each watch feeding the view (metrics). Views fed from files have none.
     fn watch_health(&self) -> Vec<WatchHealth> {

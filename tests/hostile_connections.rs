@@ -141,7 +141,12 @@ where
 async fn five_hundred_idle_tcp_connections_do_not_block_reviews_and_meet_the_handshake_timeout() {
     const IDLE: usize = 500;
     let handshake = Duration::from_secs(3);
-    let h = start(|c| c.handshake_timeout = handshake).await;
+    // One source opens them all: no per-source limit here, so the handshake timeout is tested.
+    let h = start(|c| {
+        c.handshake_timeout = handshake;
+        c.max_connections_per_source = 0;
+    })
+    .await;
     let opened = Instant::now();
     let mut idle = Vec::with_capacity(IDLE);
     for _ in 0..IDLE {
@@ -199,6 +204,66 @@ async fn idle_connections_past_the_cap_are_reaped_in_turn_and_the_review_behind_
         started.elapsed()
     );
     assert_all_closed(idle, Duration::ZERO, bound, "idle TCP connections").await;
+    h.server.stop().await;
+}
+
+/// O2: one address cannot hold every slot. Past `max_connections_per_source` its new
+/// connections are closed at once; another address is served promptly all along; the ones it
+/// holds meet the handshake timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_source_past_its_connection_limit_is_closed_at_once_and_others_are_served() {
+    const PER_SOURCE: usize = 8;
+    let handshake = Duration::from_secs(2);
+    let h = start(|c| {
+        c.handshake_timeout = handshake;
+        c.max_connections_per_source = PER_SOURCE;
+        // Fewer slots than the abuse would take without the limit.
+        c.max_connections = 12;
+    })
+    .await;
+    let from = |ip: [u8; 4]| async move {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind(SocketAddr::from((ip, 0))).unwrap();
+        socket.connect(h.addr).await.unwrap()
+    };
+    let mut held = Vec::new();
+    for _ in 0..PER_SOURCE {
+        held.push(from([127, 0, 0, 2]).await);
+    }
+    // The accept loop counts connections as it accepts them: wait until the eighth is counted,
+    // which the next one (refused) shows.
+    let mut refused = 0;
+    for _ in 0..20 {
+        let mut extra = from([127, 0, 0, 2]).await;
+        // Well before the handshake timeout (2 s) would close it.
+        if wait_closed(&mut extra, Duration::from_secs(1), &mut Vec::new())
+            .await
+            .is_some()
+        {
+            refused += 1;
+        }
+    }
+    assert_eq!(
+        refused, 20,
+        "connections past the per-source limit were kept"
+    );
+    assert_prompt_review(&h, Proto::H1).await;
+    assert_prompt_review(&h, Proto::H2).await;
+    assert_all_closed(held, Duration::ZERO, handshake, "held connections").await;
+    // Its slots given back, the address is served again.
+    let config = client_config(&h.ca.der, &[b"http/1.1"]);
+    let mut conn = Conn::open_from(h.addr, Some([127, 0, 0, 2].into()), config, Proto::H1)
+        .await
+        .unwrap();
+    let reply = conn
+        .send(post(
+            "/validate",
+            Some("application/json"),
+            fixture("ipaddressclaim-create.json"),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(reply.status, 200);
     h.server.stop().await;
 }
 
@@ -393,22 +458,60 @@ async fn a_body_cut_short_is_answered_or_closed_at_once() {
     h.server.stop().await;
 }
 
-/// Over HTTP/1.1 a body declared past the limit gets its 413 from the headers alone; a client
-/// that reads while it writes sees it (hyper's client, which writes first, may see a reset:
-/// tests/hostile_corpus.rs sends its oversized review over h2).
+/// Over HTTP/1.1 a body declared past the limit gets its 413 from the headers alone. The server
+/// then reads and discards the rest (bounded by the body read timeout), so a client that goes on
+/// writing its body is not reset (O3), and closes the connection after it; a client that stops
+/// writing is closed at the body read timeout.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_body_declared_past_the_limit_is_refused_from_the_headers() {
-    let h = start(|_| {}).await;
+    let body_timeout = Duration::from_secs(2);
+    let h = start(|c| c.body_read_timeout = body_timeout).await;
+    let declared = 8 << 20;
     let mut s = tls(&h, &[b"http/1.1"]).await;
-    s.write_all(&headers(8 << 20)).await.unwrap();
+    s.write_all(&headers(declared)).await.unwrap();
     s.write_all(&[b' '; 64 * 1024]).await.unwrap();
     s.flush().await.unwrap();
     let mut seen = Vec::new();
-    let closed = wait_closed(&mut s, Duration::from_secs(5), &mut seen).await;
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&seen).contains('}') {
+        let n = tokio::time::timeout(WAIT, s.read(&mut buf))
+            .await
+            .expect("the 413 comes before the body")
+            .unwrap();
+        assert!(
+            n > 0,
+            "closed before the 413: {:?}",
+            String::from_utf8_lossy(&seen)
+        );
+        seen.extend_from_slice(&buf[..n]);
+    }
     let text = String::from_utf8_lossy(&seen);
     assert!(text.starts_with("HTTP/1.1 413"), "{text}");
     assert!(text.contains("larger than"), "{text}");
+    assert!(
+        text.to_ascii_lowercase().contains("connection: close"),
+        "{text}"
+    );
+    // The rest of the body is taken, not reset.
+    let rest = vec![b' '; declared - 64 * 1024];
+    tokio::time::timeout(WAIT, s.write_all(&rest))
+        .await
+        .expect("the server reads the rest")
+        .expect("no reset while the rest is written");
+    s.flush().await.unwrap();
+    let closed = wait_closed(&mut s, Duration::from_secs(5), &mut seen).await;
     assert!(closed.is_some(), "connection left open after a 413");
+
+    // A client that never sends the body it declared.
+    let mut s = tls(&h, &[b"http/1.1"]).await;
+    s.write_all(&headers(declared)).await.unwrap();
+    let mut seen = Vec::new();
+    let closed = wait_closed(&mut s, body_timeout + Duration::from_secs(3), &mut seen).await;
+    assert!(String::from_utf8_lossy(&seen).starts_with("HTTP/1.1 413"));
+    assert!(
+        closed.is_some(),
+        "connection held past the body read timeout"
+    );
     assert_prompt_review(&h, Proto::H1).await;
     h.server.stop().await;
 }

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use ipam_guard::admission::{Admission, Endpoint};
 use ipam_guard::cluster::StaticView;
+use ipam_guard::model::read::LIST_PROBLEMS;
 use serde_json::{json, Value};
 
 fn admission() -> Admission {
@@ -70,11 +71,14 @@ fn a_pool_of_100k_bad_entries_is_denied_quickly_with_a_bounded_answer() {
     assert_eq!(causes[99]["field"], "spec.addresses[99]");
     assert_eq!(causes[100]["reason"], "FieldValueTooMany");
     assert_eq!(causes[100]["field"], "spec.addresses[100]");
+    // The reader stops at LIST_PROBLEMS (O1) and adds one problem saying how many entries it
+    // left unread: those are what the answer counts past its 100 causes.
+    let hidden = LIST_PROBLEMS + 1 - 100;
     assert!(
         causes[100]["message"]
             .as_str()
             .unwrap()
-            .starts_with(&format!("Too many: {} more problems not shown", N - 100))
+            .starts_with(&format!("Too many: {hidden} more problems not shown"))
             && causes[100]["message"]
                 .as_str()
                 .unwrap()
@@ -85,8 +89,7 @@ fn a_pool_of_100k_bad_entries_is_denied_quickly_with_a_bounded_answer() {
     let message = status["message"].as_str().unwrap();
     assert!(
         message.ends_with(&format!(
-            ", and {} more problems not shown [ipam-guard P2]]",
-            N - 100
+            ", and {hidden} more problems not shown [ipam-guard P2]]"
         )),
         "{}",
         &message[message.len().saturating_sub(200)..]
@@ -149,4 +152,65 @@ fn a_few_problems_are_all_shown() {
     assert!(causes.iter().all(|c| c["reason"] != "FieldValueTooMany"));
     let message = out["response"]["status"]["message"].as_str().unwrap();
     assert!(!message.contains("more problems"), "{message}");
+}
+
+fn causes(answer: &ipam_guard::admission::Answer) -> Vec<String> {
+    assert_eq!(answer.http_status, 200);
+    let v: Value = serde_json::from_slice(&answer.body).unwrap();
+    assert_eq!(v["response"]["allowed"], false, "{v}");
+    assert_eq!(v["response"]["status"]["code"], 422, "{v}");
+    v["response"]["status"]["details"]["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            format!(
+                "{} {}",
+                c["field"].as_str().unwrap(),
+                c["message"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+/// O5: a number past an f64 is denied at its field (422), not refused as unreadable JSON (400).
+#[test]
+fn a_number_past_an_f64_is_denied_at_its_field() {
+    for number in ["1e400".to_string(), "-1E+999".to_string(), "9".repeat(400)] {
+        let body = String::from_utf8(pool_review(vec![json!("10.0.0.1-10.0.0.9")]))
+            .unwrap()
+            .replacen(r#""prefix":24"#, &format!(r#""prefix":{number}"#), 1);
+        let ans = admission().review(Endpoint::Validate, body.as_bytes());
+        let causes = causes(&ans);
+        assert!(
+            causes.iter().any(|c| c.starts_with("spec.prefix ")
+                && c.contains(&format!("Invalid value: \"{}", &number[..5]))
+                && c.contains("must be an integer")),
+            "{causes:?}"
+        );
+    }
+}
+
+/// O4: a Metal3 IPPool whose spec is not an object is denied at `spec` (it read as no pools).
+#[test]
+fn a_metal3_pool_whose_spec_is_not_an_object_is_denied_at_spec() {
+    for spec in [json!(7), json!("pools"), json!([{"start": "10.0.0.1"}])] {
+        let body = review(
+            "IPPool",
+            "ipam.metal3.io",
+            "v1alpha1",
+            json!({
+                "apiVersion": "ipam.metal3.io/v1alpha1", "kind": "IPPool",
+                "metadata": {"name": "p", "namespace": "ns"},
+                "spec": spec
+            }),
+        );
+        let causes = causes(&admission().review(Endpoint::Validate, &body));
+        assert!(
+            causes
+                .iter()
+                .any(|c| c.starts_with("spec ") && c.contains("must be an object")),
+            "{spec}: {causes:?}"
+        );
+    }
 }

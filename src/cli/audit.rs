@@ -2,8 +2,10 @@
 //! denied if it were created now (SPEC X4): what slipped in before the webhook was installed, while
 //! it failed open, or across replicas. Judging and output are `check`'s, with file `cluster`.
 //!
-//! Also the periodic audit of `serve --audit-interval`: the same pass on a timer, feeding the
-//! `ipam_guard_violations{rule}` gauge and logging each finding once.
+//! Also the periodic audit of `serve --audit-interval` (`periodic_view`): on a timer, the rules
+//! that compare objects judged over what the view already holds (`rules::stored`), feeding the
+//! `ipam_guard_violations{rule}` gauge and logging each finding once. `periodic` is the listing
+//! pass on a timer, kept for callers that have a client but no view.
 
 use std::collections::{BTreeMap, HashSet};
 use std::io::{self, BufWriter, Write};
@@ -22,7 +24,7 @@ use super::report::{self, Finding, Report, Severity, Summary};
 use super::{AuditArgs, OutputFormat, OverlapScope, SeverityFilter};
 use crate::cluster::live::{self, api_resource};
 use crate::cluster::load::{Manifest, Source};
-use crate::cluster::WatchedObject;
+use crate::cluster::{ClusterView, WatchedObject};
 use crate::kinds::Kind;
 use crate::model::ObjKey;
 use crate::rules::Options;
@@ -329,48 +331,111 @@ pub async fn periodic(
     interval: Duration,
     violations: Violations,
 ) {
-    let mut rules_seen: HashSet<&'static str> = HashSet::new();
+    let mut recorder = Recorder::new(violations);
     loop {
         let outcome = audit(&client, options).await;
         for e in &outcome.errors {
             tracing::warn!(error = %e, "periodic audit could not read the cluster");
         }
         if outcome.errors.is_empty() {
-            let mut per_rule: BTreeMap<&'static str, i64> = BTreeMap::new();
-            let mut warned: BTreeMap<&'static str, i64> = BTreeMap::new();
-            for f in &outcome.findings {
-                match f.severity {
-                    Severity::Deny => *per_rule.entry(f.rule).or_default() += 1,
-                    Severity::Warn => *warned.entry(f.rule).or_default() += 1,
-                }
-            }
-            // Rules that had violations and have none now read 0 rather than vanishing.
-            rules_seen.extend(per_rule.keys().copied());
-            for rule in &rules_seen {
-                let n = per_rule.get(rule).copied().unwrap_or(0);
-                violations
-                    .get_or_create(&ViolationLabels {
-                        rule: rule.to_string(),
-                    })
-                    .set(n);
-            }
-            // One line per round, however many findings (as Gatekeeper caps what it records):
-            // `ipam-guard audit` lists them. A line per finding would flood the logs every round.
-            let counts = |m: &BTreeMap<&'static str, i64>| {
-                m.iter()
-                    .map(|(r, n)| format!("{r}={n}"))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            };
-            tracing::info!(
-                denials = outcome.summary.denials,
-                warnings = outcome.summary.warnings,
-                objects = outcome.summary.objects.values().sum::<usize>(),
-                denials_by_rule = %counts(&per_rule),
-                warnings_by_rule = %counts(&warned),
-                "periodic audit done; `ipam-guard audit` lists the findings"
-            );
+            recorder.record(&outcome);
         }
         tokio::time::sleep(interval).await;
+    }
+}
+
+/// `serve --audit-interval`: judges what the view already holds (`rules::stored`) every
+/// `interval`, instead of listing the cluster again: no API server load, no copy of the cluster.
+/// Waits for the view to sync first, so a half-read view reports nothing.
+pub async fn periodic_view(
+    view: Arc<dyn ClusterView>,
+    options: Options,
+    interval: Duration,
+    violations: Violations,
+) {
+    let mut recorder = Recorder::new(violations);
+    loop {
+        if view.synced() {
+            let outcome = judge_view(view.as_ref(), options);
+            recorder.record(&outcome);
+        } else {
+            tracing::info!("periodic audit skipped: the cluster view has not synced yet");
+        }
+        tokio::time::sleep(interval).await;
+    }
+}
+
+/// One pass of `periodic_view`, as an `Outcome` with file `cluster`.
+pub fn judge_view(view: &dyn ClusterView, options: Options) -> Outcome {
+    let file: Arc<str> = Arc::from(FILE);
+    let (found, objects) = {
+        let index = view.read();
+        (crate::rules::stored::judge(&index, options), index.counts())
+    };
+    let findings: Vec<Finding> = found
+        .into_iter()
+        .map(|(key, e)| Finding::deny(&report::Subject::new(Some(file.clone()), key), &e))
+        .collect();
+    let mut summary = Summary {
+        objects: objects.into_iter().collect(),
+        ..Summary::default()
+    };
+    summary.count(&findings);
+    Outcome {
+        findings,
+        errors: Vec::new(),
+        summary,
+    }
+}
+
+/// Keeps `ipam_guard_violations` and the log in step with the passes.
+struct Recorder {
+    violations: Violations,
+    rules_seen: HashSet<&'static str>,
+}
+
+impl Recorder {
+    fn new(violations: Violations) -> Recorder {
+        Recorder {
+            violations,
+            rules_seen: HashSet::new(),
+        }
+    }
+
+    fn record(&mut self, outcome: &Outcome) {
+        let mut per_rule: BTreeMap<&'static str, i64> = BTreeMap::new();
+        let mut warned: BTreeMap<&'static str, i64> = BTreeMap::new();
+        for f in &outcome.findings {
+            match f.severity {
+                Severity::Deny => *per_rule.entry(f.rule).or_default() += 1,
+                Severity::Warn => *warned.entry(f.rule).or_default() += 1,
+            }
+        }
+        // Rules that had violations and have none now read 0 rather than vanishing.
+        self.rules_seen.extend(per_rule.keys().copied());
+        for rule in &self.rules_seen {
+            let n = per_rule.get(rule).copied().unwrap_or(0);
+            self.violations
+                .get_or_create(&ViolationLabels {
+                    rule: rule.to_string(),
+                })
+                .set(n);
+        }
+        // One line per round, however many findings (as Gatekeeper caps what it records):
+        // `ipam-guard audit` lists them. A line per finding would flood the logs every round.
+        let counts = |m: &BTreeMap<&'static str, i64>| {
+            m.iter()
+                .map(|(r, n)| format!("{r}={n}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        tracing::info!(
+            denials = outcome.summary.denials,
+            warnings = outcome.summary.warnings,
+            objects = outcome.summary.objects.values().sum::<usize>(),
+            denials_by_rule = %counts(&per_rule),
+            warnings_by_rule = %counts(&warned),
+            "periodic audit done; `ipam-guard audit` lists the findings"
+        );
     }
 }

@@ -23,6 +23,8 @@ pub struct Cli {
     pub command: Command,
 }
 
+// One value parsed once per process: boxing the large variant would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve /validate and /mutate over HTTPS.
@@ -142,7 +144,8 @@ pub struct ServeArgs {
     /// How long connections keep being served after SIGTERM before draining, e.g. 5s.
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
     pub shutdown_delay: std::time::Duration,
-    /// Run a periodic audit of the live cluster (e.g. 10m); off by default.
+    /// Every INTERVAL (e.g. 10m), judge what the view holds for overlaps, duplicates and holders
+    /// and set ipam_guard_violations{rule}; off by default. Makes no API calls.
     #[arg(long, value_parser = parse_duration)]
     pub audit_interval: Option<std::time::Duration>,
     /// Log lines as human-readable text or as one JSON object per line (for log collectors).
@@ -152,6 +155,23 @@ pub struct ServeArgs {
     /// pool up to 5,000 pools, then only the 5,000 fullest; `none` exports none.
     #[arg(long, value_enum, default_value_t = PoolMetrics::All)]
     pub pool_metrics: PoolMetrics,
+    /// How long a new connection may take to finish its TLS handshake, e.g. 5s.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub handshake_timeout: std::time::Duration,
+    /// Connections one peer address may hold open on the webhook listener (0: no limit); past
+    /// it new connections from that address are closed at once.
+    #[arg(long, default_value_t = crate::server::MAX_CONNECTIONS_PER_SOURCE)]
+    pub max_connections_per_source: usize,
+    /// Require a client certificate chaining to this CA (PEM) on the webhook listener: only the
+    /// API server holding one is served. Reloaded when the file changes.
+    #[arg(long)]
+    pub client_ca_file: Option<PathBuf>,
+    /// Accept only client certificates with this subject CN (repeatable; with --client-san, either matches).
+    #[arg(long, requires = "client_ca_file")]
+    pub client_cn: Vec<String>,
+    /// Accept only client certificates with this DNS, IP, URI or email SAN (repeatable).
+    #[arg(long, requires = "client_ca_file")]
+    pub client_san: Vec<String>,
     #[command(flatten)]
     pub rules: RuleArgs,
 }

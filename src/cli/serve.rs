@@ -11,11 +11,11 @@ use tokio::signal::unix::{signal, Signal, SignalKind};
 
 use crate::admission::Admission;
 use crate::cli::{LogFormat, PoolMetrics, ServeArgs};
-use crate::cluster::{ClusterView, Shared, StaticView};
+use crate::cluster::{ClusterView, Shared, StaticView, StrangerPolicy};
 use crate::rules::Options;
 use crate::server::dev::{self, Made};
 use crate::server::pool_metrics;
-use crate::server::{Addrs, CertFiles, Config, Listen, Server};
+use crate::server::{Addrs, CertFiles, ClientAuth, Config, Listen, Server};
 
 /// Where controller-runtime (and so most webhook Helm charts) mount the serving Secret.
 pub const DEFAULT_CERT_DIR: &str = "/tmp/k8s-webhook-server/serving-certs";
@@ -35,6 +35,13 @@ pub async fn run(args: ServeArgs, mut registry: Registry) -> anyhow::Result<()> 
     config.probe_listen = parse_addr(&args.probe_listen, "--probe-listen")?;
     config.metrics_listen = parse_addr(&args.metrics_listen, "--metrics-listen")?;
     config.shutdown_delay = args.shutdown_delay;
+    config.handshake_timeout = args.handshake_timeout;
+    config.max_connections_per_source = args.max_connections_per_source;
+    config.client_auth = args.client_ca_file.as_ref().map(|ca| ClientAuth {
+        ca_file: ca.clone(),
+        allowed_cns: args.client_cn.clone(),
+        allowed_sans: args.client_san.clone(),
+    });
 
     let dev_ca = if args.dev && args.tls_cert_file.is_none() {
         let dir = config.certs.cert.parent().unwrap_or(Path::new("."));
@@ -49,29 +56,17 @@ pub async fn run(args: ServeArgs, mut registry: Registry) -> anyhow::Result<()> 
     if args.pool_metrics == PoolMetrics::All {
         pool_metrics::register(&mut registry, view.clone(), pool_metrics::POOL_SERIES_LIMIT);
     }
-    // The periodic audit (off by default) reads the live cluster, never the --state-from files.
-    let _audit = match args.audit_interval {
-        Some(interval)
-            if args.state_from.is_empty() && !(args.dev && args.kubeconfig.is_none()) =>
-        {
-            let violations = crate::cli::audit::register_violations(&mut registry);
-            let client = crate::cluster::live::client(args.kubeconfig.as_deref()).await?;
-            let task = tokio::spawn(crate::cli::audit::periodic(
-                client,
-                Options::from(&args.rules),
-                interval,
-                violations,
-            ));
-            Some(AbortOnDrop(task))
-        }
-        Some(_) => {
-            tracing::warn!(
-                "--audit-interval needs a live cluster; ignored with --state-from or --dev"
-            );
-            None
-        }
-        None => None,
-    };
+    // The periodic audit (off unless --audit-interval) judges what the view already holds: no
+    // second copy of the cluster and no list calls each round (rules::stored).
+    let _audit = args.audit_interval.map(|interval| {
+        let violations = crate::cli::audit::register_violations(&mut registry);
+        AbortOnDrop(tokio::spawn(crate::cli::audit::periodic_view(
+            view.clone(),
+            Options::from(&args.rules),
+            interval,
+            violations,
+        )))
+    });
     let admission = Admission::new(view, Options::from(&args.rules));
     let server = Server::bind(config, admission, registry).await?;
     if let Some(certs) = dev_ca {
@@ -91,10 +86,14 @@ async fn build_view(args: &ServeArgs) -> anyhow::Result<Arc<dyn ClusterView>> {
         );
         // Shared, not the bare static view: admitted objects count as pending (SPEC X2), so a dev
         // server refuses the second of two overlapping creates as a cluster would.
-        return Ok(Arc::new(Shared::new(index)));
+        return Ok(Arc::new(
+            Shared::new(index).with_strangers(StrangerPolicy::unbounded()),
+        ));
     }
     if args.dev && args.kubeconfig.is_none() {
-        return Ok(Arc::new(Shared::default()));
+        return Ok(Arc::new(
+            Shared::default().with_strangers(StrangerPolicy::unbounded()),
+        ));
     }
     // --kubeconfig when given, else in-cluster, else KUBECONFIG / ~/.kube/config (SPEC §10).
     let view = crate::cluster::live::connect(args.kubeconfig.as_deref()).await?;

@@ -463,6 +463,13 @@ impl ClusterView for LiveView {
     fn watch_health(&self) -> Vec<WatchHealth> {
         self.status.health(Instant::now())
     }
+    fn decide_as(
+        &self,
+        caller: &super::Caller,
+        f: &mut dyn FnMut(&crate::index::Index) -> Option<model::Projection>,
+    ) {
+        self.shared.decide_as(caller, |index| ((), f(index)));
+    }
 }
 
 /// Aborts the task when dropped, so dropping the view (or the discovery task) stops its children.

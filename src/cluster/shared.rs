@@ -14,12 +14,18 @@
 //!
 //! Lock order: `decisions`, then `state`, then whatever `PendingHold` locks. Watch events take
 //! only `state`.
+//!
+//! Each entry's lifetime is chosen by who admitted it (`trust.rs`): a stranger's is short, is not
+//! extended by retries, and its unconfirmed expiries count against the caller's address.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::net::IpAddr;
 use std::ops::Deref;
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
+use super::trust::{Caller, StrangerPolicy, Strikes};
 use super::ClusterView;
 use crate::index::{Index, Object};
 use crate::kinds::Kind;
@@ -29,7 +35,8 @@ use crate::model::{ObjKey, Projection};
 pub const PENDING_TTL: Duration = Duration::from_secs(30);
 
 /// Tells `sweep` which kinds' pending entries must not expire now: the live view holds those of a
-/// kind whose watch is sick, since only that watch could confirm or refute them.
+/// kind whose watch is sick, since only that watch could confirm or refute them. A stranger's
+/// entry is not held: a forged review must not block writes for as long as a watch is sick.
 pub trait PendingHold: Send + Sync + std::fmt::Debug {
     fn holds(&self, kind: Kind, now: Instant) -> bool;
 }
@@ -40,6 +47,7 @@ pub struct Shared {
     state: RwLock<State>,
     decisions: Mutex<()>,
     ttl: Duration,
+    strangers: StrangerPolicy,
     hold: Option<Arc<dyn PendingHold>>,
 }
 
@@ -47,11 +55,11 @@ pub struct Shared {
 struct State {
     index: Index,
     pending: HashMap<ObjKey, Pending>,
-    /// Admissions in the order they happened. The TTL is one constant, so this is also expiry
-    /// order: a sweep looks only at the front instead of scanning every pending entry (a busy
-    /// dev server or load test can hold tens of thousands). Entries whose key was since confirmed
-    /// by the watch or re-admitted are skipped when they reach the front.
-    expiries: VecDeque<(Instant, ObjKey)>,
+    /// Admissions by expiry, earliest first: a sweep looks only at the top instead of scanning
+    /// every pending entry (a busy dev server or load test can hold tens of thousands). Entries
+    /// whose key was since confirmed by the watch or re-admitted are skipped when they come up.
+    expiries: BinaryHeap<Reverse<(Instant, ObjKey)>>,
+    strikes: Strikes,
 }
 
 #[derive(Debug)]
@@ -60,6 +68,8 @@ struct Pending {
     /// What the index held under this key before the first admission (an UPDATE's stored object),
     /// restored when the entry expires.
     displaced: Option<Object>,
+    /// The address of the stranger who admitted it; None when trusted.
+    stranger: Option<IpAddr>,
 }
 
 /// A read lock on the index. Rules read through it; it must not be held across an `await`.
@@ -89,17 +99,25 @@ impl Shared {
             state: RwLock::new(State {
                 index,
                 pending: HashMap::new(),
-                expiries: VecDeque::new(),
+                expiries: BinaryHeap::new(),
+                strikes: Strikes::default(),
             }),
             decisions: Mutex::new(()),
             ttl,
+            strangers: StrangerPolicy::default(),
             hold: None,
         }
     }
 
-    /// As `with_ttl`, asking `hold` before any pending entry expires.
+    /// As given, asking `hold` before any trusted pending entry expires.
     pub fn with_hold(mut self, hold: Arc<dyn PendingHold>) -> Self {
         self.hold = Some(hold);
+        self
+    }
+
+    /// As given, with another bound on strangers' pending entries (tests, measurements).
+    pub fn with_strangers(mut self, policy: StrangerPolicy) -> Self {
+        self.strangers = policy;
         self
     }
 
@@ -118,6 +136,16 @@ impl Shared {
     ///
     /// Decisions run one at a time; keep `f` free of I/O.
     pub fn decide<R>(&self, f: impl FnOnce(&Index) -> (R, Option<Projection>)) -> R {
+        self.decide_as(&Caller::Trusted, f)
+    }
+
+    /// As `decide`, for a request from `caller`: a stranger's admission reserves within the
+    /// bounds of `StrangerPolicy`, or not at all once its address is barred.
+    pub fn decide_as<R>(
+        &self,
+        caller: &Caller,
+        f: impl FnOnce(&Index) -> (R, Option<Projection>),
+    ) -> R {
         let _turn = self
             .decisions
             .lock()
@@ -128,37 +156,74 @@ impl Shared {
             f(&state.index)
         };
         if let Some(object) = admitted {
-            self.admit(object);
+            self.admit_as(object, caller);
         }
         answer
     }
 
     /// Records an object admitted outside `decide` (same rules as its `admitted` result).
     pub fn admit(&self, projection: Projection) {
+        self.admit_as(projection, &Caller::Trusted);
+    }
+
+    /// As `admit`, for `caller`.
+    pub fn admit_as(&self, projection: Projection, caller: &Caller) {
         let object = projection;
-        let expires = Instant::now() + self.ttl;
+        let now = Instant::now();
         let mut state = self.state_write();
         let State {
             index,
             pending,
             expiries,
+            strikes,
         } = &mut *state;
+        let (expires, stranger) = match *caller {
+            Caller::Trusted => (now + self.ttl, None),
+            Caller::Stranger(addr) => {
+                if !strikes.may_reserve(&self.strangers, addr, now) {
+                    return;
+                }
+                (now + self.strangers.ttl, Some(addr))
+            }
+        };
         let key = object.key().clone();
-        expiries.push_back((expires, key.clone()));
-        match pending.get_mut(&key) {
-            Some(entry) => entry.expires = expires,
+        let expires = match pending.get_mut(&key) {
+            Some(entry) => {
+                // A stranger re-posting the same review must not keep its reservation alive.
+                if stranger.is_some() {
+                    entry.expires = entry.expires.min(expires);
+                } else {
+                    entry.expires = expires;
+                }
+                entry.stranger = stranger;
+                entry.expires
+            }
             None => {
                 let displaced = lookup(index, &key);
-                pending.insert(key, Pending { expires, displaced });
+                pending.insert(
+                    key.clone(),
+                    Pending {
+                        expires,
+                        displaced,
+                        stranger,
+                    },
+                );
+                expires
             }
-        }
+        };
+        expiries.push(Reverse((expires, key)));
         index.upsert(object);
     }
 
     /// Drops pending entries older than the TTL, giving back what each displaced.
     /// Cheap when nothing is pending (a read lock).
     pub fn sweep(&self, now: Instant) {
-        let due = |state: &State| state.expiries.front().is_some_and(|(at, _)| *at <= now);
+        let due = |state: &State| {
+            state
+                .expiries
+                .peek()
+                .is_some_and(|Reverse((at, _))| *at <= now)
+        };
         if !due(&self.state_read()) {
             return;
         }
@@ -167,36 +232,59 @@ impl Shared {
             index,
             pending,
             expiries,
+            strikes,
         } = &mut *state;
-        while let Some((at, key)) = expiries.front() {
+        let mut barred = Vec::new();
+        while let Some(Reverse((at, key))) = expiries.peek() {
             if *at > now {
                 break;
             }
-            // Only the entry's latest admission counts: an older queue slot of a re-admitted key,
-            // or of one the watch has since shown, is stale.
-            let due = pending.get(key).is_some_and(|p| p.expires <= now);
-            if due && self.hold.as_ref().is_some_and(|h| h.holds(key.kind, now)) {
-                // Re-queued one TTL from now: the queue stays in expiry order (every other slot
-                // was queued at or before `now`), and the entry gets a full TTL once the watch is
-                // back.
+            // Only the entry's latest admission counts: an older slot of a re-admitted key, or
+            // of one the watch has since shown, is stale.
+            let due = pending.get(key).filter(|p| p.expires <= now);
+            let trusted = due.is_some_and(|p| p.stranger.is_none());
+            let due = due.is_some();
+            let held = trusted && self.hold.as_ref().is_some_and(|h| h.holds(key.kind, now));
+            if held {
+                // Due again one TTL from now, so the entry gets a full TTL once the watch is back.
                 let key = key.clone();
-                expiries.pop_front();
+                expiries.pop();
                 if let Some(entry) = pending.get_mut(&key) {
                     entry.expires = now + self.ttl.max(Duration::from_millis(1));
-                    expiries.push_back((entry.expires, key));
+                    expiries.push(Reverse((entry.expires, key)));
                 }
                 continue;
             }
             if due {
                 if let Some(entry) = pending.remove(key) {
                     tracing::debug!(object = %key, "pending entry expired: the watch never showed it");
-                    index.remove(key);
-                    if let Some(real) = entry.displaced {
-                        index.upsert(real);
+                    give_back(index, key, entry.displaced);
+                    if let Some(addr) = entry.stranger {
+                        if strikes.strike(&self.strangers, addr, now) {
+                            barred.push(addr);
+                        }
                     }
                 }
             }
-            expiries.pop_front();
+            expiries.pop();
+        }
+        for addr in barred {
+            tracing::warn!(
+                caller = %addr,
+                strikes = self.strangers.strikes,
+                window = ?self.strangers.window,
+                "unauthenticated caller's admitted writes never showed up; its reviews no longer reserve (set --client-ca-file to authenticate the API server)"
+            );
+            let keys: Vec<ObjKey> = pending
+                .iter()
+                .filter(|(_, p)| p.stranger == Some(addr))
+                .map(|(k, _)| k.clone())
+                .collect();
+            for key in keys {
+                if let Some(entry) = pending.remove(&key) {
+                    give_back(index, &key, entry.displaced);
+                }
+            }
         }
     }
 
@@ -279,6 +367,17 @@ impl ClusterView for Shared {
     }
     fn decide(&self, f: &mut dyn FnMut(&Index) -> Option<Projection>) {
         Shared::decide(self, |index| ((), f(index)));
+    }
+    fn decide_as(&self, caller: &Caller, f: &mut dyn FnMut(&Index) -> Option<Projection>) {
+        Shared::decide_as(self, caller, |index| ((), f(index)));
+    }
+}
+
+/// Drops a pending entry's object from the index and restores what it covered.
+fn give_back(index: &mut Index, key: &ObjKey, displaced: Option<Object>) {
+    index.remove(key);
+    if let Some(real) = displaced {
+        index.upsert(real);
     }
 }
 

@@ -57,7 +57,12 @@ impl<'a> Reader<'a> {
     fn entries(&mut self, path: &str) -> (Option<&'a [Value]>, Vec<ListEntry<'a>>) {
         let list = self.keep(read::array("P2", self.obj, path));
         let mut items = Vec::new();
-        for (i, v) in list.unwrap_or_default().iter().enumerate() {
+        let before = self.errors.len();
+        let all = list.unwrap_or_default();
+        for (i, v) in all.iter().enumerate() {
+            if read::list_full("P2", path, &mut self.errors, before, all.len() - i) {
+                break;
+            }
             let item_path = format!("{path}[{i}]");
             let Some(text) = read::item_text("P2", v, &item_path, &mut self.errors) else {
                 continue;

@@ -251,10 +251,17 @@ pub(crate) fn read_pool(obj: &Value) -> PoolReading {
     let mut errors = Vec::new();
     let mut warnings = Vec::new();
 
+    // A spec that is not an object would otherwise read as a pool with no pools (ROBUSTNESS O4).
+    read::keep(read::object("MP1", obj, "spec"), &mut errors);
     let list = read::keep(read::array("MP1", obj, "spec.pools"), &mut errors).unwrap_or_default();
-    let mut entries: Vec<EntryReading> = (0..list.len())
-        .filter_map(|i| read_entry(obj, i, &mut errors, &mut warnings))
-        .collect();
+    let mut entries: Vec<EntryReading> = Vec::new();
+    let before = errors.len();
+    for i in 0..list.len() {
+        if read::list_full("MP1", "spec.pools", &mut errors, before, list.len() - i) {
+            break;
+        }
+        entries.extend(read_entry(obj, i, &mut errors, &mut warnings));
+    }
     let family = entries.iter().find_map(|e| e.family);
     for e in entries
         .iter_mut()

@@ -7,6 +7,7 @@ pub mod capi;
 pub mod capv;
 pub mod incluster;
 pub mod metal3;
+pub mod numbers;
 pub mod pool;
 pub mod read;
 pub mod spider;

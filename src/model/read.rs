@@ -24,6 +24,32 @@ pub fn entry<'a>(obj: &'a Value, path: &str, key: &str) -> Option<&'a Value> {
     get(obj, path)?.get(key)
 }
 
+/// Per list, at most this many problems are collected: ten times the causes one answer shows,
+/// so the count an answer gives stays exact for any mistake a person makes, while a list of 750k
+/// bad entries costs a thousand causes instead of 750k of them (ROBUSTNESS O1).
+pub const LIST_PROBLEMS: usize = 1_000;
+
+/// Whether the reader of the list at `path` should stop: true once the list has added
+/// `LIST_PROBLEMS` problems since `before` (what `errors` held when the list began). Then one
+/// cause at the list says how many entries, `left`, were not read; the request is denied anyway.
+pub fn list_full(
+    rule: &'static str,
+    path: &str,
+    errors: &mut Vec<FieldError>,
+    before: usize,
+    left: usize,
+) -> bool {
+    if errors.len() - before < LIST_PROBLEMS || left == 0 {
+        return false;
+    }
+    errors.push(FieldError::forbidden(
+        rule,
+        path,
+        format!("{left} more entries not checked after {LIST_PROBLEMS} problems in this list"),
+    ));
+    true
+}
+
 /// A string field. Missing → Ok(None); another type → Invalid at the path.
 pub fn string<'a>(
     rule: &'static str,

@@ -34,7 +34,11 @@ fn entries<'a>(
 ) -> Vec<ListEntry<'a>> {
     let list = read::keep(read::array("S3", obj, path), errors).unwrap_or_default();
     let mut out = Vec::new();
+    let before = errors.len();
     for (i, v) in list.iter().enumerate() {
+        if read::list_full("S3", path, errors, before, list.len() - i) {
+            break;
+        }
         let item = format!("{path}[{i}]");
         let Some(text) = read::item_text("S3", v, &item, errors) else {
             continue;

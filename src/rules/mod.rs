@@ -9,6 +9,7 @@ pub mod metal3;
 pub mod mutate;
 pub mod pool;
 pub mod spider;
+pub mod stored;
 mod util;
 
 #[cfg(test)]

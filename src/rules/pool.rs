@@ -163,7 +163,7 @@ fn held_in_view<'a>(
 
 /// Whether two pools can conflict under `--overlap-scope namespace`: namespaced pools only within
 /// their namespace, cluster-scoped pools with every pool.
-fn in_scope(scope: OverlapScope, a: &ObjKey, b: &ObjKey) -> bool {
+pub(crate) fn in_scope(scope: OverlapScope, a: &ObjKey, b: &ObjKey) -> bool {
     match scope {
         OverlapScope::Off => false,
         OverlapScope::AddressSpace => true,

@@ -19,6 +19,7 @@ use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
 
 use super::Listen;
+use crate::cluster::Caller;
 
 /// Binds with SO_REUSEADDR (a restarted pod must not wait out TIME_WAIT). `:PORT` binds `[::]`
 /// with IPV6_V6ONLY off (one socket for IPv4-only, IPv6-only and dual-stack clusters) and falls
@@ -62,7 +63,49 @@ pub(crate) struct Limits {
     pub(crate) handshake_timeout: Duration,
     pub(crate) header_read_timeout: Duration,
     pub(crate) max_connections: usize,
+    /// Connections one peer address may hold at once (0: no limit).
+    pub(crate) max_per_source: usize,
     pub(crate) drain_timeout: Duration,
+}
+
+/// Open connections per peer address, so one source cannot hold every slot (ROBUSTNESS O2).
+#[derive(Debug, Default)]
+struct PerSource {
+    open: std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>,
+}
+
+impl PerSource {
+    /// Counts a new connection from `ip`, or refuses it when `ip` already holds `max`.
+    fn enter(self: &Arc<Self>, ip: std::net::IpAddr, max: usize) -> Option<SourceSlot> {
+        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        let n = open.entry(ip).or_insert(0);
+        if max > 0 && *n >= max {
+            return None;
+        }
+        *n += 1;
+        Some(SourceSlot {
+            table: self.clone(),
+            ip,
+        })
+    }
+}
+
+/// One connection's place in `PerSource`, given back on drop.
+struct SourceSlot {
+    table: Arc<PerSource>,
+    ip: std::net::IpAddr,
+}
+
+impl Drop for SourceSlot {
+    fn drop(&mut self) {
+        let mut open = self.table.open.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = open.get_mut(&self.ip) {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(&self.ip);
+            }
+        }
+    }
 }
 
 /// Accepts until `stop` turns true, then closes the listener, asks every connection to finish
@@ -82,6 +125,7 @@ pub(crate) async fn serve(
     // Each connection holds a permit, so a flood of idle connections queues in the kernel
     // backlog instead of growing memory here.
     let permits = Arc::new(Semaphore::new(limits.max_connections));
+    let per_source = Arc::new(PerSource::default());
     let mut permit: Option<OwnedSemaphorePermit> = None;
     let mut tasks = JoinSet::new();
     loop {
@@ -96,6 +140,14 @@ pub(crate) async fn serve(
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((tcp, peer)) => {
+                    let Some(slot) = per_source.enter(peer.ip().to_canonical(), limits.max_per_source) else {
+                        // Closed at once rather than queued: the slot it would wait for is held
+                        // by the same source.
+                        tracing::debug!(listener = name, peer = %peer, max = limits.max_per_source, "too many connections from this address; closed");
+                        drop(tcp);
+                        permit = Some(held);
+                        continue;
+                    };
                     let watcher = graceful.watcher();
                     let conn = Conn {
                         name,
@@ -106,7 +158,7 @@ pub(crate) async fn serve(
                         builders: builders.clone(),
                         handshake_timeout: limits.handshake_timeout,
                     };
-                    tasks.spawn(conn.run(watcher, held));
+                    tasks.spawn(conn.run(watcher, (held, slot)));
                 }
                 Err(e) => {
                     permit = Some(held);
@@ -238,13 +290,28 @@ struct Conn {
 
 impl Conn {
     /// The handshake runs here, in the connection's own task: a slow client never stalls accepts.
-    async fn run(self, watcher: Watcher, _permit: OwnedSemaphorePermit) {
+    async fn run(self, watcher: Watcher, _slots: (OwnedSemaphorePermit, SourceSlot)) {
         let _ = self.tcp.set_nodelay(true);
         let Some(acceptor) = &self.tls else {
-            http(&self.builders.h1, self.tcp, self.router, watcher, self.name).await;
+            http(
+                &self.builders.h1,
+                self.tcp,
+                self.router,
+                watcher,
+                self.name,
+                None,
+            )
+            .await;
             return;
         };
-        match tokio::time::timeout(self.handshake_timeout, acceptor.accept(self.tcp)).await {
+        let accepted =
+            tokio::time::timeout(self.handshake_timeout, acceptor.accept(self.tcp)).await;
+        // A certificate here passed the client verifier (`--client-ca-file`): the API server.
+        let caller = match &accepted {
+            Ok(Ok(stream)) if stream.get_ref().1.peer_certificates().is_some() => Caller::Trusted,
+            _ => Caller::Stranger(self.peer.ip().to_canonical()),
+        };
+        match accepted {
             Ok(Ok(stream)) if stream.get_ref().1.alpn_protocol() == Some(b"h2") => {
                 let seen = Arc::new(AtomicBool::new(false));
                 let io = FirstRead {
@@ -258,14 +325,22 @@ impl Conn {
                     }
                 };
                 tokio::select! {
-                    _ = http(&self.builders.h2, io, self.router, watcher, self.name) => {}
+                    _ = http(&self.builders.h2, io, self.router, watcher, self.name, Some(caller)) => {}
                     _ = silent => {
                         tracing::debug!(listener = self.name, peer = %self.peer, "h2 connection silent past the header read timeout");
                     }
                 }
             }
             Ok(Ok(stream)) => {
-                http(&self.builders.h1, stream, self.router, watcher, self.name).await
+                http(
+                    &self.builders.h1,
+                    stream,
+                    self.router,
+                    watcher,
+                    self.name,
+                    Some(caller),
+                )
+                .await
             }
             Ok(Err(e)) => {
                 // An alert from the client usually means it does not trust our certificate
@@ -274,8 +349,22 @@ impl Conn {
                     .get_ref()
                     .and_then(|inner| inner.downcast_ref::<rustls::Error>())
                     .is_some_and(|r| matches!(r, rustls::Error::AlertReceived(_)));
+                let inner = e
+                    .get_ref()
+                    .and_then(|inner| inner.downcast_ref::<rustls::Error>());
+                let unauthenticated = inner.is_some_and(|r| {
+                    matches!(
+                        r,
+                        rustls::Error::NoCertificatesPresented
+                            | rustls::Error::InvalidCertificate(_)
+                    )
+                });
                 if alert {
                     tracing::info!(listener = self.name, peer = %self.peer, error = %e, "TLS handshake refused by the client");
+                } else if unauthenticated {
+                    // --client-ca-file refused the caller: worth seeing when the API server's
+                    // kubeconfig for this webhook is wrong.
+                    tracing::info!(listener = self.name, peer = %self.peer, error = %e, "client not authenticated; connection refused");
                 } else {
                     tracing::debug!(listener = self.name, peer = %self.peer, error = %e, "TLS handshake failed");
                 }
@@ -293,10 +382,20 @@ async fn http<I>(
     router: Router,
     watcher: Watcher,
     name: &'static str,
+    caller: Option<Caller>,
 ) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let service = TowerToHyperService::new(router);
+    // Every request of the connection carries who connected, for the pending-entry bound.
+    let service = TowerToHyperService::new(tower::ServiceExt::map_request(
+        router,
+        move |mut req: http::Request<hyper::body::Incoming>| {
+            if let Some(caller) = caller {
+                req.extensions_mut().insert(caller);
+            }
+            req
+        },
+    ));
     let conn = builder.serve_connection(TokioIo::new(io), service);
     if let Err(e) = watcher.watch(conn).await {
         tracing::debug!(listener = name, error = %e, "connection ended with an error");

@@ -8,6 +8,7 @@
 //! server.run(shutdown_signal).await;                               // returns once drained
 //! ```
 
+mod client_auth;
 mod conn;
 pub mod dev;
 mod metrics;
@@ -27,11 +28,22 @@ use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
 
 use crate::admission::Admission;
+pub use client_auth::ClientAuth;
 use metrics::Metrics;
 pub use tls::{CertError, CertFiles};
 
 /// The largest AdmissionReview body accepted: object and oldObject of a ≈3 MiB etcd object.
 pub const BODY_LIMIT: usize = 7 * 1024 * 1024;
+
+/// Default bytes of body judged at once: a real AdmissionReview is a few KiB, so this only ever
+/// makes pathological bodies (MiBs of entries) wait for each other.
+pub const JUDGING_BUDGET: usize = 8 * 1024 * 1024;
+
+/// Default TLS handshake timeout (`--handshake-timeout`).
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+/// Default connections per peer address (`--max-connections-per-source`): far above what an API
+/// server holds (one per request in flight, each answered in milliseconds), a quarter of the slots.
+pub const MAX_CONNECTIONS_PER_SOURCE: usize = 256;
 
 /// Where a listener binds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,7 +111,16 @@ pub struct Config {
     /// Also the idle timeout of HTTP/1.1 keep-alive connections (hyper starts it on idle).
     pub header_read_timeout: Duration,
     pub max_connections: usize,
+    /// Connections one peer address may hold at once on the webhook listener (0: no limit);
+    /// past it new ones are closed at once.
+    pub max_connections_per_source: usize,
     pub body_limit: usize,
+    /// Bytes of request body being judged at once (ROBUSTNESS O1): judging costs 10-50× the
+    /// body, so this bounds the memory of requests in flight whatever the number of cores. A
+    /// larger body is judged alone.
+    pub judging_budget: usize,
+    /// Require a client certificate on the webhook listener (`--client-ca-file`).
+    pub client_auth: Option<ClientAuth>,
 }
 
 impl Config {
@@ -113,11 +134,16 @@ impl Config {
             cert_poll_interval: Duration::from_secs(5),
             shutdown_delay: Duration::from_secs(5),
             drain_timeout: Duration::from_secs(30),
-            handshake_timeout: Duration::from_secs(10),
+            // The API server completes a handshake in milliseconds; an idle connection holds a
+            // slot for this long (ROBUSTNESS O2).
+            handshake_timeout: HANDSHAKE_TIMEOUT,
             body_read_timeout: Duration::from_secs(10),
             header_read_timeout: Duration::from_secs(10),
             max_connections: 1024,
+            max_connections_per_source: MAX_CONNECTIONS_PER_SOURCE,
             body_limit: BODY_LIMIT,
+            judging_budget: JUDGING_BUDGET,
+            client_auth: None,
         }
     }
 }
@@ -141,6 +167,8 @@ pub enum ServerError {
     },
     #[error("serving certificate: {0}")]
     Certificate(#[from] CertError),
+    #[error("client CA (--client-ca-file): {0}")]
+    ClientCa(CertError),
 }
 
 /// State the handlers share.
@@ -151,6 +179,9 @@ pub(crate) struct Shared {
     shutting_down: AtomicBool,
     body_limit: usize,
     body_read_timeout: Duration,
+    /// Permits are KiB of body being judged (`routes::answer`).
+    judging: tokio::sync::Semaphore,
+    judging_kib: u32,
 }
 
 /// A bound, not yet running server.
@@ -162,6 +193,8 @@ pub struct Server {
     metrics: TcpListener,
     resolver: Arc<tls::Resolver>,
     loaded: (Vec<u8>, Vec<u8>),
+    /// The client verifier and the CA bytes it was built from, with `--client-ca-file`.
+    client_auth: Option<(Arc<client_auth::ClientVerifier>, Vec<u8>)>,
     addrs: Addrs,
 }
 
@@ -176,6 +209,14 @@ impl Server {
         let files = config.certs.clone();
         let (cert, key) = tls::read_pair(&files)?;
         let pair = tls::parse_pair(&cert, &key, &files)?;
+        let client_auth = match &config.client_auth {
+            Some(auth) => {
+                let (verifier, pem) =
+                    client_auth::ClientVerifier::load(auth).map_err(ServerError::ClientCa)?;
+                Some((Arc::new(verifier), pem))
+            }
+            None => None,
+        };
 
         let metrics = Arc::new(Metrics::register(&mut registry, &admission));
         metrics.tls_not_after.set(pair.not_after);
@@ -197,9 +238,12 @@ impl Server {
                 shutting_down: AtomicBool::new(false),
                 body_limit: config.body_limit,
                 body_read_timeout: config.body_read_timeout,
+                judging: tokio::sync::Semaphore::new(kib(config.judging_budget) as usize),
+                judging_kib: kib(config.judging_budget),
             }),
             resolver: Arc::new(tls::Resolver::new(pair.key)),
             loaded: (cert, key),
+            client_auth,
             config,
             webhook,
             probe,
@@ -225,6 +269,7 @@ impl Server {
             metrics,
             resolver,
             loaded,
+            client_auth,
             addrs,
         } = self;
         let (stop_webhook, webhook_stopped) = watch::channel(false);
@@ -234,15 +279,18 @@ impl Server {
             handshake_timeout: config.handshake_timeout,
             header_read_timeout: config.header_read_timeout,
             max_connections: config.max_connections,
+            max_per_source: config.max_connections_per_source,
             drain_timeout: config.drain_timeout,
         };
         // Probes and metrics are tiny and local; a short drain is plenty.
         let aux_limits = conn::Limits {
             max_connections: 64,
+            max_per_source: 0,
             drain_timeout: Duration::from_secs(1),
             ..limits
         };
-        let acceptor = TlsAcceptor::from(tls::server_config(resolver.clone()));
+        let verifier = client_auth.as_ref().map(|(v, _)| v.clone());
+        let acceptor = TlsAcceptor::from(tls::server_config(resolver.clone(), verifier));
         let webhook_task = tokio::spawn(conn::serve(
             "webhook",
             webhook,
@@ -273,12 +321,24 @@ impl Server {
             metrics: shared.metrics.clone(),
             interval: config.cert_poll_interval,
         };
-        let reload_task = tokio::spawn(reloader.run(loaded, aux_stopped));
+        let reload_task = tokio::spawn(reloader.run(loaded, aux_stopped.clone()));
+        let ca_task = client_auth
+            .zip(config.client_auth.clone())
+            .map(|((verifier, pem), auth)| {
+                let reloader = client_auth::CaReloader {
+                    path: auth.ca_file,
+                    verifier,
+                    metrics: shared.metrics.clone(),
+                    interval: config.cert_poll_interval,
+                };
+                tokio::spawn(reloader.run(pem, aux_stopped))
+            });
         tracing::info!(
             webhook = %addrs.webhook,
             probes = %addrs.probe,
             metrics = %addrs.metrics,
             cert = %config.certs.cert.display(),
+            client_ca = ?config.client_auth.as_ref().map(|a| a.ca_file.display()),
             "serving"
         );
 
@@ -295,11 +355,21 @@ impl Server {
             tracing::error!(error = %e, "webhook listener task failed");
         }
         let _ = stop_aux.send(true);
-        for task in [probe_task, metrics_task, reload_task] {
+        for task in [probe_task, metrics_task, reload_task]
+            .into_iter()
+            .chain(ca_task)
+        {
             let _ = task.await;
         }
         tracing::info!("stopped");
     }
+}
+
+/// Whole KiB, at least 1, at most what a semaphore takes at once.
+fn kib(bytes: usize) -> u32 {
+    u32::try_from(bytes.div_ceil(1024))
+        .unwrap_or(u32::MAX)
+        .max(1)
 }
 
 /// Binds and reads back the real address (the port the kernel chose for port 0).

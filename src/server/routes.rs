@@ -10,12 +10,14 @@ use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
 use axum::Router;
+use bytes::{Bytes, BytesMut};
 use http::header::{ALLOW, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE};
 use http::{HeaderValue, Method, StatusCode, Version};
-use http_body_util::{BodyExt, LengthLimitError, Limited};
+use http_body_util::BodyExt;
 
 use super::Shared;
 use crate::admission::{Endpoint, Outcome};
+use crate::cluster::Caller;
 
 pub(crate) fn webhook(shared: Arc<Shared>) -> Router {
     Router::new()
@@ -68,7 +70,11 @@ async fn serve(shared: Arc<Shared>, endpoint: Endpoint, req: Request) -> Respons
     // While draining, close HTTP/1.1 connections after each answer: the client reconnects (to
     // another replica once the endpoint is gone), and no idle keep-alive connection is left
     // for the drain to close under a request that is racing in.
-    if shared.shutting_down.load(Ordering::Relaxed) && version == Version::HTTP_11 {
+    // A refused body is drained in the background (`drain`); the connection is not worth
+    // keeping for another request after it.
+    let refused_body = response.status() == StatusCode::PAYLOAD_TOO_LARGE;
+    if (shared.shutting_down.load(Ordering::Relaxed) || refused_body) && version == Version::HTTP_11
+    {
         response
             .headers_mut()
             .insert(CONNECTION, HeaderValue::from_static("close"));
@@ -92,6 +98,12 @@ async fn answer(shared: &Shared, endpoint: Endpoint, req: Request) -> Response {
             &format!("Content-Type {found} not supported: send application/json"),
         );
     }
+    // Put there by the connection; trust is never assumed for a request that lacks it.
+    let caller = req
+        .extensions()
+        .get::<Caller>()
+        .copied()
+        .unwrap_or(Caller::Stranger(std::net::Ipv4Addr::UNSPECIFIED.into()));
     let limit = shared.body_limit;
     let declared = req
         .headers()
@@ -99,18 +111,19 @@ async fn answer(shared: &Shared, endpoint: Endpoint, req: Request) -> Response {
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|n| n > limit as u64) {
+        drain(req.into_body(), shared.body_read_timeout);
         return too_large(limit);
     }
     // The API server sends the body right behind the headers; one that trickles in only holds
     // a connection slot.
-    let read = tokio::time::timeout(
-        shared.body_read_timeout,
-        Limited::new(req.into_body(), limit).collect(),
-    );
+    let read = tokio::time::timeout(shared.body_read_timeout, read_body(req.into_body(), limit));
     let body = match read.await {
-        Ok(Ok(collected)) => collected.to_bytes(),
-        Ok(Err(e)) if e.downcast_ref::<LengthLimitError>().is_some() => return too_large(limit),
-        Ok(Err(e)) => {
+        Ok(Read::Body(bytes)) => bytes,
+        Ok(Read::TooLarge(rest)) => {
+            drain(rest, shared.body_read_timeout);
+            return too_large(limit);
+        }
+        Ok(Read::Failed(e)) => {
             return message(
                 StatusCode::BAD_REQUEST,
                 &format!("cannot read the request body: {e}"),
@@ -126,9 +139,17 @@ async fn answer(shared: &Shared, endpoint: Endpoint, req: Request) -> Response {
             )
         }
     };
+    // Judging costs 10-50× the body (the JSON tree, then the readers): wait for room so the
+    // requests in flight cannot together outgrow the pod (ROBUSTNESS O1). A body over the whole
+    // budget takes all of it and is judged alone.
+    let weight = super::kib(body.len()).min(shared.judging_kib);
+    let Ok(_judging) = shared.judging.acquire_many(weight).await else {
+        return message(StatusCode::SERVICE_UNAVAILABLE, "shutting down");
+    };
     // `review` promises not to panic; if it ever does, one 500 beats tearing down an h2
     // connection and every other request multiplexed on it.
-    let review = std::panic::AssertUnwindSafe(|| shared.admission.review(endpoint, &body));
+    let review =
+        std::panic::AssertUnwindSafe(|| shared.admission.review_as(endpoint, &body, &caller));
     let answer = match std::panic::catch_unwind(review) {
         Ok(answer) => answer,
         Err(_) => {
@@ -154,6 +175,56 @@ async fn answer(shared: &Shared, endpoint: Endpoint, req: Request) -> Response {
                 "cannot build the response",
             )
         })
+}
+
+enum Read {
+    Body(Bytes),
+    /// Past the limit: what is left of the body, to drain.
+    TooLarge(Body),
+    Failed(String),
+}
+
+/// Collects the body up to `limit` bytes; past it, hands the rest back instead of dropping it.
+async fn read_body(mut body: Body, limit: usize) -> Read {
+    let mut buf = BytesMut::new();
+    while let Some(frame) = body.frame().await {
+        match frame {
+            Ok(frame) => {
+                if let Some(data) = frame.data_ref() {
+                    if buf.len() + data.len() > limit {
+                        return Read::TooLarge(body);
+                    }
+                    buf.extend_from_slice(data);
+                }
+            }
+            Err(e) => return Read::Failed(e.to_string()),
+        }
+    }
+    Read::Body(buf.freeze())
+}
+
+/// At most this much of a refused body is read (and discarded) after the 413.
+const DRAIN_LIMIT: usize = 16 * 1024 * 1024;
+
+/// Reads and discards what is left of a refused body, in its own task, so the 413 goes out first
+/// and the request still ends cleanly: an h2 stream whose body is dropped early is reset, and
+/// some clients (curl 7.88 with nghttp2) then drop the 413 they already received and report a
+/// framing error; an HTTP/1.1 client that writes its whole body before reading would see its
+/// connection reset. Bounded by `DRAIN_LIMIT` and `timeout`; past either the body is dropped and
+/// the stream reset (RST_STREAM NO_ERROR after the response, RFC 9113 §8.1).
+fn drain(mut body: Body, timeout: std::time::Duration) {
+    tokio::spawn(async move {
+        let read = async {
+            let mut seen = 0usize;
+            while let Some(Ok(frame)) = body.frame().await {
+                seen += frame.data_ref().map_or(0, |d| d.len());
+                if seen > DRAIN_LIMIT {
+                    return;
+                }
+            }
+        };
+        let _ = tokio::time::timeout(timeout, read).await;
+    });
 }
 
 fn too_large(limit: usize) -> Response {

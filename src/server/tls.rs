@@ -178,12 +178,19 @@ impl ResolvesServerCert for Resolver {
 }
 
 /// TLS 1.2 and 1.3, ALPN h2 then http/1.1 (older API servers speak h2, recent ones HTTP/1.1).
-pub(crate) fn server_config(resolver: Arc<Resolver>) -> Arc<ServerConfig> {
-    let mut config = ServerConfig::builder_with_provider(provider())
+/// With a client verifier, a handshake without an acceptable client certificate fails.
+pub(crate) fn server_config(
+    resolver: Arc<Resolver>,
+    clients: Option<Arc<super::client_auth::ClientVerifier>>,
+) -> Arc<ServerConfig> {
+    let builder = ServerConfig::builder_with_provider(provider())
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
-        .expect("ring supports TLS 1.2 and 1.3")
-        .with_no_client_auth()
-        .with_cert_resolver(resolver);
+        .expect("ring supports TLS 1.2 and 1.3");
+    let builder = match clients {
+        Some(verifier) => builder.with_client_cert_verifier(verifier),
+        None => builder.with_no_client_auth(),
+    };
+    let mut config = builder.with_cert_resolver(resolver);
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Arc::new(config)
 }

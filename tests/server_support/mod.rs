@@ -169,6 +169,54 @@ impl TestCa {
     }
 }
 
+/// A client certificate and its key (PEM), for `--client-ca-file` tests.
+pub struct ClientCert {
+    pub cert_pem: String,
+    pub key_pem: String,
+}
+
+impl TestCa {
+    /// A client leaf with subject CN `cn` and DNS SANs `sans`.
+    pub fn client(&self, cn: &str, sans: &[&str]) -> ClientCert {
+        let key = KeyPair::generate().unwrap();
+        let mut params =
+            CertificateParams::new(sans.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
+        params.distinguished_name.push(DnType::CommonName, cn);
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        params.use_authority_key_identifier_extension = true;
+        let cert = params.signed_by(&key, &self.issuer).unwrap();
+        ClientCert {
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+        }
+    }
+}
+
+/// As `client_config`, presenting `cert` when the server asks for one.
+pub fn client_config_with_cert(
+    ca: &CertificateDer<'static>,
+    alpn: &[&[u8]],
+    cert: &ClientCert,
+) -> Arc<ClientConfig> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::PrivateKeyDer;
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(ca.clone()).unwrap();
+    let chain = CertificateDer::pem_slice_iter(cert.cert_pem.as_bytes())
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+    let key = PrivateKeyDer::from_pem_slice(cert.key_pem.as_bytes()).unwrap();
+    let mut config =
+        ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_client_auth_cert(chain, key)
+            .unwrap();
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    Arc::new(config)
+}
+
 fn ca_params(name: &str) -> CertificateParams {
     let mut params = CertificateParams::default();
     params.distinguished_name.push(DnType::CommonName, name);
@@ -343,8 +391,26 @@ impl Conn {
         config: Arc<ClientConfig>,
         proto: Proto,
     ) -> std::io::Result<Conn> {
+        Conn::open_from(addr, None, config, proto).await
+    }
+
+    /// As `open_with`, from the local address `source` when given (another loopback address
+    /// stands for another caller).
+    pub async fn open_from(
+        addr: SocketAddr,
+        source: Option<std::net::IpAddr>,
+        config: Arc<ClientConfig>,
+        proto: Proto,
+    ) -> std::io::Result<Conn> {
         let connect = async {
-            let tcp = TcpStream::connect(addr).await?;
+            let tcp = match source {
+                None => TcpStream::connect(addr).await?,
+                Some(ip) => {
+                    let socket = tokio::net::TcpSocket::new_v4()?;
+                    socket.bind(SocketAddr::new(ip, 0))?;
+                    socket.connect(addr).await?
+                }
+            };
             tcp.set_nodelay(true)?;
             let name = ServerName::try_from("localhost").unwrap();
             tokio_rustls::TlsConnector::from(config)

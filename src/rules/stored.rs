@@ -1,0 +1,118 @@
+//! SPEC X4 from memory: the rules that compare objects with each other, answered over what the
+//! view already holds (projections), for the in-pod periodic audit. Listing the cluster again
+//! every round cost the API server tens of CPU-seconds and this process hundreds of MiB on a large
+//! cluster; the view has the answer already.
+//!
+//! What a projection can answer: P10 (pool overlaps, at `spec` since entries are not kept), A7 (two
+//! IPAddresses for one claim), A8 and MA4 (an address outside its pool's allocatable set), A9 and
+//! MA4 (two holders of one address in one space). A7, A8, A9 and MA4 are the admission code and
+//! text (the address shown canonical: the view keeps it parsed, not as written); P10 names the same
+//! pools and addresses, once per pool rather than per entry. Rules that need the whole object (field shapes,
+//! prefixes, gateways) are the one-shot `ipam-guard audit`'s.
+
+use crate::cli::OverlapScope;
+use crate::index::Index;
+use crate::kinds::Kind;
+use crate::model::{AddressProj, ObjKey};
+use crate::rules::field::FieldError;
+use crate::rules::ipaddress::{held_elsewhere, outside_pool};
+use crate::rules::pool::in_scope;
+use crate::rules::util::{join_limited, MAX_LISTED};
+use crate::rules::{Ctx, Options};
+
+/// Every finding over `index`, as (object, cause).
+pub fn judge(index: &Index, options: Options) -> Vec<(ObjKey, FieldError)> {
+    let ctx = Ctx { index, options };
+    let mut out = Vec::new();
+    pools(&ctx, &mut out);
+    addresses(&ctx, &mut out);
+    out
+}
+
+fn pools(ctx: &Ctx, out: &mut Vec<(ObjKey, FieldError)>) {
+    let scope = ctx.options.overlap_scope;
+    if scope == OverlapScope::Off {
+        return;
+    }
+    for pool in ctx.index.pools() {
+        if pool.allocatable.is_empty() {
+            continue;
+        }
+        let parts: Vec<String> = ctx
+            .index
+            .overlapping_pools(&pool.space, &pool.allocatable)
+            .into_iter()
+            .filter(|(p, _)| p.key != pool.key && in_scope(scope, &pool.key, &p.key))
+            .map(|(p, shared)| format!("{} ({})", p.key, shared.display_limited(MAX_LISTED)))
+            .collect();
+        if !parts.is_empty() {
+            out.push((
+                pool.key.clone(),
+                FieldError::invalid(
+                    "P10",
+                    "spec",
+                    pool.allocatable.display_limited(MAX_LISTED),
+                    format!("overlaps {}", join_limited(&parts)),
+                ),
+            ));
+        }
+    }
+}
+
+fn addresses(ctx: &Ctx, out: &mut Vec<(ObjKey, FieldError)>) {
+    for a in ctx.index.addresses() {
+        let Some(ip) = a.ip else {
+            if a.key.kind == Kind::IPAddress {
+                one_per_claim(ctx, a, out);
+            }
+            continue;
+        };
+        let (outside, dup) = match a.key.kind {
+            Kind::Metal3IPAddress => ("MA4", "MA4"),
+            _ => ("A8", "A9"),
+        };
+        if a.key.kind == Kind::IPAddress {
+            one_per_claim(ctx, a, out);
+        }
+        let text = ip.to_string();
+        if let Some(pool) = a.pool.as_ref().and_then(|k| ctx.index.pool(k)) {
+            if let Some(e) = outside_pool(outside, pool, ip, &text) {
+                out.push((a.key.clone(), e));
+            }
+        }
+        if let Some(e) = held_elsewhere(dup, ip, &text, &a.key, a.pool.as_ref(), ctx) {
+            out.push((a.key.clone(), e));
+        }
+    }
+}
+
+/// A7: one IPAddress per claim, as `rules::ipaddress` words it.
+fn one_per_claim(ctx: &Ctx, a: &AddressProj, out: &mut Vec<(ObjKey, FieldError)>) {
+    let Some(claim) = a.claim.as_deref().filter(|c| !c.is_empty()) else {
+        return;
+    };
+    let namespace = a.key.namespace.as_deref();
+    let others: Vec<String> = ctx
+        .index
+        .addresses_for_claim(Kind::IPAddress, namespace.unwrap_or_default(), claim)
+        .into_iter()
+        .filter(|o| o.key != a.key)
+        .map(|o| o.key.to_string())
+        .collect();
+    if others.is_empty() {
+        return;
+    }
+    let claim_key = ObjKey::new(Kind::IPAddressClaim, namespace, claim);
+    out.push((
+        a.key.clone(),
+        FieldError::duplicate(
+            "A7",
+            "spec.claimRef.name",
+            claim,
+            format!(
+                "{claim_key} is already fulfilled by {}",
+                join_limited(&others)
+            ),
+        ),
+    ));
+}
