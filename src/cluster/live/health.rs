@@ -279,8 +279,15 @@ impl PendingHold for Status {
 mod tests {
     use super::*;
 
-    const BOUND: Duration = Duration::from_secs(30);
+    /// The view's default bound, which manifests/README.md states as 30 s.
+    const BOUND: Duration = crate::cluster::live::HEALTH_BOUND;
     const V: &str = "v1beta2";
+
+    #[test]
+    fn the_default_bound_is_30_s_and_watches_end_well_inside_it() {
+        assert_eq!(BOUND, Duration::from_secs(30));
+        assert!(crate::cluster::live::WATCH_TIMEOUT < BOUND);
+    }
 
     fn ready_status(t0: Instant) -> Status {
         let s = Status::new(BOUND);
