@@ -16,6 +16,7 @@ pub mod address;
 pub mod admission;
 pub mod cli;
 pub mod cluster;
+pub mod decider;
 pub mod index;
 pub mod kinds;
 pub mod model;

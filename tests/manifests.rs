@@ -192,7 +192,7 @@ fn workload() -> Workload {
         deployment,
         pod,
         container,
-        serve,
+        serve: *serve,
     }
 }
 

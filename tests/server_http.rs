@@ -217,6 +217,13 @@ impl ClusterView for Syncing {
     fn object_counts(&self) -> Vec<(Kind, usize)> {
         vec![(Kind::InClusterIPPool, 2), (Kind::Metal3IPAddress, 5)]
     }
+    /// Reads only, as the static view it wraps.
+    fn decide(
+        &self,
+        f: &mut dyn FnMut(&ipam_guard::index::Index) -> Option<ipam_guard::model::Projection>,
+    ) {
+        self.0.decide(f);
+    }
 }
 
 #[tokio::test]

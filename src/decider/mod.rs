@@ -1,0 +1,254 @@
+//! One decider across replicas (SPEC X2 with 2+ replicas).
+//!
+//! Every replica answers every review itself, except the one step X2 serialises: judging what
+//! reads the view and recording the admitted object as a pending entry. That step runs on one
+//! replica, elected through a Lease (`election`, `lease`); the others send it there over mutual
+//! TLS (`peer`) and relay the answer. When no decider answers within the budget, view-dependent
+//! requests are refused with a 503 that says so; everything else is still answered.
+//!
+//! Sits beside `server`, above `admission`: admission asks a `Route` where the step runs and
+//! this module is that route.
+
+pub mod election;
+mod lease;
+mod metrics;
+pub mod peer;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
+use futures::FutureExt;
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::Api;
+use prometheus_client::registry::Registry;
+use tokio::task::JoinHandle;
+
+use crate::admission::{Admission, DecisionAnswer, DecisionRequest, Here, Route};
+use crate::server::Listen;
+use election::{Election, Standing, Timing};
+use lease::LeaseLoop;
+use metrics::DeciderMetrics;
+use peer::{PeerClient, PeerFiles, PeerTls};
+
+pub use lease::ADDRESS_ANNOTATION;
+
+/// The default Lease name.
+pub const DEFAULT_LEASE: &str = "ipam-guard-decider";
+/// How long a follower waits for the decider, well under the webhook's timeoutSeconds.
+pub const DEFAULT_BUDGET: Duration = Duration::from_secs(2);
+
+/// Everything `start` needs.
+#[derive(Debug, Clone)]
+pub struct DeciderConfig {
+    pub lease: String,
+    pub namespace: String,
+    /// Unique per process (pod name plus a nonce): a restarted container must not believe it
+    /// still holds the lease of its previous life, whose pending entries it lost.
+    pub identity: String,
+    /// `host:port` other replicas reach this one at (pod IP and peer port).
+    pub advertise: String,
+    pub peer_listen: Listen,
+    pub peer_files: PeerFiles,
+    pub timing: Timing,
+    pub budget: Duration,
+}
+
+/// The route of a replica that shares a decider with others.
+pub struct Decider {
+    election: Arc<Mutex<Election>>,
+    client: PeerClient,
+    tls: Arc<PeerTls>,
+    metrics: DeciderMetrics,
+    budget: Duration,
+    api: Api<Lease>,
+    lease: String,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DeciderError {
+    #[error(transparent)]
+    Tls(#[from] peer::PeerTlsError),
+    #[error("decider timing: {0}")]
+    Timing(String),
+    #[error("cannot listen for peers on {addr} (--peer-listen): {source}")]
+    Bind {
+        addr: Listen,
+        source: std::io::Error,
+    },
+}
+
+impl Decider {
+    /// Loads the peer certificates and starts the election. The replica follows (forwarding,
+    /// or refusing when nobody is elected) until it wins.
+    pub fn start(
+        client: kube::Client,
+        config: DeciderConfig,
+        registry: &mut Registry,
+    ) -> Result<Arc<Decider>, DeciderError> {
+        config.timing.check().map_err(DeciderError::Timing)?;
+        let tls = Arc::new(PeerTls::load(config.peer_files.clone())?);
+        let metrics = DeciderMetrics::new();
+        metrics.register(registry);
+        let election = Arc::new(Mutex::new(Election::new(
+            config.identity.clone(),
+            config.timing,
+        )));
+        let api: Api<Lease> = Api::namespaced(client, &config.namespace);
+        let lease_loop = LeaseLoop {
+            api: api.clone(),
+            name: config.lease.clone(),
+            address: config.advertise.clone(),
+            election: election.clone(),
+            metrics: metrics.clone(),
+        };
+        tracing::info!(
+            lease = %config.lease,
+            namespace = %config.namespace,
+            identity = %config.identity,
+            advertise = %config.advertise,
+            "joining the decider election"
+        );
+        let tasks = vec![
+            tokio::spawn(lease_loop.run()),
+            tokio::spawn(tls.clone().reload_forever()),
+        ];
+        Ok(Arc::new(Decider {
+            election,
+            client: PeerClient::new(tls.clone()),
+            tls,
+            metrics,
+            budget: config.budget,
+            api,
+            lease: config.lease,
+            tasks: Mutex::new(tasks),
+        }))
+    }
+
+    /// Opens the peer listener: decision requests from other replicas go to `admission`.
+    pub fn serve_peers(
+        &self,
+        listen: Listen,
+        admission: Admission,
+    ) -> Result<std::net::SocketAddr, DeciderError> {
+        let err = |source| DeciderError::Bind {
+            addr: listen,
+            source,
+        };
+        let listener = crate::server::bind_listener(listen).map_err(err)?;
+        let local = listener.local_addr().map_err(err)?;
+        let task = tokio::spawn(peer::serve(listener, self.tls.clone(), admission));
+        self.tasks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(task);
+        tracing::info!(addr = %local, "listening for decision requests from other replicas (mutual TLS)");
+        Ok(local)
+    }
+
+    /// Stops deciding, stops the election and gives the lease up so another replica takes over
+    /// without waiting for it to expire.
+    pub async fn shutdown(&self) {
+        for task in self
+            .tasks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain(..)
+        {
+            task.abort();
+        }
+        let release = LeaseLoop::release(&self.api, &self.lease, &self.election);
+        let _ = tokio::time::timeout(Duration::from_secs(2), release).await;
+    }
+
+    fn standing_now(&self) -> Standing {
+        self.election
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .standing(Instant::now())
+    }
+
+    async fn forward_to(&self, request: DecisionRequest) -> DecisionAnswer {
+        let Standing::Following(Some(addr)) = self.standing_now() else {
+            self.metrics.forwarded("no_decider");
+            return DecisionAnswer::unavailable(NO_DECIDER);
+        };
+        let start = Instant::now();
+        let sent = tokio::time::timeout(self.budget, self.client.decide(&addr, &request)).await;
+        self.metrics
+            .forward_duration
+            .observe(start.elapsed().as_secs_f64());
+        match sent {
+            Ok(Ok(answer)) => {
+                self.metrics.forwarded(if answer.unavailable.is_some() {
+                    "unavailable"
+                } else {
+                    "ok"
+                });
+                answer
+            }
+            Ok(Err(e)) => {
+                self.metrics.forwarded("error");
+                tracing::warn!(decider = %addr, error = %e, "forwarding a decision failed");
+                DecisionAnswer::unavailable(format!(
+                    "ipam-guard could not reach its decider replica ({e}), so it cannot check this write \
+                     against other objects safely; retry in a few seconds"
+                ))
+            }
+            Err(_) => {
+                self.metrics.forwarded("timeout");
+                tracing::warn!(decider = %addr, budget_ms = self.budget.as_millis() as u64, "the decider did not answer in time");
+                DecisionAnswer::unavailable(format!(
+                    "ipam-guard's decider replica at {addr} did not answer within {:?}, so this write cannot \
+                     be checked against other objects safely; retry in a few seconds",
+                    self.budget
+                ))
+            }
+        }
+    }
+}
+
+const NO_DECIDER: &str = "no ipam-guard replica is the decider right now (the election is in progress or the \
+     decider lease expired), so this write cannot be checked against other objects safely; retry in a few seconds. \
+     If this persists, check the ipam-guard pods' logs and their RBAC on leases";
+
+impl Route for Decider {
+    fn standing(&self) -> Here {
+        match self.standing_now() {
+            Standing::Deciding => Here::Decide,
+            Standing::Waiting(until) => Here::Refuse(format!(
+                "this ipam-guard replica just became the decider and waits {}s more until writes admitted \
+                 by the previous decider can no longer be missing from its view (SPEC X2); retry shortly",
+                until.saturating_duration_since(Instant::now()).as_secs() + 1
+            )),
+            Standing::Following(_) => Here::Forward,
+        }
+    }
+
+    fn forward(&self, req: DecisionRequest) -> BoxFuture<'_, DecisionAnswer> {
+        self.forward_to(req).boxed()
+    }
+}
+
+impl Drop for Decider {
+    fn drop(&mut self) {
+        for task in self
+            .tasks
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain(..)
+        {
+            task.abort();
+        }
+    }
+}
+
+/// A process-unique identity: `name` (the pod name) plus a nonce from the clock and pid.
+pub fn identity(name: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!("{name}_{:x}{:x}", std::process::id(), nanos)
+}
