@@ -554,6 +554,27 @@ async fn conflicting_creates(n: usize, rounds: usize, test: &str) {
     println!(
         "{n} replicas, {rounds} rounds x 2 kinds x 64 creates: exactly one admitted each round; {unavailable} answers were 503"
     );
+    // What the operator sees: one leader, forwards from the others with their latency.
+    let d = s.decider().await;
+    for (i, r) in s.replicas.iter().enumerate() {
+        let leader = r.metric("ipam_guard_decider_is_leader").await;
+        assert_eq!(leader, Some(if i == d { 1.0 } else { 0.0 }), "{}", r.name);
+        if i != d {
+            let ok = r
+                .metric("ipam_guard_decider_forwards_total{result=\"ok\"}")
+                .await
+                .unwrap_or(0.0);
+            let timed = r
+                .metric("ipam_guard_decider_forward_duration_seconds_count")
+                .await
+                .unwrap_or(0.0);
+            assert!(
+                ok > 0.0 && timed >= ok,
+                "{}: forwards {ok}, timed {timed}",
+                r.name
+            );
+        }
+    }
 }
 
 #[track_caller]
