@@ -173,7 +173,7 @@ impl Admission {
                 Here::Decide => Err(Judged::Verdict(kind, self.validate_here(&req))),
                 Here::Refuse(why) => Err(Judged::Verdict(kind, unavailable(why))),
                 Here::Forward => {
-                    let local = self.validate_read_only(&req);
+                    let mut local = self.validate_read_only(&req);
                     if needs_decider(&req, &local, &self.inner.options) {
                         let group = env.group.clone();
                         Ok((
@@ -182,6 +182,9 @@ impl Admission {
                             DecisionRequest::from_request(&req, &group, &env.kind),
                         ))
                     } else {
+                        if !self.inner.view.synced() {
+                            local.warn("X3", "", VIEW_NOT_READY_WARNING);
+                        }
                         Err(Judged::Verdict(kind, local))
                     }
                 }
@@ -337,6 +340,7 @@ impl Admission {
             },
         );
         if !self.inner.view.synced() {
+            // A partial view: the decider (synced, or it refuses) answers for the view rules.
             verdict.warnings.retain(|w| !VIEW_RULES.contains(&w.rule));
         }
         verdict
@@ -730,6 +734,9 @@ fn aggregate(msgs: impl Iterator<Item = String>) -> String {
         _ => format!("[{}]", seen.join(", ")),
     }
 }
+
+#[cfg(test)]
+mod routing_tests;
 
 #[cfg(test)]
 mod tests {
