@@ -840,3 +840,45 @@ async fn x2_a_paused_decider_that_wakes_up_does_not_decide() {
         .unwrap()
         .contains("following the decider"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn x2_a_decider_that_shuts_down_releases_the_lease_and_another_takes_over() {
+    let Some(assets) =
+        e2e::assets_for("x2_a_decider_that_shuts_down_releases_the_lease_and_another_takes_over")
+    else {
+        return;
+    };
+    let mut s = Setup::start(&assets, 2).await;
+    let ca = s.pki.ca_der.clone();
+    let d = s.decider().await;
+    s.replicas[d].signal("-TERM");
+    let exited = {
+        let child = s.replicas[d].child.as_mut().unwrap();
+        let start = Instant::now();
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                start.elapsed() < WAIT,
+                "the decider did not exit on SIGTERM"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    assert!(exited.success(), "{exited}");
+    s.replicas[d].child = None;
+    assert!(std::fs::read_to_string(&s.replicas[d].log)
+        .unwrap()
+        .contains("released the decider lease"));
+    let other = s.replicas[1 - d].webhook;
+    let mut i = 0;
+    eventually("the other replica to decide", WAIT, || {
+        i += 1;
+        let body = review(&pool(&format!("after-{i}"), "10.94.0.1-10.94.0.2"), true);
+        let ca = ca.clone();
+        async move { send(other, &ca, &body).await.is_decided() }
+    })
+    .await;
+    assert_eq!(s.decider().await, 1 - d);
+}

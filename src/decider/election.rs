@@ -252,13 +252,6 @@ impl Election {
             .as_ref()
             .map(|l| (l.renewed + self.timing.renew_deadline, l.deciding_from))
     }
-
-    /// The resourceVersion of the record last seen (the guard of the next replace).
-    pub fn observed_version(&self) -> Option<&str> {
-        self.observed
-            .as_ref()
-            .map(|(r, _)| r.resource_version.as_str())
-    }
 }
 
 #[cfg(test)]
