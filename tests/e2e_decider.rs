@@ -131,7 +131,11 @@ impl Replica {
         let (webhook, probe, metrics, peer) = (port(0), port(1), port(2), port(3));
         let log = cp.dir.path().join(format!("{name}.log"));
         let out = std::fs::File::create(&log).unwrap();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_ipam-guard"));
+        // IPAM_GUARD_BIN: a release build for the latency figures of BENCHMARKS.md.
+        let bin = std::env::var_os("IPAM_GUARD_BIN")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_ipam-guard")));
+        let mut cmd = Command::new(bin);
         cmd.arg("serve")
             .arg("--kubeconfig")
             .arg(&cp.kubeconfig)
@@ -881,4 +885,75 @@ async fn x2_a_decider_that_shuts_down_releases_the_lease_and_another_takes_over(
     })
     .await;
     assert_eq!(s.decider().await, 1 - d);
+}
+
+/// BENCHMARKS.md: the latency a forwarded decision adds. Not run by `cargo test` (ignored):
+///
+///   cargo build --release --bin ipam-guard
+///   IPAM_GUARD_BIN=target/release/ipam-guard KUBEBUILDER_ASSETS=... \
+///     cargo test --test e2e_decider bench -- --ignored --nocapture
+///
+/// One persistent h2 connection to the decider's /validate (decided in that process) and one to
+/// the follower's (sent on to the decider over the peer connection), pool creates of distinct
+/// ranges sent one at a time, alternating, so both see the same machine noise.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore]
+async fn bench_forwarded_vs_local_decision() {
+    let Some(assets) = e2e::assets() else {
+        return;
+    };
+    let s = Setup::start(&assets, 2).await;
+    let d = s.decider().await;
+    let ca = s.pki.ca_der.clone();
+    let mut local = Conn::open(s.replicas[d].webhook, &ca, Proto::H2)
+        .await
+        .unwrap();
+    let mut forwarded = Conn::open(s.replicas[1 - d].webhook, &ca, Proto::H2)
+        .await
+        .unwrap();
+    let n: usize = std::env::var("BENCH_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5000);
+    let warmup = 500;
+    let (mut t_local, mut t_fwd) = (Vec::new(), Vec::new());
+    for i in 0..(n + warmup) {
+        for (conn, times, side) in [
+            (&mut local, &mut t_local, 0),
+            (&mut forwarded, &mut t_fwd, 1),
+        ] {
+            let j = 2 * i + side;
+            // A range of its own per request: 10.a.b.1-10, a second octet per 250 requests.
+            let (a, b) = (100 + j / 250, j % 250 + 1);
+            let range = format!("10.{a}.{b}.1-10.{a}.{b}.10");
+            let body =
+                serde_json::to_vec(&review(&pool(&format!("b-{j}"), &range), false)).unwrap();
+            let start = Instant::now();
+            let reply = conn
+                .send(post("/validate", Some("application/json"), body))
+                .await
+                .unwrap();
+            let took = start.elapsed();
+            assert_eq!(
+                reply.json()["response"]["allowed"],
+                true,
+                "{}",
+                reply.text()
+            );
+            if i >= warmup {
+                times.push(took);
+            }
+        }
+    }
+    let pct = |v: &mut Vec<Duration>, p: f64| -> Duration {
+        v.sort();
+        v[((v.len() as f64 - 1.0) * p).round() as usize]
+    };
+    println!(
+        "{n} decisions each: local p50 {:?} p99 {:?}; forwarded p50 {:?} p99 {:?}",
+        pct(&mut t_local, 0.50),
+        pct(&mut t_local, 0.99),
+        pct(&mut t_fwd, 0.50),
+        pct(&mut t_fwd, 0.99),
+    );
 }
