@@ -36,7 +36,6 @@ const WAIT: Duration = Duration::from_secs(60);
 const NS: &str = "e2e";
 const LEASE_NS: &str = "ipam-guard";
 const LEASE: &str = "ipam-guard-decider";
-const PENDING_TTL: Duration = Duration::from_secs(5);
 
 // === certificates ===
 
@@ -146,12 +145,16 @@ impl Replica {
             .args(["--metrics-listen", &metrics.to_string()])
             .args(["--peer-listen", &peer.to_string()])
             .args(["--peer-advertise", &peer.to_string()])
-            .args(["--decider-lease-namespace", LEASE_NS])
-            .args(["--decider-lease-duration", "3s"])
-            .args(["--decider-renew-deadline", "2s"])
-            .args(["--decider-retry-period", "500ms"])
-            .args(["--pending-ttl", "5s"])
-            .args(["--shutdown-delay", "0s"])
+            .args(["--decider-lease-namespace", LEASE_NS]);
+        // E2E_DECIDER_DEFAULT_TIMING=1 keeps the production durations (to measure the resume
+        // time of a takeover as shipped; the tests take minutes longer then).
+        if std::env::var_os("E2E_DECIDER_DEFAULT_TIMING").is_none() {
+            cmd.args(["--decider-lease-duration", "3s"])
+                .args(["--decider-renew-deadline", "2s"])
+                .args(["--decider-retry-period", "500ms"])
+                .args(["--pending-ttl", "5s"]);
+        }
+        cmd.args(["--shutdown-delay", "0s"])
             .env("POD_NAME", name)
             .env("RUST_LOG", "info,ipam_guard=debug")
             .stdin(Stdio::null())
@@ -759,7 +762,7 @@ async fn x2_killing_the_decider_never_admits_two_and_decisions_resume() {
     let resumed = resumed.unwrap();
     println!(
         "decider killed: decisions resumed after {resumed:?} ({refused} requests refused with 503 meanwhile; \
-         lease 3s + pending TTL {PENDING_TTL:?} in this test)"
+         lease 3s + pending TTL 5s unless E2E_DECIDER_DEFAULT_TIMING: 15s + 30s)"
     );
     let new = s.decider().await;
     assert_ne!(new, d);

@@ -154,6 +154,15 @@ impl LeaseLoop {
             (Standing::Following(a), Standing::Following(b)) => a != b,
             _ => true,
         };
+        let was_leading = matches!(last, Standing::Deciding | Standing::Waiting(_));
+        if changed && was_leading && !leading {
+            // Lost the lease, or could not renew it within the renew deadline: the time fence
+            // already stopped decisions; say so loudly, it costs 503s until a decider is back.
+            tracing::warn!(
+                lease = %self.name,
+                "this replica stopped deciding: it lost the decider lease or could not renew it in time"
+            );
+        }
         if changed {
             match &now {
                 Standing::Deciding => {
