@@ -175,12 +175,7 @@ impl Admission {
                 Here::Forward => {
                     let mut local = self.validate_read_only(&req);
                     if needs_decider(&req, &local, &self.inner.options) {
-                        let group = env.group.clone();
-                        Ok((
-                            kind,
-                            local,
-                            DecisionRequest::from_request(&req, &group, &env.kind),
-                        ))
+                        Ok((kind, local, DecisionRequest::from_request(&req)))
                     } else {
                         if !self.inner.view.synced() {
                             local.warn("X3", "", VIEW_NOT_READY_WARNING);
@@ -318,6 +313,9 @@ impl Admission {
                 Here::Decide => {}
                 Here::Forward => return unavailable(NOT_DECIDER.to_string()),
                 Here::Refuse(why) => return unavailable(why),
+            }
+            if admitted(req, &verdict).is_some() {
+                route.admitted(DecisionRequest::from_request(req));
             }
         }
         if !synced {

@@ -40,10 +40,10 @@ pub struct DecisionRequest {
 }
 
 impl DecisionRequest {
-    pub(crate) fn from_request(req: &Request, group: &str, kind: &str) -> Self {
+    pub(crate) fn from_request(req: &Request) -> Self {
         DecisionRequest {
-            group: group.to_string(),
-            kind: kind.to_string(),
+            group: req.kind.group().to_string(),
+            kind: req.kind.name().to_string(),
             version: req.version.to_string(),
             operation: req.operation.as_str().to_string(),
             namespace: req.namespace.map(str::to_string),
@@ -214,6 +214,9 @@ pub trait Route: Send + Sync {
     /// Sends the step to the decider within the budget. Never fails: no answer in time is an
     /// answer with `unavailable` set.
     fn forward(&self, req: DecisionRequest) -> BoxFuture<'_, DecisionAnswer>;
+    /// The decider admitted `req` (a pending entry now exists for it). The route keeps it for
+    /// the pending TTL, to hand it to the next decider when this one steps down.
+    fn admitted(&self, req: DecisionRequest);
 }
 
 /// What `Route::standing` says.

@@ -17,6 +17,7 @@ struct Scripted {
     standing: Mutex<VecDeque<Here>>,
     answer: DecisionAnswer,
     sent: Mutex<Vec<DecisionRequest>>,
+    admitted: Mutex<Vec<String>>,
 }
 
 impl Scripted {
@@ -25,6 +26,7 @@ impl Scripted {
             standing: Mutex::new(standing.iter().cloned().collect()),
             answer,
             sent: Mutex::new(Vec::new()),
+            admitted: Mutex::new(Vec::new()),
         })
     }
     fn sent(&self) -> Vec<DecisionRequest> {
@@ -45,6 +47,9 @@ impl Route for Scripted {
         self.sent.lock().unwrap().push(req);
         let answer = self.answer.clone();
         async move { answer }.boxed()
+    }
+    fn admitted(&self, req: DecisionRequest) {
+        self.admitted.lock().unwrap().push(req.name);
     }
 }
 
@@ -200,6 +205,8 @@ async fn x2_the_decider_decides_locally_and_the_second_overlap_is_denied() {
         .await;
     assert_eq!(response(&second)["allowed"], false);
     assert!(route.sent().is_empty());
+    // Only what was admitted is kept for a handover.
+    assert_eq!(*route.admitted.lock().unwrap(), vec!["a".to_string()]);
 }
 
 #[tokio::test]

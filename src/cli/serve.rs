@@ -78,7 +78,7 @@ pub async fn run(args: ServeArgs, mut registry: Registry) -> anyhow::Result<()> 
         Some(client) if args.decider.decider == DeciderMode::Lease => {
             let config = decider_config(&args, &config, &client)?;
             let listen = config.peer_listen;
-            let decider = Decider::start(client, config, &mut registry)?;
+            let decider = Decider::start(client, config, view.clone(), &mut registry)?;
             let admission = Admission::with_route(view, options, decider.clone());
             decider.serve_peers(listen, admission.clone())?;
             (admission, Some(decider))
@@ -89,9 +89,18 @@ pub async fn run(args: ServeArgs, mut registry: Registry) -> anyhow::Result<()> 
     if let Some(certs) = dev_ca {
         print_dev_banner(&certs, server.addrs());
     }
-    server.run(shutdown_signal(term, int)).await;
+    // The decider steps down as soon as the shutdown starts, while this replica still serves
+    // (forwarding to the next decider) and can hand its admissions over.
+    let stepping_down = decider.clone();
+    let shutdown = async move {
+        shutdown_signal(term, int).await;
+        if let Some(decider) = stepping_down {
+            decider.step_down().await;
+        }
+    };
+    server.run(shutdown).await;
     if let Some(decider) = decider {
-        decider.shutdown().await;
+        decider.finish().await;
     }
     Ok(())
 }

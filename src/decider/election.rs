@@ -103,6 +103,8 @@ pub enum Standing {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Leading {
+    /// Start of the write that acquired the lease: names this term of leadership.
+    acquired: Instant,
     /// Start of the last successful write that proved we hold the lease.
     renewed: Instant,
     /// When decisions may start (acquire + pending TTL after a takeover).
@@ -190,6 +192,7 @@ impl Election {
                     // The lease names us but this state does not (cannot happen with a fresh
                     // identity per process; treat it as a takeover to stay safe).
                     self.leading = Some(Leading {
+                        acquired: started,
                         renewed: started,
                         deciding_from: started + self.timing.pending_ttl,
                     });
@@ -203,6 +206,7 @@ impl Election {
                     Duration::ZERO
                 };
                 self.leading = Some(Leading {
+                    acquired: started,
                     renewed: started,
                     deciding_from: started + wait,
                 });
@@ -221,8 +225,27 @@ impl Election {
     }
 
     /// We give the lease up (shutdown): stop deciding now, before the release is written.
-    pub fn resign(&mut self) {
-        self.leading = None;
+    /// Returns whether we were the holder.
+    pub fn resign(&mut self) -> bool {
+        self.leading.take().is_some()
+    }
+
+    /// The current term of leadership (the instant it was acquired), if any.
+    pub fn term(&self) -> Option<Instant> {
+        self.leading.map(|l| l.acquired)
+    }
+
+    /// The previous decider handed its admissions over (see `handover`): the term that started
+    /// at `term` may decide from `now` instead of waiting out the pending TTL. A later term (the
+    /// lease was lost and won again meanwhile) is not shortened.
+    pub fn handed_over(&mut self, term: Instant, now: Instant) -> bool {
+        match &mut self.leading {
+            Some(l) if l.acquired == term => {
+                l.deciding_from = l.deciding_from.min(now);
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Whether this replica may decide at `now`, and if not, who may.
@@ -400,6 +423,23 @@ mod tests {
         let mut b = Election::new("b", timing());
         b.next(t0, Some(&rec("a", "r0", "1")));
         assert_eq!(b.standing(t0 + 16 * S), Standing::Following(None));
+    }
+
+    #[test]
+    fn a_handover_ends_the_wait_of_its_own_term_only() {
+        let t0 = Instant::now();
+        let mut b = Election::new("b", timing());
+        b.next(t0, Some(&rec("", "r1", "2")));
+        b.wrote(&Step::Acquire, t0, true);
+        let term = b.term().unwrap();
+        assert!(b.handed_over(term, t0 + S));
+        assert_eq!(b.standing(t0 + S), Standing::Deciding);
+        // Lost and won again: a late handover of the old term changes nothing.
+        b.write_failed(true);
+        b.next(t0 + 2 * S, Some(&rec("", "r2", "3")));
+        b.wrote(&Step::Acquire, t0 + 2 * S, true);
+        assert!(!b.handed_over(term, t0 + 3 * S));
+        assert!(matches!(b.standing(t0 + 3 * S), Standing::Waiting(_)));
     }
 
     #[test]

@@ -11,10 +11,16 @@ use kube::api::{ObjectMeta, PostParams};
 use kube::Api;
 
 use super::election::{Election, Record, Standing, Step};
+use super::handover::Log;
 use super::metrics::DeciderMetrics;
+use super::peer::PeerClient;
+use crate::cluster::ClusterView;
+use crate::model::project;
 
 /// The annotation holding the decider's peer address (`host:port`).
 pub const ADDRESS_ANNOTATION: &str = "ipam-guard/decider-address";
+/// Written with a release: where the next decider fetches the admissions of the last one.
+pub const HANDOVER_ANNOTATION: &str = "ipam-guard/handover-from";
 
 /// What the loop needs besides the election state.
 pub(crate) struct LeaseLoop {
@@ -23,10 +29,21 @@ pub(crate) struct LeaseLoop {
     pub(crate) address: String,
     pub(crate) election: Arc<Mutex<Election>>,
     pub(crate) metrics: DeciderMetrics,
+    pub(crate) takeover: Arc<Takeover>,
+}
+
+/// What taking admissions over from a decider that stepped down needs.
+pub(crate) struct Takeover {
+    pub(crate) client: Arc<PeerClient>,
+    pub(crate) view: Arc<dyn ClusterView>,
+    pub(crate) log: Arc<Log>,
 }
 
 enum Wrote {
-    Ok { previous_holder: bool },
+    Ok {
+        previous_holder: bool,
+        handover: Option<String>,
+    },
     Conflict,
     Failed,
 }
@@ -70,7 +87,10 @@ impl LeaseLoop {
         };
         let mut election = self.lock();
         match written {
-            Wrote::Ok { previous_holder } => {
+            Wrote::Ok {
+                previous_holder,
+                handover,
+            } => {
                 if election.wrote(&step, started, previous_holder) && step != Step::Renew {
                     if previous_holder {
                         self.metrics.takeovers.inc();
@@ -81,6 +101,15 @@ impl LeaseLoop {
                         takeover = previous_holder,
                         "acquired the decider lease"
                     );
+                    if let (Some(from), Some(term)) = (handover, election.term()) {
+                        // The election lock is held here: the task takes it only after the fetch.
+                        let budget = election.timing().retry * 2;
+                        let takeover = self.takeover.clone();
+                        let shared = self.election.clone();
+                        tokio::spawn(async move {
+                            takeover.run(&from, term, &shared, budget).await;
+                        });
+                    }
                 }
             }
             Wrote::Conflict => election.write_failed(true),
@@ -101,6 +130,12 @@ impl LeaseLoop {
             },
             spec: Some(LeaseSpec::default()),
         });
+        // A handover offered by a clean release applies to this acquisition only.
+        let handover = lease
+            .metadata
+            .annotations
+            .as_mut()
+            .and_then(|a| a.remove(HANDOVER_ANNOTATION));
         let spec = lease.spec.get_or_insert_with(LeaseSpec::default);
         let previous = spec.holder_identity.clone().unwrap_or_default();
         let previous_holder = !creating && previous != identity;
@@ -127,7 +162,11 @@ impl LeaseLoop {
             }
         };
         match tokio::time::timeout(budget, call).await {
-            Ok(Ok(_)) => Wrote::Ok { previous_holder },
+            Ok(Ok(_)) => Wrote::Ok {
+                previous_holder,
+                // Only a released lease hands over; a taken-over one's holder died or hung.
+                handover: handover.filter(|_| previous.is_empty()),
+            },
             Ok(Err(kube::Error::Api(e))) if e.code == 409 => {
                 tracing::debug!(lease = %self.name, "another replica wrote the decider lease first");
                 Wrote::Conflict
@@ -187,29 +226,50 @@ impl LeaseLoop {
 
     /// Gives the lease up on shutdown: stop deciding first, then write an empty holder so another
     /// replica need not wait for expiry (it still waits out the pending TTL).
-    pub(crate) async fn release(api: &Api<Lease>, name: &str, election: &Mutex<Election>) {
-        let identity = {
+    /// Returns true when the lease was released with a handover offered (the caller then keeps
+    /// the peer listener up until the next decider fetched the list).
+    pub(crate) async fn release(
+        api: &Api<Lease>,
+        name: &str,
+        election: &Mutex<Election>,
+        address: &str,
+        log: &Log,
+    ) -> bool {
+        let (identity, was_holder) = {
             let mut e = election.lock().unwrap_or_else(|p| p.into_inner());
-            e.resign();
-            e.identity().to_string()
+            let was = e.resign();
+            (e.identity().to_string(), was)
         };
+        // Not deciding any more: the list of admissions is final from here on.
+        log.step_down();
         let Ok(Some(mut lease)) = api.get_opt(name).await else {
-            return;
+            return false;
         };
         let Some(spec) = lease.spec.as_mut() else {
-            return;
+            return false;
         };
         if spec.holder_identity.as_deref() != Some(identity.as_str()) {
-            return;
+            return false;
         }
         spec.holder_identity = None;
         spec.renew_time = Some(MicroTime(Timestamp::now()));
-        if let Some(a) = lease.metadata.annotations.as_mut() {
-            a.remove(ADDRESS_ANNOTATION);
+        let annotations = lease
+            .metadata
+            .annotations
+            .get_or_insert_with(Default::default);
+        annotations.remove(ADDRESS_ANNOTATION);
+        if was_holder {
+            annotations.insert(HANDOVER_ANNOTATION.to_string(), address.to_string());
         }
         match api.replace(name, &PostParams::default(), &lease).await {
-            Ok(_) => tracing::info!(lease = %name, "released the decider lease"),
-            Err(e) => tracing::warn!(lease = %name, error = %e, "cannot release the decider lease"),
+            Ok(_) => {
+                tracing::info!(lease = %name, handover = was_holder, "released the decider lease");
+                was_holder
+            }
+            Err(e) => {
+                tracing::warn!(lease = %name, error = %e, "cannot release the decider lease");
+                false
+            }
         }
     }
 
@@ -230,5 +290,53 @@ fn record(lease: &Lease) -> Record {
             .cloned(),
         resource_version: lease.metadata.resource_version.clone().unwrap_or_default(),
         renew_time: spec.renew_time.map(|t| t.0.to_string()).unwrap_or_default(),
+    }
+}
+
+impl Takeover {
+    /// Fetches the previous decider's admissions, installs them as pending entries, and lets
+    /// this term decide at once. On any failure the term keeps waiting out the pending TTL.
+    async fn run(
+        &self,
+        from: &str,
+        term: Instant,
+        election: &Mutex<Election>,
+        budget: std::time::Duration,
+    ) {
+        let list = match tokio::time::timeout(budget, self.client.pending(from)).await {
+            Ok(Ok(list)) => list,
+            Ok(Err(e)) => {
+                tracing::warn!(from, error = %e, "no handover from the previous decider: waiting out the pending TTL");
+                return;
+            }
+            Err(_) => {
+                tracing::warn!(
+                    from,
+                    "the handover from the previous decider timed out: waiting out the pending TTL"
+                );
+                return;
+            }
+        };
+        let now = Instant::now();
+        let mut installed = 0;
+        for request in list.entries {
+            if let Ok((kind, req)) = request.request() {
+                if let Some(projection) = req.object.and_then(|o| project(kind, o)) {
+                    // Recorded under the decision lock like any admission.
+                    let mut once = Some(projection);
+                    self.view.decide(&mut |_| once.take());
+                    installed += 1;
+                }
+            }
+            self.log.record(now, request);
+        }
+        let mut election = election.lock().unwrap_or_else(|p| p.into_inner());
+        if election.handed_over(term, Instant::now()) {
+            tracing::info!(
+                from,
+                entries = installed,
+                "took over the previous decider's admissions as pending entries; deciding now"
+            );
+        }
     }
 }

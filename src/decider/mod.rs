@@ -10,6 +10,7 @@
 //! this module is that route.
 
 pub mod election;
+pub mod handover;
 mod lease;
 mod metrics;
 pub mod peer;
@@ -25,9 +26,11 @@ use prometheus_client::registry::Registry;
 use tokio::task::JoinHandle;
 
 use crate::admission::{Admission, DecisionAnswer, DecisionRequest, Here, Route};
+use crate::cluster::ClusterView;
 use crate::server::Listen;
 use election::{Election, Standing, Timing};
-use lease::LeaseLoop;
+use handover::Log;
+use lease::{LeaseLoop, Takeover};
 use metrics::DeciderMetrics;
 use peer::{PeerClient, PeerFiles, PeerTls};
 
@@ -57,13 +60,19 @@ pub struct DeciderConfig {
 /// The route of a replica that shares a decider with others.
 pub struct Decider {
     election: Arc<Mutex<Election>>,
-    client: PeerClient,
+    client: Arc<PeerClient>,
     tls: Arc<PeerTls>,
     metrics: DeciderMetrics,
     budget: Duration,
     api: Api<Lease>,
     lease: String,
+    advertise: String,
+    log: Arc<Log>,
+    /// The election loop, stopped first on shutdown.
+    lease_task: Mutex<Option<JoinHandle<()>>>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
+    /// Set when a release offered a handover: shutdown waits for the next decider to fetch it.
+    handing_over: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -85,10 +94,13 @@ impl Decider {
     pub fn start(
         client: kube::Client,
         config: DeciderConfig,
+        view: Arc<dyn ClusterView>,
         registry: &mut Registry,
     ) -> Result<Arc<Decider>, DeciderError> {
         config.timing.check().map_err(DeciderError::Timing)?;
         let tls = Arc::new(PeerTls::load(config.peer_files.clone())?);
+        let peers = Arc::new(PeerClient::new(tls.clone()));
+        let log = Arc::new(Log::new(config.timing.pending_ttl));
         let metrics = DeciderMetrics::new();
         metrics.register(registry);
         let election = Arc::new(Mutex::new(Election::new(
@@ -102,6 +114,11 @@ impl Decider {
             address: config.advertise.clone(),
             election: election.clone(),
             metrics: metrics.clone(),
+            takeover: Arc::new(Takeover {
+                client: peers.clone(),
+                view,
+                log: log.clone(),
+            }),
         };
         tracing::info!(
             lease = %config.lease,
@@ -110,19 +127,21 @@ impl Decider {
             advertise = %config.advertise,
             "joining the decider election"
         );
-        let tasks = vec![
-            tokio::spawn(lease_loop.run()),
-            tokio::spawn(tls.clone().reload_forever()),
-        ];
+        let lease_task = tokio::spawn(lease_loop.run());
+        let tasks = vec![tokio::spawn(tls.clone().reload_forever())];
         Ok(Arc::new(Decider {
             election,
-            client: PeerClient::new(tls.clone()),
+            client: peers,
             tls,
             metrics,
             budget: config.budget,
             api,
             lease: config.lease,
+            advertise: config.advertise,
+            log,
+            lease_task: Mutex::new(Some(lease_task)),
             tasks: Mutex::new(tasks),
+            handing_over: std::sync::atomic::AtomicBool::new(false),
         }))
     }
 
@@ -138,7 +157,12 @@ impl Decider {
         };
         let listener = crate::server::bind_listener(listen).map_err(err)?;
         let local = listener.local_addr().map_err(err)?;
-        let task = tokio::spawn(peer::serve(listener, self.tls.clone(), admission));
+        let task = tokio::spawn(peer::serve(
+            listener,
+            self.tls.clone(),
+            admission,
+            self.log.clone(),
+        ));
         self.tasks
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -147,9 +171,54 @@ impl Decider {
         Ok(local)
     }
 
-    /// Stops deciding, stops the election and gives the lease up so another replica takes over
-    /// without waiting for it to expire.
-    pub async fn shutdown(&self) {
+    /// At the start of a shutdown: stops deciding and the election, and gives the lease up so
+    /// another replica takes over without waiting for it to expire, offering it this replica's
+    /// admissions (`handover`). Requests still arriving here are forwarded to the next decider.
+    pub async fn step_down(&self) {
+        if let Some(task) = self
+            .lease_task
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            task.abort();
+        }
+        self.metrics.is_leader.set(0);
+        let release = LeaseLoop::release(
+            &self.api,
+            &self.lease,
+            &self.election,
+            &self.advertise,
+            &self.log,
+        );
+        let offered = tokio::time::timeout(Duration::from_secs(2), release).await;
+        self.handing_over.store(
+            offered.unwrap_or(false),
+            std::sync::atomic::Ordering::SeqCst,
+        );
+    }
+
+    /// At the end of a shutdown: waits (bounded) until the next decider fetched the handover,
+    /// then stops the peer listener.
+    pub async fn finish(&self) {
+        if self.handing_over.load(std::sync::atomic::Ordering::SeqCst) {
+            // The next replica reads the lease every retry period, then fetches at once.
+            let retry = self
+                .election
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .timing()
+                .retry;
+            let wait = retry * 2 + self.budget;
+            if tokio::time::timeout(wait, self.log.fetched())
+                .await
+                .is_err()
+            {
+                tracing::warn!(
+                    "the next decider did not fetch the handover; it waits out the pending TTL"
+                );
+            }
+        }
         for task in self
             .tasks
             .lock()
@@ -158,8 +227,6 @@ impl Decider {
         {
             task.abort();
         }
-        let release = LeaseLoop::release(&self.api, &self.lease, &self.election);
-        let _ = tokio::time::timeout(Duration::from_secs(2), release).await;
     }
 
     fn standing_now(&self) -> Standing {
@@ -229,10 +296,22 @@ impl Route for Decider {
     fn forward(&self, req: DecisionRequest) -> BoxFuture<'_, DecisionAnswer> {
         self.forward_to(req).boxed()
     }
+
+    fn admitted(&self, req: DecisionRequest) {
+        self.log.record(Instant::now(), req);
+    }
 }
 
 impl Drop for Decider {
     fn drop(&mut self) {
+        if let Some(task) = self
+            .lease_task
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            task.abort();
+        }
         for task in self
             .tasks
             .get_mut()

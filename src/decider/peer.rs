@@ -29,6 +29,7 @@ use rustls_pki_types::{CertificateDer, ServerName};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 
+use super::handover::{Handover, Log, PENDING_PATH};
 use crate::admission::{Admission, DecisionAnswer, DecisionRequest};
 use crate::server::tls::{self, CertFiles};
 
@@ -213,7 +214,12 @@ fn first_name(cert: &CertificateDer<'_>) -> Option<ServerName<'static>> {
 
 /// Accepts peers until the task is aborted. Each connection runs in its own task, handshake
 /// included, so a stalled peer never holds up the others.
-pub(crate) async fn serve(listener: TcpListener, tls: Arc<PeerTls>, admission: Admission) {
+pub(crate) async fn serve(
+    listener: TcpListener,
+    tls: Arc<PeerTls>,
+    admission: Admission,
+    log: Arc<Log>,
+) {
     loop {
         let (stream, remote) = match listener.accept().await {
             Ok(c) => c,
@@ -225,6 +231,7 @@ pub(crate) async fn serve(listener: TcpListener, tls: Arc<PeerTls>, admission: A
         };
         let acceptor = TlsAcceptor::from(tls.server.load_full());
         let admission = admission.clone();
+        let log = log.clone();
         tokio::spawn(async move {
             let _ = stream.set_nodelay(true);
             let stream = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream))
@@ -240,7 +247,8 @@ pub(crate) async fn serve(listener: TcpListener, tls: Arc<PeerTls>, admission: A
             };
             let service = hyper::service::service_fn(move |req| {
                 let admission = admission.clone();
-                async move { Ok::<_, std::convert::Infallible>(handle(&admission, req).await) }
+                let log = log.clone();
+                async move { Ok::<_, std::convert::Infallible>(handle(&admission, &log, req).await) }
             });
             let builder = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
             if let Err(e) = builder
@@ -253,11 +261,25 @@ pub(crate) async fn serve(listener: TcpListener, tls: Arc<PeerTls>, admission: A
     }
 }
 
-async fn handle(admission: &Admission, req: Request<Incoming>) -> Response<Full<Bytes>> {
+async fn handle(admission: &Admission, log: &Log, req: Request<Incoming>) -> Response<Full<Bytes>> {
+    if req.method() == Method::GET && req.uri().path() == PENDING_PATH {
+        return match log.handover(std::time::Instant::now()) {
+            Ok(list) => reply(
+                StatusCode::OK,
+                serde_json::to_vec(&list).unwrap_or_default(),
+            ),
+            Err(why) => reply(
+                StatusCode::CONFLICT,
+                serde_json::json!({ "message": why })
+                    .to_string()
+                    .into_bytes(),
+            ),
+        };
+    }
     if req.method() != Method::POST || req.uri().path() != DECIDE_PATH {
         return reply(
             StatusCode::NOT_FOUND,
-            b"{\"message\":\"not found: POST /decide\"}".to_vec(),
+            b"{\"message\":\"not found: POST /decide, GET /pending\"}".to_vec(),
         );
     }
     let body = match Limited::new(req.into_body(), BODY_LIMIT).collect().await {
@@ -329,51 +351,66 @@ impl PeerClient {
         request: &DecisionRequest,
     ) -> Result<DecisionAnswer, ForwardError> {
         let body = Bytes::from(serde_json::to_vec(request).unwrap_or_default());
+        let bytes = self.call(addr, Method::POST, DECIDE_PATH, body).await?;
+        serde_json::from_slice(&bytes).map_err(|e| ForwardError::Request {
+            addr: addr.to_string(),
+            detail: format!("not a decision answer: {e}"),
+        })
+    }
+
+    /// Fetches the admissions a decider that stepped down hands over. The caller bounds the time.
+    pub(crate) async fn pending(&self, addr: &str) -> Result<Handover, ForwardError> {
+        let bytes = self
+            .call(addr, Method::GET, PENDING_PATH, Bytes::new())
+            .await?;
+        serde_json::from_slice(&bytes).map_err(|e| ForwardError::Request {
+            addr: addr.to_string(),
+            detail: format!("not a handover: {e}"),
+        })
+    }
+
+    async fn call(
+        &self,
+        addr: &str,
+        method: Method,
+        path: &str,
+        body: Bytes,
+    ) -> Result<Bytes, ForwardError> {
+        let fail = |detail: String| ForwardError::Request {
+            addr: addr.to_string(),
+            detail,
+        };
         // A cached connection may have died since its last use: one retry on a fresh one.
         for attempt in 0..2 {
             let mut send = self.sender(addr, attempt > 0).await?;
             let req = Request::builder()
-                .method(Method::POST)
-                .uri(format!("https://{addr}{DECIDE_PATH}"))
+                .method(method.clone())
+                .uri(format!("https://{addr}{path}"))
                 .header(http::header::CONTENT_TYPE, "application/json")
                 .body(Full::new(body.clone()))
-                .map_err(|e| ForwardError::Request {
-                    addr: addr.to_string(),
-                    detail: e.to_string(),
-                })?;
+                .map_err(|e| fail(e.to_string()))?;
             let response = match send.send_request(req).await {
                 Ok(r) => r,
                 Err(e) if attempt == 0 => {
-                    tracing::debug!(decider = addr, error = %e, "peer connection lost; reconnecting");
+                    tracing::debug!(peer = addr, error = %e, "peer connection lost; reconnecting");
                     continue;
                 }
-                Err(e) => {
-                    return Err(ForwardError::Request {
-                        addr: addr.to_string(),
-                        detail: e.to_string(),
-                    })
-                }
+                Err(e) => return Err(fail(e.to_string())),
             };
             let status = response.status();
             let bytes = response
                 .into_body()
                 .collect()
                 .await
-                .map_err(|e| ForwardError::Request {
-                    addr: addr.to_string(),
-                    detail: e.to_string(),
-                })?
+                .map_err(|e| fail(e.to_string()))?
                 .to_bytes();
             if status != StatusCode::OK {
-                return Err(ForwardError::Request {
-                    addr: addr.to_string(),
-                    detail: format!("HTTP {status}: {}", String::from_utf8_lossy(&bytes)),
-                });
+                return Err(fail(format!(
+                    "HTTP {status}: {}",
+                    String::from_utf8_lossy(&bytes)
+                )));
             }
-            return serde_json::from_slice(&bytes).map_err(|e| ForwardError::Request {
-                addr: addr.to_string(),
-                detail: format!("not a decision answer: {e}"),
-            });
+            return Ok(bytes);
         }
         unreachable!("the loop returns on its second attempt")
     }
