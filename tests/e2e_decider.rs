@@ -197,6 +197,15 @@ impl Replica {
         lines[lines.len().saturating_sub(30)..].join("\n")
     }
 
+    /// The election's and the peer channel's lines of the log.
+    fn election_log(&self) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        text.lines()
+            .filter(|l| l.contains("decider") || l.contains("peer") || l.contains("handover"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
     fn assert_running(&mut self) {
         if let Some(c) = self.child.as_mut() {
             if let Ok(Some(status)) = c.try_wait() {
@@ -888,7 +897,11 @@ async fn x2_a_decider_that_shuts_down_hands_its_admissions_to_the_next() {
     let resumed = stopped.elapsed();
     match &first_decided {
         Answer::Denied(_, m) => assert!(m.contains("overlap"), "{m}"),
-        other => panic!("the next decider did not know the handed-over admission: {other:?}"),
+        other => panic!(
+            "the next decider did not know the handed-over admission: {other:?}\n{}\n---\n{}",
+            s.replicas[d].election_log(),
+            s.replicas[1 - d].election_log()
+        ),
     }
     let exited = {
         let child = s.replicas[d].child.as_mut().unwrap();

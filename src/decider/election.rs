@@ -119,6 +119,8 @@ pub struct Election {
     /// The last record seen and when it last changed (by our clock).
     observed: Option<(Record, Instant)>,
     leading: Option<Leading>,
+    /// Stepped down for good (shutting down): keeps following, never takes the lease again.
+    retired: bool,
 }
 
 impl Election {
@@ -128,6 +130,7 @@ impl Election {
             timing,
             observed: None,
             leading: None,
+            retired: false,
         }
     }
 
@@ -143,7 +146,11 @@ impl Election {
     pub fn next(&mut self, now: Instant, lease: Option<&Record>) -> Step {
         let Some(record) = lease else {
             self.observed = None;
-            return Step::Create;
+            return if self.retired {
+                Step::Follow
+            } else {
+                Step::Create
+            };
         };
         match &self.observed {
             Some((seen, _))
@@ -156,6 +163,10 @@ impl Election {
                 }
             }
             _ => self.observed = Some((record.clone(), now)),
+        }
+        if self.retired {
+            self.leading = None;
+            return Step::Follow;
         }
         if record.holder == self.identity {
             return Step::Renew;
@@ -180,6 +191,10 @@ impl Election {
     /// makes the new holder wait out the pending TTL before deciding. Returns true when this made
     /// us the holder (a leadership change worth a log line).
     pub fn wrote(&mut self, step: &Step, started: Instant, previous_holder: bool) -> bool {
+        if self.retired {
+            // A write that raced with stepping down: the release follows it and wins.
+            return false;
+        }
         match step {
             Step::Renew => match &mut self.leading {
                 Some(l) => {
@@ -225,9 +240,14 @@ impl Election {
     }
 
     /// We give the lease up (shutdown): stop deciding now, before the release is written.
-    /// Returns whether we were the holder.
-    pub fn resign(&mut self) -> bool {
-        self.leading.take().is_some()
+    /// Returns whether we were deciding at `now`: only then is our list of admissions complete
+    /// enough to hand over. A holder still waiting out a takeover lacks the crashed decider's
+    /// admissions, so its successor must wait too.
+    pub fn resign(&mut self, now: Instant) -> bool {
+        let deciding = self.standing(now) == Standing::Deciding;
+        self.retired = true;
+        self.leading = None;
+        deciding
     }
 
     /// The current term of leadership (the instant it was acquired), if any.
@@ -443,12 +463,37 @@ mod tests {
     }
 
     #[test]
-    fn resigning_stops_deciding_at_once() {
+    fn a_holder_still_waiting_out_a_takeover_offers_no_handover() {
+        let t0 = Instant::now();
+        let mut b = Election::new("b", timing());
+        b.next(t0, Some(&rec("a", "r0", "1")));
+        b.next(t0 + 15 * S, Some(&rec("a", "r0", "1")));
+        b.wrote(&Step::Acquire, t0 + 15 * S, true);
+        assert!(!b.resign(t0 + 20 * S));
+    }
+
+    #[test]
+    fn resigning_stops_deciding_at_once_and_for_good_but_keeps_following() {
         let t0 = Instant::now();
         let mut a = Election::new("a", timing());
         a.next(t0, None);
         a.wrote(&Step::Create, t0, false);
-        a.resign();
+        assert!(a.resign(t0));
         assert!(matches!(a.standing(t0), Standing::Following(_)));
+        // A renew that raced with the release does not bring leadership back.
+        assert!(!a.wrote(&Step::Renew, t0, false));
+        assert!(a.fence().is_none());
+        // Released: it never takes the lease again, and it forwards to the next decider.
+        assert_eq!(a.next(t0 + S, Some(&rec("", "r1", "2"))), Step::Follow);
+        assert_eq!(a.next(t0 + 2 * S, Some(&rec("b", "r2", "3"))), Step::Follow);
+        assert_eq!(
+            a.standing(t0 + 2 * S),
+            Standing::Following(Some("b:9444".into()))
+        );
+        assert_eq!(
+            a.next(t0 + 30 * S, Some(&rec("b", "r2", "3"))),
+            Step::Follow
+        );
+        assert_eq!(a.next(t0 + 31 * S, None), Step::Follow);
     }
 }

@@ -6,7 +6,9 @@
 //! last TTL, also those its own watch has since confirmed: the new decider's watch may lag behind
 //! the old one's, so "confirmed there" does not mean "visible here". The new decider installs each
 //! as a pending entry (re-projected from the object, as the old decider did) and only then starts
-//! deciding. Admissions older than the TTL are not promised by X2 in any case. If the list cannot
+//! deciding. Admissions older than the TTL are not promised by X2 in any case. Only a decider that
+//! was deciding offers a handover: one still waiting out a takeover lacks the crashed decider's
+//! admissions, so its successor waits as it would have. If the list cannot
 //! be fetched (the old process died, or it admitted more than it could keep), the new decider
 //! falls back to waiting out the TTL.
 

@@ -235,42 +235,49 @@ impl LeaseLoop {
         address: &str,
         log: &Log,
     ) -> bool {
-        let (identity, was_holder) = {
+        let (identity, was_deciding) = {
             let mut e = election.lock().unwrap_or_else(|p| p.into_inner());
-            let was = e.resign();
+            let was = e.resign(Instant::now());
             (e.identity().to_string(), was)
         };
         // Not deciding any more: the list of admissions is final from here on.
         log.step_down();
-        let Ok(Some(mut lease)) = api.get_opt(name).await else {
-            return false;
-        };
-        let Some(spec) = lease.spec.as_mut() else {
-            return false;
-        };
-        if spec.holder_identity.as_deref() != Some(identity.as_str()) {
-            return false;
-        }
-        spec.holder_identity = None;
-        spec.renew_time = Some(MicroTime(Timestamp::now()));
-        let annotations = lease
-            .metadata
-            .annotations
-            .get_or_insert_with(Default::default);
-        annotations.remove(ADDRESS_ANNOTATION);
-        if was_holder {
-            annotations.insert(HANDOVER_ANNOTATION.to_string(), address.to_string());
-        }
-        match api.replace(name, &PostParams::default(), &lease).await {
-            Ok(_) => {
-                tracing::info!(lease = %name, handover = was_holder, "released the decider lease");
-                was_holder
+        // A renew of the election loop may race with this write (409): read again and retry;
+        // the loop no longer renews once resigned.
+        for _ in 0..3 {
+            let Ok(Some(mut lease)) = api.get_opt(name).await else {
+                return false;
+            };
+            let Some(spec) = lease.spec.as_mut() else {
+                return false;
+            };
+            if spec.holder_identity.as_deref() != Some(identity.as_str()) {
+                return false;
             }
-            Err(e) => {
-                tracing::warn!(lease = %name, error = %e, "cannot release the decider lease");
-                false
+            spec.holder_identity = None;
+            spec.renew_time = Some(MicroTime(Timestamp::now()));
+            let annotations = lease
+                .metadata
+                .annotations
+                .get_or_insert_with(Default::default);
+            annotations.remove(ADDRESS_ANNOTATION);
+            if was_deciding {
+                annotations.insert(HANDOVER_ANNOTATION.to_string(), address.to_string());
+            }
+            match api.replace(name, &PostParams::default(), &lease).await {
+                Ok(_) => {
+                    tracing::info!(lease = %name, handover = was_deciding, "released the decider lease");
+                    return was_deciding;
+                }
+                Err(kube::Error::Api(e)) if e.code == 409 => continue,
+                Err(e) => {
+                    tracing::warn!(lease = %name, error = %e, "cannot release the decider lease");
+                    return false;
+                }
             }
         }
+        tracing::warn!(lease = %name, "cannot release the decider lease: it kept changing");
+        false
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Election> {

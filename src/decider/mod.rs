@@ -36,6 +36,10 @@ use peer::{PeerClient, PeerFiles, PeerTls};
 
 pub use lease::ADDRESS_ANNOTATION;
 
+/// How long a stepping-down decider stays up after serving the handover, so the answer is
+/// written out before its peer connections close.
+const HANDOVER_FLUSH: Duration = Duration::from_millis(500);
+
 /// The default Lease name.
 pub const DEFAULT_LEASE: &str = "ipam-guard-decider";
 /// How long a follower waits for the decider, well under the webhook's timeoutSeconds.
@@ -175,14 +179,8 @@ impl Decider {
     /// another replica takes over without waiting for it to expire, offering it this replica's
     /// admissions (`handover`). Requests still arriving here are forwarded to the next decider.
     pub async fn step_down(&self) {
-        if let Some(task) = self
-            .lease_task
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()
-        {
-            task.abort();
-        }
+        // The election loop keeps running, retired (see `Election::resign`): it follows the next
+        // decider so the requests still arriving here during the drain are forwarded to it.
         self.metrics.is_leader.set(0);
         let release = LeaseLoop::release(
             &self.api,
@@ -199,7 +197,7 @@ impl Decider {
     }
 
     /// At the end of a shutdown: waits (bounded) until the next decider fetched the handover,
-    /// then stops the peer listener.
+    /// then stops the election and the peer listener.
     pub async fn finish(&self) {
         if self.handing_over.load(std::sync::atomic::Ordering::SeqCst) {
             // The next replica reads the lease every retry period, then fetches at once.
@@ -210,14 +208,29 @@ impl Decider {
                 .timing()
                 .retry;
             let wait = retry * 2 + self.budget;
-            if tokio::time::timeout(wait, self.log.fetched())
-                .await
-                .is_err()
-            {
-                tracing::warn!(
+            tracing::info!(
+                wait_ms = wait.as_millis() as u64,
+                "waiting for the next decider to fetch the handover"
+            );
+            match tokio::time::timeout(wait, self.log.fetched()).await {
+                Ok(()) => {
+                    // The handler notified before hyper wrote the answer: give it time to reach
+                    // the next decider before the listener and its connections go away.
+                    tokio::time::sleep(HANDOVER_FLUSH).await;
+                    tracing::info!("the next decider fetched the handover");
+                }
+                Err(_) => tracing::warn!(
                     "the next decider did not fetch the handover; it waits out the pending TTL"
-                );
+                ),
             }
+        }
+        if let Some(task) = self
+            .lease_task
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            task.abort();
         }
         for task in self
             .tasks
