@@ -15,12 +15,12 @@ use kube::core::Status;
 use serde_json::{json, Map, Value};
 
 use crate::cluster::ClusterView;
-
-mod decision;
 use crate::kinds::Kind;
 use crate::model::{project, Operation, Projection, Request};
 use crate::rules::field::{DenyReason, FieldError, Verdict};
 use crate::rules::{self, Ctx, Options};
+
+mod decision;
 pub use decision::{DecisionAnswer, DecisionRequest, Here, Route, WireError, WireWarning};
 
 /// Which webhook path a review came in on.

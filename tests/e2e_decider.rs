@@ -125,7 +125,7 @@ struct Replica {
 }
 
 impl Replica {
-    fn start(cp: &ControlPlane, certs: &Path, name: &str) -> Replica {
+    fn start(cp: &ControlPlane, certs: &Path, name: &str, extra: &[&str]) -> Replica {
         let port = |_| SocketAddr::from(([127, 0, 0, 1], free_port()));
         let (webhook, probe, metrics, peer) = (port(0), port(1), port(2), port(3));
         let log = cp.dir.path().join(format!("{name}.log"));
@@ -155,6 +155,7 @@ impl Replica {
                 .args(["--pending-ttl", "5s"]);
         }
         cmd.args(["--shutdown-delay", "0s"])
+            .args(extra)
             .env("POD_NAME", name)
             .env("RUST_LOG", "info,ipam_guard=debug")
             .stdin(Stdio::null())
@@ -260,6 +261,10 @@ struct Setup {
 
 impl Setup {
     async fn start(assets: &Path, n: usize) -> Setup {
+        Setup::start_with(assets, n, &[]).await
+    }
+
+    async fn start_with(assets: &Path, n: usize, extra: &[&str]) -> Setup {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let cp = ControlPlane::start(assets).await;
         let client = cp.client().await;
@@ -273,7 +278,7 @@ impl Setup {
         let certs = cp.dir.path().join("certs");
         pki.write(&certs);
         let replicas = (0..n)
-            .map(|i| Replica::start(&cp, &certs, &format!("replica-{i}")))
+            .map(|i| Replica::start(&cp, &certs, &format!("replica-{i}"), extra))
             .collect();
         let mut s = Setup {
             replicas,
@@ -927,6 +932,32 @@ async fn x2_a_decider_that_shuts_down_hands_its_admissions_to_the_next() {
         .contains("took over the previous decider's admissions"));
     assert_eq!(s.decider().await, 1 - d);
     println!("decider stopped (SIGTERM): the next one decided after {resumed:?}, with the handed-over admission");
+}
+
+/// A one-replica install (`--decider=off`) decides in its own process as before: no Lease, no
+/// peer traffic, and X2 still holds inside the process.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn x2_with_the_decider_off_one_replica_decides_alone() {
+    let Some(assets) = e2e::assets_for("x2_with_the_decider_off_one_replica_decides_alone") else {
+        return;
+    };
+    let s = Setup::start_with(&assets, 1, &["--decider", "off"]).await;
+    let bodies = (0..64)
+        .map(|i| review(&pool(&format!("solo-{i}"), "10.93.0.10-10.93.0.20"), false))
+        .collect();
+    let answers = burst(&s.webhooks(&[]), &s.pki.ca_der, bodies).await;
+    let mut unavailable = 0;
+    check_one_admitted(&answers, "--decider=off", "P10", &mut unavailable);
+    assert_eq!(unavailable, 0);
+    let leases: Api<Lease> = Api::namespaced(s.client.clone(), LEASE_NS);
+    assert!(
+        leases.get_opt(LEASE).await.unwrap().is_none(),
+        "no Lease with --decider=off"
+    );
+    assert_eq!(
+        s.replicas[0].metric("ipam_guard_decider_is_leader").await,
+        None
+    );
 }
 
 /// BENCHMARKS.md: the latency a forwarded decision adds. Not run by `cargo test` (ignored):
