@@ -77,10 +77,9 @@ pub async fn run(args: ServeArgs, mut registry: Registry) -> anyhow::Result<()> 
         // Only a live view can share a decider: --dev and --state-from each hold their own world.
         Some(client) if args.decider.decider == DeciderMode::Lease => {
             let config = decider_config(&args, &config, &client)?;
-            let listen = config.peer_listen;
             let decider = Decider::start(client, config, view.clone(), &mut registry)?;
             let admission = Admission::with_route(view, options, decider.clone());
-            decider.serve_peers(listen, admission.clone())?;
+            decider.serve_peers(admission.clone());
             (admission, Some(decider))
         }
         _ => (Admission::new(view, options), None),

@@ -72,8 +72,10 @@ pub struct Decider {
     lease: String,
     advertise: String,
     log: Arc<Log>,
-    /// The election loop, stopped first on shutdown.
+    /// The election loop, stopped last on shutdown.
     lease_task: Mutex<Option<JoinHandle<()>>>,
+    /// The peer listener, bound at start, served once admission exists.
+    listener: Mutex<Option<(tokio::net::TcpListener, std::net::SocketAddr)>>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
     /// Set when a release offered a handover: shutdown waits for the next decider to fetch it.
     handing_over: std::sync::atomic::AtomicBool,
@@ -103,6 +105,13 @@ impl Decider {
     ) -> Result<Arc<Decider>, DeciderError> {
         config.timing.check().map_err(DeciderError::Timing)?;
         let tls = Arc::new(PeerTls::load(config.peer_files.clone())?);
+        // Bound before the election starts: once this replica wins, the others reach it at once.
+        let err = |source| DeciderError::Bind {
+            addr: config.peer_listen,
+            source,
+        };
+        let listener = crate::server::bind_listener(config.peer_listen).map_err(err)?;
+        let local = listener.local_addr().map_err(err)?;
         let peers = Arc::new(PeerClient::new(tls.clone()));
         let log = Arc::new(Log::new(config.timing.pending_ttl));
         let metrics = DeciderMetrics::new();
@@ -144,23 +153,20 @@ impl Decider {
             advertise: config.advertise,
             log,
             lease_task: Mutex::new(Some(lease_task)),
+            listener: Mutex::new(Some((listener, local))),
             tasks: Mutex::new(tasks),
             handing_over: std::sync::atomic::AtomicBool::new(false),
         }))
     }
 
-    /// Opens the peer listener: decision requests from other replicas go to `admission`.
-    pub fn serve_peers(
-        &self,
-        listen: Listen,
-        admission: Admission,
-    ) -> Result<std::net::SocketAddr, DeciderError> {
-        let err = |source| DeciderError::Bind {
-            addr: listen,
-            source,
-        };
-        let listener = crate::server::bind_listener(listen).map_err(err)?;
-        let local = listener.local_addr().map_err(err)?;
+    /// Serves the peer listener bound by `start`: decision requests from other replicas go to
+    /// `admission`. Returns the address, or None when it is already being served.
+    pub fn serve_peers(&self, admission: Admission) -> Option<std::net::SocketAddr> {
+        let (listener, local) = self
+            .listener
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()?;
         let task = tokio::spawn(peer::serve(
             listener,
             self.tls.clone(),
@@ -172,7 +178,7 @@ impl Decider {
             .unwrap_or_else(|p| p.into_inner())
             .push(task);
         tracing::info!(addr = %local, "listening for decision requests from other replicas (mutual TLS)");
-        Ok(local)
+        Some(local)
     }
 
     /// At the start of a shutdown: stops deciding and the election, and gives the lease up so
