@@ -456,3 +456,63 @@ impl PeerClient {
         Ok(send)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+
+    /// Writes a CA and a leaf for `names` into `dir`; returns the files.
+    fn write(dir: &std::path::Path, names: &[&str]) -> PeerFiles {
+        let ca_key = KeyPair::generate().unwrap();
+        let mut ca = CertificateParams::default();
+        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let ca_cert = ca.self_signed(&ca_key).unwrap();
+        let issuer = Issuer::new(ca, ca_key);
+        let key = KeyPair::generate().unwrap();
+        let leaf = CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
+            .unwrap()
+            .signed_by(&key, &issuer)
+            .unwrap();
+        std::fs::write(dir.join("tls.crt"), leaf.pem()).unwrap();
+        std::fs::write(dir.join("tls.key"), key.serialize_pem()).unwrap();
+        std::fs::write(dir.join("ca.crt"), ca_cert.pem()).unwrap();
+        PeerFiles {
+            pair: CertFiles::in_dir(dir),
+            ca: dir.join("ca.crt"),
+        }
+    }
+
+    #[test]
+    fn the_decider_is_checked_against_the_first_name_of_our_own_certificate() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let dir = tempfile::tempdir().unwrap();
+        let files = write(dir.path(), &["ipam-guard-webhook.ns.svc", "10.0.0.1"]);
+        let tls = PeerTls::load(files).unwrap();
+        let client = tls.client.load();
+        assert_eq!(
+            client.1,
+            ServerName::try_from("ipam-guard-webhook.ns.svc").unwrap()
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let files = write(dir.path(), &["127.0.0.1"]);
+        let tls = PeerTls::load(files).unwrap();
+        assert_eq!(
+            tls.client.load().1,
+            ServerName::try_from("127.0.0.1").unwrap()
+        );
+    }
+
+    #[test]
+    fn unusable_peer_files_are_named_in_the_error() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let dir = tempfile::tempdir().unwrap();
+        let mut files = write(dir.path(), &["localhost"]);
+        files.ca = dir.path().join("missing-ca.crt");
+        let e = PeerTls::load(files.clone()).err().unwrap().to_string();
+        assert!(e.contains("missing-ca.crt"), "{e}");
+        std::fs::write(&files.ca, "not a certificate").unwrap();
+        let e = PeerTls::load(files).err().unwrap().to_string();
+        assert!(e.contains("no PEM certificate"), "{e}");
+    }
+}
