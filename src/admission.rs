@@ -205,7 +205,12 @@ impl Admission {
             Err(why) => return DecisionAnswer::unavailable(why),
         };
         match self.inner.route.as_ref().map(|r| r.standing()) {
-            Some(Here::Forward) => return DecisionAnswer::unavailable(NOT_DECIDER),
+            Some(Here::Forward) => {
+                return DecisionAnswer {
+                    not_decider: true,
+                    ..DecisionAnswer::unavailable(NOT_DECIDER)
+                }
+            }
             Some(Here::Refuse(why)) => return DecisionAnswer::unavailable(why),
             Some(Here::Decide) | None => {}
         }

@@ -88,6 +88,9 @@ pub struct DecisionAnswer {
     /// request is refused with 503 and this text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unavailable: Option<String>,
+    /// The replica asked is not the decider (the lease moved): the asker should look again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub not_decider: bool,
     #[serde(default)]
     pub forbidden: bool,
     #[serde(default)]
@@ -126,6 +129,7 @@ impl DecisionAnswer {
     pub(crate) fn from_verdict(v: &Verdict, view_rules: &[&str]) -> Self {
         DecisionAnswer {
             unavailable: v.unavailable.clone(),
+            not_decider: false,
             forbidden: v.reason == DenyReason::Forbidden,
             errors: v
                 .errors

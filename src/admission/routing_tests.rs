@@ -273,6 +273,9 @@ fn x2_a_replica_that_is_not_the_decider_refuses_forwarded_decisions() {
         old_object: None,
         dry_run: false,
     };
-    assert!(a.decide_for_peer(&req).unavailable.is_some());
+    let answer = a.decide_for_peer(&req);
+    assert!(answer.unavailable.is_some());
+    // Tells the asker to look at the lease again rather than wait for its next read.
+    assert!(answer.not_decider);
     assert_eq!(view.pending_len(), 0);
 }

@@ -30,6 +30,7 @@ pub(crate) struct LeaseLoop {
     pub(crate) election: Arc<Mutex<Election>>,
     pub(crate) metrics: DeciderMetrics,
     pub(crate) takeover: Arc<Takeover>,
+    pub(crate) refresh: Arc<tokio::sync::Notify>,
 }
 
 /// What taking admissions over from a decider that stepped down needs.
@@ -56,7 +57,12 @@ impl LeaseLoop {
         let mut ticker = tokio::time::interval(retry);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
-            ticker.tick().await;
+            tokio::select! {
+                _ = ticker.tick() => {}
+                // A follower was told its decider is not the decider any more: read now rather
+                // than at the next tick.
+                _ = self.refresh.notified() => {}
+            }
             self.round().await;
             last = self.report(last);
         }

@@ -68,6 +68,8 @@ pub struct Decider {
     tls: Arc<PeerTls>,
     metrics: DeciderMetrics,
     budget: Duration,
+    /// Wakes the election loop early (a follower found its decider stale).
+    refresh: Arc<tokio::sync::Notify>,
     api: Api<Lease>,
     lease: String,
     advertise: String,
@@ -114,6 +116,7 @@ impl Decider {
         let local = listener.local_addr().map_err(err)?;
         let peers = Arc::new(PeerClient::new(tls.clone()));
         let log = Arc::new(Log::new(config.timing.pending_ttl));
+        let refresh = Arc::new(tokio::sync::Notify::new());
         let metrics = DeciderMetrics::new();
         metrics.register(registry);
         let election = Arc::new(Mutex::new(Election::new(
@@ -132,6 +135,7 @@ impl Decider {
                 view,
                 log: log.clone(),
             }),
+            refresh: refresh.clone(),
         };
         tracing::info!(
             lease = %config.lease,
@@ -148,6 +152,7 @@ impl Decider {
             tls,
             metrics,
             budget: config.budget,
+            refresh,
             api,
             lease: config.lease,
             advertise: config.advertise,
@@ -256,12 +261,38 @@ impl Decider {
     }
 
     async fn forward_to(&self, request: DecisionRequest) -> DecisionAnswer {
+        let start = Instant::now();
+        let first = self.forward_once(&request, start).await;
+        if !first.not_decider {
+            return first;
+        }
+        // The replica we asked stepped down (or lost the lease): read the lease now and, if it
+        // names another decider within the budget, ask that one once.
+        let Standing::Following(Some(stale)) = self.standing_now() else {
+            return first;
+        };
+        self.refresh.notify_one();
+        while start.elapsed() < self.budget / 2 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            match self.standing_now() {
+                Standing::Following(Some(addr)) if addr != stale => {
+                    return self.forward_once(&request, start).await;
+                }
+                Standing::Following(_) => {}
+                _ => return first,
+            }
+        }
+        first
+    }
+
+    /// One forward to the decider the lease names, within what is left of the budget.
+    async fn forward_once(&self, request: &DecisionRequest, start: Instant) -> DecisionAnswer {
         let Standing::Following(Some(addr)) = self.standing_now() else {
             self.metrics.forwarded("no_decider");
             return DecisionAnswer::unavailable(NO_DECIDER);
         };
-        let start = Instant::now();
-        let sent = tokio::time::timeout(self.budget, self.client.decide(&addr, &request)).await;
+        let left = self.budget.saturating_sub(start.elapsed());
+        let sent = tokio::time::timeout(left, self.client.decide(&addr, request)).await;
         self.metrics
             .forward_duration
             .observe(start.elapsed().as_secs_f64());
