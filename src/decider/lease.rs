@@ -1,5 +1,6 @@
-//! The election loop: reads the Lease every retry period, writes it as the state machine says,
-//! and publishes the result (logs, metrics) on every change of standing.
+//! The election loop: reads the Lease every retry period (or at once when a follower found its
+//! decider stale), writes it as the state machine says, and publishes the result (logs, metrics)
+//! on every change of standing. Also the release on shutdown and the takeover of a handover.
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;

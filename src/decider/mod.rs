@@ -4,7 +4,8 @@
 //! reads the view and recording the admitted object as a pending entry. That step runs on one
 //! replica, elected through a Lease (`election`, `lease`); the others send it there over mutual
 //! TLS (`peer`) and relay the answer. When no decider answers within the budget, view-dependent
-//! requests are refused with a 503 that says so; everything else is still answered.
+//! requests are refused with a 503 that says so; everything else is still answered. A decider
+//! that steps down cleanly hands its recent admissions to the next one (`handover`).
 //!
 //! Sits beside `server`, above `admission`: admission asks a `Route` where the step runs and
 //! this module is that route.
