@@ -20,6 +20,9 @@ use crate::model::{project, Operation, Projection, Request};
 use crate::rules::field::{DenyReason, FieldError, Verdict};
 use crate::rules::{self, Ctx, Options};
 
+mod decision;
+pub use decision::{DecisionAnswer, DecisionRequest, Here, Route, WireError, WireWarning};
+
 /// Which webhook path a review came in on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Endpoint {
@@ -88,6 +91,8 @@ pub struct Admission {
 struct Inner {
     view: Arc<dyn ClusterView>,
     options: Options,
+    /// Set when replicas share one decider (SPEC X2 across replicas); None decides locally.
+    route: Option<Arc<dyn Route>>,
 }
 
 /// The envelope fields we read, borrowed from the parsed body.
@@ -110,7 +115,22 @@ struct Envelope {
 impl Admission {
     pub fn new(view: Arc<dyn ClusterView>, options: Options) -> Self {
         Admission {
-            inner: Arc::new(Inner { view, options }),
+            inner: Arc::new(Inner {
+                view,
+                options,
+                route: None,
+            }),
+        }
+    }
+
+    /// As `new`, with the X2 step sent to the decider `route` names (several replicas).
+    pub fn with_route(view: Arc<dyn ClusterView>, options: Options, route: Arc<dyn Route>) -> Self {
+        Admission {
+            inner: Arc::new(Inner {
+                view,
+                options,
+                route: Some(route),
+            }),
         }
     }
 
@@ -126,6 +146,10 @@ impl Admission {
 
     /// Judges one AdmissionReview body. Never panics: bad bodies are a 400 answer with a message,
     /// a fault inside the rules is a denial with code 500 (never an allow).
+    ///
+    /// With a route (several replicas), this is for callers that cannot wait: the X2 step is
+    /// decided locally only when this replica is the decider, else refused with 503. The server
+    /// calls `review_routed`.
     pub fn review(&self, endpoint: Endpoint, body: &[u8]) -> Answer {
         self.review_as(endpoint, body, &Caller::Trusted)
     }
@@ -137,6 +161,90 @@ impl Admission {
             Ok(env) => env,
             Err(msg) => return Answer::bad_request(msg),
         };
+        let verdict = catch_unwind(AssertUnwindSafe(|| match self.stage(endpoint, &env) {
+            Stage::Done(judged) => judged,
+            Stage::Validate(kind, req) => Judged::Verdict(kind, self.validate_here(&req, caller)),
+        }));
+        self.finish(&env, verdict)
+    }
+
+    /// `review_as`, sending the X2 step to the elected decider when this replica is not it; the
+    /// decider bounds what `caller` may reserve as this replica would.
+    pub async fn review_routed(&self, endpoint: Endpoint, body: &[u8], caller: &Caller) -> Answer {
+        let Some(route) = &self.inner.route else {
+            return self.review_as(endpoint, body, caller);
+        };
+        let env = match decode(body) {
+            Ok(env) => env,
+            Err(msg) => return Answer::bad_request(msg),
+        };
+        // Everything up to the X2 step is judged here, without the decision lock.
+        let first = catch_unwind(AssertUnwindSafe(|| match self.stage(endpoint, &env) {
+            Stage::Done(judged) => Err(judged),
+            Stage::Validate(kind, req) => match route.standing() {
+                Here::Decide => Err(Judged::Verdict(kind, self.validate_here(&req, caller))),
+                Here::Refuse(why) => Err(Judged::Verdict(kind, unavailable(why))),
+                Here::Forward => {
+                    let mut local = self.validate_read_only(&req);
+                    if needs_decider(&req, &local, &self.inner.options) {
+                        Ok((
+                            kind,
+                            local,
+                            DecisionRequest::from_request(&req).from(caller),
+                        ))
+                    } else {
+                        if !self.inner.view.synced() {
+                            local.warn("X3", "", VIEW_NOT_READY_WARNING);
+                        }
+                        Err(Judged::Verdict(kind, local))
+                    }
+                }
+            },
+        }));
+        let verdict = match first {
+            Ok(Ok((kind, mut local, request))) => {
+                let answer = route.forward(request).await;
+                answer.merge_into(&mut local, VIEW_RULES);
+                Ok(Judged::Verdict(kind, local))
+            }
+            Ok(Err(judged)) => Ok(judged),
+            Err(panic) => Err(panic),
+        };
+        self.finish(&env, verdict)
+    }
+
+    /// The decider's side of a forwarded decision: judge under the decision lock, record what is
+    /// admitted as pending, answer with the view-dependent findings.
+    pub fn decide_for_peer(&self, request: &DecisionRequest) -> DecisionAnswer {
+        let (_, req) = match request.request() {
+            Ok(r) => r,
+            Err(why) => return DecisionAnswer::unavailable(why),
+        };
+        match self.inner.route.as_ref().map(|r| r.standing()) {
+            Some(Here::Forward) => {
+                return DecisionAnswer {
+                    not_decider: true,
+                    ..DecisionAnswer::unavailable(NOT_DECIDER)
+                }
+            }
+            Some(Here::Refuse(why)) => return DecisionAnswer::unavailable(why),
+            Some(Here::Decide) | None => {}
+        }
+        if !self.inner.view.synced() {
+            return DecisionAnswer::from_verdict(&not_synced(), VIEW_RULES);
+        }
+        let caller = request.caller();
+        let verdict = catch_unwind(AssertUnwindSafe(|| self.validate_here(&req, &caller)));
+        match verdict {
+            Ok(v) => DecisionAnswer::from_verdict(&v, VIEW_RULES),
+            Err(_) => {
+                tracing::error!(kind = %request.kind, "internal fault while deciding a forwarded request");
+                DecisionAnswer::unavailable("internal error in the ipam-guard decider; the write is refused to stay safe, retry it")
+            }
+        }
+    }
+
+    fn finish(&self, env: &Envelope, verdict: std::thread::Result<Judged>) -> Answer {
         let outcome_base = Outcome {
             uid: env.uid.clone(),
             group: env.group.clone(),
@@ -149,10 +257,9 @@ impl Admission {
             groups: env.groups.clone(),
             ..Outcome::default()
         };
-        let verdict = catch_unwind(AssertUnwindSafe(|| self.judge(endpoint, &env, caller)));
         let response = match &verdict {
             Ok(Judged::Untouched) => allow(&env.uid),
-            Ok(Judged::Verdict(kind, v)) => respond(&env, *kind, v),
+            Ok(Judged::Verdict(kind, v)) => respond(env, *kind, v),
             Err(_) => {
                 tracing::error!(uid = %env.uid, kind = %env.kind, "internal fault while judging a review");
                 fault(&env.uid, 500, "InternalError", "internal error in ipam-guard while judging this request; the write is refused to stay safe, retry it")
@@ -172,12 +279,14 @@ impl Admission {
         }
     }
 
-    fn judge(&self, endpoint: Endpoint, env: &Envelope, caller: &Caller) -> Judged {
+    /// Everything before the X2 step: not ours, a broken request, a mutation, or a view that
+    /// has not synced end here; a validation goes on to the decision.
+    fn stage<'e>(&self, endpoint: Endpoint, env: &'e Envelope) -> Stage<'e> {
         let Some(kind) = Kind::from_group_kind(&env.group, &env.kind) else {
-            return Judged::Untouched;
+            return Stage::Done(Judged::Untouched);
         };
         let Some(operation) = Operation::parse(&env.operation) else {
-            return Judged::Untouched;
+            return Stage::Done(Judged::Untouched);
         };
         let req = Request {
             operation,
@@ -192,32 +301,100 @@ impl Admission {
         if let Some(err) = shape_error(&req) {
             let mut v = Verdict::default();
             v.deny(err);
-            return Judged::Verdict(kind, v);
+            return Stage::Done(Judged::Verdict(kind, v));
         }
-        let verdict = match endpoint {
-            Endpoint::Mutate => rules::mutate(&req),
+        match endpoint {
+            Endpoint::Mutate => Stage::Done(Judged::Verdict(kind, rules::mutate(&req))),
             Endpoint::Validate => {
-                let synced = self.inner.view.synced();
-                if !synced && denies_from_view(kind, operation, &self.inner.options) {
-                    return Judged::Verdict(kind, not_synced());
+                if !self.inner.view.synced()
+                    && denies_from_view(kind, operation, &self.inner.options)
+                {
+                    return Stage::Done(Judged::Verdict(kind, not_synced()));
                 }
-                let mut verdict = Verdict::default();
-                let options = self.inner.options;
-                // SPEC X2: judge and record what was admitted in one step, so two racing
-                // creates of overlapping pools cannot both pass.
-                self.inner.view.decide_as(caller, &mut |index| {
-                    verdict = rules::validate(&req, &Ctx { index, options });
-                    admitted(&req, &verdict)
-                });
-                if !synced {
-                    // What the view-reading rules said came from a partial view: drop it, say so.
-                    verdict.warnings.retain(|w| !VIEW_RULES.contains(&w.rule));
-                    verdict.warn("X3", "", VIEW_NOT_READY_WARNING);
-                }
-                verdict
+                Stage::Validate(kind, req)
             }
-        };
-        Judged::Verdict(kind, verdict)
+        }
+    }
+
+    /// The X2 step on this replica: judge and record what was admitted in one step, so two
+    /// racing creates of overlapping pools cannot both pass. With a route, only the decider gets
+    /// here, and a decision that ends after its fence closed is refused (it may have been paused
+    /// mid-decision while another replica took over).
+    fn validate_here(&self, req: &Request, caller: &Caller) -> Verdict {
+        let route = self.inner.route.as_deref();
+        if let Some(Here::Forward) = route.map(Route::standing) {
+            return unavailable(NOT_DECIDER.to_string());
+        }
+        let synced = self.inner.view.synced();
+        let mut verdict = Verdict::default();
+        let options = self.inner.options;
+        self.inner.view.decide_as(caller, &mut |index| {
+            verdict = rules::validate(req, &Ctx { index, options });
+            admitted(req, &verdict)
+        });
+        if let Some(route) = route {
+            match route.standing() {
+                Here::Decide => {}
+                Here::Forward => return unavailable(NOT_DECIDER.to_string()),
+                Here::Refuse(why) => return unavailable(why),
+            }
+            if admitted(req, &verdict).is_some() {
+                route.admitted(DecisionRequest::from_request(req));
+            }
+        }
+        if !synced {
+            // What the view-reading rules said came from a partial view: drop it, say so.
+            verdict.warnings.retain(|w| !VIEW_RULES.contains(&w.rule));
+            verdict.warn("X3", "", VIEW_NOT_READY_WARNING);
+        }
+        verdict
+    }
+
+    /// A follower's own reading: every rule against its view, nothing recorded. The decider
+    /// redoes the view-dependent part.
+    fn validate_read_only(&self, req: &Request) -> Verdict {
+        let index = self.inner.view.read();
+        let mut verdict = rules::validate(
+            req,
+            &Ctx {
+                index: &index,
+                options: self.inner.options,
+            },
+        );
+        if !self.inner.view.synced() {
+            // A partial view: the decider (synced, or it refuses) answers for the view rules.
+            verdict.warnings.retain(|w| !VIEW_RULES.contains(&w.rule));
+        }
+        verdict
+    }
+}
+
+/// Where `stage` left a review.
+enum Stage<'e> {
+    Done(Judged),
+    Validate(Kind, Request<'e>),
+}
+
+/// Whether a follower must send this request to the decider: when nothing but the view can deny
+/// it (a denial for any other reason records nothing and needs no lock) and its answer reads the
+/// view or it records a pending entry.
+fn needs_decider(req: &Request, local: &Verdict, options: &Options) -> bool {
+    if local.errors.iter().any(|e| !VIEW_RULES.contains(&e.rule)) {
+        return false;
+    }
+    denies_from_view(req.kind, req.operation, options)
+        || matches!(req.operation, Operation::Create | Operation::Update)
+            && !req.dry_run
+            && project(req.kind, req.object.unwrap_or(&Value::Null)).is_some()
+}
+
+const NOT_DECIDER: &str =
+    "this ipam-guard replica is not the decider (the decider lease moved); retry";
+
+fn unavailable(why: String) -> Verdict {
+    Verdict {
+        unavailable: Some(why),
+        ..Verdict::default()
     }
 }
 
@@ -642,6 +819,9 @@ fn aggregate(msgs: impl Iterator<Item = String>) -> String {
 }
 
 #[cfg(test)]
+mod routing_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::cluster::StaticView;
@@ -735,6 +915,10 @@ mod tests {
         }
         fn read(&self) -> Box<dyn std::ops::Deref<Target = crate::index::Index> + '_> {
             self.0.read()
+        }
+        /// Reads only, as the static view it wraps.
+        fn decide(&self, f: &mut dyn FnMut(&crate::index::Index) -> Option<Projection>) {
+            self.0.decide(f);
         }
     }
 

@@ -34,11 +34,9 @@ pub trait ClusterView: Send + Sync {
     /// index and returns the projection of what it admits (None for a denial or a dry run), which
     /// then counts as existing until the watch shows it or 30 s pass. Decisions run one at a time.
     ///
-    /// The default only reads: right for `check`, which judges files and admits nothing. Views
-    /// that answer admission requests (`LiveView`, `Shared`) override it.
-    fn decide(&self, f: &mut dyn FnMut(&Index) -> Option<Projection>) {
-        f(&self.read());
-    }
+    /// No default: every view says how it serialises. Across replicas only the elected decider
+    /// calls this for admissions (`crate::decider`); the others forward the step to it.
+    fn decide(&self, f: &mut dyn FnMut(&Index) -> Option<Projection>);
     /// As `decide`, for a request from `caller` (the webhook passes who connected). Views that
     /// record pending entries override it to bound what strangers reserve (`trust.rs`); the
     /// default, for views that record nothing, is `decide`.

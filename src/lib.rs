@@ -17,6 +17,7 @@ pub mod admission;
 pub mod catalogue;
 pub mod cli;
 pub mod cluster;
+pub mod decider;
 pub mod index;
 pub mod kinds;
 pub mod model;

@@ -13,7 +13,7 @@ async fn main() -> ExitCode {
     match cli.command {
         Command::Serve(args) => {
             let registry = prometheus_client::registry::Registry::default();
-            match ipam_guard::cli::serve::run(args, registry).await {
+            match ipam_guard::cli::serve::run(*args, registry).await {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("error: {e:#}");

@@ -233,6 +233,13 @@ impl ClusterView for Syncing {
             },
         ]
     }
+    /// Reads only, as the static view it wraps.
+    fn decide(
+        &self,
+        f: &mut dyn FnMut(&ipam_guard::index::Index) -> Option<ipam_guard::model::Projection>,
+    ) {
+        self.0.decide(f);
+    }
 }
 
 #[tokio::test]

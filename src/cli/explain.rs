@@ -189,6 +189,10 @@ impl ClusterView for NotSynced {
     fn read(&self) -> Box<dyn std::ops::Deref<Target = Index> + '_> {
         ClusterView::read(&self.0)
     }
+    /// As the shared view it wraps: one decision at a time, admissions pending.
+    fn decide(&self, f: &mut dyn FnMut(&Index) -> Option<crate::model::Projection>) {
+        ClusterView::decide(&self.0, f)
+    }
 }
 
 fn manifests(file: &str, yaml: &str) -> Result<Vec<Manifest>, String> {

@@ -28,7 +28,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve /validate and /mutate over HTTPS.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Judge manifests on disk as if each were created next to all the others.
     Check(CheckArgs),
     /// Judge every stored object of a live cluster as if it were created now.
@@ -174,6 +174,58 @@ pub struct ServeArgs {
     pub client_san: Vec<String>,
     #[command(flatten)]
     pub rules: RuleArgs,
+    #[command(flatten)]
+    pub decider: DeciderArgs,
+}
+
+/// Whether replicas elect one decider for the X2 step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum DeciderMode {
+    /// Elect one decider through a Lease; the others forward the X2 step to it (2+ replicas).
+    #[default]
+    Lease,
+    /// Decide in this process (one replica). `--dev` and `--state-from` always do.
+    Off,
+}
+
+/// Flags of the decider election and the peer listener (race safety across replicas, rule X2).
+#[derive(Debug, Clone, Args)]
+pub struct DeciderArgs {
+    /// `lease`: replicas elect one decider for decisions that depend on each other; `off`: decide
+    /// locally (a one-replica install). Ignored (off) with --dev or --state-from.
+    #[arg(long, value_enum, default_value_t = DeciderMode::Lease)]
+    pub decider: DeciderMode,
+    /// Name of the coordination.k8s.io/v1 Lease the replicas elect the decider with.
+    #[arg(long, default_value = crate::decider::DEFAULT_LEASE)]
+    pub decider_lease: String,
+    /// Namespace of that Lease (default: the pod's namespace, from POD_NAMESPACE or the client's).
+    #[arg(long, env = "POD_NAMESPACE")]
+    pub decider_lease_namespace: Option<String>,
+    /// How long the lease holds without renewal.
+    #[arg(long, default_value = "15s", value_parser = parse_duration)]
+    pub decider_lease_duration: std::time::Duration,
+    /// The decider stops deciding when it has not renewed for this long (before the lease can expire).
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub decider_renew_deadline: std::time::Duration,
+    /// How often the lease is read and renewed.
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    pub decider_retry_period: std::time::Duration,
+    /// How long a replica waits for the decider before refusing a view-dependent request with 503.
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    pub decider_timeout: std::time::Duration,
+    /// How long an admitted object counts as existing before the watch shows it (rule X2); a new
+    /// decider waits this long after a takeover.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub pending_ttl: std::time::Duration,
+    /// Mutual-TLS listen address for decision requests from other replicas.
+    #[arg(long, default_value = ":9444")]
+    pub peer_listen: String,
+    /// Address other replicas reach this one at (default: POD_IP and the --peer-listen port).
+    #[arg(long)]
+    pub peer_advertise: Option<String>,
+    /// CA the replicas' certificates chain to (default: ca.crt next to the serving certificate).
+    #[arg(long)]
+    pub peer_ca_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -10,8 +10,12 @@ use prometheus_client::registry::Registry;
 use tokio::signal::unix::{signal, Signal, SignalKind};
 
 use crate::admission::Admission;
-use crate::cli::{LogFormat, PoolMetrics, ServeArgs};
+use crate::cli::{DeciderMode, LogFormat, PoolMetrics, ServeArgs};
+use crate::cluster::live::{LiveOptions, LiveView};
 use crate::cluster::{ClusterView, Shared, StaticView, StrangerPolicy};
+use crate::decider::election::Timing;
+use crate::decider::peer::PeerFiles;
+use crate::decider::{Decider, DeciderConfig};
 use crate::rules::Options;
 use crate::server::dev::{self, Made};
 use crate::server::pool_metrics;
@@ -52,7 +56,7 @@ pub async fn run(args: ServeArgs, mut registry: Registry) -> anyhow::Result<()> 
         None
     };
 
-    let view = build_view(&args).await?;
+    let (view, client) = build_view(&args).await?;
     if args.pool_metrics == PoolMetrics::All {
         pool_metrics::register(&mut registry, view.clone(), pool_metrics::POOL_SERIES_LIMIT);
     }
@@ -67,17 +71,101 @@ pub async fn run(args: ServeArgs, mut registry: Registry) -> anyhow::Result<()> 
             violations,
         )))
     });
-    let admission = Admission::new(view, Options::from(&args.rules));
+    let options = Options::from(&args.rules);
+    let (admission, decider) = match client {
+        // Only a live view can share a decider: --dev and --state-from each hold their own world.
+        Some(client) if args.decider.decider == DeciderMode::Lease => {
+            let config = decider_config(&args, &config, &client)?;
+            let decider = Decider::start(client, config, view.clone(), &mut registry)?;
+            let admission = Admission::with_route(view, options, decider.clone());
+            decider.serve_peers(admission.clone());
+            (admission, Some(decider))
+        }
+        _ => (Admission::new(view, options), None),
+    };
     let server = Server::bind(config, admission, registry).await?;
     if let Some(certs) = dev_ca {
         print_dev_banner(&certs, server.addrs(), &view_description(&args));
     }
-    server.run(shutdown_signal(term, int)).await;
+    // The decider steps down as soon as the shutdown starts, while this replica still serves
+    // (forwarding to the next decider) and can hand its admissions over.
+    let stepping_down = decider.clone();
+    let shutdown = async move {
+        shutdown_signal(term, int).await;
+        if let Some(decider) = stepping_down {
+            decider.step_down().await;
+        }
+    };
+    server.run(shutdown).await;
+    if let Some(decider) = decider {
+        decider.finish().await;
+    }
     Ok(())
 }
 
+fn decider_config(
+    args: &ServeArgs,
+    server: &Config,
+    client: &kube::Client,
+) -> anyhow::Result<DeciderConfig> {
+    let d = &args.decider;
+    let peer_listen = parse_addr(&d.peer_listen, "--peer-listen")?;
+    let port = match peer_listen {
+        Listen::AnyFamily(p) => p,
+        Listen::Addr(a) => a.port(),
+    };
+    let advertise = match (&d.peer_advertise, std::env::var("POD_IP").ok()) {
+        (Some(a), _) => a.clone(),
+        (None, Some(ip)) if !ip.is_empty() => match ip.parse::<std::net::IpAddr>() {
+            Ok(ip) => SocketAddr::new(ip, port).to_string(),
+            Err(_) => anyhow::bail!("POD_IP {ip:?} is not an IP address"),
+        },
+        _ => match peer_listen {
+            Listen::Addr(a) if !a.ip().is_unspecified() => a.to_string(),
+            _ => anyhow::bail!(
+                "the decider election needs this replica's address for the others: set POD_IP \
+                 (downward API) or --peer-advertise, or run one replica with --decider=off"
+            ),
+        },
+    };
+    let ca = d.peer_ca_file.clone().unwrap_or_else(|| {
+        server
+            .certs
+            .cert
+            .parent()
+            .unwrap_or(Path::new("."))
+            .join("ca.crt")
+    });
+    let namespace = d
+        .decider_lease_namespace
+        .clone()
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| client.default_namespace().to_string());
+    let pod = std::env::var("POD_NAME").unwrap_or_else(|_| "ipam-guard".to_string());
+    Ok(DeciderConfig {
+        lease: d.decider_lease.clone(),
+        namespace,
+        identity: crate::decider::identity(&pod),
+        advertise,
+        peer_listen,
+        peer_files: PeerFiles {
+            pair: server.certs.clone(),
+            ca,
+        },
+        timing: Timing {
+            lease: d.decider_lease_duration,
+            renew_deadline: d.decider_renew_deadline,
+            retry: d.decider_retry_period,
+            pending_ttl: d.pending_ttl,
+        },
+        budget: d.decider_timeout,
+    })
+}
+
 /// SPEC §10: `--dev` never reads KUBECONFIG or in-cluster config on its own.
-async fn build_view(args: &ServeArgs) -> anyhow::Result<Arc<dyn ClusterView>> {
+async fn build_view(
+    args: &ServeArgs,
+) -> anyhow::Result<(Arc<dyn ClusterView>, Option<kube::Client>)> {
     if !args.state_from.is_empty() {
         let index = StaticView::load(&args.state_from)?.into_index();
         tracing::info!(
@@ -86,18 +174,26 @@ async fn build_view(args: &ServeArgs) -> anyhow::Result<Arc<dyn ClusterView>> {
         );
         // Shared, not the bare static view: admitted objects count as pending (SPEC X2), so a dev
         // server refuses the second of two overlapping creates as a cluster would.
-        return Ok(Arc::new(
-            Shared::new(index).with_strangers(StrangerPolicy::unbounded()),
+        return Ok((
+            Arc::new(Shared::new(index).with_strangers(StrangerPolicy::unbounded())),
+            None,
         ));
     }
     if args.dev && args.kubeconfig.is_none() {
-        return Ok(Arc::new(
-            Shared::default().with_strangers(StrangerPolicy::unbounded()),
+        return Ok((
+            Arc::new(Shared::default().with_strangers(StrangerPolicy::unbounded())),
+            None,
         ));
     }
     // --kubeconfig when given, else in-cluster, else KUBECONFIG / ~/.kube/config (SPEC §10).
-    let view = crate::cluster::live::connect(args.kubeconfig.as_deref()).await?;
-    Ok(view)
+    let client = crate::cluster::live::client(args.kubeconfig.as_deref()).await?;
+    let options = LiveOptions {
+        pending_ttl: args.decider.pending_ttl,
+        ..LiveOptions::default()
+    };
+    let view = LiveView::start(client.clone(), options);
+    // `--dev --kubeconfig` is one developer's process: it decides alone.
+    Ok((view, (!args.dev).then_some(client)))
 }
 
 fn cert_files(args: &ServeArgs) -> anyhow::Result<CertFiles> {

@@ -10,6 +10,8 @@
 
 mod client_auth;
 mod conn;
+/// Binds a listener as the webhook's are bound (`:PORT` dual-stack); the decider's peer port uses it.
+pub(crate) use conn::bind as bind_listener;
 pub mod dev;
 mod metrics;
 pub mod pool_metrics;

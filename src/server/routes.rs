@@ -149,8 +149,8 @@ async fn answer(shared: &Shared, endpoint: Endpoint, req: Request) -> Response {
     // `review` promises not to panic; if it ever does, one 500 beats tearing down an h2
     // connection and every other request multiplexed on it.
     let review =
-        std::panic::AssertUnwindSafe(|| shared.admission.review_as(endpoint, &body, &caller));
-    let answer = match std::panic::catch_unwind(review) {
+        std::panic::AssertUnwindSafe(shared.admission.review_routed(endpoint, &body, &caller));
+    let answer = match futures::FutureExt::catch_unwind(review).await {
         Ok(answer) => answer,
         Err(_) => {
             tracing::error!(webhook = endpoint.path(), "review panicked");

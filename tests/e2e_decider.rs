@@ -1,0 +1,1056 @@
+//! SPEC X2 across replicas, against a real kube-apiserver (runs when `KUBEBUILDER_ASSETS` is set).
+//!
+//! Each test starts etcd + kube-apiserver (tests/e2e) and 2 or 3 `ipam-guard serve` processes
+//! (the binary cargo built) watching it through a kubeconfig and electing one decider through a
+//! Lease. AdmissionReviews go straight to the replicas' /validate, as the API server would send
+//! them, spread over all replicas; where a test needs admitted objects to become real, it writes
+//! them to the API server itself, as the API server does after an allow.
+//!
+//! Election durations are shortened by flags (lease 3 s, renew deadline 2 s, retry 0.5 s, pending
+//! TTL 5 s) so takeovers fit in a test; the production defaults are 15 s / 10 s / 2 s / 30 s.
+
+mod e2e;
+mod server_support;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use e2e::{eventually, free_port, ControlPlane, CRDS};
+use http::Request;
+use http_body_util::BodyExt;
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::Api;
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose,
+};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::ClientConfig;
+use serde_json::{json, Value};
+use server_support::{post, Conn, Proto};
+
+const WAIT: Duration = Duration::from_secs(60);
+const NS: &str = "e2e";
+const LEASE_NS: &str = "ipam-guard";
+const LEASE: &str = "ipam-guard-decider";
+
+// === certificates ===
+
+/// A CA and one leaf for `localhost` / `127.0.0.1` with server and client auth, as cert-manager
+/// issues it for the install in manifests/.
+struct Pki {
+    ca_pem: String,
+    ca_der: CertificateDer<'static>,
+    leaf_pem: String,
+    key_pem: String,
+}
+
+impl Pki {
+    fn new(name: &str) -> Pki {
+        let ca_key = KeyPair::generate().unwrap();
+        let mut ca = CertificateParams::default();
+        ca.distinguished_name.push(DnType::CommonName, name);
+        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
+        let ca_cert = ca.self_signed(&ca_key).unwrap();
+        let issuer = Issuer::new(ca, ca_key);
+        let key = KeyPair::generate().unwrap();
+        let mut leaf =
+            CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).unwrap();
+        leaf.distinguished_name
+            .push(DnType::CommonName, format!("{name} replica"));
+        leaf.extended_key_usages = vec![
+            ExtendedKeyUsagePurpose::ServerAuth,
+            ExtendedKeyUsagePurpose::ClientAuth,
+        ];
+        leaf.use_authority_key_identifier_extension = true;
+        let leaf = leaf.signed_by(&key, &issuer).unwrap();
+        Pki {
+            ca_pem: ca_cert.pem(),
+            ca_der: ca_cert.der().clone(),
+            leaf_pem: leaf.pem(),
+            key_pem: key.serialize_pem(),
+        }
+    }
+
+    fn write(&self, dir: &Path) {
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(dir.join("tls.crt"), &self.leaf_pem).unwrap();
+        std::fs::write(dir.join("tls.key"), &self.key_pem).unwrap();
+        std::fs::write(dir.join("ca.crt"), &self.ca_pem).unwrap();
+    }
+
+    /// A client that trusts `server_ca` and presents this leaf (None: no client certificate).
+    fn client(server_ca: &CertificateDer<'static>, me: Option<&Pki>) -> Arc<ClientConfig> {
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(server_ca.clone()).unwrap();
+        let builder =
+            ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+                .with_safe_default_protocol_versions()
+                .unwrap()
+                .with_root_certificates(roots);
+        let mut config = match me {
+            Some(p) => {
+                let chain = CertificateDer::pem_slice_iter(p.leaf_pem.as_bytes())
+                    .collect::<Result<Vec<_>, _>>()
+                    .unwrap();
+                let key = PrivateKeyDer::from_pem_slice(p.key_pem.as_bytes()).unwrap();
+                builder.with_client_auth_cert(chain, key).unwrap()
+            }
+            None => builder.with_no_client_auth(),
+        };
+        config.alpn_protocols = vec![b"h2".to_vec()];
+        Arc::new(config)
+    }
+}
+
+use rustls::pki_types::pem::PemObject;
+
+// === replicas ===
+
+struct Replica {
+    name: String,
+    child: Option<Child>,
+    webhook: SocketAddr,
+    probe: SocketAddr,
+    metrics: SocketAddr,
+    peer: SocketAddr,
+    log: PathBuf,
+}
+
+impl Replica {
+    fn start(cp: &ControlPlane, certs: &Path, name: &str, extra: &[&str]) -> Replica {
+        let port = |_| SocketAddr::from(([127, 0, 0, 1], free_port()));
+        let (webhook, probe, metrics, peer) = (port(0), port(1), port(2), port(3));
+        let log = cp.dir.path().join(format!("{name}.log"));
+        let out = std::fs::File::create(&log).unwrap();
+        // IPAM_GUARD_BIN: a release build for the latency figures of BENCHMARKS.md.
+        let bin = std::env::var_os("IPAM_GUARD_BIN")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_ipam-guard")));
+        let mut cmd = Command::new(bin);
+        cmd.arg("serve")
+            .arg("--kubeconfig")
+            .arg(&cp.kubeconfig)
+            .arg("--cert-dir")
+            .arg(certs)
+            .args(["--listen", &webhook.to_string()])
+            .args(["--probe-listen", &probe.to_string()])
+            .args(["--metrics-listen", &metrics.to_string()])
+            .args(["--peer-listen", &peer.to_string()])
+            .args(["--peer-advertise", &peer.to_string()])
+            .args(["--decider-lease-namespace", LEASE_NS]);
+        // E2E_DECIDER_DEFAULT_TIMING=1 keeps the production durations (to measure the resume
+        // time of a takeover as shipped; the tests take minutes longer then).
+        if std::env::var_os("E2E_DECIDER_DEFAULT_TIMING").is_none() {
+            cmd.args(["--decider-lease-duration", "3s"])
+                .args(["--decider-renew-deadline", "2s"])
+                .args(["--decider-retry-period", "500ms"])
+                .args(["--pending-ttl", "5s"]);
+        }
+        cmd.args(["--shutdown-delay", "0s"])
+            .arg("--client-ca-file")
+            .arg(certs.join("ca.crt"))
+            .args(extra)
+            .env("POD_NAME", name)
+            .env("RUST_LOG", "info,ipam_guard=debug")
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(out.try_clone().unwrap()))
+            .stderr(Stdio::from(out));
+        let child = cmd.spawn().expect("start ipam-guard serve");
+        Replica {
+            name: name.to_string(),
+            child: Some(child),
+            webhook,
+            probe,
+            metrics,
+            peer,
+            log,
+        }
+    }
+
+    fn pid(&self) -> String {
+        self.child.as_ref().expect("running").id().to_string()
+    }
+
+    fn signal(&self, sig: &str) {
+        let ok = Command::new("kill")
+            .args([sig, &self.pid()])
+            .status()
+            .unwrap();
+        assert!(ok.success(), "kill {sig} {}", self.name);
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    fn log_tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(30)..].join("\n")
+    }
+
+    /// The election's and the peer channel's lines of the log.
+    fn election_log(&self) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        text.lines()
+            .filter(|l| l.contains("decider") || l.contains("peer") || l.contains("handover"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    fn assert_running(&mut self) {
+        if let Some(c) = self.child.as_mut() {
+            if let Ok(Some(status)) = c.try_wait() {
+                panic!("{} exited ({status}):\n{}", self.name, self.log_tail());
+            }
+        }
+    }
+
+    async fn metric(&self, name: &str) -> Option<f64> {
+        let (status, body) = http_get(self.metrics, "/metrics").await.ok()?;
+        if status != 200 {
+            return None;
+        }
+        body.lines()
+            .find(|l| l.starts_with(name) && l[name.len()..].starts_with(' '))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse().ok())
+    }
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        if let Some(c) = self.child.as_ref() {
+            // A stopped process ignores SIGKILL until continued on some systems: continue first.
+            let _ = Command::new("kill")
+                .args(["-CONT", &c.id().to_string()])
+                .status();
+        }
+        self.kill();
+    }
+}
+
+fn signal_pid(sig: &str, pid: &str) {
+    assert!(Command::new("kill")
+        .args([sig, pid])
+        .status()
+        .unwrap()
+        .success());
+}
+
+async fn http_get(addr: SocketAddr, path: &str) -> std::io::Result<(u16, String)> {
+    server_support::http_get(addr, path).await
+}
+
+/// Fields drop in order: the replicas stop before the control plane they watch.
+struct Setup {
+    replicas: Vec<Replica>,
+    client: kube::Client,
+    pki: Pki,
+    _cp: ControlPlane,
+}
+
+impl Setup {
+    async fn start(assets: &Path, n: usize) -> Setup {
+        Setup::start_with(assets, n, &[]).await
+    }
+
+    async fn start_with(assets: &Path, n: usize, extra: &[&str]) -> Setup {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let cp = ControlPlane::start(assets).await;
+        let client = cp.client().await;
+        install_crds(&client).await;
+        for ns in [NS, LEASE_NS] {
+            let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+            let status = create(&client, "/api/v1/namespaces", &body).await.0;
+            assert_eq!(status, 201, "namespace {ns}");
+        }
+        let pki = Pki::new("replicas CA");
+        let certs = cp.dir.path().join("certs");
+        pki.write(&certs);
+        IDENTITIES
+            .lock()
+            .unwrap()
+            .push((pki.ca_der.to_vec(), Pki::client(&pki.ca_der, Some(&pki))));
+        let replicas = (0..n)
+            .map(|i| Replica::start(&cp, &certs, &format!("replica-{i}"), extra))
+            .collect();
+        let mut s = Setup {
+            replicas,
+            client,
+            pki,
+            _cp: cp,
+        };
+        s.wait_ready().await;
+        s
+    }
+
+    /// Every replica's view has synced and a decider decides: a dry-run create answered by each.
+    async fn wait_ready(&mut self) {
+        let start = Instant::now();
+        for i in 0..self.replicas.len() {
+            loop {
+                self.replicas[i].assert_running();
+                let r = &self.replicas[i];
+                if let Ok((200, _)) = http_get(r.probe, "/readyz").await {
+                    break;
+                }
+                assert!(
+                    start.elapsed() < WAIT,
+                    "{} not ready:\n{}",
+                    r.name,
+                    r.log_tail()
+                );
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+        for i in 0..self.replicas.len() {
+            let addr = self.replicas[i].webhook;
+            let ca = self.pki.ca_der.clone();
+            loop {
+                let body = review(&pool(&format!("ready-{i}"), "10.250.0.1-10.250.0.2"), true);
+                if send(addr, &ca, &body).await.is_decided() {
+                    break;
+                }
+                self.replicas[i].assert_running();
+                assert!(
+                    start.elapsed() < WAIT,
+                    "{} gets no decision:\n{}",
+                    self.replicas[i].name,
+                    self.replicas[i].log_tail()
+                );
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    }
+
+    /// Which replica the Lease names as the decider.
+    async fn decider(&self) -> usize {
+        let leases: Api<Lease> = Api::namespaced(self.client.clone(), LEASE_NS);
+        let lease = leases.get(LEASE).await.expect("the decider lease exists");
+        let addr = lease
+            .metadata
+            .annotations
+            .unwrap_or_default()
+            .get(ipam_guard::decider::ADDRESS_ANNOTATION)
+            .cloned()
+            .expect("the lease names the decider's address");
+        self.replicas
+            .iter()
+            .position(|r| r.peer.to_string() == addr)
+            .expect("the decider is one of ours")
+    }
+
+    /// The pid of this test's kube-apiserver (the only one with its port).
+    fn apiserver_pid(&self) -> String {
+        let out = Command::new("pgrep")
+            .args(["-f", "--", &format!("--secure-port={} ", self._cp.port)])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let pids: Vec<&str> = text.split_whitespace().collect();
+        assert_eq!(pids.len(), 1, "kube-apiserver pid: {text:?}");
+        pids[0].to_string()
+    }
+
+    fn webhooks(&self, skip: &[usize]) -> Vec<SocketAddr> {
+        (0..self.replicas.len())
+            .filter(|i| !skip.contains(i))
+            .map(|i| self.replicas[i].webhook)
+            .collect()
+    }
+}
+
+// === reviews ===
+
+fn pool(name: &str, range: &str) -> Value {
+    let octets: Vec<&str> = range.split('.').take(2).collect();
+    let gateway = format!("{}.0.1", octets.join("."));
+    json!({
+        "apiVersion": "ipam.cluster.x-k8s.io/v1alpha2", "kind": "InClusterIPPool",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {"addresses": [range], "prefix": 16, "gateway": gateway}
+    })
+}
+
+fn address(name: &str, addr: &str) -> Value {
+    json!({
+        "apiVersion": "ipam.cluster.x-k8s.io/v1beta2", "kind": "IPAddress",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {
+            "address": addr, "prefix": 16, "gateway": "10.99.0.1",
+            "claimRef": {"name": format!("claim-{name}")},
+            "poolRef": {"apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterIPPool", "name": "addresses"}
+        }
+    })
+}
+
+fn review(obj: &Value, dry_run: bool) -> Value {
+    let (group, version) = obj["apiVersion"].as_str().unwrap().split_once('/').unwrap();
+    let name = obj["metadata"]["name"].as_str().unwrap();
+    json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {
+            "uid": format!("uid-{name}"),
+            "kind": {"group": group, "version": version, "kind": obj["kind"]},
+            "operation": "CREATE", "namespace": NS, "name": name,
+            "object": obj, "dryRun": dry_run
+        }
+    })
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Answer {
+    Allowed,
+    /// Denied by a rule (422/403) with the message.
+    Denied(u64, String),
+    /// 503: no decider could decide.
+    Unavailable(String),
+    /// No HTTP answer (connection refused: a killed replica).
+    Failed(String),
+}
+
+impl Answer {
+    fn is_decided(&self) -> bool {
+        matches!(self, Answer::Allowed | Answer::Denied(..))
+    }
+}
+
+/// The replicas' client identity by their CA: every test's replicas run with
+/// `--client-ca-file`, and `send` presents the identity of the CA it is given, as the API server
+/// does with an AdmissionConfiguration. Unauthenticated callers get a short, strike-bounded
+/// reservation (cluster::trust), which a test that never writes what it admits would exhaust.
+static IDENTITIES: std::sync::Mutex<Vec<(Vec<u8>, Arc<ClientConfig>)>> =
+    std::sync::Mutex::new(Vec::new());
+
+fn identity(ca: &CertificateDer<'static>) -> Option<Arc<ClientConfig>> {
+    let ids = IDENTITIES.lock().unwrap();
+    ids.iter()
+        .find(|(der, _)| der.as_slice() == ca.as_ref())
+        .map(|(_, c)| c.clone())
+}
+
+async fn send(addr: SocketAddr, ca: &CertificateDer<'static>, body: &Value) -> Answer {
+    let opened = match identity(ca) {
+        Some(config) => Conn::open_with(addr, config, Proto::H2).await,
+        None => Conn::open(addr, ca, Proto::H2).await,
+    };
+    let mut conn = match opened {
+        Ok(c) => c,
+        Err(e) => return Answer::Failed(e.to_string()),
+    };
+    let bytes = serde_json::to_vec(body).unwrap();
+    let reply = match conn
+        .send(post("/validate", Some("application/json"), bytes))
+        .await
+    {
+        Ok(r) => r,
+        Err(e) => return Answer::Failed(e.to_string()),
+    };
+    let out = reply.json();
+    let response = &out["response"];
+    if response["allowed"] == true {
+        return Answer::Allowed;
+    }
+    let code = response["status"]["code"].as_u64().unwrap_or(0);
+    let message = response["status"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    if code == 503 {
+        Answer::Unavailable(message)
+    } else {
+        Answer::Denied(code, message)
+    }
+}
+
+/// Sends every review at once, review i to replica i mod n; the answers in order.
+async fn burst(
+    replicas: &[SocketAddr],
+    ca: &CertificateDer<'static>,
+    bodies: Vec<Value>,
+) -> Vec<Answer> {
+    let tasks: Vec<_> = bodies
+        .into_iter()
+        .enumerate()
+        .map(|(i, body)| {
+            let addr = replicas[i % replicas.len()];
+            let ca = ca.clone();
+            tokio::spawn(async move { send(addr, &ca, &body).await })
+        })
+        .collect();
+    let mut out = Vec::new();
+    for t in tasks {
+        out.push(t.await.unwrap());
+    }
+    out
+}
+
+// === API server helpers ===
+
+async fn create(client: &kube::Client, path: &str, body: &Value) -> (u16, Value) {
+    let req = Request::post(path)
+        .header("content-type", "application/json")
+        .body(kube::client::Body::from(serde_json::to_vec(body).unwrap()))
+        .unwrap();
+    let res = client.send(req).await.expect("the API server answers");
+    let status = res.status().as_u16();
+    let bytes = res.into_body().collect().await.unwrap().to_bytes();
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
+}
+
+fn collection(obj: &Value) -> String {
+    let api = obj["apiVersion"].as_str().unwrap();
+    let plural = match obj["kind"].as_str().unwrap() {
+        "InClusterIPPool" => "inclusterippools",
+        "IPAddress" => "ipaddresses",
+        other => panic!("no collection for {other}"),
+    };
+    format!("/apis/{api}/namespaces/{NS}/{plural}")
+}
+
+async fn install_crds(client: &kube::Client) {
+    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    for (what, text) in CRDS {
+        let crd: Value = serde_yaml_ng::from_str(text).unwrap_or_else(|e| panic!("{what}: {e}"));
+        let (status, body) = create(client, crds, &crd).await;
+        assert_eq!(status, 201, "CRD {what}: {body}");
+    }
+    eventually("discovery to serve every kind", WAIT, || async {
+        ipam_guard::cluster::live::discover(client)
+            .await
+            .is_ok_and(|served| served.len() == ipam_guard::kinds::KINDS.len())
+    })
+    .await;
+}
+
+// === tests ===
+
+/// `rounds` rounds of 64 concurrent creates of one pool range, then of one IPAddress, spread
+/// over every replica: exactly one of each round is admitted, the rest denied by P10 / A9.
+async fn conflicting_creates(n: usize, rounds: usize, test: &str) {
+    let Some(assets) = e2e::assets_for(test) else {
+        return;
+    };
+    let s = Setup::start(&assets, n).await;
+    // The pool the IPAddresses are taken from, stored for real so every view holds it.
+    let (status, body) = create(
+        &s.client,
+        &collection(&pool("addresses", "10.99.0.10-10.99.255.200")),
+        &json!({
+            "apiVersion": "ipam.cluster.x-k8s.io/v1alpha2", "kind": "InClusterIPPool",
+            "metadata": {"name": "addresses", "namespace": NS},
+            "spec": {"addresses": ["10.99.0.10-10.99.255.200"], "prefix": 16, "gateway": "10.99.0.1"}
+        }),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    for r in &s.replicas {
+        eventually(&format!("{} to see the pool", r.name), WAIT, || async {
+            r.metric("ipam_guard_view_objects{kind=\"InClusterIPPool\"}")
+                .await
+                .is_some_and(|v| v >= 1.0)
+        })
+        .await;
+    }
+    let all = s.webhooks(&[]);
+    let mut unavailable = 0;
+    for round in 0..rounds {
+        // A range and an address of their own per round: earlier rounds' pending entries
+        // (nothing is written to the API server here) must not decide this one.
+        let range = format!("10.98.{round}.10-10.98.{round}.20");
+        let pools = (0..64)
+            .map(|i| review(&pool(&format!("p-{round}-{i}"), &range), false))
+            .collect();
+        let answers = burst(&all, &s.pki.ca_der, pools).await;
+        check_one_admitted(
+            &answers,
+            &format!("pool round {round}"),
+            "P10",
+            &mut unavailable,
+        );
+
+        let ip = format!("10.99.{round}.50");
+        let addresses = (0..64)
+            .map(|i| review(&address(&format!("a-{round}-{i}"), &ip), false))
+            .collect();
+        let answers = burst(&all, &s.pki.ca_der, addresses).await;
+        check_one_admitted(
+            &answers,
+            &format!("address round {round}"),
+            "A9",
+            &mut unavailable,
+        );
+    }
+    println!(
+        "{n} replicas, {rounds} rounds x 2 kinds x 64 creates: exactly one admitted each round; {unavailable} answers were 503"
+    );
+    // What the operator sees: one leader, forwards from the others with their latency.
+    let d = s.decider().await;
+    for (i, r) in s.replicas.iter().enumerate() {
+        let leader = r.metric("ipam_guard_decider_is_leader").await;
+        assert_eq!(leader, Some(if i == d { 1.0 } else { 0.0 }), "{}", r.name);
+        if i != d {
+            let ok = r
+                .metric("ipam_guard_decider_forwards_total{result=\"ok\"}")
+                .await
+                .unwrap_or(0.0);
+            let timed = r
+                .metric("ipam_guard_decider_forward_duration_seconds_count")
+                .await
+                .unwrap_or(0.0);
+            assert!(
+                ok > 0.0 && timed >= ok,
+                "{}: forwards {ok}, timed {timed}",
+                r.name
+            );
+        }
+    }
+}
+
+#[track_caller]
+fn check_one_admitted(answers: &[Answer], what: &str, rule_text: &str, unavailable: &mut usize) {
+    let admitted = answers.iter().filter(|a| **a == Answer::Allowed).count();
+    assert_eq!(admitted, 1, "{what}: {admitted} admitted: {answers:#?}");
+    for a in answers {
+        match a {
+            Answer::Allowed => {}
+            Answer::Denied(_, m) => {
+                let ok = match rule_text {
+                    "P10" => m.contains("overlap"),
+                    _ => m.contains("10.99."),
+                };
+                assert!(ok, "{what}: denied for another reason: {m}");
+            }
+            Answer::Unavailable(_) => *unavailable += 1,
+            Answer::Failed(e) => panic!("{what}: no answer: {e}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn x2_two_replicas_admit_exactly_one_of_64_conflicting_creates() {
+    conflicting_creates(
+        2,
+        20,
+        "x2_two_replicas_admit_exactly_one_of_64_conflicting_creates",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn x2_three_replicas_admit_exactly_one_of_64_conflicting_creates() {
+    conflicting_creates(
+        3,
+        20,
+        "x2_three_replicas_admit_exactly_one_of_64_conflicting_creates",
+    )
+    .await;
+}
+
+/// Sends a decision request straight to a peer listener with the given TLS client settings.
+/// `Err` when the connection or the request failed (refused).
+async fn peer_decide(
+    peer: SocketAddr,
+    config: Arc<ClientConfig>,
+    obj: &Value,
+) -> Result<Value, String> {
+    let request = json!({
+        "group": "ipam.cluster.x-k8s.io", "kind": obj["kind"], "version": "v1alpha2",
+        "operation": "CREATE", "namespace": NS, "name": obj["metadata"]["name"],
+        "object": obj, "dryRun": false
+    });
+    let mut conn = Conn::open_with(peer, config, Proto::H2)
+        .await
+        .map_err(|e| format!("connect: {e}"))?;
+    let reply = conn
+        .send(post(
+            ipam_guard::decider::peer::DECIDE_PATH,
+            Some("application/json"),
+            serde_json::to_vec(&request).unwrap(),
+        ))
+        .await
+        .map_err(|e| format!("request: {e}"))?;
+    if reply.status != 200 {
+        return Err(format!("HTTP {}", reply.status));
+    }
+    Ok(reply.json())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn x2_a_peer_without_a_client_certificate_or_from_another_ca_is_refused_and_records_nothing()
+{
+    let Some(assets) = e2e::assets_for(
+        "x2_a_peer_without_a_client_certificate_or_from_another_ca_is_refused_and_records_nothing",
+    ) else {
+        return;
+    };
+    let s = Setup::start(&assets, 2).await;
+    let d = s.decider().await;
+    let follower = s.replicas[1 - d].webhook;
+    let peer = s.replicas[d].peer;
+    let ca = &s.pki.ca_der;
+
+    let attacked = pool("attack", "10.97.1.10-10.97.1.20");
+    let none = peer_decide(peer, Pki::client(ca, None), &attacked).await;
+    assert!(none.is_err(), "no client certificate: {none:?}");
+    let other = Pki::new("another CA");
+    let foreign = peer_decide(peer, Pki::client(ca, Some(&other)), &attacked).await;
+    assert!(foreign.is_err(), "a certificate of another CA: {foreign:?}");
+    // Nothing was recorded: the same range is admitted through a replica.
+    let legit = review(&pool("legit", "10.97.1.10-10.97.1.20"), false);
+    assert_eq!(send(follower, ca, &legit).await, Answer::Allowed);
+
+    // The control: with a certificate of the replicas' CA the same call does record, so the
+    // refusals above are the certificate check and not a broken call.
+    let recorded = peer_decide(
+        peer,
+        Pki::client(ca, Some(&s.pki)),
+        &pool("trusted", "10.97.2.10-10.97.2.20"),
+    )
+    .await
+    .expect("a replica's certificate is accepted");
+    assert!(recorded.get("unavailable").is_none(), "{recorded}");
+    assert_eq!(recorded["errors"], json!([]), "{recorded}");
+    let after = review(&pool("after", "10.97.2.10-10.97.2.20"), false);
+    match send(follower, ca, &after).await {
+        Answer::Denied(_, m) => assert!(m.contains("overlap"), "{m}"),
+        other => panic!("the trusted peer's admission was not recorded: {other:?}"),
+    }
+    assert!(std::fs::read_to_string(&s.replicas[d].log)
+        .unwrap()
+        .contains("peer refused: TLS handshake failed"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn x2_killing_the_decider_never_admits_two_and_decisions_resume() {
+    let Some(assets) =
+        e2e::assets_for("x2_killing_the_decider_never_admits_two_and_decisions_resume")
+    else {
+        return;
+    };
+    let mut s = Setup::start(&assets, 3).await;
+    let ca = s.pki.ca_der.clone();
+    let d = s.decider().await;
+    let range = "10.96.0.10-10.96.0.20";
+    let mut n = 0;
+    let mut bodies = |count: usize| -> Vec<Value> {
+        (0..count)
+            .map(|_| {
+                n += 1;
+                review(&pool(&format!("k-{n}"), range), false)
+            })
+            .collect()
+    };
+    // The decider admits one of a burst over all replicas, and dies before the API server has
+    // written it (the write lands a second later, as a slow write would).
+    let first = burst(&s.webhooks(&[]), &ca, bodies(24)).await;
+    let admitted: Vec<usize> = (0..first.len())
+        .filter(|i| first[*i] == Answer::Allowed)
+        .collect();
+    assert_eq!(admitted.len(), 1, "{first:#?}");
+    s.replicas[d].kill();
+    let killed = Instant::now();
+    let winner = pool(&format!("k-{}", admitted[0] + 1), range);
+    let client = s.client.clone();
+    let write = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let (status, body) = create(&client, &collection(&winner), &winner).await;
+        assert_eq!(status, 201, "{body}");
+    });
+
+    // Conflicting creates keep arriving at the survivors until decisions resume.
+    let survivors = s.webhooks(&[d]);
+    let mut resumed = None;
+    let mut decided_after = 0;
+    let mut refused = 0;
+    while decided_after < 48 {
+        assert!(killed.elapsed() < WAIT, "decisions did not resume");
+        for a in burst(&survivors, &ca, bodies(8)).await {
+            match a {
+                Answer::Allowed => {
+                    panic!("a second create of {range} was admitted after the decider died")
+                }
+                Answer::Denied(_, m) => {
+                    assert!(m.contains("overlap"), "{m}");
+                    resumed.get_or_insert(killed.elapsed());
+                    decided_after += 1;
+                }
+                Answer::Unavailable(_) => refused += 1,
+                Answer::Failed(e) => panic!("no answer from a survivor: {e}"),
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    write.await.unwrap();
+    let resumed = resumed.unwrap();
+    println!(
+        "decider killed: decisions resumed after {resumed:?} ({refused} requests refused with 503 meanwhile; \
+         lease 3s + pending TTL 5s unless E2E_DECIDER_DEFAULT_TIMING: 15s + 30s)"
+    );
+    let new = s.decider().await;
+    assert_ne!(new, d);
+    assert_eq!(
+        s.replicas[new]
+            .metric("ipam_guard_decider_takeovers_total")
+            .await,
+        Some(1.0)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn x2_a_paused_decider_that_wakes_up_does_not_decide() {
+    let Some(assets) = e2e::assets_for("x2_a_paused_decider_that_wakes_up_does_not_decide") else {
+        return;
+    };
+    let s = Setup::start(&assets, 3).await;
+    let ca = s.pki.ca_der.clone();
+    let d = s.decider().await;
+    s.replicas[d].signal("-STOP");
+    // Another replica takes over and decides (after the lease expired and the pending TTL).
+    let others = s.webhooks(&[d]);
+    let mut i = 0;
+    eventually("another replica to decide", WAIT, || {
+        i += 1;
+        let body = review(&pool(&format!("probe-{i}"), "10.95.0.1-10.95.0.2"), true);
+        let addr = others[i % others.len()];
+        let ca = ca.clone();
+        async move { send(addr, &ca, &body).await.is_decided() }
+    })
+    .await;
+    let new = s.decider().await;
+    assert_ne!(new, d);
+    // Woken, the old decider gets its share of a conflicting burst. Twice: once with the API
+    // server frozen, so its election loop cannot learn that it lost the lease and only the time
+    // fence stands between it and a stale decision; then with the API server running.
+    let all = s.webhooks(&[]);
+    let apiserver = s.apiserver_pid();
+    signal_pid("-STOP", &apiserver);
+    s.replicas[d].signal("-CONT");
+    for (round, frozen) in [(0, true), (1, false)] {
+        if !frozen {
+            signal_pid("-CONT", &apiserver);
+        }
+        let range = format!("10.95.{}.10-10.95.{}.20", round + 1, round + 1);
+        let bodies = (0..64)
+            .map(|i| review(&pool(&format!("w-{round}-{i}"), &range), false))
+            .collect();
+        let answers = burst(&all, &ca, bodies).await;
+        let woken: Vec<&Answer> = answers.iter().skip(d).step_by(all.len()).collect();
+        assert!(
+            !woken.iter().any(|a| **a == Answer::Allowed && frozen),
+            "the woken decider admitted on its own: {woken:#?}"
+        );
+        let admitted = answers.iter().filter(|a| **a == Answer::Allowed).count();
+        // Frozen, the new decider may itself pass its renew deadline during the burst (then
+        // nobody decides): at most one. Running, exactly one.
+        if frozen {
+            assert!(admitted <= 1, "{answers:#?}");
+        } else {
+            assert_eq!(admitted, 1, "{answers:#?}");
+        }
+        println!(
+            "API server {}: woken decider's answers: {} refused (503), {} decided by the new decider; {admitted} admitted in all",
+            if frozen { "frozen" } else { "running" },
+            woken.iter().filter(|a| matches!(a, Answer::Unavailable(_))).count(),
+            woken.iter().filter(|a| a.is_decided()).count()
+        );
+    }
+    eventually(
+        "the woken replica to report it is not the decider",
+        WAIT,
+        || async {
+            s.replicas[d]
+                .metric("ipam_guard_decider_is_leader")
+                .await
+                .is_some_and(|v| v == 0.0)
+        },
+    )
+    .await;
+    assert!(std::fs::read_to_string(&s.replicas[d].log)
+        .unwrap()
+        .contains("following the decider"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn x2_a_decider_that_shuts_down_hands_its_admissions_to_the_next() {
+    let Some(assets) =
+        e2e::assets_for("x2_a_decider_that_shuts_down_hands_its_admissions_to_the_next")
+    else {
+        return;
+    };
+    let mut s = Setup::start(&assets, 2).await;
+    let ca = s.pki.ca_der.clone();
+    let d = s.decider().await;
+    let other = s.replicas[1 - d].webhook;
+    // Admitted by the decider, never written (the API server has not got to it yet): only the
+    // pending entry stands for it.
+    let range = "10.94.1.10-10.94.1.20";
+    let first = review(&pool("handed-over", range), false);
+    assert_eq!(send(other, &ca, &first).await, Answer::Allowed);
+
+    s.replicas[d].signal("-TERM");
+    let stopped = Instant::now();
+    // The first decision the next decider makes already counts that admission: it took it over
+    // instead of waiting out the pending TTL (after which the entry would be gone).
+    let mut i = 0;
+    let first_decided = loop {
+        assert!(
+            stopped.elapsed() < WAIT,
+            "the other replica never decided:\n{}\n---\n{}",
+            s.replicas[d].log_tail(),
+            s.replicas[1 - d].log_tail()
+        );
+        i += 1;
+        let probe = review(&pool(&format!("probe-{i}"), range), true);
+        let answer = send(other, &ca, &probe).await;
+        if answer.is_decided() {
+            break answer;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let resumed = stopped.elapsed();
+    match &first_decided {
+        Answer::Denied(_, m) => assert!(m.contains("overlap"), "{m}"),
+        other => panic!(
+            "the next decider did not know the handed-over admission: {other:?}\n{}\n---\n{}",
+            s.replicas[d].election_log(),
+            s.replicas[1 - d].election_log()
+        ),
+    }
+    let exited = {
+        let child = s.replicas[d].child.as_mut().unwrap();
+        let start = Instant::now();
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                start.elapsed() < WAIT,
+                "the decider did not exit on SIGTERM"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    assert!(exited.success(), "{exited}");
+    s.replicas[d].child = None;
+    assert!(std::fs::read_to_string(&s.replicas[d].log)
+        .unwrap()
+        .contains("released the decider lease"));
+    assert!(std::fs::read_to_string(&s.replicas[1 - d].log)
+        .unwrap()
+        .contains("took over the previous decider's admissions"));
+    assert_eq!(s.decider().await, 1 - d);
+    println!("decider stopped (SIGTERM): the next one decided after {resumed:?}, with the handed-over admission");
+}
+
+/// A one-replica install (`--decider=off`) decides in its own process as before: no Lease, no
+/// peer traffic, and X2 still holds inside the process.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn x2_with_the_decider_off_one_replica_decides_alone() {
+    let Some(assets) = e2e::assets_for("x2_with_the_decider_off_one_replica_decides_alone") else {
+        return;
+    };
+    let s = Setup::start_with(&assets, 1, &["--decider", "off"]).await;
+    let bodies = (0..64)
+        .map(|i| review(&pool(&format!("solo-{i}"), "10.93.0.10-10.93.0.20"), false))
+        .collect();
+    let answers = burst(&s.webhooks(&[]), &s.pki.ca_der, bodies).await;
+    let mut unavailable = 0;
+    check_one_admitted(&answers, "--decider=off", "P10", &mut unavailable);
+    assert_eq!(unavailable, 0);
+    let leases: Api<Lease> = Api::namespaced(s.client.clone(), LEASE_NS);
+    assert!(
+        leases.get_opt(LEASE).await.unwrap().is_none(),
+        "no Lease with --decider=off"
+    );
+    assert_eq!(
+        s.replicas[0].metric("ipam_guard_decider_is_leader").await,
+        None
+    );
+}
+
+/// BENCHMARKS.md: the latency a forwarded decision adds. Not run by `cargo test` (ignored):
+///
+///   cargo build --release --bin ipam-guard
+///   IPAM_GUARD_BIN=target/release/ipam-guard KUBEBUILDER_ASSETS=... \
+///     cargo test --test e2e_decider bench -- --ignored --nocapture
+///
+/// One persistent h2 connection to the decider's /validate (decided in that process) and one to
+/// the follower's (sent on to the decider over the peer connection), pool creates of distinct
+/// ranges sent one at a time, alternating, so both see the same machine noise.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore]
+async fn bench_forwarded_vs_local_decision() {
+    let Some(assets) = e2e::assets() else {
+        return;
+    };
+    let s = Setup::start(&assets, 2).await;
+    let d = s.decider().await;
+    let ca = s.pki.ca_der.clone();
+    let mut local = Conn::open(s.replicas[d].webhook, &ca, Proto::H2)
+        .await
+        .unwrap();
+    let mut forwarded = Conn::open(s.replicas[1 - d].webhook, &ca, Proto::H2)
+        .await
+        .unwrap();
+    let n: usize = std::env::var("BENCH_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5000);
+    let warmup = 500;
+    let (mut t_local, mut t_fwd) = (Vec::new(), Vec::new());
+    for i in 0..(n + warmup) {
+        for (conn, times, side) in [
+            (&mut local, &mut t_local, 0),
+            (&mut forwarded, &mut t_fwd, 1),
+        ] {
+            let j = 2 * i + side;
+            // A range of its own per request: 10.a.b.1-10, a second octet per 250 requests.
+            let (a, b) = (100 + j / 250, j % 250 + 1);
+            let range = format!("10.{a}.{b}.1-10.{a}.{b}.10");
+            let body =
+                serde_json::to_vec(&review(&pool(&format!("b-{j}"), &range), false)).unwrap();
+            let start = Instant::now();
+            let reply = conn
+                .send(post("/validate", Some("application/json"), body))
+                .await
+                .unwrap();
+            let took = start.elapsed();
+            assert_eq!(
+                reply.json()["response"]["allowed"],
+                true,
+                "{}",
+                reply.text()
+            );
+            if i >= warmup {
+                times.push(took);
+            }
+        }
+    }
+    let pct = |v: &mut Vec<Duration>, p: f64| -> Duration {
+        v.sort();
+        v[((v.len() as f64 - 1.0) * p).round() as usize]
+    };
+    println!(
+        "{n} decisions each: local p50 {:?} p99 {:?}; forwarded p50 {:?} p99 {:?}",
+        pct(&mut t_local, 0.50),
+        pct(&mut t_local, 0.99),
+        pct(&mut t_fwd, 0.50),
+        pct(&mut t_fwd, 0.99),
+    );
+}
