@@ -41,6 +41,28 @@ fn plural_path(obj: &Value) -> String {
     }
 }
 
+/// Creates every CRD the project tests against (not waiting: `post_when_served` does).
+async fn install_crds(client: &kube::Client) {
+    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    for (what, text) in e2e::CRDS {
+        let crd: Value = serde_yaml_ng::from_str(text).unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_eq!(post(client, crds, &crd).await.0, 201, "{what}");
+    }
+}
+
+/// POSTs `body` to `path`, again while the API server does not serve the kind yet (a CRD is
+/// served a moment after it is created).
+async fn post_when_served(client: &kube::Client, path: &str, body: &Value) -> (u16, Value) {
+    let start = std::time::Instant::now();
+    loop {
+        let answer = post(client, path, body).await;
+        if answer.0 != 404 || start.elapsed() > Duration::from_secs(60) {
+            return answer;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 fn obj(api_version: &str, kind: &str, name: &str, spec: Value) -> Value {
     json!({"apiVersion": api_version, "kind": kind,
            "metadata": {"name": name, "namespace": "schema"}, "spec": spec})
@@ -211,11 +233,7 @@ async fn schema_agrees_with_the_api_server() {
     )
     .await;
     let client = cp.client().await;
-    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
-    for (what, text) in e2e::CRDS {
-        let crd: Value = serde_yaml_ng::from_str(text).unwrap_or_else(|e| panic!("{what}: {e}"));
-        assert_eq!(post(&client, crds, &crd).await.0, 201, "{what}");
-    }
+    install_crds(&client).await;
     let (status, _) = post(
         &client,
         "/api/v1/namespaces",
@@ -229,14 +247,7 @@ async fn schema_agrees_with_the_api_server() {
     let mut failures = Vec::new();
     for (what, object) in cases() {
         let path = format!("{}?dryRun=All&fieldValidation=Strict", plural_path(&object));
-        // A CRD is served a moment after it is created.
-        let mut answer = post(&client, &path, &object).await;
-        let start = std::time::Instant::now();
-        while answer.0 == 404 && start.elapsed() < Duration::from_secs(60) {
-            tokio::time::sleep(Duration::from_millis(200)).await;
-            answer = post(&client, &path, &object).await;
-        }
-        let (status, body) = answer;
+        let (status, body) = post_when_served(&client, &path, &object).await;
         let api_version = object["apiVersion"].as_str().unwrap();
         let (group, version) = api_version.rsplit_once('/').unwrap();
         let ours = schemas
@@ -302,23 +313,15 @@ async fn check_kubeconfig_judges_files_against_the_live_cluster() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let cp = e2e::ControlPlane::start(&assets).await;
     let client = cp.client().await;
-    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
-    for (what, text) in e2e::CRDS {
-        let crd: Value = serde_yaml_ng::from_str(text).unwrap_or_else(|e| panic!("{what}: {e}"));
-        assert_eq!(post(&client, crds, &crd).await.0, 201, "{what}");
-    }
+    install_crds(&client).await;
     let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "gitops"}});
     assert_eq!(post(&client, "/api/v1/namespaces", &ns).await.0, 201);
     let stored = json!({"apiVersion": "ipam.cluster.x-k8s.io/v1alpha2", "kind": "InClusterIPPool",
         "metadata": {"name": "scale-pool-0", "namespace": "gitops"},
         "spec": {"addresses": ["10.50.0.10-10.50.0.20"], "prefix": 24, "gateway": "10.50.0.1"}});
-    let path = plural_path(&stored);
-    let mut status = post(&client, &path, &stored).await.0;
-    let start = std::time::Instant::now();
-    while status == 404 && start.elapsed() < Duration::from_secs(60) {
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        status = post(&client, &path, &stored).await.0;
-    }
+    let status = post_when_served(&client, &plural_path(&stored), &stored)
+        .await
+        .0;
     assert_eq!(status, 201);
 
     let dir = tempfile::tempdir().unwrap();
@@ -401,11 +404,7 @@ async fn audit_filters_summarises_and_limits() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let cp = e2e::ControlPlane::start(&assets).await;
     let client = cp.client().await;
-    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
-    for (what, text) in e2e::CRDS {
-        let crd: Value = serde_yaml_ng::from_str(text).unwrap_or_else(|e| panic!("{what}: {e}"));
-        assert_eq!(post(&client, crds, &crd).await.0, 201, "{what}");
-    }
+    install_crds(&client).await;
     for ns in ["team-a", "team-b"] {
         let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
         assert_eq!(post(&client, "/api/v1/namespaces", &body).await.0, 201);
@@ -433,13 +432,7 @@ async fn audit_filters_summarises_and_limits() {
         address("team-a", "x3", "10.60.0.13"),
     ];
     for o in &objects {
-        let path = plural_path(o);
-        let mut status = post(&client, &path, o).await.0;
-        let start = std::time::Instant::now();
-        while status == 404 && start.elapsed() < Duration::from_secs(60) {
-            tokio::time::sleep(Duration::from_millis(200)).await;
-            status = post(&client, &path, o).await.0;
-        }
+        let status = post_when_served(&client, &plural_path(o), o).await.0;
         assert_eq!(status, 201, "{o}");
     }
     let kc = cp.kubeconfig.to_str().unwrap();
@@ -545,11 +538,7 @@ async fn trial_page_works_as_written() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let cp = e2e::ControlPlane::start(&assets).await;
     let client = cp.client().await;
-    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
-    for (what, text) in e2e::CRDS {
-        let crd: Value = serde_yaml_ng::from_str(text).unwrap_or_else(|e| panic!("{what}: {e}"));
-        assert_eq!(post(&client, crds, &crd).await.0, 201, "{what}");
-    }
+    install_crds(&client).await;
     let page = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/trial.md"),
     )
