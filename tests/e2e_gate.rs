@@ -206,6 +206,102 @@ fn cases() -> Vec<(&'static str, Value)> {
             ),
         ),
         (
+            "global pool",
+            json!({"apiVersion": pool, "kind": "GlobalInClusterIPPool", "metadata": {"name": "g"}, "spec": {"addresses": ["10.3.0.10-10.3.0.20"], "prefix": 24}}),
+        ),
+        (
+            "global pool without prefix",
+            json!({"apiVersion": pool, "kind": "GlobalInClusterIPPool", "metadata": {"name": "g2"}, "spec": {"addresses": ["10.3.0.10"]}}),
+        ),
+        (
+            "global pool v1alpha1 subnet",
+            json!({"apiVersion": "ipam.cluster.x-k8s.io/v1alpha1", "kind": "GlobalInClusterIPPool", "metadata": {"name": "g3"}, "spec": {"subnet": "10.4.0.0/24", "start": "10.4.0.10", "end": "10.4.0.20"}}),
+        ),
+        (
+            "global pool v1alpha1 unknown field",
+            json!({"apiVersion": "ipam.cluster.x-k8s.io/v1alpha1", "kind": "GlobalInClusterIPPool", "metadata": {"name": "g4"}, "spec": {"subnet": "10.4.0.0/24", "strat": "10.4.0.10"}}),
+        ),
+        (
+            "metal3 claim",
+            obj(metal3, "IPClaim", "m3-c", json!({"pool": {"name": "m3"}})),
+        ),
+        (
+            "metal3 claim without pool",
+            obj(metal3, "IPClaim", "m3-c2", json!({})),
+        ),
+        (
+            "metal3 claim extra field",
+            obj(
+                metal3,
+                "IPClaim",
+                "m3-c3",
+                json!({"pool": {"name": "m3"}, "size": 1}),
+            ),
+        ),
+        (
+            "metal3 address",
+            obj(
+                metal3,
+                "IPAddress",
+                "m3-a",
+                json!({"address": "10.1.0.15", "prefix": 24, "claim": {"name": "m3-c"}, "pool": {"name": "m3"}}),
+            ),
+        ),
+        (
+            "metal3 address prefix as a string",
+            obj(
+                metal3,
+                "IPAddress",
+                "m3-a2",
+                json!({"address": "10.1.0.16", "prefix": "24", "claim": {"name": "m3-c"}, "pool": {"name": "m3"}}),
+            ),
+        ),
+        (
+            "vsphere machine",
+            obj(
+                "infrastructure.cluster.x-k8s.io/v1beta1",
+                "VSphereMachine",
+                "vm",
+                json!({"template": "ubuntu", "network": {"devices": [{"networkName": "vm-net", "addressesFromPools": [pool_ref.clone()]}]}}),
+            ),
+        ),
+        (
+            "vsphere machine unknown device field",
+            obj(
+                "infrastructure.cluster.x-k8s.io/v1beta1",
+                "VSphereMachine",
+                "vm2",
+                json!({"template": "ubuntu", "network": {"devices": [{"networkName": "vm-net", "adressesFromPools": []}]}}),
+            ),
+        ),
+        (
+            "vsphere machine without template",
+            obj(
+                "infrastructure.cluster.x-k8s.io/v1beta2",
+                "VSphereMachine",
+                "vm3",
+                json!({"network": {"devices": [{"networkName": "vm-net"}]}}),
+            ),
+        ),
+        (
+            "vsphere machine template",
+            obj(
+                "infrastructure.cluster.x-k8s.io/v1beta1",
+                "VSphereMachineTemplate",
+                "vmt",
+                json!({"template": {"spec": {"template": "ubuntu", "network": {"devices": [{"networkName": "vm-net", "addressesFromPools": [pool_ref.clone()]}]}}}}),
+            ),
+        ),
+        (
+            "vsphere machine template wrong type",
+            obj(
+                "infrastructure.cluster.x-k8s.io/v1beta2",
+                "VSphereMachineTemplate",
+                "vmt2",
+                json!({"template": {"spec": {"template": "ubuntu", "network": {"devices": "vm-net"}}}}),
+            ),
+        ),
+        (
             "spider pool",
             json!({"apiVersion": spider, "kind": "SpiderIPPool", "metadata": {"name": "sp"}, "spec": {"subnet": "10.2.0.0/24", "ips": ["10.2.0.10-10.2.0.20"]}}),
         ),
