@@ -730,4 +730,11 @@ async fn trial_page_works_as_written() {
         String::from_utf8_lossy(&o.stdout)
     );
     drop(background);
+    // The first sync says what it read, kind by kind.
+    let log = std::fs::read_to_string(dir.path().join("serve.log")).unwrap_or_default();
+    assert!(
+        log.lines()
+            .any(|l| l.contains("listed") && l.contains("objects=")),
+        "no sync progress in the log:\n{log}"
+    );
 }

@@ -237,16 +237,21 @@ async fn list_once<F: Feed>(
         anyhow::bail!("no feed");
     };
     f.event(Event::Init);
+    let started = Instant::now();
     let sink = ListSink {
         feed: f,
         status: status.clone(),
         source,
         version: version.to_string(),
         items: 0,
+        started,
+        logged: started,
     };
     let (result, sink) = list::list(client, url, sink).await;
+    let items = sink.as_ref().map_or(0, |s| s.items);
     *feed = sink.map(|s| s.feed);
     let rv = result?;
+    tracing::info!(%source, objects = items, elapsed = ?started.elapsed(), "listed");
     // Only a complete list may say which keys are gone.
     if let Some(f) = feed.as_mut() {
         f.event(Event::InitDone);
@@ -261,15 +266,25 @@ struct ListSink<F> {
     source: Source,
     version: String,
     items: u64,
+    started: Instant,
+    /// When progress was last logged: a long first sync says how far it got every few seconds.
+    logged: Instant,
 }
+
+/// How often a long list logs its progress.
+const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl<F: Feed> list::Items for ListSink<F> {
     fn item(&mut self, obj: WatchedObject) {
         self.feed.event(Event::InitApply(obj));
         self.items += 1;
         if self.items % 1024 == 0 {
-            self.status
-                .alive(self.source, &self.version, Instant::now());
+            let now = Instant::now();
+            self.status.alive(self.source, &self.version, now);
+            if now.duration_since(self.logged) >= PROGRESS_EVERY {
+                self.logged = now;
+                tracing::info!(source = %self.source, objects = self.items, elapsed = ?now.duration_since(self.started), "listing");
+            }
         }
     }
 }
