@@ -437,9 +437,10 @@ fn denies_from_view(kind: Kind, op: Operation, options: &Options) -> bool {
 fn not_synced() -> Verdict {
     Verdict {
         unavailable: Some(
-            "ipam-guard is still reading the cluster (its view of pools and addresses has not synced yet), \
-             so it cannot check this write against other objects; retry in a few seconds. \
-             If this persists, check the ipam-guard pods' logs and their RBAC (get/list/watch on the IPAM kinds)."
+            "ipam-guard's view of pools and addresses is not in sync with the cluster (it is still \
+             reading it, or a watch on it failed or went silent), so it cannot check this write \
+             against other objects; retry in a few seconds. If this persists, check the ipam-guard \
+             pods' logs, their RBAC (get/list/watch on the IPAM kinds) and that they reach the API server."
                 .to_string(),
         ),
         ..Verdict::default()
