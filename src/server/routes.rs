@@ -257,49 +257,39 @@ fn log_outcome(endpoint: Endpoint, o: &Outcome) {
         Some(ns) => format!("{ns}/{}", o.name),
         None => o.name.clone(),
     };
-    if o.allowed && o.warnings > 0 {
-        tracing::info!(
-            webhook = endpoint.path(),
-            uid = %o.uid,
-            kind = %o.kind,
-            group = %o.group,
-            object = %object,
-            operation = %o.operation,
-            rules = %o.rules.join(","),
-            warnings = o.warnings,
-            user = %o.user,
-            groups = %o.groups.join(","),
-            dry_run = o.dry_run,
-            "allowed with warnings"
-        );
-    } else if o.allowed {
+    if o.allowed && o.warnings == 0 {
         tracing::debug!(
             webhook = endpoint.path(),
             uid = %o.uid,
             kind = %o.kind,
             object = %object,
             operation = %o.operation,
-            warnings = o.warnings,
             patched = o.patched,
             dry_run = o.dry_run,
             "allowed"
         );
-    } else {
-        tracing::info!(
-            webhook = endpoint.path(),
-            uid = %o.uid,
-            kind = %o.kind,
-            group = %o.group,
-            object = %object,
-            operation = %o.operation,
-            rules = %o.rules.join(","),
-            code = o.code,
-            user = %o.user,
-            groups = %o.groups.join(","),
-            dry_run = o.dry_run,
-            "denied"
-        );
+        return;
     }
+    let said = if o.allowed {
+        "allowed with warnings"
+    } else {
+        "denied"
+    };
+    tracing::info!(
+        webhook = endpoint.path(),
+        uid = %o.uid,
+        kind = %o.kind,
+        group = %o.group,
+        object = %object,
+        operation = %o.operation,
+        rules = %o.rules.join(","),
+        code = o.code,
+        warnings = o.warnings,
+        user = %o.user,
+        groups = %o.groups.join(","),
+        dry_run = o.dry_run,
+        "{said}"
+    );
 }
 
 async fn readyz(State(shared): State<Arc<Shared>>) -> Response {

@@ -41,8 +41,9 @@ pub fn assets_for(test: &str) -> Option<PathBuf> {
         .append(true)
         .open(report)
     {
+        // One write per line: tests of one binary run in parallel and append at once.
         use std::io::Write;
-        let _ = writeln!(f, "{line}");
+        let _ = f.write_all(format!("{line}\n").as_bytes());
     }
     found
 }
