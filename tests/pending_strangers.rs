@@ -315,3 +315,30 @@ async fn measure_forged_review_flood() {
         );
     }
 }
+
+#[test]
+fn x2_readmitting_what_the_watch_already_shows_reserves_nothing_and_is_no_strike() {
+    let shared = shared();
+    let stored = projection(&pool("stored", "10.0.5.10-10.0.5.20"));
+    // The watch shows the object; then a GitOps tool re-applies it unchanged, again and again.
+    shared.apply(&key("stored"), Some(stored.clone()));
+    let mut now = Instant::now();
+    for _ in 0..5 {
+        shared.admit_as(stored.clone(), &stranger(1));
+        assert_eq!(shared.pending_len(), 0);
+        now += Duration::from_secs(6);
+        shared.sweep(now);
+    }
+    assert!(holds(&shared, "stored"));
+    // The address was never struck: its next real create still reserves.
+    shared.admit_as(
+        projection(&pool("new", "10.0.6.10-10.0.6.20")),
+        &stranger(1),
+    );
+    assert!(holds(&shared, "new"));
+    assert_eq!(shared.pending_len(), 1);
+    // A changed object is a real reservation, as before.
+    let changed = projection(&pool("stored", "10.0.5.10-10.0.5.30"));
+    shared.admit_as(changed, &stranger(1));
+    assert_eq!(shared.pending_len(), 2);
+}

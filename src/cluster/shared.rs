@@ -187,6 +187,14 @@ impl Shared {
             }
         };
         let key = object.key().clone();
+        // What the watch already shows, unchanged, needs no reservation: a GitOps tool
+        // re-applying an object (an UPDATE the API server then skips as a no-op) or a CREATE
+        // that will fail with AlreadyExists admits exactly the stored object. Recording it would
+        // leave an entry no watch event ever confirms, and for a caller without a client
+        // certificate each such expiry would count as a strike against its address.
+        if !pending.contains_key(&key) && lookup(index, &key).as_ref() == Some(&object) {
+            return;
+        }
         let expires = match pending.get_mut(&key) {
             Some(entry) => {
                 // A stranger re-posting the same review must not keep its reservation alive.
