@@ -21,7 +21,7 @@ use rustls_pki_types::CertificateDer;
 use tokio::sync::watch;
 
 use super::metrics::Metrics;
-use super::tls::{provider, CertError};
+use super::tls::{provider, CertError, Refusals};
 
 /// Who may call the webhook.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -251,10 +251,7 @@ impl CaReloader {
     /// Runs until `stop` turns true; `loaded` is the bytes of the CA in force.
     pub(crate) async fn run(self, loaded: Vec<u8>, mut stop: watch::Receiver<bool>) {
         let mut serving = loaded;
-        // As for the serving pair: a bad file is reported once it is seen twice in a row, since a
-        // half-written file during a rotation heals by itself.
-        let mut previous: Option<Result<Vec<u8>, String>> = None;
-        let mut reported = false;
+        let mut refusals = Refusals::new();
         let mut ticker = tokio::time::interval(self.interval);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         ticker.tick().await;
@@ -282,22 +279,9 @@ impl CaReloader {
                 },
                 Err(e) => Some(e.clone()),
             };
-            match problem {
-                None => {
-                    previous = None;
-                    reported = false;
-                }
-                Some(problem) => {
-                    let stable = previous.as_ref() == Some(&seen);
-                    if stable && !reported {
-                        tracing::warn!(error = %problem, "new client CA refused; still using the previous one");
-                        self.metrics.tls_reload_errors.inc();
-                        reported = true;
-                    } else if !stable {
-                        reported = false;
-                    }
-                    previous = Some(seen);
-                }
+            if refusals.observe(seen, problem.as_deref()) {
+                tracing::warn!(error = %problem.unwrap_or_default(), "new client CA refused; still using the previous one");
+                self.metrics.tls_reload_errors.inc();
             }
         }
     }

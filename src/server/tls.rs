@@ -204,6 +204,44 @@ enum Seen {
     Unreadable(String),
 }
 
+/// When a reload problem is worth a warning (and a count in `ipam_guard_tls_reload_errors_total`):
+/// once the same bad state is seen twice in a row. Between the writes of a rotation a half-written
+/// file or a cert without its key is normal and heals by itself. Shared by the serving pair and the
+/// client CA.
+#[derive(Debug)]
+pub(crate) struct Refusals<S> {
+    previous: Option<S>,
+    reported: bool,
+}
+
+impl<S: PartialEq> Refusals<S> {
+    pub(crate) fn new() -> Self {
+        Refusals {
+            previous: None,
+            reported: false,
+        }
+    }
+
+    /// Records what one poll `seen` and its `problem` (None: in force or installed). True when
+    /// the problem is to be reported now: stable, and not reported yet.
+    pub(crate) fn observe(&mut self, seen: S, problem: Option<&str>) -> bool {
+        if problem.is_none() {
+            self.previous = None;
+            self.reported = false;
+            return false;
+        }
+        let stable = self.previous.as_ref() == Some(&seen);
+        let report = stable && !self.reported;
+        if report {
+            self.reported = true;
+        } else if !stable {
+            self.reported = false;
+        }
+        self.previous = Some(seen);
+        report
+    }
+}
+
 /// Polls the files and swaps in a new pair when their bytes change and the new pair is usable.
 pub(crate) struct Reloader {
     pub(crate) files: CertFiles,
@@ -216,10 +254,7 @@ impl Reloader {
     /// Runs until `stop` turns true. `loaded` is the (cert, key) bytes the resolver serves now.
     pub(crate) async fn run(self, loaded: (Vec<u8>, Vec<u8>), mut stop: watch::Receiver<bool>) {
         let mut serving = loaded;
-        // A bad state is reported once it is seen twice in a row: between the writes of a
-        // rotation a half-written file or a cert without its key is normal and heals by itself.
-        let mut previous: Option<Seen> = None;
-        let mut reported = false;
+        let mut refusals = Refusals::new();
         let mut ticker = tokio::time::interval(self.interval);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         ticker.tick().await;
@@ -252,24 +287,36 @@ impl Reloader {
                 },
                 Seen::Unreadable(e) => Some(e.clone()),
             };
-            match problem {
-                None => {
-                    previous = None;
-                    reported = false;
-                }
-                Some(problem) => {
-                    let stable = previous.as_ref() == Some(&seen);
-                    if stable && !reported {
-                        tracing::warn!(error = %problem, "new serving certificate refused; still serving the previous one");
-                        self.metrics.tls_reload_errors.inc();
-                        reported = true;
-                    } else if !stable {
-                        tracing::debug!(error = %problem, "serving certificate files not usable yet");
-                        reported = false;
-                    }
-                    previous = Some(seen);
-                }
+            if let Some(problem) = &problem {
+                tracing::debug!(error = %problem, "serving certificate files not usable");
+            }
+            if refusals.observe(seen, problem.as_deref()) {
+                tracing::warn!(error = %problem.unwrap_or_default(), "new serving certificate refused; still serving the previous one");
+                self.metrics.tls_reload_errors.inc();
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod refusal_tests {
+    use super::Refusals;
+
+    #[test]
+    fn a_refusal_is_reported_once_when_the_same_bad_state_is_seen_twice() {
+        let mut r = Refusals::new();
+        assert!(
+            !r.observe("half-written", Some("bad")),
+            "first sight: may heal"
+        );
+        assert!(!r.observe("other", Some("bad")), "changed: still settling");
+        assert!(r.observe("other", Some("bad")), "seen twice: report");
+        assert!(!r.observe("other", Some("bad")), "reported once");
+        assert!(!r.observe("good", None));
+        assert!(!r.observe("other", Some("bad")));
+        assert!(
+            r.observe("other", Some("bad")),
+            "a new episode is reported again"
+        );
     }
 }
