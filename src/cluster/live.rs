@@ -529,9 +529,12 @@ fn reconcile(
     served: BTreeMap<Kind, String>,
     options: LiveOptions,
 ) {
+    // A kind discovery no longer lists is dropped only once its CRD is gone too: right after an
+    // API server restart discovery can omit CRD groups for a moment, and dropping the kind then
+    // would empty it from the view.
     let gone: Vec<Kind> = watchers
         .keys()
-        .filter(|k| !served.contains_key(k))
+        .filter(|k| !served.contains_key(k) && !status.announced(**k))
         .copied()
         .collect();
     for kind in gone {

@@ -157,11 +157,20 @@ impl Status {
     }
 
     /// A CRD announces a served kind we watch; until discovery picks it up the view is not synced.
+    /// Remembered while the CRD lasts, watched or not: should discovery lose the kind for a moment
+    /// (an API server that restarts serves its CRD groups a little after it answers), the view
+    /// keeps the kind instead of dropping it and calling itself synced without it.
     pub fn expect(&self, kind: Kind) {
         let mut inner = self.lock();
-        if !inner.watches.contains_key(&Source::Kind(kind)) && inner.expected.insert(kind) {
+        let watched = inner.watches.contains_key(&Source::Kind(kind));
+        if inner.expected.insert(kind) && !watched {
             tracing::info!(%kind, "a CRD announces a new kind: not synced until it is watched");
         }
+    }
+
+    /// Whether a CRD announces `kind` now.
+    pub fn announced(&self, kind: Kind) -> bool {
+        self.lock().expected.contains(&kind)
     }
 
     /// The CRD that announced `kind` is gone (or no longer serves a version we read).
@@ -184,9 +193,6 @@ impl Status {
     /// its objects stay in the index until the new watch's first list replaces them.
     pub fn watch(&self, source: Source, version: &str) {
         let mut inner = self.lock();
-        if let Source::Kind(k) = source {
-            inner.expected.remove(&k);
-        }
         let entry = inner
             .watches
             .entry(source)
@@ -377,6 +383,26 @@ mod tests {
         assert!(s.synced(t0));
         s.expect(Kind::IPAddress);
         assert!(s.synced(t0), "already watched: nothing to wait for");
+    }
+
+    #[test]
+    fn a_kind_whose_crd_is_still_there_is_missed_if_its_watch_goes() {
+        let t0 = Instant::now();
+        let s = ready_status(t0);
+        s.listed(Source::Kind(Kind::IPAddress), V, t0);
+        s.expect(Kind::SpiderIPPool);
+        s.watch(Source::Kind(Kind::SpiderIPPool), "v2beta1");
+        s.listed(Source::Kind(Kind::SpiderIPPool), "v2beta1", t0);
+        assert!(s.synced(t0));
+        // Discovery lost it for a moment (an API server restarting): the CRD still announces it,
+        // so the view is not synced without it.
+        assert!(s.announced(Kind::SpiderIPPool));
+        s.unwatch(Source::Kind(Kind::SpiderIPPool));
+        assert!(!s.synced(t0));
+        // Its CRD deleted: no longer expected.
+        s.unexpect(Kind::SpiderIPPool);
+        assert!(!s.announced(Kind::SpiderIPPool));
+        assert!(s.synced(t0));
     }
 
     #[test]
