@@ -15,9 +15,9 @@ use kube::core::Status;
 use serde_json::{json, Map, Value};
 
 use crate::cluster::{Caller, ClusterView};
+use crate::field::{DenyReason, FieldError, Verdict};
 use crate::kinds::Kind;
 use crate::model::{project, Operation, Projection, Request};
-use crate::rules::field::{DenyReason, FieldError, Verdict};
 use crate::rules::{self, Ctx, Options};
 
 mod decision;
@@ -422,7 +422,7 @@ const VIEW_NOT_READY_WARNING: &str =
 /// duplicate or an overlap through.
 fn denies_from_view(kind: Kind, op: Operation, options: &Options) -> bool {
     use Kind::*;
-    let overlap = options.overlap_scope != crate::cli::OverlapScope::Off;
+    let overlap = options.overlap_scope != crate::rules::OverlapScope::Off;
     match (kind, op) {
         (IPAddressClaim, Operation::Create) => options.require_existing_pool,
         (IPAddress | Metal3IPAddress, Operation::Create) => true,

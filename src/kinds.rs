@@ -11,6 +11,15 @@ pub const CAPV: &str = "infrastructure.cluster.x-k8s.io";
 pub const ADDRESS_SPACE_ANNOTATION: &str = "ipam-guard.io/address-space";
 pub const DEFAULT_ADDRESS_SPACE: &str = "default";
 
+/// Pool kinds whose group M1 may fill in: the in-cluster provider serves exactly these.
+const IN_CLUSTER_POOL_KINDS: [&str; 2] = ["InClusterIPPool", "GlobalInClusterIPPool"];
+
+/// The group M1 would write for a pool reference that names no group, if any. Readers use it too,
+/// so the index and `check` see a reference the way the API server stores it after mutation.
+pub fn default_pool_group(kind: &str) -> Option<&'static str> {
+    IN_CLUSTER_POOL_KINDS.contains(&kind).then_some(CAPI_IPAM)
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Kind {
     IPAddressClaim,

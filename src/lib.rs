@@ -18,6 +18,7 @@ pub mod catalogue;
 pub mod cli;
 pub mod cluster;
 pub mod decider;
+pub mod field;
 pub mod index;
 pub mod kinds;
 pub mod model;

@@ -17,9 +17,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::cluster::Caller;
+use crate::field::{DenyReason, ErrorType, FieldError, Verdict, Warning};
 use crate::kinds::Kind;
 use crate::model::{Operation, Request};
-use crate::rules::field::{DenyReason, ErrorType, FieldError, Verdict, Warning};
 
 /// One decision sent to the decider.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -15,9 +15,9 @@ use super::report::{self, Finding, Problem, Report, Severity, Subject, Summary};
 use super::{CheckArgs, OverlapScope};
 use crate::cluster::load::{self, Manifest, Source};
 use crate::cluster::StaticView;
+use crate::field::{format_value, PatchOp, Verdict, Warning};
 use crate::kinds::Kind;
 use crate::model::{ObjKey, Operation, Request};
-use crate::rules::field::{format_value, PatchOp, Verdict, Warning};
 use crate::rules::{self, Ctx, Options};
 use crate::schema::{Lookup, Schemas};
 
@@ -376,7 +376,7 @@ fn record(subject: &Subject, verdict: &Verdict, out: &mut Vec<Finding>) {
         // A static view is always synced; should a rule still say so, it must not pass silently.
         out.push(Finding::deny(
             subject,
-            &crate::rules::field::FieldError::forbidden("X3", "", why.clone()),
+            &crate::field::FieldError::forbidden("X3", "", why.clone()),
         ));
     }
     out.extend(verdict.warnings.iter().map(|w| Finding::warn(subject, w)));

@@ -56,13 +56,25 @@ pub struct DevWebhooksArgs {
     pub cert_dir: PathBuf,
 }
 
-/// How overlap (P10) and uniqueness (A9) are scoped (SPEC §6).
+pub use crate::rules::OverlapScope;
+
+/// `--overlap-scope`: the flag's spelling of `rules::OverlapScope`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
-pub enum OverlapScope {
+pub enum ScopeFlag {
     #[default]
     AddressSpace,
     Namespace,
     Off,
+}
+
+impl From<ScopeFlag> for OverlapScope {
+    fn from(f: ScopeFlag) -> Self {
+        match f {
+            ScopeFlag::AddressSpace => OverlapScope::AddressSpace,
+            ScopeFlag::Namespace => OverlapScope::Namespace,
+            ScopeFlag::Off => OverlapScope::Off,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
@@ -105,11 +117,21 @@ pub enum LogFormat {
 #[derive(Debug, Clone, Args)]
 pub struct RuleArgs {
     /// How pool overlaps and duplicate addresses are scoped.
-    #[arg(long, value_enum, default_value_t = OverlapScope::AddressSpace)]
-    pub overlap_scope: OverlapScope,
+    #[arg(long, value_enum, default_value_t = ScopeFlag::AddressSpace)]
+    pub overlap_scope: ScopeFlag,
     /// Deny (instead of warn about) claims whose pool does not exist (C3).
     #[arg(long)]
     pub require_existing_pool: bool,
+}
+
+impl From<&RuleArgs> for crate::rules::Options {
+    fn from(a: &RuleArgs) -> Self {
+        crate::rules::Options {
+            overlap_scope: a.overlap_scope.into(),
+            require_existing_pool: a.require_existing_pool,
+            stored: false,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Args)]

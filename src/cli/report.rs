@@ -10,9 +10,9 @@ use serde::Serialize;
 
 use super::OutputFormat;
 use crate::cluster::load::{LoadError, Source};
+use crate::field::{FieldError, Warning};
 use crate::kinds::Kind;
 use crate::model::ObjKey;
-use crate::rules::field::{FieldError, Warning};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]

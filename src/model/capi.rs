@@ -10,11 +10,10 @@
 use serde_json::Value;
 
 use crate::address::{Family, Ip};
-use crate::kinds::Kind;
+use crate::field::{FieldError, Warning};
+use crate::kinds::{default_pool_group, Kind};
 use crate::model::read;
 use crate::model::{AddressProj, ClaimProj, ObjKey, PoolRef};
-use crate::rules::field::{FieldError, Warning};
-use crate::rules::mutate::default_pool_group;
 
 /// A `poolRef` (TypedLocalObjectReference) as written; borrowed from the object.
 #[derive(Debug, Clone, Copy, Default)]
@@ -208,7 +207,7 @@ pub fn project_address(obj: &Value, key: ObjKey) -> AddressProj {
 mod tests {
     use super::*;
     use crate::kinds::CAPI_IPAM;
-    use crate::rules::test_support::fixture;
+    use crate::model::test_support::fixture;
     use serde_json::json;
 
     fn capture(name: &str) -> Value {

@@ -74,7 +74,7 @@ pub fn pool_refs(kind: Kind, obj: &Value) -> Vec<PoolRefReading<'_>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rules::test_support::fixture;
+    use crate::model::test_support::fixture;
 
     fn capture(name: &str) -> Value {
         fixture("eco", name)["request"]["object"].clone()

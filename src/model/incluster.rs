@@ -9,13 +9,13 @@
 use serde_json::Value;
 
 use crate::address::{parse_cidr, parse_entry, AddrError, AddrSet, Family, Forms, Ip, IpRange};
+use crate::field::{FieldError, Warning};
 use crate::kinds::Kind;
 use crate::model::pool::{
     allocatable, has_room_for_subnet, is_link_local_gateway, is_point_to_point, pool_entries,
     pool_subnet, projection, set_of, subnet_text, ListEntry, PoolEntry, PoolReading,
 };
 use crate::model::{read, Meta};
-use crate::rules::field::{FieldError, Warning};
 
 const NOT_AN_ENTRY: &str = "provided address is not a valid IP, range, nor CIDR";
 const MIXED: &str = "provided addresses are of mixed IP families";

@@ -12,13 +12,13 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use crate::address::{parse_cidr, parse_ip, subnet_of, AddrSet, Cidr, Family, Ip, IpRange};
+use crate::field::{FieldError, Warning};
 use crate::kinds::Kind;
 use crate::model::pool::{
     allocatable, has_room_for_subnet, is_link_local_gateway, pool_subnet, projection, subnet_text,
     PoolEntry, PoolReading,
 };
 use crate::model::{read, AddressProj, Meta, ObjKey};
-use crate::rules::field::{FieldError, Warning};
 
 /// The annotation ip-address-manager reads on a claim to hand out one particular address
 /// (`IPAddressAnnotation` in its `ipam` package).
@@ -582,7 +582,7 @@ pub fn project_address(obj: &Value, key: ObjKey) -> AddressProj {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rules::test_support::fixture;
+    use crate::model::test_support::fixture;
     use serde_json::json;
 
     fn capture(name: &str) -> Value {

@@ -11,6 +11,8 @@ pub mod numbers;
 pub mod pool;
 pub mod read;
 pub mod spider;
+#[cfg(test)]
+pub(crate) mod test_support;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -20,6 +22,7 @@ use serde_json::Value;
 
 use crate::address::{AddrSet, Family, Ip};
 use crate::kinds::{Kind, ADDRESS_SPACE_ANNOTATION, DEFAULT_ADDRESS_SPACE};
+use pool::PoolReading;
 
 /// Identifies one object: kind (with group), namespace (None when cluster-scoped) and name.
 /// Namespaces are shared `Arc<str>` because thousands of cached objects share a few.
@@ -238,6 +241,17 @@ impl Projection {
     }
 }
 
+/// Reads any pool kind (the one reading of SPEC §5; each kind's reader uses `pool`'s helpers).
+/// A kind that is not a pool gives an empty reading.
+pub fn read_pool(kind: Kind, obj: &Value) -> PoolReading {
+    match kind {
+        Kind::InClusterIPPool | Kind::GlobalInClusterIPPool => incluster::read(kind, obj),
+        Kind::Metal3IPPool => metal3::read_pool(obj),
+        Kind::SpiderIPPool => spider::read_pool(obj),
+        _ => PoolReading::empty(kind, &Meta::read(obj)),
+    }
+}
+
 /// Turns an object of `kind` (any served version) into what the index keeps; None for kinds the
 /// index does not hold and for objects without a name.
 pub fn project(kind: Kind, obj: &Value) -> Option<Projection> {
@@ -248,7 +262,7 @@ pub fn project(kind: Kind, obj: &Value) -> Option<Projection> {
         Kind::InClusterIPPool
         | Kind::GlobalInClusterIPPool
         | Kind::Metal3IPPool
-        | Kind::SpiderIPPool => Some(Projection::Pool(pool::read_pool(kind, obj).proj)),
+        | Kind::SpiderIPPool => Some(Projection::Pool(read_pool(kind, obj).proj)),
         Kind::IPAddress => Some(Projection::Address(capi::project_address(
             obj,
             ObjKey::new(kind, namespace, name),

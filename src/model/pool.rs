@@ -4,12 +4,10 @@
 
 use std::sync::Arc;
 
-use serde_json::Value;
-
 use crate::address::{subnet_of, AddrSet, Entry, Family, Ip, IpRange};
+use crate::field::{FieldError, Warning};
 use crate::kinds::Kind;
-use crate::model::{incluster, metal3, spider, Meta, ObjKey, PoolProj};
-use crate::rules::field::{FieldError, Warning};
+use crate::model::{Meta, ObjKey, PoolProj};
 
 /// Annotations that switch off delete protection (P9): the in-cluster provider's own escape
 /// hatch, and the one `clusterctl move` sets before it deletes the source objects.
@@ -98,16 +96,6 @@ impl PoolReading {
             errors: Vec::new(),
             warnings: Vec::new(),
         }
-    }
-}
-
-/// Reads any pool kind. A kind that is not a pool gives an empty reading.
-pub fn read_pool(kind: Kind, obj: &Value) -> PoolReading {
-    match kind {
-        Kind::InClusterIPPool | Kind::GlobalInClusterIPPool => incluster::read(kind, obj),
-        Kind::Metal3IPPool => metal3::read_pool(obj),
-        Kind::SpiderIPPool => spider::read_pool(obj),
-        _ => PoolReading::empty(kind, &Meta::read(obj)),
     }
 }
 

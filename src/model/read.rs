@@ -7,7 +7,7 @@ use std::fmt::Display;
 use serde_json::Value;
 
 use crate::address::{check_prefix, parse_ip, Family, Ip, Parsed};
-use crate::rules::field::{FieldError, Warning};
+use crate::field::{FieldError, Warning};
 
 /// Follows a dotted path of object keys (`spec.poolRef.name`). Missing or null → None.
 pub fn get<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {

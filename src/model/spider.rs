@@ -14,13 +14,13 @@ use serde_json::Value;
 use crate::address::{
     parse_cidr, parse_entry, parse_ip, AddrSet, Cidr, Family, Forms, Ip, IpRange,
 };
+use crate::field::{FieldError, Warning};
 use crate::kinds::Kind;
 use crate::model::pool::{
     allocatable, is_link_local_gateway, is_point_to_point, pool_entries, projection, set_of,
     ListEntry, PoolReading,
 };
 use crate::model::{read, Meta};
-use crate::rules::field::{FieldError, Warning};
 
 /// S3: a list of IP-or-range entries at `path`; those that parse, of the subnet's family and
 /// inside it.
@@ -329,7 +329,7 @@ pub fn allocation(obj: &Value) -> Allocation {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rules::test_support::fixture;
+    use crate::model::test_support::fixture;
     use serde_json::json;
 
     fn capture(name: &str) -> Value {

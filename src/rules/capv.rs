@@ -4,10 +4,10 @@
 
 use std::collections::HashSet;
 
+use crate::field::Verdict;
 use crate::model::capv::{network, pool_refs, PoolRefReading};
 use crate::model::{Meta, ObjKey, Operation, Request};
 use crate::rules::claim::not_a_pool_kind_of;
-use crate::rules::field::Verdict;
 use crate::rules::util::same;
 use crate::rules::Ctx;
 

@@ -2,10 +2,10 @@
 
 use serde_json::Value;
 
+use crate::field::{FieldError, Verdict};
 use crate::kinds::{Kind, KINDS};
 use crate::model::capi::{read_claim, ClaimReading, RefReading};
 use crate::model::{read, ObjKey, Operation, Request};
-use crate::rules::field::{FieldError, Verdict};
 use crate::rules::mutate::CLUSTER_NAME_LABEL;
 use crate::rules::util::{dns1123_subdomain_errors, immutable_fields, require, spec_changed};
 use crate::rules::Ctx;

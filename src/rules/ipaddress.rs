@@ -1,17 +1,17 @@
 //! CAPI `IPAddress` (SPEC §4): A1–A10.
 
 use crate::address::{subnet_of, Family, Ip};
-use crate::cli::OverlapScope;
+use crate::field::{FieldError, Verdict, Warning};
 use crate::kinds::{Kind, DEFAULT_ADDRESS_SPACE};
 use crate::model::capi::{read_address, AddressReading};
 use crate::model::pool::{has_room_for_subnet, is_link_local_gateway, subnet_text};
 use crate::model::{AddressProj, ObjKey, Operation, PoolProj, Request};
 use crate::rules::claim::{pool_ref_required, NO_REF_NAMESPACE};
-use crate::rules::field::{FieldError, Verdict, Warning};
 use crate::rules::util::{
     immutable_fields, join_limited, join_shown, ratchet, spec_changed, MAX_LISTED,
 };
 use crate::rules::Ctx;
+use crate::rules::OverlapScope;
 
 const OTHER_POOL: &str =
     "the referenced pool is different from the pool referenced by the claim this address should fulfill";

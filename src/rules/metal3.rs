@@ -11,10 +11,10 @@
 use serde_json::Value;
 
 use crate::address::parse_ip;
+use crate::field::{FieldError, Verdict};
 use crate::kinds::Kind;
 use crate::model::metal3::{read_address, read_claim, AddressReading, IP_ADDRESS_ANNOTATION};
 use crate::model::{read, ObjKey, Operation, Request};
-use crate::rules::field::{FieldError, Verdict};
 use crate::rules::ipaddress::{gateway_findings, held_elsewhere, outside_pool};
 use crate::rules::pool::PoolKind;
 use crate::rules::util::{immutable_fields, ratchet, require, same, spec_changed, MAX_LISTED};
@@ -220,14 +220,14 @@ fn ma4(r: &AddressReading, own: &ObjKey, ctx: &Ctx, v: &mut Verdict) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::OverlapScope;
+    use crate::field::{DenyReason, ErrorType};
     use crate::index::Index;
-    use crate::rules::field::{DenyReason, ErrorType};
     use crate::rules::test_support::{
         create, delete, eco_object as object, eco_old_object as old_object, errors as texts, index,
         judge, update, warnings, with_space,
     };
     use crate::rules::Options;
+    use crate::rules::OverlapScope;
     use serde_json::json;
 
     // === helpers ===

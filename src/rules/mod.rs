@@ -3,7 +3,6 @@
 
 pub mod capv;
 pub mod claim;
-pub mod field;
 pub mod ipaddress;
 pub mod metal3;
 pub mod mutate;
@@ -17,11 +16,10 @@ pub(crate) mod test_support;
 #[cfg(test)]
 mod tests;
 
-use crate::cli::{OverlapScope, RuleArgs};
+use crate::field::Verdict;
 use crate::index::Index;
 use crate::kinds::Kind;
 use crate::model::{Operation, Request};
-use field::Verdict;
 
 /// Settings that change verdicts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -33,14 +31,13 @@ pub struct Options {
     pub stored: bool,
 }
 
-impl From<&RuleArgs> for Options {
-    fn from(a: &RuleArgs) -> Self {
-        Options {
-            overlap_scope: a.overlap_scope,
-            require_existing_pool: a.require_existing_pool,
-            stored: false,
-        }
-    }
+/// How overlap (P10) and uniqueness (A9) are scoped (SPEC §6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OverlapScope {
+    #[default]
+    AddressSpace,
+    Namespace,
+    Off,
 }
 
 /// What the rules read besides the request: the view's index and the settings.

@@ -3,21 +3,12 @@
 
 use serde_json::{json, Value};
 
-use crate::kinds::{Kind, CAPI_IPAM};
+use crate::field::{PatchOp, Verdict};
+use crate::kinds::{default_pool_group, Kind};
 use crate::model::{Operation, Request};
-use crate::rules::field::{PatchOp, Verdict};
 
 /// The label CAPI uses to tie an object to its cluster.
 pub const CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";
-
-/// Pool kinds whose group M1 may fill in: the in-cluster provider serves exactly these.
-const IN_CLUSTER_POOL_KINDS: [&str; 2] = ["InClusterIPPool", "GlobalInClusterIPPool"];
-
-/// The group M1 would write for a pool reference that names no group, if any. Readers use it too,
-/// so the index and `check` see a reference the way the API server stores it after mutation.
-pub fn default_pool_group(kind: &str) -> Option<&'static str> {
-    IN_CLUSTER_POOL_KINDS.contains(&kind).then_some(CAPI_IPAM)
-}
 
 pub(crate) fn mutate(req: &Request) -> Verdict {
     let mut v = Verdict::default();
@@ -130,6 +121,7 @@ fn is_label_value(s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kinds::CAPI_IPAM;
     use serde_json::json;
 
     fn req<'a>(kind: Kind, op: Operation, obj: &'a Value) -> Request<'a> {

@@ -6,12 +6,13 @@
 use serde_json::Value;
 
 use crate::address::{AddrSet, Ip};
-use crate::cli::OverlapScope;
-use crate::model::pool::{read_pool, PoolReading};
+use crate::field::{DenyReason, FieldError, Verdict};
+use crate::model::pool::PoolReading;
+use crate::model::read_pool;
 use crate::model::{read, Meta, ObjKey, Operation, Request};
-use crate::rules::field::{DenyReason, FieldError, Verdict};
 use crate::rules::util::{join_limited, join_shown, ratchet, spec_changed, MAX_LISTED};
 use crate::rules::Ctx;
+use crate::rules::OverlapScope;
 
 /// The start of P8's text, which MP4 and S5 share: the same complaint about other pool kinds.
 const RELEASES_HELD: &str = "pool addresses do not contain allocated addresses";

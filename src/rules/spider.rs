@@ -8,10 +8,10 @@
 
 use serde_json::Value;
 
+use crate::field::{FieldError, Verdict};
 use crate::model::pool::PoolReading;
 use crate::model::spider::{allocation, Allocation};
 use crate::model::{Meta, Request};
-use crate::rules::field::{FieldError, Verdict};
 use crate::rules::pool::{keeps_held, refuse_delete, PoolKind};
 use crate::rules::util::{immutable_fields, join_shown, MAX_LISTED};
 use crate::rules::Ctx;
@@ -85,9 +85,9 @@ fn holders(a: &Allocation) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::field::{DenyReason, ErrorType};
     use crate::index::Index;
     use crate::kinds::Kind;
-    use crate::rules::field::{DenyReason, ErrorType};
     use crate::rules::test_support::{
         self as ts, eco_object as object, eco_old_object as old_object, errors as texts, index,
     };

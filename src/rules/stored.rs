@@ -10,14 +10,14 @@
 //! pools and addresses, once per pool rather than per entry. Rules that need the whole object (field shapes,
 //! prefixes, gateways) are the one-shot `ipam-guard audit`'s.
 
-use crate::cli::OverlapScope;
+use crate::field::FieldError;
 use crate::index::Index;
 use crate::kinds::Kind;
 use crate::model::{AddressProj, ObjKey};
-use crate::rules::field::FieldError;
 use crate::rules::ipaddress::{held_elsewhere, outside_pool};
 use crate::rules::pool::in_scope;
 use crate::rules::util::{join_limited, MAX_LISTED};
+use crate::rules::OverlapScope;
 use crate::rules::{Ctx, Options};
 
 /// Every finding over `index`, as (object, cause).

@@ -3,17 +3,13 @@
 
 use serde_json::{json, Value};
 
+use crate::field::Verdict;
 use crate::index::Index;
 use crate::kinds::Kind;
 use crate::model::{project, Operation, Projection, Request};
-use crate::rules::field::Verdict;
 use crate::rules::{validate, Ctx, Options};
 
-/// A captured review under `tests/fixtures/<dir>/`.
-pub(crate) fn fixture(dir: &str, name: &str) -> Value {
-    let path = format!("{}/tests/fixtures/{dir}/{name}", env!("CARGO_MANIFEST_DIR"));
-    serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap()
-}
+pub(crate) use crate::model::test_support::fixture;
 
 /// `request.object` of an ecosystem capture (`tests/fixtures/eco/`).
 pub(crate) fn eco_object(name: &str) -> Value {

@@ -3,15 +3,15 @@
 
 use serde_json::{json, Value};
 
-use crate::cli::OverlapScope;
+use crate::field::{DenyReason, ErrorType, Verdict};
 use crate::index::Index;
 use crate::kinds::{Kind, CAPI_IPAM};
 use crate::model::{project, Operation, Projection};
-use crate::rules::field::{DenyReason, ErrorType, Verdict};
 use crate::rules::test_support::{
     create, create_with, delete, errors, fixture, index, judge, update, warnings, with_space,
 };
 use crate::rules::Options;
+use crate::rules::OverlapScope;
 
 // === helpers ===
 

@@ -4,8 +4,8 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
+use crate::field::FieldError;
 use crate::model::read;
-use crate::rules::field::FieldError;
 
 /// Lists of offenders stop here (SPEC §8), followed by `and N more`.
 pub(crate) const MAX_LISTED: usize = 5;

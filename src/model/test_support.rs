@@ -1,0 +1,9 @@
+//! Captured reviews for the readers' tests (the rule tests reuse them).
+
+use serde_json::Value;
+
+/// A captured review under `tests/fixtures/<dir>/`.
+pub(crate) fn fixture(dir: &str, name: &str) -> Value {
+    let path = format!("{}/tests/fixtures/{dir}/{name}", env!("CARGO_MANIFEST_DIR"));
+    serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap()
+}
