@@ -18,6 +18,7 @@ use crate::cluster::{Caller, ClusterView};
 use crate::field::{DenyReason, FieldError, Verdict};
 use crate::kinds::Kind;
 use crate::model::{project, Operation, Projection, Request};
+use crate::rule_id::RuleId;
 use crate::rules::{self, Ctx, Options};
 
 mod decision;
@@ -194,7 +195,7 @@ impl Admission {
                         ))
                     } else {
                         if !self.inner.view.synced() {
-                            local.warn("X3", "", VIEW_NOT_READY_WARNING);
+                            local.warn(RuleId::X3, "", VIEW_NOT_READY_WARNING);
                         }
                         Err(Judged::Verdict(kind, local))
                     }
@@ -204,7 +205,7 @@ impl Admission {
         let verdict = match first {
             Ok(Ok((kind, mut local, request))) => {
                 let answer = route.forward(request).await;
-                answer.merge_into(&mut local, VIEW_RULES);
+                answer.merge_into(&mut local);
                 Ok(Judged::Verdict(kind, local))
             }
             Ok(Err(judged)) => Ok(judged),
@@ -231,12 +232,12 @@ impl Admission {
             Some(Here::Decide) | None => {}
         }
         if !self.inner.view.synced() {
-            return DecisionAnswer::from_verdict(&not_synced(), VIEW_RULES);
+            return DecisionAnswer::from_verdict(&not_synced());
         }
         let caller = request.caller();
         let verdict = catch_unwind(AssertUnwindSafe(|| self.validate_here(&req, &caller)));
         match verdict {
-            Ok(v) => DecisionAnswer::from_verdict(&v, VIEW_RULES),
+            Ok(v) => DecisionAnswer::from_verdict(&v),
             Err(_) => {
                 tracing::error!(kind = %request.kind, "internal fault while deciding a forwarded request");
                 DecisionAnswer::unavailable("internal error in the ipam-guard decider; the write is refused to stay safe, retry it")
@@ -344,8 +345,8 @@ impl Admission {
         }
         if !synced {
             // What the view-reading rules said came from a partial view: drop it, say so.
-            verdict.warnings.retain(|w| !VIEW_RULES.contains(&w.rule));
-            verdict.warn("X3", "", VIEW_NOT_READY_WARNING);
+            verdict.warnings.retain(|w| !w.rule.reads_view());
+            verdict.warn(RuleId::X3, "", VIEW_NOT_READY_WARNING);
         }
         verdict
     }
@@ -363,7 +364,7 @@ impl Admission {
         );
         if !self.inner.view.synced() {
             // A partial view: the decider (synced, or it refuses) answers for the view rules.
-            verdict.warnings.retain(|w| !VIEW_RULES.contains(&w.rule));
+            verdict.warnings.retain(|w| !w.rule.reads_view());
         }
         verdict
     }
@@ -379,7 +380,7 @@ enum Stage<'e> {
 /// it (a denial for any other reason records nothing and needs no lock) and its answer reads the
 /// view or it records a pending entry.
 fn needs_decider(req: &Request, local: &Verdict, options: &Options) -> bool {
-    if local.errors.iter().any(|e| !VIEW_RULES.contains(&e.rule)) {
+    if local.errors.iter().any(|e| !e.rule.reads_view()) {
         return false;
     }
     denies_from_view(req.kind, req.operation, options)
@@ -408,11 +409,6 @@ fn admitted(req: &Request, verdict: &Verdict) -> Option<Projection> {
         Operation::Delete | Operation::Connect => None,
     }
 }
-
-/// Rules that read other objects through the view (SPEC X1; `catalogue::Rule::reads_view`).
-const VIEW_RULES: &[&str] = &[
-    "A6", "A7", "A8", "A9", "C3", "P8", "P9", "P10", "MP4", "MC4", "MA4", "S5", "V1",
-];
 
 const VIEW_NOT_READY_WARNING: &str =
     "ipam-guard has not finished reading the cluster yet; checks against other objects were skipped";
@@ -458,14 +454,14 @@ fn verdict_rules(v: &std::thread::Result<Judged>) -> Vec<String> {
         // The rules behind the decision: a denial's, or (when allowed) the warnings'. A warning
         // that rides along with a denial is not counted as a denial rule.
         Ok(Judged::Verdict(_, v)) => {
-            let mut ids: Vec<&str> = if v.errors.is_empty() {
+            let mut ids: Vec<RuleId> = if v.errors.is_empty() {
                 v.warnings.iter().map(|w| w.rule).collect()
             } else {
                 v.errors.iter().map(|e| e.rule).collect()
             };
             ids.sort_unstable();
             ids.dedup();
-            ids.into_iter().map(str::to_string).collect()
+            ids.into_iter().map(|id| id.to_string()).collect()
         }
         _ => Vec::new(),
     }
@@ -622,13 +618,13 @@ fn shape_error(req: &Request) -> Option<FieldError> {
     let need = |v: Option<&Value>, field: &str| -> Option<FieldError> {
         match v {
             None => Some(FieldError::required(
-                "REQ",
+                RuleId::REQ,
                 field,
                 format!("a {} request must carry {field}", req.operation.as_str()),
             )),
             Some(Value::Object(_)) => None,
             Some(_) => Some(FieldError::invalid(
-                "REQ",
+                RuleId::REQ,
                 field,
                 "(not an object)",
                 "must be a JSON object",
@@ -708,8 +704,8 @@ const MAX_SHOWN: usize = 100;
 /// a 403 message ends with ` [ipam-guard <ID>]`, so a reader knows which component and which
 /// rule spoke (a bare `spec.addresses[0]: …` reads like a CRD schema error). A line that stands
 /// for several findings (the count past the cap) names each of their rules once.
-fn signed<'a>(text: impl std::fmt::Display, rules: impl IntoIterator<Item = &'a str>) -> String {
-    let mut ids: Vec<&str> = rules.into_iter().collect();
+fn signed(text: impl std::fmt::Display, rules: impl IntoIterator<Item = RuleId>) -> String {
+    let mut ids: Vec<&str> = rules.into_iter().map(RuleId::as_str).collect();
     ids.sort_unstable();
     ids.dedup();
     format!("{text} [ipam-guard {}]", ids.join(", "))
@@ -1008,7 +1004,7 @@ mod tests {
     fn status_text_follows_new_invalid_and_new_forbidden() {
         let mut v = Verdict::default();
         v.deny(FieldError::invalid(
-            "P2",
+            RuleId::P2,
             "spec.addresses[0]",
             "10.0.0.0/33",
             "bad",
@@ -1019,7 +1015,7 @@ mod tests {
             s.message,
             r#"InClusterIPPool.ipam.cluster.x-k8s.io "pool-a" is invalid: spec.addresses[0]: Invalid value: "10.0.0.0/33": bad [ipam-guard P2]"#
         );
-        v.deny(FieldError::required("P1", "spec.gateway", ""));
+        v.deny(FieldError::required(RuleId::P1, "spec.gateway", ""));
         let s = denial_status("pool-a", Kind::InClusterIPPool, &v);
         assert!(s.message.ends_with(r#"is invalid: [spec.addresses[0]: Invalid value: "10.0.0.0/33": bad [ipam-guard P2], spec.gateway: Required value [ipam-guard P1]]"#));
         let details = s.details.unwrap();
@@ -1037,7 +1033,7 @@ mod tests {
             ..Verdict::default()
         };
         v.deny(FieldError::forbidden(
-            "P9",
+            RuleId::P9,
             "metadata.name",
             "Pool has IPAddresses allocated.",
         ));
@@ -1055,30 +1051,25 @@ mod tests {
     }
 
     #[test]
-    fn view_rules_are_the_catalogues() {
-        let mut from_catalogue: Vec<&str> = crate::catalogue::RULES
-            .iter()
-            .filter(|r| r.reads_view)
-            .map(|r| r.id)
-            .collect();
-        from_catalogue.sort_unstable();
-        let mut here = VIEW_RULES.to_vec();
-        here.sort_unstable();
-        assert_eq!(here, from_catalogue);
-    }
-
-    #[test]
     fn lines_past_the_cap_name_the_rules_they_stand_for() {
         let mut v = Verdict::default();
         for i in 0..MAX_SHOWN + 3 {
-            let rule = if i < MAX_SHOWN + 1 { "P2" } else { "P5" };
+            let rule = if i < MAX_SHOWN + 1 {
+                RuleId::P2
+            } else {
+                RuleId::P5
+            };
             v.deny(FieldError::invalid(
                 rule,
                 format!("spec.addresses[{i}]"),
                 "x",
                 "bad",
             ));
-            v.warn(if i % 2 == 0 { "P7" } else { "A4" }, "spec.x", "w");
+            v.warn(
+                if i % 2 == 0 { RuleId::P7 } else { RuleId::A4 },
+                "spec.x",
+                "w",
+            );
         }
         let s = denial_status("pool-a", Kind::InClusterIPPool, &v);
         let causes = s.details.unwrap().causes;

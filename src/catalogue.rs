@@ -6,35 +6,7 @@
 //! the real admission handler (`cli::explain`); tests check that every example triggers its rule
 //! and that every id the code reports is listed here. Bottom layer: text only, no I/O.
 
-/// What a rule does to a write.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Effect {
-    /// Refuses the write.
-    Deny,
-    /// Allows the write with a warning.
-    Warn,
-    /// Refuses some writes and warns about others (the summary says which).
-    DenyOrWarn,
-    /// Fills absent fields through the mutating webhook.
-    Mutate,
-    /// Lets a write through that other rules would refuse.
-    Allow,
-    /// Reported by `ipam-guard check` only.
-    CheckOnly,
-}
-
-impl Effect {
-    pub fn label(self) -> &'static str {
-        match self {
-            Effect::Deny => "deny",
-            Effect::Warn => "warn",
-            Effect::DenyOrWarn => "deny or warn",
-            Effect::Mutate => "mutate",
-            Effect::Allow => "allow",
-            Effect::CheckOnly => "check only",
-        }
-    }
-}
+pub use crate::rule_id::{Effect, RuleId};
 
 /// Circumstances an example needs besides its objects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,15 +35,11 @@ pub struct Example {
 /// One rule id.
 #[derive(Debug, Clone, Copy)]
 pub struct Rule {
-    pub id: &'static str,
+    pub id: RuleId,
     /// The kinds it judges, as written in the docs.
     pub kinds: &'static str,
     /// The operations it judges.
     pub operations: &'static str,
-    pub effect: Effect,
-    /// Whether it reads other objects through the view (SPEC X1): such rules are skipped or
-    /// answer 503 until the view has synced (X3).
-    pub reads_view: bool,
     /// Where its findings sit.
     pub field: &'static str,
     /// What it denies or warns about.
@@ -268,11 +236,9 @@ status:
 pub const RULES: &[Rule] = &[
     // === IPAddressClaim ===
     Rule {
-        id: "C1",
+        id: RuleId::C1,
         kinds: "IPAddressClaim",
         operations: "CREATE",
-        effect: Effect::Deny,
-        reads_view: false,
         field: "spec.poolRef.name, spec.poolRef.kind, spec.poolRef.apiGroup",
         summary: "The pool reference is complete: `name`, `kind` and `apiGroup` are set and not empty in every request version (judged after the mutating webhook has filled `apiGroup`, M1), and `name` is a DNS-1123 subdomain.",
         example: with_cluster(ex("CREATE", "\
@@ -283,11 +249,9 @@ spec:
   poolRef: {apiGroup: ipam.cluster.x-k8s.io, name: nodes}
 "), POOL_NODES),    },
     Rule {
-        id: "C2",
+        id: RuleId::C2,
         kinds: "IPAddressClaim, IPAddress",
         operations: "CREATE",
-        effect: Effect::Deny,
-        reads_view: false,
         field: "spec.poolRef.namespace",
         summary: "A pool reference carries no namespace: references stay in the object's own namespace (an API server prunes the key through the CAPI schemas; `check`, `audit` and direct reviews still see it).",
         example: with_cluster(ex("CREATE", "\
@@ -298,21 +262,17 @@ spec:
   poolRef: {apiGroup: ipam.cluster.x-k8s.io, kind: InClusterIPPool, name: nodes, namespace: team-b}
 "), POOL_NODES),    },
     Rule {
-        id: "C3",
+        id: RuleId::C3,
         kinds: "IPAddressClaim",
         operations: "CREATE",
-        effect: Effect::DenyOrWarn,
-        reads_view: true,
         field: "spec.poolRef.name",
         summary: "The referenced pool exists (namespaced pools in the claim's namespace, cluster-scoped pools anywhere). A missing pool is a warning by default and a denial with `--require-existing-pool`; a known pool group with an unknown kind is a warning.",
         example: ex("CREATE", CLAIM_WEB),
     },
     Rule {
-        id: "C4",
+        id: RuleId::C4,
         kinds: "IPAddressClaim",
         operations: "UPDATE",
-        effect: Effect::Deny,
-        reads_view: false,
         field: "each changed field under spec",
         summary: "The whole spec is immutable; each changed field is its own cause, naming the old value.",
         example: with_old(ex("UPDATE", "\
@@ -324,11 +284,9 @@ spec:
 "), CLAIM_WEB),
     },
     Rule {
-        id: "C5",
+        id: RuleId::C5,
         kinds: "IPAddressClaim",
         operations: "CREATE; UPDATE when the label or spec.clusterName changes",
-        effect: Effect::Deny,
-        reads_view: false,
         field: "metadata.labels",
         summary: "When both `spec.clusterName` and the label `cluster.x-k8s.io/cluster-name` are set, they agree.",
         example: with_cluster(ex("CREATE", "\
@@ -344,11 +302,9 @@ spec:
 "), POOL_NODES),    },
     // === IPAddress ===
     Rule {
-        id: "A1",
+        id: RuleId::A1,
         kinds: "IPAddress",
         operations: "CREATE",
-        effect: Effect::DenyOrWarn,
-        reads_view: false,
         field: "spec.address",
         summary: "`spec.address` is a valid IP in the strict grammar (no leading zeros, no zone, no IPv4-mapped IPv6); IPv6 that is not in canonical form is a warning giving the canonical text.",
         example: with_cluster(ex("CREATE", "\
@@ -362,11 +318,9 @@ spec:
   poolRef: {apiGroup: ipam.cluster.x-k8s.io, kind: InClusterIPPool, name: nodes}
 "), POOL_AND_CLAIM),    },
     Rule {
-        id: "A2",
+        id: RuleId::A2,
         kinds: "IPAddress",
         operations: "CREATE",
-        effect: Effect::Deny,
-        reads_view: false,
         field: "spec.prefix",
         summary: "`spec.prefix` is within the bound of the address's family (0-32 for IPv4, 0-128 for IPv6) and never negative; a number too large for the field is a denial, never a wrap-around.",
         example: with_cluster(ex("CREATE", "\
@@ -381,11 +335,9 @@ spec:
   poolRef: {apiGroup: ipam.cluster.x-k8s.io, kind: InClusterIPPool, name: nodes}
 "), POOL_AND_CLAIM),    },
     Rule {
-        id: "A3",
+        id: RuleId::A3,
         kinds: "IPAddress",
         operations: "CREATE",
-        effect: Effect::Deny,
-        reads_view: false,
         field: "spec.gateway",
         summary: "The gateway, when set, is a valid IP of the address's family, not the address itself, and inside `address/prefix` when the prefix leaves room for a subnet (IPv6 link-local gateways are exempt).",
         example: with_cluster(ex("CREATE", "\
@@ -400,11 +352,9 @@ spec:
   poolRef: {apiGroup: ipam.cluster.x-k8s.io, kind: InClusterIPPool, name: nodes}
 "), CLAIM_WEB),    },
     Rule {
-        id: "A4",
+        id: RuleId::A4,
         kinds: "IPAddress",
         operations: "CREATE",
-        effect: Effect::Warn,
-        reads_view: false,
         field: "spec.address",
         summary: "The address is the network address (IPv4 up to /30, IPv6 up to /126) or the IPv4 broadcast address of its own subnet.",
         example: with_cluster(ex("CREATE", "\
@@ -418,11 +368,9 @@ spec:
   poolRef: {apiGroup: ipam.cluster.x-k8s.io, kind: InClusterIPPool, name: nodes}
 "), CLAIM_WEB),    },
     Rule {
-        id: "A5",
+        id: RuleId::A5,
         kinds: "IPAddress",
         operations: "CREATE",
-        effect: Effect::Deny,
-        reads_view: false,
         field: "spec.claimRef.name, spec.poolRef.name, spec.poolRef.kind, spec.poolRef.apiGroup",
         summary: "The claim reference and the three pool reference fields are set and not empty.",
         example: with_cluster(ex("CREATE", "\
@@ -437,11 +385,9 @@ spec:
   poolRef: {apiGroup: ipam.cluster.x-k8s.io, kind: InClusterIPPool, name: nodes}
 "), POOL_AND_CLAIM),    },
     Rule {
-        id: "A6",
+        id: RuleId::A6,
         kinds: "IPAddress",
         operations: "CREATE",
-        effect: Effect::DenyOrWarn,
-        reads_view: true,
         field: "spec.poolRef (denial), spec.claimRef.name (warning)",
         summary: "The address names the same pool as the claim it fulfils (looked up in its namespace). A claim that is not found is a warning: restores create objects in any order.",
         example: with_cluster(ex("CREATE", "\
@@ -457,11 +403,9 @@ spec:
 "), POOL_AND_CLAIM),
     },
     Rule {
-        id: "A7",
+        id: RuleId::A7,
         kinds: "IPAddress",
         operations: "CREATE",
-        effect: Effect::Deny,
-        reads_view: true,
         field: "spec.claimRef.name",
         summary: "One address per claim: no other IPAddress already names the same claim.",
         example: with_cluster(ex("CREATE", "\
@@ -477,11 +421,9 @@ spec:
 "), POOL_CLAIMS_ADDRESS),
     },
     Rule {
-        id: "A8",
+        id: RuleId::A8,
         kinds: "IPAddress",
         operations: "CREATE",
-        effect: Effect::DenyOrWarn,
-        reads_view: true,
         field: "spec.address (denial), spec.prefix, spec.gateway (warnings)",
         summary: "When the pool is known and found, the address lies in what the pool can hand out (declared - excluded - gateway - reserved); a prefix or gateway other than the pool's is a warning.",
         example: with_cluster(ex("CREATE", "\
@@ -497,11 +439,9 @@ spec:
 "), POOL_AND_CLAIM),
     },
     Rule {
-        id: "A9",
+        id: RuleId::A9,
         kinds: "IPAddress (CAPI and Metal3)",
         operations: "CREATE",
-        effect: Effect::Deny,
-        reads_view: true,
         field: "spec.address",
         summary: "No other address object in the same address space holds the same address (compared as parsed values, so `2001:DB8::5` and `2001:db8::5` are one address).",
         example: with_cluster(ex("CREATE", "\
@@ -517,11 +457,9 @@ spec:
 "), POOL_CLAIMS_ADDRESS),
     },
     Rule {
-        id: "A10",
+        id: RuleId::A10,
         kinds: "IPAddress",
         operations: "UPDATE",
-        effect: Effect::Deny,
-        reads_view: false,
         field: "each changed field under spec",
         summary: "The whole spec is immutable, as C4.",
         example: with_old(ex("UPDATE", "\
@@ -538,11 +476,9 @@ spec:
     },
     // === In-cluster pools ===
     Rule {
-        id: "P1",
+        id: RuleId::P1,
         kinds: "InClusterIPPool, GlobalInClusterIPPool",
         operations: "CREATE, UPDATE",
-        effect: Effect::Deny,
-        reads_view: false,
         field: "spec.addresses",
         summary: "The pool declares at least one address (`spec.addresses`, or v1alpha1's `subnet`, never both).",
         example: ex("CREATE", "\
@@ -555,11 +491,9 @@ spec:
 "),
     },
     Rule {
-        id: "P2",
+        id: RuleId::P2,
         kinds: "InClusterIPPool, GlobalInClusterIPPool",
         operations: "CREATE, UPDATE",
-        effect: Effect::DenyOrWarn,
-        reads_view: false,
         field: "spec.addresses[i], spec.excludedAddresses[i]",
         summary: "Every entry is a single IP, a range `a-b` (same family, a <= b, never swapped) or a CIDR. A CIDR with host bits set and IPv6 not in canonical form are warnings naming what they mean.",
         example: ex("CREATE", "\
@@ -572,11 +506,9 @@ spec:
 "),
     },
     Rule {
-        id: "P3",
+        id: RuleId::P3,
         kinds: "InClusterIPPool, GlobalInClusterIPPool",
         operations: "CREATE, UPDATE",
-        effect: Effect::Deny,
-        reads_view: false,
         field: "spec.addresses, spec.excludedAddresses, spec.gateway",
         summary: "Entries, excluded entries and the gateway are of one IP family.",
         example: ex("CREATE", "\
@@ -589,11 +521,9 @@ spec:
 "),
     },
     Rule {
-        id: "P4",
+        id: RuleId::P4,
         kinds: "InClusterIPPool, GlobalInClusterIPPool",
         operations: "CREATE, UPDATE",
-        effect: Effect::Deny,
-        reads_view: false,
         field: "spec.prefix",
         summary: "The prefix is set and within the family's bound.",
         example: ex("CREATE", "\
@@ -606,11 +536,9 @@ spec:
 "),
     },
     Rule {
-        id: "P5",
+        id: RuleId::P5,
         kinds: "InClusterIPPool, GlobalInClusterIPPool",
         operations: "CREATE, UPDATE",
-        effect: Effect::Deny,
-        reads_view: false,
         field: "spec.addresses[i]",
         summary: "Every entry lies inside the one subnet of the pool's prefix that holds its lowest address.",
         example: ex("CREATE", "\
@@ -623,11 +551,9 @@ spec:
 "),
     },
     Rule {
-        id: "P6",
+        id: RuleId::P6,
         kinds: "InClusterIPPool, GlobalInClusterIPPool",
         operations: "CREATE, UPDATE",
-        effect: Effect::Deny,
-        reads_view: false,
         field: "spec.gateway",
         summary: "The gateway is a valid IP inside the pool's subnet when the prefix leaves room for one (IPv6 link-local gateways are exempt).",
         example: ex("CREATE", "\
@@ -641,11 +567,9 @@ spec:
 "),
     },
     Rule {
-        id: "P7",
+        id: RuleId::P7,
         kinds: "InClusterIPPool, GlobalInClusterIPPool",
         operations: "CREATE, UPDATE",
-        effect: Effect::Warn,
-        reads_view: false,
         field: "spec.excludedAddresses[i], spec.addresses, spec.prefix",
         summary: "The pool hands out less than its author expects: an excluded entry outside the declared addresses, nothing allocatable at all, or a /31-/32 pool without `allocateReservedIPAddresses: true` (the in-cluster provider then hands out nothing).",
         example: ex("CREATE", "\
@@ -660,11 +584,9 @@ spec:
 "),
     },
     Rule {
-        id: "P8",
+        id: RuleId::P8,
         kinds: "InClusterIPPool, GlobalInClusterIPPool",
         operations: "UPDATE (spec changed)",
-        effect: Effect::Deny,
-        reads_view: true,
         field: "spec.addresses",
         summary: "Every IPAddress referencing the pool stays inside its new allocatable set; the offenders are named (at most 5, then `and N more`).",
         example: with_cluster(with_old(ex("UPDATE", "\
@@ -678,21 +600,17 @@ spec:
 "), POOL_NODES), POOL_AND_ADDRESS),
     },
     Rule {
-        id: "P9",
+        id: RuleId::P9,
         kinds: "InClusterIPPool, GlobalInClusterIPPool",
         operations: "DELETE",
-        effect: Effect::Deny,
-        reads_view: true,
         field: "metadata.name (403 Forbidden)",
         summary: "A pool is not deleted while IPAddresses reference it (a namespaced pool: from its namespace; a global pool: from any); the answer names the holders. Skipped with annotation `ipam.cluster.x-k8s.io/skip-validate-delete-webhook` or `clusterctl.cluster.x-k8s.io/delete-for-move`.",
         example: with_cluster(ex("DELETE", POOL_NODES), POOL_AND_ADDRESS),
     },
     Rule {
-        id: "P10",
+        id: RuleId::P10,
         kinds: "every pool kind",
         operations: "CREATE; UPDATE when the allocatable set or the address-space annotation changes",
-        effect: Effect::Deny,
-        reads_view: true,
         field: "the entry that overlaps (spec.addresses[i], spec.pools[i], spec.ips[i])",
         summary: "What the pool can hand out shares no address with any other pool, of any known kind, in the same address space (annotation `ipam-guard.io/address-space`, default `default`; see `--overlap-scope`). The cause names the other pool and the shared range.",
         example: with_cluster(ex("CREATE", "\
@@ -705,11 +623,9 @@ spec:
 "), POOL_NODES),
     },
     Rule {
-        id: "P11",
+        id: RuleId::P11,
         kinds: "every pool kind",
         operations: "UPDATE",
-        effect: Effect::Allow,
-        reads_view: false,
         field: "-",
         summary: "A pool with `deletionTimestamp` set passes every update, so finalizers can be removed whatever the pool looks like.",
         example: with_cluster(with_old(ex("UPDATE", "\
@@ -732,11 +648,9 @@ spec:
     },
     // === Metal3 ===
     Rule {
-        id: "MP1",
+        id: RuleId::MP1,
         kinds: "IPPool.ipam.metal3.io",
         operations: "CREATE, UPDATE",
-        effect: Effect::DenyOrWarn,
-        reads_view: false,
         field: "spec.pools[i]",
         summary: "Each entry has a start, an end or a subnet; each parses; start <= end; start, end and subnet share a family; start and end lie inside the subnet.",
         example: ex("CREATE", "\
@@ -751,11 +665,9 @@ spec:
 "),
     },
     Rule {
-        id: "MP2",
+        id: RuleId::MP2,
         kinds: "IPPool.ipam.metal3.io",
         operations: "CREATE, UPDATE",
-        effect: Effect::DenyOrWarn,
-        reads_view: false,
         field: "spec.prefix, spec.pools[i].prefix, spec.gateway, spec.pools[i].gateway, spec.dnsServers",
         summary: "Prefixes within the family bound, pool-level and per entry; gateways and DNS servers are valid IPs of the family.",
         example: ex("CREATE", "\
@@ -770,11 +682,9 @@ spec:
 "),
     },
     Rule {
-        id: "MP3",
+        id: RuleId::MP3,
         kinds: "IPPool.ipam.metal3.io",
         operations: "CREATE, UPDATE",
-        effect: Effect::Deny,
-        reads_view: false,
         field: "spec.preAllocations[<claim>]",
         summary: "Pre-allocated addresses are valid, unique and inside the pools.",
         example: ex("CREATE", "\
@@ -791,21 +701,17 @@ spec:
 "),
     },
     Rule {
-        id: "MP4",
+        id: RuleId::MP4,
         kinds: "IPPool.ipam.metal3.io",
         operations: "UPDATE, DELETE",
-        effect: Effect::Deny,
-        reads_view: true,
         field: "spec.namePrefix, spec.allocationStrategy, spec.pools, metadata.name (DELETE: 403)",
         summary: "`namePrefix` and `allocationStrategy` are immutable; addresses held by Metal3 IPAddresses stay inside the pools; the pool is not deleted while Metal3 IPAddresses name it.",
         example: with_cluster(ex("DELETE", METAL3_POOL), METAL3_POOL_AND_ADDRESS),
     },
     Rule {
-        id: "MC1",
+        id: RuleId::MC1,
         kinds: "IPClaim.ipam.metal3.io",
         operations: "CREATE",
-        effect: Effect::Deny,
-        reads_view: false,
         field: "spec.pool.name",
         summary: "The claim names its pool.",
         example: ex("CREATE", "\
@@ -817,11 +723,9 @@ spec:
 "),
     },
     Rule {
-        id: "MC2",
+        id: RuleId::MC2,
         kinds: "IPClaim.ipam.metal3.io",
         operations: "CREATE",
-        effect: Effect::Deny,
-        reads_view: false,
         field: "spec.pool.namespace",
         summary: "`spec.pool.namespace`, when set, is the claim's own namespace.",
         example: ex("CREATE", "\
@@ -833,11 +737,9 @@ spec:
 "),
     },
     Rule {
-        id: "MC3",
+        id: RuleId::MC3,
         kinds: "IPClaim.ipam.metal3.io",
         operations: "UPDATE",
-        effect: Effect::Deny,
-        reads_view: false,
         field: "each changed field under spec",
         summary: "The spec is immutable.",
         example: with_old(ex("UPDATE", "\
@@ -849,11 +751,9 @@ spec:
 "), METAL3_CLAIM),
     },
     Rule {
-        id: "MC4",
+        id: RuleId::MC4,
         kinds: "IPClaim.ipam.metal3.io",
         operations: "CREATE, UPDATE",
-        effect: Effect::DenyOrWarn,
-        reads_view: true,
         field: "metadata.annotations[ipAddress]",
         summary: "The `ipAddress` annotation, when set, is a valid IP; outside the claim's pool it is a warning.",
         example: ex("CREATE", "\
@@ -868,11 +768,9 @@ spec:
 "),
     },
     Rule {
-        id: "MA1",
+        id: RuleId::MA1,
         kinds: "IPAddress.ipam.metal3.io",
         operations: "CREATE",
-        effect: Effect::DenyOrWarn,
-        reads_view: false,
         field: "spec.address, spec.prefix, spec.gateway",
         summary: "Address, prefix and gateway as A1-A3.",
         example: ex("CREATE", "\
@@ -888,11 +786,9 @@ spec:
 "),
     },
     Rule {
-        id: "MA2",
+        id: RuleId::MA2,
         kinds: "IPAddress.ipam.metal3.io",
         operations: "CREATE",
-        effect: Effect::Deny,
-        reads_view: false,
         field: "spec.pool.name, spec.claim.name, spec.pool.namespace, spec.claim.namespace",
         summary: "The pool and claim references are set, and their namespaces are the object's own.",
         example: ex("CREATE", "\
@@ -907,11 +803,9 @@ spec:
 "),
     },
     Rule {
-        id: "MA3",
+        id: RuleId::MA3,
         kinds: "IPAddress.ipam.metal3.io",
         operations: "UPDATE",
-        effect: Effect::Deny,
-        reads_view: false,
         field: "each changed field under spec",
         summary: "The spec is immutable (removing a finalizer passes).",
         example: with_old(ex("UPDATE", "\
@@ -927,11 +821,9 @@ spec:
 "), METAL3_ADDRESS),
     },
     Rule {
-        id: "MA4",
+        id: RuleId::MA4,
         kinds: "IPAddress.ipam.metal3.io",
         operations: "CREATE",
-        effect: Effect::Deny,
-        reads_view: true,
         field: "spec.address",
         summary: "As A8 and A9: the address lies in its pool's allocatable set and no other address object in the same space holds it.",
         example: with_cluster(ex("CREATE", "\
@@ -948,11 +840,9 @@ spec:
     },
     // === Spiderpool ===
     Rule {
-        id: "S1",
+        id: RuleId::S1,
         kinds: "SpiderIPPool",
         operations: "CREATE, UPDATE",
-        effect: Effect::Deny,
-        reads_view: false,
         field: "spec.subnet",
         summary: "`spec.subnet` is a canonical CIDR (no host bits).",
         example: ex("CREATE", "\
@@ -965,11 +855,9 @@ spec:
 "),
     },
     Rule {
-        id: "S2",
+        id: RuleId::S2,
         kinds: "SpiderIPPool",
         operations: "CREATE, UPDATE",
-        effect: Effect::Deny,
-        reads_view: false,
         field: "spec.ipVersion",
         summary: "`spec.ipVersion` matches the subnet's family.",
         example: ex("CREATE", "\
@@ -983,11 +871,9 @@ spec:
 "),
     },
     Rule {
-        id: "S3",
+        id: RuleId::S3,
         kinds: "SpiderIPPool",
         operations: "CREATE, UPDATE",
-        effect: Effect::DenyOrWarn,
-        reads_view: false,
         field: "spec.ips[i], spec.excludeIPs[i]",
         summary: "Entries (an IP or `a-b`) parse and lie inside the subnet; listing the network or broadcast address is a warning.",
         example: ex("CREATE", "\
@@ -1000,11 +886,9 @@ spec:
 "),
     },
     Rule {
-        id: "S4",
+        id: RuleId::S4,
         kinds: "SpiderIPPool",
         operations: "CREATE, UPDATE",
-        effect: Effect::Deny,
-        reads_view: false,
         field: "spec.gateway",
         summary: "The gateway lies inside the subnet and is not allocatable.",
         example: ex("CREATE", "\
@@ -1018,11 +902,9 @@ spec:
 "),
     },
     Rule {
-        id: "S5",
+        id: RuleId::S5,
         kinds: "SpiderIPPool",
         operations: "UPDATE",
-        effect: Effect::Deny,
-        reads_view: true,
         field: "spec.subnet, spec.ipVersion, spec.ips",
         summary: "`subnet` and `ipVersion` are immutable; IPs listed in `status.allocatedIPs` stay allocatable.",
         example: with_old(ex("UPDATE", "\
@@ -1039,22 +921,18 @@ status:
 "), SPIDER_POOL_IN_USE),
     },
     Rule {
-        id: "S6",
+        id: RuleId::S6,
         kinds: "SpiderIPPool",
         operations: "DELETE",
-        effect: Effect::Deny,
-        reads_view: false,
         field: "metadata.name (403 Forbidden)",
         summary: "The pool is not deleted while `status.allocatedIPCount > 0` or `status.allocatedIPs` (a JSON string holding a map) has a key; a value that does not parse counts as held.",
         example: ex("DELETE", SPIDER_POOL_IN_USE),
     },
     // === CAPV ===
     Rule {
-        id: "V1",
+        id: RuleId::V1,
         kinds: "VSphereMachine, VSphereMachineTemplate",
         operations: "CREATE, UPDATE",
-        effect: Effect::Warn,
-        reads_view: true,
         field: "spec.network.devices[i].addressesFromPools[j] (templates: under spec.template.spec)",
         summary: "Each pool reference is complete, names a known pool kind, finds its pool (namespaced kinds in the machine's namespace) and carries no namespace. Warnings only: CAPV owns these objects.",
         example: ex("CREATE", "\
@@ -1072,11 +950,9 @@ spec:
     },
     // === Mutations ===
     Rule {
-        id: "M1",
+        id: RuleId::M1,
         kinds: "IPAddressClaim, IPAddress",
         operations: "CREATE (mutating webhook)",
-        effect: Effect::Mutate,
-        reads_view: false,
         field: "spec.poolRef.apiGroup",
         summary: "An absent or empty `spec.poolRef.apiGroup` with kind `InClusterIPPool` or `GlobalInClusterIPPool` is set to `ipam.cluster.x-k8s.io`. Never on UPDATE (the spec is immutable).",
         example: with_cluster(ex("CREATE", "\
@@ -1087,11 +963,9 @@ spec:
   poolRef: {kind: InClusterIPPool, name: nodes}
 "), POOL_NODES),    },
     Rule {
-        id: "M2",
+        id: RuleId::M2,
         kinds: "IPAddressClaim",
         operations: "CREATE, UPDATE (mutating webhook)",
-        effect: Effect::Mutate,
-        reads_view: false,
         field: "metadata.labels[cluster.x-k8s.io/cluster-name]",
         summary: "With `spec.clusterName` set and the label `cluster.x-k8s.io/cluster-name` absent, the label is added.",
         example: with_cluster(ex("CREATE", "\
@@ -1104,11 +978,9 @@ spec:
 "), POOL_NODES),    },
     // === Beyond one kind ===
     Rule {
-        id: "K1",
+        id: RuleId::K1,
         kinds: "every kind ipam-guard serves",
         operations: "CREATE, UPDATE, DELETE",
-        effect: Effect::Warn,
-        reads_view: false,
         field: "(the object)",
         summary: "A version of a known kind that ipam-guard cannot decode (a newer CRD than it knows) is let through unchecked, never silently.",
         example: ex("CREATE", "\
@@ -1120,11 +992,9 @@ spec:
 "),
     },
     Rule {
-        id: "REQ",
+        id: RuleId::REQ,
         kinds: "every kind ipam-guard serves",
         operations: "CREATE, UPDATE, DELETE",
-        effect: Effect::Deny,
-        reads_view: false,
         field: "object, oldObject",
         summary: "A review that lacks the object its operation needs (or carries one that is not a JSON object) is denied with a cause at the missing field, never allowed. An API server always sends them; this catches broken callers.",
         example: Example {
@@ -1133,11 +1003,9 @@ spec:
         },
     },
     Rule {
-        id: "X3",
+        id: RuleId::X3,
         kinds: "every kind ipam-guard serves",
         operations: "CREATE, UPDATE, DELETE",
-        effect: Effect::DenyOrWarn,
-        reads_view: false,
         field: "(the object)",
         summary: "Until the view has synced every watched kind, a write that a view-reading rule could deny is refused with 503 (fail closed; retry), and warning-only view rules are skipped with a warning saying so.",
         example: Example {
@@ -1146,11 +1014,9 @@ spec:
         },
     },
     Rule {
-        id: "X4",
+        id: RuleId::X4,
         kinds: "every kind (`ipam-guard check`)",
         operations: "-",
-        effect: Effect::CheckOnly,
-        reads_view: false,
         field: "metadata.name",
         summary: "`check` found the same object defined twice; the others are judged against the last definition, as applying the files in order would leave it.",
         example: ex("CREATE", "\
@@ -1173,19 +1039,45 @@ spec:
     },
 ];
 
-/// The rule with `id`, if there is one.
+impl Rule {
+    /// What the rule does to a write (`RuleId::effect`).
+    pub fn effect(&self) -> Effect {
+        self.id.effect()
+    }
+    /// Whether it reads other objects through the view (SPEC X1): such rules are skipped or
+    /// answer 503 until the view has synced (X3).
+    pub fn reads_view(&self) -> bool {
+        self.id.reads_view()
+    }
+}
+
+/// The rule with `id` (any case), if there is one.
 pub fn rule(id: &str) -> Option<&'static Rule> {
-    RULES.iter().find(|r| r.id.eq_ignore_ascii_case(id))
+    let id = RuleId::parse(id)?;
+    RULES.iter().find(|r| r.id == id)
 }
 
 /// Every id, in catalogue order.
 pub fn ids() -> impl Iterator<Item = &'static str> {
-    RULES.iter().map(|r| r.id)
+    RULES.iter().map(|r| r.id.as_str())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_rule_id_has_exactly_one_entry_and_every_entry_an_id() {
+        for id in RuleId::ALL {
+            assert_eq!(
+                RULES.iter().filter(|r| r.id == id).count(),
+                1,
+                "{id} needs exactly one catalogue entry"
+            );
+        }
+        assert!(RULES.iter().all(|r| RuleId::ALL.contains(&r.id)));
+        assert_eq!(RULES.len(), RuleId::ALL.len());
+    }
 
     #[test]
     fn ids_are_unique() {

@@ -4,6 +4,8 @@ use std::fmt;
 
 use serde_json::Value;
 
+pub use crate::rule_id::RuleId;
+
 /// The types of `k8s.io/apimachinery/pkg/util/validation/field.ErrorType` that ipam-guard uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ErrorType {
@@ -36,7 +38,7 @@ impl ErrorType {
 /// One problem with one field, tagged with the SPEC rule that found it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FieldError {
-    pub rule: &'static str,
+    pub rule: RuleId,
     pub path: String,
     pub kind: ErrorType,
     /// The offending value (Invalid, Duplicate); printed as `field.Invalid` prints it.
@@ -48,11 +50,7 @@ pub struct FieldError {
 const MAX_VALUE_LEN: usize = 64;
 
 impl FieldError {
-    pub fn required(
-        rule: &'static str,
-        path: impl Into<String>,
-        detail: impl Into<String>,
-    ) -> Self {
+    pub fn required(rule: RuleId, path: impl Into<String>, detail: impl Into<String>) -> Self {
         FieldError {
             rule,
             path: path.into(),
@@ -62,7 +60,7 @@ impl FieldError {
         }
     }
     pub fn invalid(
-        rule: &'static str,
+        rule: RuleId,
         path: impl Into<String>,
         value: impl Into<Value>,
         detail: impl Into<String>,
@@ -75,11 +73,7 @@ impl FieldError {
             detail: detail.into(),
         }
     }
-    pub fn forbidden(
-        rule: &'static str,
-        path: impl Into<String>,
-        detail: impl Into<String>,
-    ) -> Self {
+    pub fn forbidden(rule: RuleId, path: impl Into<String>, detail: impl Into<String>) -> Self {
         FieldError {
             rule,
             path: path.into(),
@@ -89,7 +83,7 @@ impl FieldError {
         }
     }
     pub fn duplicate(
-        rule: &'static str,
+        rule: RuleId,
         path: impl Into<String>,
         value: impl Into<Value>,
         detail: impl Into<String>,
@@ -104,12 +98,7 @@ impl FieldError {
     }
 
     /// Kubernetes' `ValidateImmutableField` text, with the old value added so the user sees both.
-    pub fn immutable(
-        rule: &'static str,
-        path: impl Into<String>,
-        new: &Value,
-        old: &Value,
-    ) -> Self {
+    pub fn immutable(rule: RuleId, path: impl Into<String>, new: &Value, old: &Value) -> Self {
         let detail = if old.is_null() {
             "field is immutable (was not set)".to_string()
         } else {
@@ -175,14 +164,14 @@ fn quote(s: &str) -> String {
 /// (admission adds the signature; `check` and `audit` print `[<rule>]` instead).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Warning {
-    pub rule: &'static str,
+    pub rule: RuleId,
     /// The field it is about; empty for the object as a whole.
     pub path: String,
     pub message: String,
 }
 
 impl Warning {
-    pub fn new(rule: &'static str, path: impl Into<String>, message: impl Into<String>) -> Self {
+    pub fn new(rule: RuleId, path: impl Into<String>, message: impl Into<String>) -> Self {
         Warning {
             rule,
             path: path.into(),
@@ -213,7 +202,7 @@ pub enum DenyReason {
 /// mutations fill what is absent and never rewrite what the user wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PatchOp {
-    pub rule: &'static str,
+    pub rule: RuleId,
     /// JSON pointer, e.g. `/spec/poolRef/apiGroup`.
     pub path: String,
     pub value: Value,
@@ -238,17 +227,12 @@ impl Verdict {
     pub fn deny(&mut self, e: FieldError) {
         self.errors.push(e);
     }
-    pub fn warn(
-        &mut self,
-        rule: &'static str,
-        path: impl Into<String>,
-        message: impl Into<String>,
-    ) {
+    pub fn warn(&mut self, rule: RuleId, path: impl Into<String>, message: impl Into<String>) {
         self.warnings.push(Warning::new(rule, path, message));
     }
     /// Rule ids behind this verdict, sorted and unique (for logs and metrics).
-    pub fn rules(&self) -> Vec<&'static str> {
-        let mut ids: Vec<&'static str> = self
+    pub fn rules(&self) -> Vec<RuleId> {
+        let mut ids: Vec<RuleId> = self
             .errors
             .iter()
             .map(|e| e.rule)
@@ -268,7 +252,7 @@ mod tests {
     #[test]
     fn bodies_match_kubernetes_text() {
         let e = FieldError::invalid(
-            "P2",
+            RuleId::P2,
             "spec.addresses[0]",
             "10.0.0.0/33",
             "must be a valid CIDR or IP range",
@@ -277,15 +261,15 @@ mod tests {
             e.to_string(),
             r#"spec.addresses[0]: Invalid value: "10.0.0.0/33": must be a valid CIDR or IP range"#
         );
-        let e = FieldError::required("C1", "spec.poolRef.name", "");
+        let e = FieldError::required(RuleId::C1, "spec.poolRef.name", "");
         assert_eq!(e.to_string(), "spec.poolRef.name: Required value");
-        let e = FieldError::required("P1", "spec.addresses", "addresses is required");
+        let e = FieldError::required(RuleId::P1, "spec.addresses", "addresses is required");
         assert_eq!(
             e.to_string(),
             "spec.addresses: Required value: addresses is required"
         );
         let e = FieldError::forbidden(
-            "C2",
+            RuleId::C2,
             "spec.poolRef.namespace",
             "references must stay in the object's namespace",
         );
@@ -294,7 +278,7 @@ mod tests {
             "spec.poolRef.namespace: Forbidden: references must stay in the object's namespace"
         );
         let e = FieldError::invalid(
-            "A2",
+            RuleId::A2,
             "spec.prefix",
             33,
             "prefix is too large for an IPv4 address",
@@ -304,7 +288,7 @@ mod tests {
             "spec.prefix: Invalid value: 33: prefix is too large for an IPv4 address"
         );
         let e = FieldError::duplicate(
-            "A9",
+            RuleId::A9,
             "spec.address",
             "10.0.0.5",
             "10.0.0.5 is already held by IPAddress ns/a",
@@ -318,7 +302,7 @@ mod tests {
 
     #[test]
     fn immutable_names_the_old_value() {
-        let e = FieldError::immutable("C4", "spec.poolRef.name", &json!("b"), &json!("a"));
+        let e = FieldError::immutable(RuleId::C4, "spec.poolRef.name", &json!("b"), &json!("a"));
         assert_eq!(
             e.to_string(),
             r#"spec.poolRef.name: Invalid value: "b": field is immutable (was "a")"#
@@ -328,7 +312,7 @@ mod tests {
     #[test]
     fn long_values_are_cut() {
         let long = "x".repeat(100);
-        let e = FieldError::invalid("A1", "spec.address", long, "not a valid IP address");
+        let e = FieldError::invalid(RuleId::A1, "spec.address", long, "not a valid IP address");
         assert!(e.body().contains(&format!("\"{}...\"", "x".repeat(64))));
     }
 }

@@ -22,6 +22,7 @@ pub mod field;
 pub mod index;
 pub mod kinds;
 pub mod model;
+pub mod rule_id;
 pub mod rules;
 pub mod schema;
 pub mod server;

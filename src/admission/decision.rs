@@ -20,6 +20,7 @@ use crate::cluster::Caller;
 use crate::field::{DenyReason, ErrorType, FieldError, Verdict, Warning};
 use crate::kinds::Kind;
 use crate::model::{Operation, Request};
+use crate::rule_id::RuleId;
 
 /// One decision sent to the decider.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -150,7 +151,7 @@ impl DecisionAnswer {
     }
 
     /// The part of a verdict the decider owes: every error, the view rules' warnings.
-    pub(crate) fn from_verdict(v: &Verdict, view_rules: &[&str]) -> Self {
+    pub(crate) fn from_verdict(v: &Verdict) -> Self {
         DecisionAnswer {
             unavailable: v.unavailable.clone(),
             not_decider: false,
@@ -169,7 +170,7 @@ impl DecisionAnswer {
             warnings: v
                 .warnings
                 .iter()
-                .filter(|w| view_rules.contains(&w.rule))
+                .filter(|w| w.rule.reads_view())
                 .map(|w| WireWarning {
                     rule: w.rule.to_string(),
                     path: w.path.clone(),
@@ -181,17 +182,11 @@ impl DecisionAnswer {
 
     /// Puts the decider's findings into the follower's own verdict, in place of the follower's
     /// view-rule findings (the follower forwards only when it found no other error).
-    pub(crate) fn merge_into(self, local: &mut Verdict, view_rules: &[&'static str]) {
-        let rule = |id: &str| -> &'static str {
-            view_rules
-                .iter()
-                .chain(KNOWN_OTHER_RULES)
-                .find(|r| **r == id)
-                .copied()
-                .unwrap_or_else(|| foreign_rule(id))
-        };
-        local.errors.retain(|e| !view_rules.contains(&e.rule));
-        local.warnings.retain(|w| !view_rules.contains(&w.rule));
+    pub(crate) fn merge_into(self, local: &mut Verdict) {
+        let rule =
+            |id: &str| RuleId::parse(id).unwrap_or_else(|| RuleId::Foreign(foreign_rule(id)));
+        local.errors.retain(|e| !e.rule.reads_view());
+        local.warnings.retain(|w| !w.rule.reads_view());
         if let Some(why) = self.unavailable {
             local.unavailable = Some(why);
         }
@@ -219,11 +214,7 @@ impl DecisionAnswer {
     }
 }
 
-/// Ids a decider of this version sends besides the view rules' (its non-view findings can only
-/// differ from ours across versions, so a short list of the request-level ones is enough).
-const KNOWN_OTHER_RULES: &[&str] = &["REQ", "X3", "K1"];
-
-/// Rule ids are `&'static str` in a verdict. An id this build does not know (a decider of another
+/// A verdict's ids are `Copy` (`RuleId`). An id this build does not know (a decider of another
 /// version) is kept as the decider wrote it, so the user still sees which rule spoke: each distinct
 /// id is stored once, at most `FOREIGN_IDS` of them (the decider is an authenticated peer, and its
 /// ids are a short catalogue), and any beyond that read as `unknown`.
@@ -273,4 +264,43 @@ pub enum Here {
     Forward,
     /// This replica holds the lease but may not decide yet (or no longer); the text says why.
     Refuse(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_deciders_ids_come_back_typed_and_an_unknown_one_as_written() {
+        let wire = |rule: &str| WireError {
+            rule: rule.into(),
+            path: "spec.addresses[0]".into(),
+            kind: "FieldValueInvalid".into(),
+            value: None,
+            detail: "d".into(),
+        };
+        let answer = DecisionAnswer {
+            errors: vec![wire("P10"), wire("Q7")],
+            warnings: vec![WireWarning {
+                rule: "C3".into(),
+                path: String::new(),
+                message: "m".into(),
+            }],
+            ..DecisionAnswer::default()
+        };
+        let mut local = Verdict::default();
+        local.warn(RuleId::C3, "", "from a partial view");
+        local.warn(RuleId::P7, "spec.x", "stays");
+        answer.merge_into(&mut local);
+        assert_eq!(local.errors[0].rule, RuleId::P10);
+        assert_eq!(local.errors[1].rule, "Q7");
+        assert_eq!(local.errors[1].rule.to_string(), "Q7");
+        assert_eq!(local.rules(), ["C3", "P10", "P7", "Q7"]);
+        assert_eq!(
+            local.warnings.len(),
+            2,
+            "the view rule's warning is the decider's"
+        );
+        assert_eq!(local.warnings[1].message, "m");
+    }
 }

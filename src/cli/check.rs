@@ -18,6 +18,7 @@ use crate::cluster::StaticView;
 use crate::field::{format_value, PatchOp, Verdict, Warning};
 use crate::kinds::Kind;
 use crate::model::{ObjKey, Operation, Request};
+use crate::rule_id::RuleId;
 use crate::rules::{self, Ctx, Options};
 use crate::schema::{Lookup, Schemas};
 
@@ -303,7 +304,7 @@ fn judge_keeping_view(
             found.push(Finding::warn(
                 &subject,
                 &Warning::new(
-                    "X4",
+                    RuleId::X4,
                     "metadata.name",
                     format!(
                         "defined again (first at {first}); a second CREATE would fail with AlreadyExists, \
@@ -376,7 +377,7 @@ fn record(subject: &Subject, verdict: &Verdict, out: &mut Vec<Finding>) {
         // A static view is always synced; should a rule still say so, it must not pass silently.
         out.push(Finding::deny(
             subject,
-            &crate::field::FieldError::forbidden("X3", "", why.clone()),
+            &crate::field::FieldError::forbidden(RuleId::X3, "", why.clone()),
         ));
     }
     out.extend(verdict.warnings.iter().map(|w| Finding::warn(subject, w)));
@@ -491,7 +492,7 @@ mod tests {
     fn add_fills_and_replaces() {
         let mut doc = json!({"spec": {"poolRef": {"apiGroup": ""}}, "metadata": {}});
         let op = |path: &str, value: Value| PatchOp {
-            rule: "M1",
+            rule: RuleId::M1,
             path: path.into(),
             value,
         };

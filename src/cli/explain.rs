@@ -239,7 +239,7 @@ pub fn show(rule: &Rule) -> Result<Shown, String> {
         return Err(format!("{}: the example holds no object", rule.id));
     };
     let file = format!("{}.yaml", m.name());
-    if rule.effect == Effect::CheckOnly {
+    if rule.effect() == Effect::CheckOnly {
         let written = manifests(&file, e.object)?;
         let (_, findings) = super::check::judge(written, Options::default());
         let mut transcript = format!("$ ipam-guard check {file}\n");
@@ -332,11 +332,11 @@ pub fn entry(rule: &Rule) -> String {
     let mut s = format!("## {}\n\n{}\n\n", rule.id, rule.summary);
     s.push_str(&format!(
         "- **Effect:** {}\n- **Kinds:** {}\n- **Operations:** {}\n- **Field:** {}\n- **Reads other objects:** {}\n\n",
-        rule.effect.label(),
+        rule.effect().label(),
         rule.kinds,
         rule.operations,
         rule.field,
-        if rule.reads_view {
+        if rule.reads_view() {
             "yes (from the cluster view; see X3 until it has synced)"
         } else {
             "no"
@@ -347,7 +347,7 @@ pub fn entry(rule: &Rule) -> String {
         .ok()
         .and_then(|m| m.first().map(|m| format!("{}.yaml", m.name())))
         .unwrap_or_default();
-    match rule.effect {
+    match rule.effect() {
         Effect::CheckOnly => s.push_str(&format!("Example: `{file}`\n\n")),
         _ => match (e.operation, e.setting) {
             (_, Setting::WithoutObject) => s.push_str(
@@ -379,7 +379,7 @@ pub fn entry(rule: &Rule) -> String {
                     serde_json::to_string_pretty(patch).unwrap_or_default()
                 ));
             }
-            let what = if rule.effect == Effect::CheckOnly {
+            let what = if rule.effect() == Effect::CheckOnly {
                 "`ipam-guard check` prints"
             } else {
                 "kubectl prints"
@@ -417,8 +417,8 @@ pub fn document() -> String {
         s.push_str(&format!(
             "| [{}](#{}) | {} | {} | {}. |\n",
             r.id,
-            r.id.to_ascii_lowercase(),
-            r.effect.label(),
+            r.id.as_str().to_ascii_lowercase(),
+            r.effect().label(),
             r.kinds,
             first
         ));

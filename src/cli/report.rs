@@ -105,7 +105,7 @@ impl Finding {
             subject: subject.clone(),
             field: e.path.clone(),
             message: e.body(),
-            rule: e.rule,
+            rule: e.rule.as_str(),
             severity: Severity::Deny,
         }
     }
@@ -115,7 +115,7 @@ impl Finding {
             subject: subject.clone(),
             field: w.path.clone(),
             message: w.message.clone(),
-            rule: w.rule,
+            rule: w.rule.as_str(),
             severity: Severity::Warn,
         }
     }
@@ -598,6 +598,7 @@ fn plural(n: usize, word: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rule_id::RuleId;
 
     fn subject(kind: Kind, ns: Option<&str>, name: &str) -> Subject {
         Subject::new(Some(Arc::from("a.yaml")), ObjKey::new(kind, ns, name))
@@ -606,14 +607,14 @@ mod tests {
     #[test]
     fn text_lines() {
         let s = subject(Kind::IPAddress, Some("ns"), "a");
-        let e = FieldError::invalid("A1", "spec.address", "x", "not a valid IP address");
+        let e = FieldError::invalid(RuleId::A1, "spec.address", "x", "not a valid IP address");
         assert_eq!(
             Finding::deny(&s, &e).to_string(),
             r#"a.yaml: IPAddress ns/a: spec.address: Invalid value: "x": not a valid IP address [A1]"#
         );
         let g = subject(Kind::GlobalInClusterIPPool, None, "g");
         let w = Warning::new(
-            "P7",
+            RuleId::P7,
             "spec.addresses",
             "the pool has no allocatable address",
         );
@@ -622,7 +623,7 @@ mod tests {
             "warning: a.yaml: GlobalInClusterIPPool g: spec.addresses: the pool has no allocatable address [P7]"
         );
         let m = subject(Kind::Metal3IPPool, Some("ns"), "p");
-        let w = Warning::new("K1", "", "not checked");
+        let w = Warning::new(RuleId::K1, "", "not checked");
         assert_eq!(
             Finding::warn(&m, &w).to_string(),
             "warning: a.yaml: IPPool.ipam.metal3.io ns/p: not checked [K1]"
@@ -632,7 +633,7 @@ mod tests {
     #[test]
     fn json_shape() {
         let g = subject(Kind::SpiderIPPool, None, "g");
-        let e = FieldError::required("P1", "spec.ips", "");
+        let e = FieldError::required(RuleId::P1, "spec.ips", "");
         let mut out = Vec::new();
         write_findings(&mut out, OutputFormat::Json, &[Finding::deny(&g, &e)]).unwrap();
         let v: serde_json::Value = serde_json::from_slice(&out).unwrap();

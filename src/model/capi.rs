@@ -14,6 +14,7 @@ use crate::field::{FieldError, Warning};
 use crate::kinds::{default_pool_group, Kind};
 use crate::model::read;
 use crate::model::{AddressProj, ClaimProj, ObjKey, PoolRef};
+use crate::rule_id::RuleId;
 
 /// A `poolRef` (TypedLocalObjectReference) as written; borrowed from the object.
 #[derive(Debug, Clone, Copy, Default)]
@@ -29,7 +30,7 @@ pub struct RefReading<'a> {
 
 impl<'a> RefReading<'a> {
     /// Reads the reference at `path` (`spec.poolRef`); type errors go to `errors` under `rule`.
-    fn read(rule: &'static str, obj: &'a Value, path: &str, errors: &mut Vec<FieldError>) -> Self {
+    fn read(rule: RuleId, obj: &'a Value, path: &str, errors: &mut Vec<FieldError>) -> Self {
         let Some(r) = read::keep(read::object(rule, obj, path), errors) else {
             return RefReading::default();
         };
@@ -98,8 +99,11 @@ pub struct ClaimReading<'a> {
 /// Reads an `IPAddressClaim` of any served version.
 pub fn read_claim(obj: &Value) -> ClaimReading<'_> {
     let mut errors = Vec::new();
-    let pool_ref = RefReading::read("C1", obj, "spec.poolRef", &mut errors);
-    let cluster_name = read::keep(read::string("C5", obj, "spec.clusterName"), &mut errors);
+    let pool_ref = RefReading::read(RuleId::C1, obj, "spec.poolRef", &mut errors);
+    let cluster_name = read::keep(
+        read::string(RuleId::C5, obj, "spec.clusterName"),
+        &mut errors,
+    );
     ClaimReading {
         has_pool_ref: pool_ref.raw.is_some(),
         pool_ref,
@@ -111,7 +115,7 @@ pub fn read_claim(obj: &Value) -> ClaimReading<'_> {
 /// What the index keeps of a claim.
 pub fn project_claim(obj: &Value, key: ObjKey) -> ClaimProj {
     let mut ignored = Vec::new();
-    let pool_ref = RefReading::read("C1", obj, "spec.poolRef", &mut ignored);
+    let pool_ref = RefReading::read(RuleId::C1, obj, "spec.poolRef", &mut ignored);
     ClaimProj {
         key,
         pool_ref: pool_ref.pool_ref(),
@@ -154,22 +158,27 @@ pub fn read_address(obj: &Value) -> AddressReading<'_> {
     let mut errors = Vec::new();
     let mut warnings = Vec::new();
 
-    let (address_text, address) = read::ip("A1", obj, "spec.address", &mut errors, &mut warnings);
+    let (address_text, address) =
+        read::ip(RuleId::A1, obj, "spec.address", &mut errors, &mut warnings);
     if address_text.is_none() && !errors.iter().any(|e| e.path == "spec.address") {
-        errors.push(FieldError::required("A1", "spec.address", ""));
+        errors.push(FieldError::required(RuleId::A1, "spec.address", ""));
     }
-    let (gateway_text, gateway) = read::ip("A3", obj, "spec.gateway", &mut errors, &mut warnings);
+    let (gateway_text, gateway) =
+        read::ip(RuleId::A3, obj, "spec.gateway", &mut errors, &mut warnings);
 
     let prefix_raw = read::get(obj, "spec.prefix");
     let family = address.or(gateway).map(|ip| ip.family);
-    let prefix = read::prefix("A2", obj, "spec.prefix", family, &mut errors);
+    let prefix = read::prefix(RuleId::A2, obj, "spec.prefix", family, &mut errors);
     if prefix_raw.is_none() {
-        errors.push(FieldError::required("A2", "spec.prefix", ""));
+        errors.push(FieldError::required(RuleId::A2, "spec.prefix", ""));
     }
 
-    let claim_ref = read::keep(read::object("A5", obj, "spec.claimRef"), &mut errors);
-    let claim_name = read::keep(read::string("A5", obj, "spec.claimRef.name"), &mut errors);
-    let pool_ref = RefReading::read("A5", obj, "spec.poolRef", &mut errors);
+    let claim_ref = read::keep(read::object(RuleId::A5, obj, "spec.claimRef"), &mut errors);
+    let claim_name = read::keep(
+        read::string(RuleId::A5, obj, "spec.claimRef.name"),
+        &mut errors,
+    );
+    let pool_ref = RefReading::read(RuleId::A5, obj, "spec.poolRef", &mut errors);
 
     AddressReading {
         address_text,
@@ -190,7 +199,7 @@ pub fn read_address(obj: &Value) -> AddressReading<'_> {
 pub fn project_address(obj: &Value, key: ObjKey) -> AddressProj {
     let ip = read::ip_value(obj, "spec.address");
     let mut ignored = Vec::new();
-    let pool_ref = RefReading::read("A5", obj, "spec.poolRef", &mut ignored);
+    let pool_ref = RefReading::read(RuleId::A5, obj, "spec.poolRef", &mut ignored);
     let claim = read::get(obj, "spec.claimRef.name")
         .and_then(Value::as_str)
         .filter(|s| !s.is_empty())

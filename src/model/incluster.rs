@@ -16,6 +16,7 @@ use crate::model::pool::{
     pool_subnet, projection, set_of, subnet_text, ListEntry, PoolEntry, PoolReading,
 };
 use crate::model::{read, Meta};
+use crate::rule_id::RuleId;
 
 const NOT_AN_ENTRY: &str = "provided address is not a valid IP, range, nor CIDR";
 const MIXED: &str = "provided addresses are of mixed IP families";
@@ -55,21 +56,21 @@ impl<'a> Reader<'a> {
     /// A list of pool entries at `path`; the list itself (for list-level causes) and the entries
     /// that parse. Entries that do not parse are P2 causes at `path[i]`.
     fn entries(&mut self, path: &str) -> (Option<&'a [Value]>, Vec<ListEntry<'a>>) {
-        let list = self.keep(read::array("P2", self.obj, path));
+        let list = self.keep(read::array(RuleId::P2, self.obj, path));
         let mut items = Vec::new();
         let before = self.errors.len();
         let all = list.unwrap_or_default();
         for (i, v) in all.iter().enumerate() {
-            if read::list_full("P2", path, &mut self.errors, before, all.len() - i) {
+            if read::list_full(RuleId::P2, path, &mut self.errors, before, all.len() - i) {
                 break;
             }
             let item_path = format!("{path}[{i}]");
-            let Some(text) = read::item_text("P2", v, &item_path, &mut self.errors) else {
+            let Some(text) = read::item_text(RuleId::P2, v, &item_path, &mut self.errors) else {
                 continue;
             };
             let parse = parse_entry(text, Forms::ALL).map_err(|e| entry_detail(&e));
             if let Some(entry) = read::parsed(
-                "P2",
+                RuleId::P2,
                 &item_path,
                 text,
                 parse,
@@ -87,14 +88,14 @@ impl<'a> Reader<'a> {
     }
 
     /// A single IP field (`spec.gateway`, `spec.start`, `spec.end`).
-    fn ip(&mut self, rule: &'static str, path: &str) -> (Option<&'a str>, Option<Ip>) {
+    fn ip(&mut self, rule: RuleId, path: &str) -> (Option<&'a str>, Option<Ip>) {
         read::ip(rule, self.obj, path, &mut self.errors, &mut self.warnings)
     }
 
     /// `spec.prefix` checked against `family` (IPv6's bound when the family is unknown).
     fn prefix(&mut self, raw: i64, family: Option<Family>) -> Option<u8> {
         let value = read::get(self.obj, "spec.prefix");
-        self.keep(read::prefix_in_family("P4", "spec.prefix", raw, value, family).map(Some))
+        self.keep(read::prefix_in_family(RuleId::P4, "spec.prefix", raw, value, family).map(Some))
     }
 
     /// P6: the gateway's family, and its place inside the subnet when the prefix leaves room.
@@ -110,7 +111,7 @@ impl<'a> Reader<'a> {
         };
         if gw.family != family {
             self.errors.push(FieldError::invalid(
-                "P3",
+                RuleId::P3,
                 "spec.gateway",
                 text,
                 MIXED_GATEWAY,
@@ -123,7 +124,7 @@ impl<'a> Reader<'a> {
                 && !subnet.contains(gw.value)
             {
                 self.errors.push(FieldError::invalid(
-                    "P6",
+                    RuleId::P6,
                     "spec.gateway",
                     text,
                     format!(
@@ -146,7 +147,7 @@ impl<'a> Reader<'a> {
     ) {
         if !declared.is_empty() && allocatable.is_empty() {
             self.warnings.push(Warning::new(
-                "P7",
+                RuleId::P7,
                 "spec.addresses",
                 "the pool has no allocatable address: every declared address is excluded, the gateway or reserved",
             ));
@@ -154,7 +155,7 @@ impl<'a> Reader<'a> {
         if let (Some(Family::V4), Some(p)) = (family, prefix) {
             if is_point_to_point(Family::V4, p) && !allocate_reserved {
                 self.warnings.push(Warning::new(
-                    "P7",
+                    RuleId::P7,
                     "spec.prefix",
                     format!(
                         "the in-cluster provider hands out no address from a /{p} pool unless allocateReservedIPAddresses is true"
@@ -192,7 +193,7 @@ pub(crate) fn read(kind: Kind, obj: &Value) -> PoolReading {
             "addresses is required"
         };
         r.errors
-            .push(FieldError::required("P1", "spec.addresses", detail));
+            .push(FieldError::required(RuleId::P1, "spec.addresses", detail));
     }
     if v1alpha1 {
         for (key, field) in [
@@ -202,7 +203,7 @@ pub(crate) fn read(kind: Kind, obj: &Value) -> PoolReading {
         ] {
             if let Some(v) = read::get(obj, field) {
                 r.errors.push(FieldError::invalid(
-                    "P1",
+                    RuleId::P1,
                     field,
                     v.clone(),
                     format!("{key} may not be used with addresses"),
@@ -217,17 +218,21 @@ pub(crate) fn read(kind: Kind, obj: &Value) -> PoolReading {
         r.entries("spec.excludedAddresses")
     };
     let allocate_reserved = !v1alpha1
-        && r.keep(read::boolean("P7", obj, "spec.allocateReservedIPAddresses"))
-            .unwrap_or(false);
-    let gateway = r.ip("P6", "spec.gateway");
-    let raw_prefix = r.keep(read::integer("P4", obj, "spec.prefix"));
+        && r.keep(read::boolean(
+            RuleId::P7,
+            obj,
+            "spec.allocateReservedIPAddresses",
+        ))
+        .unwrap_or(false);
+    let gateway = r.ip(RuleId::P6, "spec.gateway");
+    let raw_prefix = r.keep(read::integer(RuleId::P4, obj, "spec.prefix"));
 
     // P3: families never mix.
     let (d4, d6) = families(&items);
     let (x4, x6) = families(&excluded_items);
     if d4 && d6 {
         r.errors.push(FieldError::invalid(
-            "P3",
+            RuleId::P3,
             "spec.addresses",
             list_value(list),
             MIXED,
@@ -235,7 +240,7 @@ pub(crate) fn read(kind: Kind, obj: &Value) -> PoolReading {
     }
     if x4 && x6 {
         r.errors.push(FieldError::invalid(
-            "P3",
+            RuleId::P3,
             "spec.excludedAddresses",
             list_value(excluded_list),
             MIXED,
@@ -243,7 +248,7 @@ pub(crate) fn read(kind: Kind, obj: &Value) -> PoolReading {
     }
     if (d4 && x6) || (d6 && x4) {
         r.errors.push(FieldError::invalid(
-            "P3",
+            RuleId::P3,
             "spec.excludedAddresses",
             list_value(excluded_list),
             MIXED_EXCLUDED,
@@ -263,7 +268,7 @@ pub(crate) fn read(kind: Kind, obj: &Value) -> PoolReading {
                 "prefix is required"
             };
             r.errors
-                .push(FieldError::required("P4", "spec.prefix", detail));
+                .push(FieldError::required(RuleId::P4, "spec.prefix", detail));
             None
         }
     };
@@ -278,7 +283,7 @@ pub(crate) fn read(kind: Kind, obj: &Value) -> PoolReading {
         for i in &items {
             if !(subnet.start <= i.entry.range.start && i.entry.range.end <= subnet.end) {
                 r.errors.push(FieldError::invalid(
-                    "P5",
+                    RuleId::P5,
                     i.path.clone(),
                     i.text,
                     OTHER_SUBNET,
@@ -301,7 +306,7 @@ pub(crate) fn read(kind: Kind, obj: &Value) -> PoolReading {
     for i in &excluded_items {
         if Some(i.entry.family) == family && !declared.intersects(&i.entry.to_set()) {
             r.warnings.push(Warning::new(
-                "P7",
+                RuleId::P7,
                 i.path.clone(),
                 "excluded address is outside spec.addresses",
             ));
@@ -337,13 +342,13 @@ fn list_value(list: Option<&[Value]>) -> Value {
 /// but one for IPv4 (the broadcast) and to the last address for IPv6 (SPEC §5 table).
 fn read_subnet_form(kind: Kind, meta: &Meta, mut r: Reader<'_>) -> PoolReading {
     let obj = r.obj;
-    let subnet_field = r.keep(read::string("P2", obj, "spec.subnet"));
-    let start = r.ip("P2", "spec.start");
-    let end = r.ip("P2", "spec.end");
-    let gateway = r.ip("P6", "spec.gateway");
+    let subnet_field = r.keep(read::string(RuleId::P2, obj, "spec.subnet"));
+    let start = r.ip(RuleId::P2, "spec.start");
+    let end = r.ip(RuleId::P2, "spec.end");
+    let gateway = r.ip(RuleId::P6, "spec.gateway");
     // Go's zero value: a prefix of 0 in v1alpha1 means "take the subnet's".
     let raw_prefix = r
-        .keep(read::integer("P4", obj, "spec.prefix"))
+        .keep(read::integer(RuleId::P4, obj, "spec.prefix"))
         .filter(|p| *p != 0);
 
     // The subnet: written, or the one of `prefix` around `start` (what the provider's defaulting did).
@@ -351,7 +356,7 @@ fn read_subnet_form(kind: Kind, meta: &Meta, mut r: Reader<'_>) -> PoolReading {
     let mut entry_text = subnet_field.unwrap_or_default();
     let cidr: Option<(Family, IpRange, u8)> = match subnet_field {
         Some(text) => read::parsed(
-            "P2",
+            RuleId::P2,
             "spec.subnet",
             text,
             parse_cidr(text),
@@ -362,7 +367,7 @@ fn read_subnet_form(kind: Kind, meta: &Meta, mut r: Reader<'_>) -> PoolReading {
         None => match (start, raw_prefix) {
             (_, None) | ((_, None), _) => {
                 r.errors.push(FieldError::required(
-                    "P1",
+                    RuleId::P1,
                     "spec.subnet",
                     "subnet is required when addresses is empty",
                 ));
@@ -392,7 +397,7 @@ fn read_subnet_form(kind: Kind, meta: &Meta, mut r: Reader<'_>) -> PoolReading {
     if let (Some(p), Some(_)) = (raw_prefix, subnet_field) {
         if r.prefix(p, Some(family)).is_some() && p != i64::from(subnet_prefix) {
             r.errors.push(FieldError::invalid(
-                "P4",
+                RuleId::P4,
                 "spec.prefix",
                 p,
                 "does not match prefix of spec.subnet",
@@ -404,11 +409,12 @@ fn read_subnet_form(kind: Kind, meta: &Meta, mut r: Reader<'_>) -> PoolReading {
     let mut bound = |(text, ip): (Option<&str>, Option<Ip>), path: &'static str| -> Option<u128> {
         let (text, ip) = (text?, ip?);
         if ip.family != family {
-            r.errors.push(FieldError::invalid("P3", path, text, MIXED));
+            r.errors
+                .push(FieldError::invalid(RuleId::P3, path, text, MIXED));
             None
         } else if !subnet.contains(ip.value) {
             r.errors.push(FieldError::invalid(
-                "P5",
+                RuleId::P5,
                 path,
                 text,
                 "address is not part of spec.subnet",
@@ -423,7 +429,7 @@ fn read_subnet_form(kind: Kind, meta: &Meta, mut r: Reader<'_>) -> PoolReading {
     if let (Some(s), Some(e), Some(text)) = (start_v, end_v, end.0) {
         if s > e {
             r.errors.push(FieldError::invalid(
-                "P2",
+                RuleId::P2,
                 "spec.end",
                 text,
                 "must not be before spec.start",

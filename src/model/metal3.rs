@@ -19,6 +19,7 @@ use crate::model::pool::{
     PoolEntry, PoolReading,
 };
 use crate::model::{read, AddressProj, Meta, ObjKey};
+use crate::rule_id::RuleId;
 
 /// The annotation ip-address-manager reads on a claim to hand out one particular address
 /// (`IPAddressAnnotation` in its `ipam` package).
@@ -38,11 +39,14 @@ fn prefix_field(
     family: Option<Family>,
     errors: &mut Vec<FieldError>,
 ) -> Option<u8> {
-    let raw = read::keep(read::at(read::integer("MP2", base, field), path), errors)
-        .filter(|p| *p != 0)?;
+    let raw = read::keep(
+        read::at(read::integer(RuleId::MP2, base, field), path),
+        errors,
+    )
+    .filter(|p| *p != 0)?;
     let value = read::get(base, field);
     read::keep(
-        read::prefix_in_family("MP2", path, raw, value, family).map(Some),
+        read::prefix_in_family(RuleId::MP2, path, raw, value, family).map(Some),
         errors,
     )
 }
@@ -56,15 +60,18 @@ fn dns_servers(
     errors: &mut Vec<FieldError>,
     warnings: &mut Vec<Warning>,
 ) {
-    let list = read::keep(read::at(read::array("MP2", base, field), path), errors);
+    let list = read::keep(
+        read::at(read::array(RuleId::MP2, base, field), path),
+        errors,
+    );
     for (j, v) in list.unwrap_or_default().iter().enumerate() {
         let item = format!("{path}[{j}]");
-        let Some(text) = read::item_text("MP2", v, &item, errors) else {
+        let Some(text) = read::item_text(RuleId::MP2, v, &item, errors) else {
             continue;
         };
-        let ip = read::parsed("MP2", &item, text, parse_ip(text), errors, warnings);
+        let ip = read::parsed(RuleId::MP2, &item, text, parse_ip(text), errors, warnings);
         if ip.is_some_and(|ip| family.is_some_and(|f| f != ip.family)) {
-            errors.push(FieldError::invalid("MP2", item, text, MIXED_DNS));
+            errors.push(FieldError::invalid(RuleId::MP2, item, text, MIXED_DNS));
         }
     }
 }
@@ -93,7 +100,7 @@ fn read_entry<'a>(
     let entry = read::get(obj, "spec.pools")?.get(i)?;
     if !entry.is_object() {
         errors.push(FieldError::invalid(
-            "MP1",
+            RuleId::MP1,
             path,
             Value::String(entry.to_string()),
             "must be an object",
@@ -101,17 +108,25 @@ fn read_entry<'a>(
         return None;
     }
     let sub = |field: &str| format!("{path}.{field}");
-    let start = read::ip_at("MP1", entry, "start", &sub("start"), errors, warnings);
-    let end = read::ip_at("MP1", entry, "end", &sub("end"), errors, warnings);
+    let start = read::ip_at(RuleId::MP1, entry, "start", &sub("start"), errors, warnings);
+    let end = read::ip_at(RuleId::MP1, entry, "end", &sub("end"), errors, warnings);
     let subnet_text_given = read::keep(
-        read::at(read::string("MP1", entry, "subnet"), &sub("subnet")),
+        read::at(read::string(RuleId::MP1, entry, "subnet"), &sub("subnet")),
         errors,
     );
-    let subnet = subnet_text_given
-        .and_then(|t| read::parsed("MP1", &sub("subnet"), t, parse_cidr(t), errors, warnings));
+    let subnet = subnet_text_given.and_then(|t| {
+        read::parsed(
+            RuleId::MP1,
+            &sub("subnet"),
+            t,
+            parse_cidr(t),
+            errors,
+            warnings,
+        )
+    });
     if start.0.is_none() && end.0.is_none() && subnet_text_given.is_none() {
         errors.push(FieldError::required(
-            "MP1",
+            RuleId::MP1,
             path.clone(),
             "at least one of start, end or subnet is required",
         ));
@@ -125,13 +140,18 @@ fn read_entry<'a>(
     let mut bound = |(text, ip): (Option<&str>, Option<Ip>), field: &str| -> Option<u128> {
         let (text, ip) = (text?, ip?);
         if Some(ip.family) != family {
-            errors.push(FieldError::invalid("MP1", sub(field), text, MIXED_IN_ENTRY));
+            errors.push(FieldError::invalid(
+                RuleId::MP1,
+                sub(field),
+                text,
+                MIXED_IN_ENTRY,
+            ));
             return None;
         }
         if let Some(c) = subnet {
             if !c.network.contains(ip.value) {
                 errors.push(FieldError::invalid(
-                    "MP1",
+                    RuleId::MP1,
                     sub(field),
                     text,
                     format!("must be inside subnet {c}"),
@@ -148,7 +168,7 @@ fn read_entry<'a>(
         if s > e {
             reversed = true;
             errors.push(FieldError::invalid(
-                "MP1",
+                RuleId::MP1,
                 sub("end"),
                 text,
                 format!("must not be before start {}", start.0.unwrap_or_default()),
@@ -169,7 +189,7 @@ fn read_entry<'a>(
         (Some(_), None, e, Some(c)) => {
             if e.is_some() {
                 warnings.push(Warning::new(
-                    "MP1",
+                    RuleId::MP1,
                     sub("end"),
                     "without start, ip-address-manager ignores end and hands out the whole subnet; set start as well",
                 ));
@@ -184,7 +204,7 @@ fn read_entry<'a>(
         }
         (Some(f), Some(s), None, None) => {
             warnings.push(Warning::new(
-                "MP1",
+                RuleId::MP1,
                 path.clone(),
                 format!(
                     "without end or subnet the range runs to the last {} address",
@@ -195,7 +215,7 @@ fn read_entry<'a>(
         }
         (Some(_), None, Some(_), None) => {
             warnings.push(Warning::new(
-                "MP1",
+                RuleId::MP1,
                 path.clone(),
                 "without start or subnet ip-address-manager hands out nothing from this entry",
             ));
@@ -205,11 +225,18 @@ fn read_entry<'a>(
     };
 
     let prefix = prefix_field(entry, "prefix", &sub("prefix"), family, errors);
-    let gateway = read::ip_at("MP2", entry, "gateway", &sub("gateway"), errors, warnings);
+    let gateway = read::ip_at(
+        RuleId::MP2,
+        entry,
+        "gateway",
+        &sub("gateway"),
+        errors,
+        warnings,
+    );
     if let (Some(text), Some(gw), Some(f)) = (gateway.0, gateway.1, family) {
         if gw.family != f {
             errors.push(FieldError::invalid(
-                "MP2",
+                RuleId::MP2,
                 sub("gateway"),
                 text,
                 MIXED_GATEWAY,
@@ -252,12 +279,19 @@ pub(crate) fn read_pool(obj: &Value) -> PoolReading {
     let mut warnings = Vec::new();
 
     // A spec that is not an object would otherwise read as a pool with no pools (ROBUSTNESS O4).
-    read::keep(read::object("MP1", obj, "spec"), &mut errors);
-    let list = read::keep(read::array("MP1", obj, "spec.pools"), &mut errors).unwrap_or_default();
+    read::keep(read::object(RuleId::MP1, obj, "spec"), &mut errors);
+    let list =
+        read::keep(read::array(RuleId::MP1, obj, "spec.pools"), &mut errors).unwrap_or_default();
     let mut entries: Vec<EntryReading> = Vec::new();
     let before = errors.len();
     for i in 0..list.len() {
-        if read::list_full("MP1", "spec.pools", &mut errors, before, list.len() - i) {
+        if read::list_full(
+            RuleId::MP1,
+            "spec.pools",
+            &mut errors,
+            before,
+            list.len() - i,
+        ) {
             break;
         }
         entries.extend(read_entry(obj, i, &mut errors, &mut warnings));
@@ -268,7 +302,7 @@ pub(crate) fn read_pool(obj: &Value) -> PoolReading {
         .filter(|e| e.family.is_some() && e.family != family)
     {
         errors.push(FieldError::invalid(
-            "MP1",
+            RuleId::MP1,
             e.path.clone(),
             e.text.clone(),
             MIXED_ENTRIES,
@@ -279,11 +313,11 @@ pub(crate) fn read_pool(obj: &Value) -> PoolReading {
 
     // Pool-level defaults (MP2).
     let pool_prefix = prefix_field(obj, "spec.prefix", "spec.prefix", family, &mut errors);
-    let pool_gateway = read::ip("MP2", obj, "spec.gateway", &mut errors, &mut warnings);
+    let pool_gateway = read::ip(RuleId::MP2, obj, "spec.gateway", &mut errors, &mut warnings);
     if let (Some(text), Some(gw), Some(f)) = (pool_gateway.0, pool_gateway.1, family) {
         if gw.family != f {
             errors.push(FieldError::invalid(
-                "MP2",
+                RuleId::MP2,
                 "spec.gateway",
                 text,
                 MIXED_GATEWAY,
@@ -325,7 +359,7 @@ pub(crate) fn read_pool(obj: &Value) -> PoolReading {
             if has_room_for_subnet(fam, p) && !is_link_local_gateway(gw) && !net.contains(gw.value)
             {
                 warnings.push(Warning::new(
-                    "MP2",
+                    RuleId::MP2,
                     gw_path,
                     format!(
                         "{gw_text} is outside {}, the network of {}",
@@ -338,7 +372,7 @@ pub(crate) fn read_pool(obj: &Value) -> PoolReading {
         if let Some((net, p)) = network.filter(|(_, p)| has_room_for_subnet(fam, *p)) {
             if range.end > net.end {
                 warnings.push(Warning::new(
-                    "MP1",
+                    RuleId::MP1,
                     e.path.clone(),
                     format!(
                         "runs past {}, the last address of its network {}",
@@ -386,7 +420,7 @@ pub(crate) fn read_pool(obj: &Value) -> PoolReading {
             .collect();
         if !listed.is_empty() {
             warnings.push(Warning::new(
-                "MP1",
+                RuleId::MP1,
                 entries[n].path.clone(),
                 format!(
                     "ip-address-manager would hand out {}; set start or end to leave it out, or pre-allocate it",
@@ -433,24 +467,26 @@ fn pre_allocations(
     warnings: &mut Vec<Warning>,
 ) -> BTreeMap<String, Ip> {
     let mut out = BTreeMap::new();
-    let Some(Value::Object(map)) =
-        read::keep(read::object("MP3", obj, "spec.preAllocations"), errors)
-    else {
+    let Some(Value::Object(map)) = read::keep(
+        read::object(RuleId::MP3, obj, "spec.preAllocations"),
+        errors,
+    ) else {
         return out;
     };
     // Which claim each address went to first; keys come sorted (serde_json's map is ordered).
     let mut seen: BTreeMap<Ip, &str> = BTreeMap::new();
     for (claim, v) in map {
         let path = format!("spec.preAllocations[{claim}]");
-        let Some(text) = read::item_text("MP3", v, &path, errors) else {
+        let Some(text) = read::item_text(RuleId::MP3, v, &path, errors) else {
             continue;
         };
-        let Some(ip) = read::parsed("MP3", &path, text, parse_ip(text), errors, warnings) else {
+        let Some(ip) = read::parsed(RuleId::MP3, &path, text, parse_ip(text), errors, warnings)
+        else {
             continue;
         };
         if let Some(first) = seen.get(&ip) {
             errors.push(FieldError::duplicate(
-                "MP3",
+                RuleId::MP3,
                 path,
                 text,
                 format!("{ip} is already pre-allocated to {first}"),
@@ -460,7 +496,7 @@ fn pre_allocations(
         seen.insert(ip, claim);
         if family.is_some_and(|f| f != ip.family) || !declared.contains(ip) {
             errors.push(FieldError::invalid(
-                "MP3",
+                RuleId::MP3,
                 path,
                 text,
                 format!(
@@ -491,10 +527,9 @@ pub struct ClaimReading<'a> {
 /// Reads a Metal3 `IPClaim`.
 pub fn read_claim(obj: &Value) -> ClaimReading<'_> {
     let mut errors = Vec::new();
-    let mut s =
-        |rule: &'static str, path: &str| read::keep(read::string(rule, obj, path), &mut errors);
-    let pool_name = s("MC1", "spec.pool.name");
-    let pool_namespace = s("MC2", "spec.pool.namespace");
+    let mut s = |rule: RuleId, path: &str| read::keep(read::string(rule, obj, path), &mut errors);
+    let pool_name = s(RuleId::MC1, "spec.pool.name");
+    let pool_namespace = s(RuleId::MC2, "spec.pool.namespace");
     let requested =
         read::entry(obj, "metadata.annotations", IP_ADDRESS_ANNOTATION).and_then(Value::as_str);
     ClaimReading {
@@ -530,16 +565,18 @@ pub struct AddressReading<'a> {
 pub fn read_address(obj: &Value) -> AddressReading<'_> {
     let mut errors = Vec::new();
     let mut warnings = Vec::new();
-    let (address_text, address) = read::ip("MA1", obj, "spec.address", &mut errors, &mut warnings);
+    let (address_text, address) =
+        read::ip(RuleId::MA1, obj, "spec.address", &mut errors, &mut warnings);
     if address_text.is_none() && !errors.iter().any(|e| e.path == "spec.address") {
-        errors.push(FieldError::required("MA1", "spec.address", ""));
+        errors.push(FieldError::required(RuleId::MA1, "spec.address", ""));
     }
-    let (gateway_text, gateway) = read::ip("MA1", obj, "spec.gateway", &mut errors, &mut warnings);
+    let (gateway_text, gateway) =
+        read::ip(RuleId::MA1, obj, "spec.gateway", &mut errors, &mut warnings);
     let prefix_raw = read::get(obj, "spec.prefix");
     // Unlike CAPI's, a Metal3 prefix is optional.
     let family = address.or(gateway).map(|ip| ip.family);
-    let prefix = read::prefix("MA1", obj, "spec.prefix", family, &mut errors);
-    let mut s = |path: &str| read::keep(read::string("MA2", obj, path), &mut errors);
+    let prefix = read::prefix(RuleId::MA1, obj, "spec.prefix", family, &mut errors);
+    let mut s = |path: &str| read::keep(read::string(RuleId::MA2, obj, path), &mut errors);
     let pool_name = s("spec.pool.name");
     let pool_namespace = s("spec.pool.namespace");
     let claim_name = s("spec.claim.name");

@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use crate::address::{check_prefix, parse_ip, Family, Ip, Parsed};
 use crate::field::{FieldError, Warning};
+use crate::rule_id::RuleId;
 
 /// Follows a dotted path of object keys (`spec.poolRef.name`). Missing or null → None.
 pub fn get<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
@@ -33,7 +34,7 @@ pub const LIST_PROBLEMS: usize = 1_000;
 /// `LIST_PROBLEMS` problems since `before` (what `errors` held when the list began). Then one
 /// cause at the list says how many entries, `left`, were not read; the request is denied anyway.
 pub fn list_full(
-    rule: &'static str,
+    rule: RuleId,
     path: &str,
     errors: &mut Vec<FieldError>,
     before: usize,
@@ -51,11 +52,7 @@ pub fn list_full(
 }
 
 /// A string field. Missing → Ok(None); another type → Invalid at the path.
-pub fn string<'a>(
-    rule: &'static str,
-    obj: &'a Value,
-    path: &str,
-) -> Result<Option<&'a str>, FieldError> {
+pub fn string<'a>(rule: RuleId, obj: &'a Value, path: &str) -> Result<Option<&'a str>, FieldError> {
     typed(
         rule,
         obj,
@@ -67,7 +64,7 @@ pub fn string<'a>(
 }
 
 /// An integer field, never truncated: `4294967320` stays that number and `"abc"` is an error.
-pub fn integer(rule: &'static str, obj: &Value, path: &str) -> Result<Option<i64>, FieldError> {
+pub fn integer(rule: RuleId, obj: &Value, path: &str) -> Result<Option<i64>, FieldError> {
     match get(obj, path) {
         None => Ok(None),
         Some(Value::Number(n)) => match n.as_i64() {
@@ -94,7 +91,7 @@ pub fn integer(rule: &'static str, obj: &Value, path: &str) -> Result<Option<i64
 
 /// An array field. Missing → Ok(None); another type → Invalid.
 pub fn array<'a>(
-    rule: &'static str,
+    rule: RuleId,
     obj: &'a Value,
     path: &str,
 ) -> Result<Option<&'a [Value]>, FieldError> {
@@ -105,7 +102,7 @@ pub fn array<'a>(
 
 /// An object field. Missing → Ok(None); another type → Invalid.
 pub fn object<'a>(
-    rule: &'static str,
+    rule: RuleId,
     obj: &'a Value,
     path: &str,
 ) -> Result<Option<&'a Value>, FieldError> {
@@ -115,14 +112,14 @@ pub fn object<'a>(
 }
 
 /// A boolean field. Missing → Ok(None); another type → Invalid.
-pub fn boolean(rule: &'static str, obj: &Value, path: &str) -> Result<Option<bool>, FieldError> {
+pub fn boolean(rule: RuleId, obj: &Value, path: &str) -> Result<Option<bool>, FieldError> {
     typed(rule, obj, path, "must be a boolean", short, Value::as_bool)
 }
 
 /// A field of one JSON type, taken by `pick`: missing → Ok(None); another type → Invalid with
 /// `detail`, showing the value as `shown` writes it.
 fn typed<'a, T>(
-    rule: &'static str,
+    rule: RuleId,
     obj: &'a Value,
     path: &str,
     detail: &str,
@@ -158,7 +155,7 @@ pub fn at<T>(r: Result<T, FieldError>, path: &str) -> Result<T, FieldError> {
 
 /// An item of a list at `path` that must be a string; another type is an error under `rule`.
 pub fn item_text<'a>(
-    rule: &'static str,
+    rule: RuleId,
     v: &'a Value,
     path: &str,
     errors: &mut Vec<FieldError>,
@@ -178,7 +175,7 @@ pub fn item_text<'a>(
 /// The value of `parse`, the reading of `text` written at `path`: its warnings (non-canonical
 /// text) go to `warnings`, a syntax error to `errors` with the error as detail, both under `rule`.
 pub fn parsed<T, E: Display>(
-    rule: &'static str,
+    rule: RuleId,
     path: &str,
     text: &str,
     parse: Result<Parsed<T>, E>,
@@ -200,7 +197,7 @@ pub fn parsed<T, E: Display>(
 /// An IP field at `path`: the text as written, and the address when it parses. A wrong type or
 /// bad syntax is an error, non-canonical text a warning.
 pub fn ip<'a>(
-    rule: &'static str,
+    rule: RuleId,
     obj: &'a Value,
     path: &str,
     errors: &mut Vec<FieldError>,
@@ -211,7 +208,7 @@ pub fn ip<'a>(
 
 /// [`ip`] for the field `field` of `base` (a list entry), reported at `path`.
 pub fn ip_at<'a>(
-    rule: &'static str,
+    rule: RuleId,
     base: &'a Value,
     field: &str,
     path: &str,
@@ -238,7 +235,7 @@ pub fn ip_value(obj: &Value, path: &str) -> Option<Ip> {
 /// when the family is unknown (129 is wrong whatever the address turns out to be). Never
 /// narrowed: a prefix that does not fit is an error showing the value as written.
 pub fn prefix_in_family(
-    rule: &'static str,
+    rule: RuleId,
     path: &str,
     raw: i64,
     value: Option<&Value>,
@@ -257,7 +254,7 @@ pub fn prefix_in_family(
 /// An optional prefix field at `path` of an address object, within `family`'s bound (see
 /// [`prefix_in_family`]); None when absent or wrong, the error in `errors`.
 pub fn prefix(
-    rule: &'static str,
+    rule: RuleId,
     obj: &Value,
     path: &str,
     family: Option<Family>,
@@ -286,22 +283,28 @@ mod tests {
     #[test]
     fn integers_are_never_wrapped() {
         let o = json!({"spec": {"prefix": 4294967320u64, "bad": "abc", "huge": 18446744073709551615u64, "f": 24.0}});
-        assert_eq!(integer("A2", &o, "spec.prefix").unwrap(), Some(4294967320));
-        assert_eq!(integer("A2", &o, "spec.huge").unwrap(), Some(i64::MAX));
-        assert_eq!(integer("A2", &o, "spec.f").unwrap(), Some(24));
-        let e = integer("A2", &o, "spec.bad").unwrap_err();
+        assert_eq!(
+            integer(RuleId::A2, &o, "spec.prefix").unwrap(),
+            Some(4294967320)
+        );
+        assert_eq!(
+            integer(RuleId::A2, &o, "spec.huge").unwrap(),
+            Some(i64::MAX)
+        );
+        assert_eq!(integer(RuleId::A2, &o, "spec.f").unwrap(), Some(24));
+        let e = integer(RuleId::A2, &o, "spec.bad").unwrap_err();
         assert_eq!(
             e.to_string(),
             r#"spec.bad: Invalid value: "abc": must be an integer"#
         );
-        assert_eq!(integer("A2", &o, "spec.missing").unwrap(), None);
+        assert_eq!(integer(RuleId::A2, &o, "spec.missing").unwrap(), None);
     }
 
     #[test]
     fn wrong_types_are_field_errors() {
         let o = json!({"spec": {"poolRef": "x", "name": 5}});
-        assert!(object("C1", &o, "spec.poolRef").is_err());
-        assert!(string("C1", &o, "spec.name").is_err());
-        assert_eq!(string("C1", &o, "spec.none").unwrap(), None);
+        assert!(object(RuleId::C1, &o, "spec.poolRef").is_err());
+        assert!(string(RuleId::C1, &o, "spec.name").is_err());
+        assert_eq!(string(RuleId::C1, &o, "spec.none").unwrap(), None);
     }
 }

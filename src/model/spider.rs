@@ -21,6 +21,7 @@ use crate::model::pool::{
     ListEntry, PoolReading,
 };
 use crate::model::{read, Meta};
+use crate::rule_id::RuleId;
 
 /// S3: a list of IP-or-range entries at `path`; those that parse, of the subnet's family and
 /// inside it.
@@ -32,19 +33,19 @@ fn entries<'a>(
     errors: &mut Vec<FieldError>,
     warnings: &mut Vec<Warning>,
 ) -> Vec<ListEntry<'a>> {
-    let list = read::keep(read::array("S3", obj, path), errors).unwrap_or_default();
+    let list = read::keep(read::array(RuleId::S3, obj, path), errors).unwrap_or_default();
     let mut out = Vec::new();
     let before = errors.len();
     for (i, v) in list.iter().enumerate() {
-        if read::list_full("S3", path, errors, before, list.len() - i) {
+        if read::list_full(RuleId::S3, path, errors, before, list.len() - i) {
             break;
         }
         let item = format!("{path}[{i}]");
-        let Some(text) = read::item_text("S3", v, &item, errors) else {
+        let Some(text) = read::item_text(RuleId::S3, v, &item, errors) else {
             continue;
         };
         let parse = parse_entry(text, Forms::IP_OR_RANGE);
-        let Some(entry) = read::parsed("S3", &item, text, parse, errors, warnings) else {
+        let Some(entry) = read::parsed(RuleId::S3, &item, text, parse, errors, warnings) else {
             continue;
         };
         if family.is_some_and(|f| f != entry.family) {
@@ -52,13 +53,13 @@ fn entries<'a>(
                 Some(c) => format!("IP family does not match spec.subnet {c}"),
                 None => "IP family does not match spec.ipVersion".to_string(),
             };
-            errors.push(FieldError::invalid("S3", item, text, detail));
+            errors.push(FieldError::invalid(RuleId::S3, item, text, detail));
             continue;
         }
         if let Some(c) = subnet {
             if !(c.network.start <= entry.range.start && entry.range.end <= c.network.end) {
                 errors.push(FieldError::invalid(
-                    "S3",
+                    RuleId::S3,
                     item,
                     text,
                     format!("must be inside spec.subnet {c}"),
@@ -83,10 +84,10 @@ pub(crate) fn read_pool(obj: &Value) -> PoolReading {
     let mut warnings = Vec::new();
 
     // S1: the subnet, in the canonical form Spiderpool itself insists on.
-    let subnet_text = match read::string("S1", obj, "spec.subnet") {
+    let subnet_text = match read::string(RuleId::S1, obj, "spec.subnet") {
         Ok(Some(t)) => Some(t),
         Ok(None) => {
-            errors.push(FieldError::required("S1", "spec.subnet", ""));
+            errors.push(FieldError::required(RuleId::S1, "spec.subnet", ""));
             None
         }
         Err(e) => {
@@ -99,7 +100,7 @@ pub(crate) fn read_pool(obj: &Value) -> PoolReading {
             let canonical = p.value.to_string();
             if canonical != t {
                 errors.push(FieldError::invalid(
-                    "S1",
+                    RuleId::S1,
                     "spec.subnet",
                     t,
                     format!("unformatted subnet {t}, please change it to {canonical}"),
@@ -108,19 +109,24 @@ pub(crate) fn read_pool(obj: &Value) -> PoolReading {
             Some(p.value)
         }
         Err(e) => {
-            errors.push(FieldError::invalid("S1", "spec.subnet", t, e.to_string()));
+            errors.push(FieldError::invalid(
+                RuleId::S1,
+                "spec.subnet",
+                t,
+                e.to_string(),
+            ));
             None
         }
     });
 
     // S2: ipVersion names the subnet's family.
-    let version_family = match read::integer("S2", obj, "spec.ipVersion") {
+    let version_family = match read::integer(RuleId::S2, obj, "spec.ipVersion") {
         Ok(None) => None,
         Ok(Some(4)) => Some(Family::V4),
         Ok(Some(6)) => Some(Family::V6),
         Ok(Some(v)) => {
             errors.push(FieldError::invalid(
-                "S2",
+                RuleId::S2,
                 "spec.ipVersion",
                 v,
                 "must be 4 or 6",
@@ -138,7 +144,7 @@ pub(crate) fn read_pool(obj: &Value) -> PoolReading {
                 .cloned()
                 .unwrap_or(Value::Null);
             errors.push(FieldError::invalid(
-                "S2",
+                RuleId::S2,
                 "spec.ipVersion",
                 v,
                 format!("does not match spec.subnet {c}, an {} subnet", c.family()),
@@ -165,11 +171,11 @@ pub(crate) fn read_pool(obj: &Value) -> PoolReading {
 
     // S4: the gateway sits inside the subnet and is never handed out.
     let mut gateway = None;
-    let gw = read::ip("S4", obj, "spec.gateway", &mut errors, &mut warnings);
+    let gw = read::ip(RuleId::S4, obj, "spec.gateway", &mut errors, &mut warnings);
     if let (Some(text), Some(gw)) = gw {
         if family.is_some_and(|f| f != gw.family) {
             errors.push(FieldError::invalid(
-                "S4",
+                RuleId::S4,
                 "spec.gateway",
                 text,
                 "provided gateway and addresses are of mixed IP families",
@@ -179,7 +185,7 @@ pub(crate) fn read_pool(obj: &Value) -> PoolReading {
             if let Some(c) = subnet {
                 if !is_link_local_gateway(gw) && !c.network.contains(gw.value) {
                     errors.push(FieldError::invalid(
-                        "S4",
+                        RuleId::S4,
                         "spec.gateway",
                         text,
                         format!("must be inside spec.subnet {c}"),
@@ -188,7 +194,7 @@ pub(crate) fn read_pool(obj: &Value) -> PoolReading {
             }
             if usable.contains(gw) {
                 errors.push(FieldError::invalid(
-                    "S4",
+                    RuleId::S4,
                     "spec.gateway",
                     text,
                     "must not be allocatable: it is in spec.ips and not in spec.excludeIPs",
@@ -209,7 +215,7 @@ pub(crate) fn read_pool(obj: &Value) -> PoolReading {
         for (v, what) in reserved {
             if usable.contains(Ip::new(fam, v)) {
                 warnings.push(Warning::new(
-                    "S3",
+                    RuleId::S3,
                     "spec.ips",
                     format!(
                         "includes {}, the {what} address of spec.subnet; list it in spec.excludeIPs",

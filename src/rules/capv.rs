@@ -7,6 +7,7 @@ use std::collections::HashSet;
 use crate::field::Verdict;
 use crate::model::capv::{network, pool_refs, PoolRefReading};
 use crate::model::{Meta, ObjKey, Operation, Request};
+use crate::rule_id::RuleId;
 use crate::rules::claim::not_a_pool_kind_of;
 use crate::rules::util::same;
 use crate::rules::Ctx;
@@ -46,7 +47,11 @@ pub(crate) fn validate(req: &Request, ctx: &Ctx) -> Verdict {
 fn v1(r: &PoolRefReading, namespace: Option<&str>, ctx: &Ctx, v: &mut Verdict) {
     let path = r.path.clone();
     if !r.raw.is_object() {
-        v.warn("V1", path, "must be an object with apiGroup, kind and name");
+        v.warn(
+            RuleId::V1,
+            path,
+            "must be an object with apiGroup, kind and name",
+        );
         return;
     }
     let mut missing = false;
@@ -56,13 +61,13 @@ fn v1(r: &PoolRefReading, namespace: Option<&str>, ctx: &Ctx, v: &mut Verdict) {
         ("name", r.name),
     ] {
         if value.is_none_or(str::is_empty) {
-            v.warn("V1", path.clone(), format!("{field} is required"));
+            v.warn(RuleId::V1, path.clone(), format!("{field} is required"));
             missing = true;
         }
     }
     if r.has_namespace {
         v.warn(
-            "V1",
+            RuleId::V1,
             path.clone(),
             "namespace is not part of the reference: CAPV looks the pool up in the machine's namespace",
         );
@@ -81,12 +86,12 @@ fn v1(r: &PoolRefReading, namespace: Option<&str>, ctx: &Ctx, v: &mut Verdict) {
                 "{kind}.{group} is not a pool kind ipam-guard knows; the reference was not checked"
             )
         });
-        v.warn("V1", path, message);
+        v.warn(RuleId::V1, path, message);
         return;
     };
     let key = ObjKey::new(pool_kind, namespace, name);
     if ctx.index.pool(&key).is_none() {
-        v.warn("V1", path, format!("{key} not found"));
+        v.warn(RuleId::V1, path, format!("{key} not found"));
     }
 }
 

@@ -6,6 +6,7 @@ use crate::field::{FieldError, Verdict};
 use crate::kinds::{Kind, KINDS};
 use crate::model::capi::{read_claim, ClaimReading, RefReading};
 use crate::model::{read, ObjKey, Operation, Request};
+use crate::rule_id::RuleId;
 use crate::rules::mutate::CLUSTER_NAME_LABEL;
 use crate::rules::util::{dns1123_subdomain_errors, immutable_fields, require, spec_changed};
 use crate::rules::Ctx;
@@ -23,7 +24,7 @@ pub(crate) fn validate(req: &Request, ctx: &Ctx) -> Verdict {
             // X5: the spec is immutable, so a changed spec is judged by C4 alone and an unchanged
             // one never fails for a problem it already had.
             if spec_changed(obj, old) {
-                immutable_fields("C4", &["spec"], obj, old, &mut v.errors);
+                immutable_fields(RuleId::C4, &["spec"], obj, old, &mut v.errors);
             }
             let touched = |p: &str| read::get(obj, p) != read::get(old, p);
             if touched("spec.clusterName") || label(obj) != label(old) {
@@ -49,19 +50,24 @@ fn label(obj: &Value) -> Option<&Value> {
 
 /// C1: every poolRef field present and non-empty, the name a DNS-1123 subdomain; C2: no namespace.
 fn c1_c2(r: &ClaimReading, v: &mut Verdict) {
-    pool_ref_required("C1", &r.pool_ref, &mut v.errors);
+    pool_ref_required(RuleId::C1, &r.pool_ref, &mut v.errors);
     if !r.has_pool_ref {
         return;
     }
     let p = &r.pool_ref;
     if let Some(name) = p.name.filter(|n| !n.is_empty()) {
         for detail in dns1123_subdomain_errors(name) {
-            v.deny(FieldError::invalid("C1", "spec.poolRef.name", name, detail));
+            v.deny(FieldError::invalid(
+                RuleId::C1,
+                "spec.poolRef.name",
+                name,
+                detail,
+            ));
         }
     }
     if p.has_namespace {
         v.deny(FieldError::forbidden(
-            "C2",
+            RuleId::C2,
             "spec.poolRef.namespace",
             NO_REF_NAMESPACE,
         ));
@@ -70,7 +76,7 @@ fn c1_c2(r: &ClaimReading, v: &mut Verdict) {
 
 /// C1, and A5 for an IPAddress: `spec.poolRef` and its apiGroup, kind and name are set and
 /// non-empty. A field the reader already reported (a wrong type) is not reported again.
-pub(crate) fn pool_ref_required(rule: &'static str, p: &RefReading, errors: &mut Vec<FieldError>) {
+pub(crate) fn pool_ref_required(rule: RuleId, p: &RefReading, errors: &mut Vec<FieldError>) {
     if p.raw.is_none() {
         if !errors.iter().any(|e| e.path == "spec.poolRef") {
             errors.push(FieldError::required(rule, "spec.poolRef", ""));
@@ -102,15 +108,20 @@ fn c3(r: &ClaimReading, namespace: Option<&str>, ctx: &Ctx, v: &mut Verdict) {
             if ctx.index.pool(&key).is_none() {
                 let detail = format!("{key} not found");
                 if ctx.options.require_existing_pool {
-                    v.deny(FieldError::invalid("C3", "spec.poolRef.name", name, detail));
+                    v.deny(FieldError::invalid(
+                        RuleId::C3,
+                        "spec.poolRef.name",
+                        name,
+                        detail,
+                    ));
                 } else {
-                    v.warn("C3", "spec.poolRef.name", detail);
+                    v.warn(RuleId::C3, "spec.poolRef.name", detail);
                 }
             }
         }
         None => {
             if let Some(message) = not_a_pool_kind_of(group, kind) {
-                v.warn("C3", "spec.poolRef.kind", message);
+                v.warn(RuleId::C3, "spec.poolRef.kind", message);
             }
         }
     }
@@ -139,7 +150,7 @@ fn c5(obj: &Value, r: &ClaimReading, v: &mut Verdict) {
     };
     if cluster != l {
         v.deny(FieldError::invalid(
-            "C5",
+            RuleId::C5,
             "metadata.labels",
             l.as_str(),
             format!("label {CLUSTER_NAME_LABEL} must equal spec.clusterName {cluster:?}"),

@@ -6,6 +6,7 @@ use crate::kinds::{Kind, DEFAULT_ADDRESS_SPACE};
 use crate::model::capi::{read_address, AddressReading};
 use crate::model::pool::{has_room_for_subnet, is_link_local_gateway, subnet_text};
 use crate::model::{AddressProj, ObjKey, Operation, PoolProj, Request};
+use crate::rule_id::RuleId;
 use crate::rules::claim::{pool_ref_required, NO_REF_NAMESPACE};
 use crate::rules::util::{
     immutable_fields, join_limited, join_shown, ratchet, spec_changed, MAX_LISTED,
@@ -27,7 +28,7 @@ pub(crate) fn validate(req: &Request, ctx: &Ctx) -> Verdict {
             if !spec_changed(obj, old) {
                 return v;
             }
-            immutable_fields("A10", &["spec"], obj, old, &mut v.errors);
+            immutable_fields(RuleId::A10, &["spec"], obj, old, &mut v.errors);
             let (errors, warnings) = findings(&read_address(obj));
             let (old_errors, _) = findings(&read_address(old));
             v.errors.extend(ratchet(errors, &old_errors));
@@ -57,20 +58,20 @@ fn findings(r: &AddressReading) -> (Vec<FieldError>, Vec<Warning>) {
         && !has_error_at(&errors, "spec.claimRef")
         && !has_error_at(&errors, "spec.claimRef.name")
     {
-        errors.push(FieldError::required("A5", "spec.claimRef.name", ""));
+        errors.push(FieldError::required(RuleId::A5, "spec.claimRef.name", ""));
     }
-    pool_ref_required("A5", &r.pool_ref, &mut errors);
+    pool_ref_required(RuleId::A5, &r.pool_ref, &mut errors);
     // C2: references never leave the namespace.
     if r.pool_ref.has_namespace {
         errors.push(FieldError::forbidden(
-            "C2",
+            RuleId::C2,
             "spec.poolRef.namespace",
             NO_REF_NAMESPACE,
         ));
     }
     if r.claim_ref_has_namespace {
         errors.push(FieldError::forbidden(
-            "C2",
+            RuleId::C2,
             "spec.claimRef.namespace",
             NO_REF_NAMESPACE,
         ));
@@ -84,7 +85,7 @@ fn findings(r: &AddressReading) -> (Vec<FieldError>, Vec<Warning>) {
 
     // A3: the gateway against the address.
     errors.extend(gateway_findings(
-        "A3",
+        RuleId::A3,
         addr,
         r.prefix,
         r.gateway,
@@ -96,13 +97,13 @@ fn findings(r: &AddressReading) -> (Vec<FieldError>, Vec<Warning>) {
         let cidr = subnet_text(family, net, p);
         if addr.value == net.start {
             warnings.push(Warning::new(
-                "A4",
+                RuleId::A4,
                 "spec.address",
                 format!("{addr} is the network address of {cidr}"),
             ));
         } else if family == Family::V4 && addr.value == net.end {
             warnings.push(Warning::new(
-                "A4",
+                RuleId::A4,
                 "spec.address",
                 format!("{addr} is the broadcast address of {cidr}"),
             ));
@@ -115,7 +116,7 @@ fn findings(r: &AddressReading) -> (Vec<FieldError>, Vec<Warning>) {
 /// family, is not the address itself and, when the prefix leaves room for a subnet, lies inside
 /// `address/prefix` (link-local IPv6 gateways exempt). The finding carries `rule`.
 pub(crate) fn gateway_findings(
-    rule: &'static str,
+    rule: RuleId,
     addr: Ip,
     prefix: Option<u8>,
     gateway: Option<Ip>,
@@ -156,18 +157,18 @@ fn cross_object(r: &AddressReading, own: &ObjKey, ctx: &Ctx, v: &mut Verdict) {
                     // `Kind.group/name` rather than the JSON object, which the 64-character cut
                     // would end before the name, the part that usually differs.
                     let value = format!("{}.{}/{}", mine.kind, mine.api_group, mine.name);
-                    v.deny(FieldError::invalid("A6", "spec.poolRef", value, OTHER_POOL));
+                    v.deny(FieldError::invalid(RuleId::A6, "spec.poolRef", value, OTHER_POOL));
                 }
             }
             None if ctx.options.stored => v.warn(
-                "A6",
+                RuleId::A6,
                 "spec.claimRef.name",
                 format!(
                     "{claim_key} not found: an orphaned address (its claim was deleted, or a restore has not brought it back yet)"
                 ),
             ),
             None => v.warn(
-                "A6",
+                RuleId::A6,
                 "spec.claimRef.name",
                 format!(
                     "{claim_key} not found; allowed because restores may create addresses before their claims"
@@ -183,7 +184,7 @@ fn cross_object(r: &AddressReading, own: &ObjKey, ctx: &Ctx, v: &mut Verdict) {
             .collect();
         if !others.is_empty() {
             v.deny(FieldError::duplicate(
-                "A7",
+                RuleId::A7,
                 "spec.claimRef.name",
                 claim,
                 format!(
@@ -201,11 +202,11 @@ fn cross_object(r: &AddressReading, own: &ObjKey, ctx: &Ctx, v: &mut Verdict) {
 
     // A8: inside what the pool can hand out; the pool's prefix and gateway are expected.
     if let Some(pool) = pool_key.as_ref().and_then(|k| index.pool(k)) {
-        v.errors.extend(outside_pool("A8", pool, addr, text));
+        v.errors.extend(outside_pool(RuleId::A8, pool, addr, text));
         if let (Some(pp), Some(ap)) = (pool.prefix, r.prefix) {
             if pp != ap {
                 v.warn(
-                    "A8",
+                    RuleId::A8,
                     "spec.prefix",
                     format!("prefix {ap} differs from the prefix {pp} of {}", pool.key),
                 );
@@ -213,17 +214,17 @@ fn cross_object(r: &AddressReading, own: &ObjKey, ctx: &Ctx, v: &mut Verdict) {
         }
         match (pool.gateway, r.gateway) {
             (Some(pg), Some(ag)) if pg != ag => v.warn(
-                "A8",
+                RuleId::A8,
                 "spec.gateway",
                 format!("gateway {ag} differs from the gateway {pg} of {}", pool.key),
             ),
             (Some(pg), None) if r.gateway_text.is_none() => v.warn(
-                "A8",
+                RuleId::A8,
                 "spec.gateway",
                 format!("not set, while {} has gateway {pg}", pool.key),
             ),
             (None, Some(ag)) => v.warn(
-                "A8",
+                RuleId::A8,
                 "spec.gateway",
                 format!("gateway {ag} is set, while {} has none", pool.key),
             ),
@@ -233,7 +234,7 @@ fn cross_object(r: &AddressReading, own: &ObjKey, ctx: &Ctx, v: &mut Verdict) {
 
     // A9: one holder per address and address space.
     v.errors.extend(held_elsewhere(
-        "A9",
+        RuleId::A9,
         addr,
         text,
         own,
@@ -245,7 +246,7 @@ fn cross_object(r: &AddressReading, own: &ObjKey, ctx: &Ctx, v: &mut Verdict) {
 /// A8, and MA4 for Metal3 addresses: the address is one the pool can hand out. The finding
 /// carries `rule`.
 pub(crate) fn outside_pool(
-    rule: &'static str,
+    rule: RuleId,
     pool: &PoolProj,
     addr: Ip,
     text: &str,
@@ -268,7 +269,7 @@ pub(crate) fn outside_pool(
 /// `addr` in the address space of the pool `pool_key` names (`default` without one), within
 /// `--overlap-scope`. The finding carries `rule`.
 pub(crate) fn held_elsewhere(
-    rule: &'static str,
+    rule: RuleId,
     addr: Ip,
     text: &str,
     own: &ObjKey,

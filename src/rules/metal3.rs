@@ -15,6 +15,7 @@ use crate::field::{FieldError, Verdict};
 use crate::kinds::Kind;
 use crate::model::metal3::{read_address, read_claim, AddressReading, IP_ADDRESS_ANNOTATION};
 use crate::model::{read, ObjKey, Operation, Request};
+use crate::rule_id::RuleId;
 use crate::rules::ipaddress::{gateway_findings, held_elsewhere, outside_pool};
 use crate::rules::pool::PoolKind;
 use crate::rules::util::{immutable_fields, ratchet, require, same, spec_changed, MAX_LISTED};
@@ -27,13 +28,13 @@ use crate::rules::Ctx;
 pub(crate) struct IPPool;
 
 impl PoolKind for IPPool {
-    const KEEPS_HELD: &'static str = "MP4";
-    const DELETE: &'static str = "MP4";
+    const KEEPS_HELD: RuleId = RuleId::MP4;
+    const DELETE: RuleId = RuleId::MP4;
 
     /// MP4: what names the addresses and how they are picked cannot change under live claims.
     fn immutable(obj: &Value, old: &Value, out: &mut Vec<FieldError>) {
         immutable_fields(
-            "MP4",
+            RuleId::MP4,
             &["spec.namePrefix", "spec.allocationStrategy"],
             obj,
             old,
@@ -54,13 +55,19 @@ pub(crate) fn validate_claim(req: &Request, ctx: &Ctx) -> Verdict {
         (Operation::Create, _) => {
             let r = read_claim(obj);
             v.errors.extend(r.errors.iter().cloned());
-            require("MC1", "spec.pool.name", r.pool_name, &mut v.errors);
-            mc2_namespace("MC2", "spec.pool.namespace", r.pool_namespace, ns, &mut v);
+            require(RuleId::MC1, "spec.pool.name", r.pool_name, &mut v.errors);
+            mc2_namespace(
+                RuleId::MC2,
+                "spec.pool.namespace",
+                r.pool_namespace,
+                ns,
+                &mut v,
+            );
             mc4(obj, ns, ctx, &mut v);
         }
         (Operation::Update, Some(old)) => {
             if spec_changed(obj, old) {
-                immutable_fields("MC3", &["spec"], obj, old, &mut v.errors);
+                immutable_fields(RuleId::MC3, &["spec"], obj, old, &mut v.errors);
             }
             let annotation = |o| read::entry(o, "metadata.annotations", IP_ADDRESS_ANNOTATION);
             if !same(annotation(obj), annotation(old)) {
@@ -75,7 +82,7 @@ pub(crate) fn validate_claim(req: &Request, ctx: &Ctx) -> Verdict {
 /// MC2 / MA2: a Metal3 reference may name a namespace, but only the object's own; the provider
 /// ignores claims for pools elsewhere.
 fn mc2_namespace(
-    rule: &'static str,
+    rule: RuleId,
     path: &str,
     given: Option<&str>,
     own: Option<&str>,
@@ -104,12 +111,12 @@ fn mc4(obj: &Value, ns: Option<&str>, ctx: &Ctx, v: &mut Verdict) {
     let ip = match parse_ip(text) {
         Ok(p) => {
             for w in p.warnings {
-                v.warn("MC4", path.clone(), w);
+                v.warn(RuleId::MC4, path.clone(), w);
             }
             p.value
         }
         Err(e) => {
-            v.deny(FieldError::invalid("MC4", path, text, e.to_string()));
+            v.deny(FieldError::invalid(RuleId::MC4, path, text, e.to_string()));
             return;
         }
     };
@@ -120,7 +127,7 @@ fn mc4(obj: &Value, ns: Option<&str>, ctx: &Ctx, v: &mut Verdict) {
     if let Some(pool) = ctx.index.pool(&key) {
         if !pool.allocatable.contains(ip) {
             v.warn(
-                "MC4",
+                RuleId::MC4,
                 path,
                 format!(
                     "{ip} is not an allocatable address of {key}: {}",
@@ -153,7 +160,7 @@ pub(crate) fn validate_address(req: &Request, ctx: &Ctx) -> Verdict {
             if !spec_changed(obj, old) {
                 return v;
             }
-            immutable_fields("MA3", &["spec"], obj, old, &mut v.errors);
+            immutable_fields(RuleId::MA3, &["spec"], obj, old, &mut v.errors);
             let r = read_address(obj);
             let old_ns = req.namespace_of(old);
             v.errors.extend(ratchet(
@@ -174,16 +181,28 @@ fn findings(r: &AddressReading, ns: Option<&str>) -> Vec<FieldError> {
         ("spec.pool.name", r.pool_name),
         ("spec.claim.name", r.claim_name),
     ] {
-        require("MA2", path, value, &mut errors);
+        require(RuleId::MA2, path, value, &mut errors);
     }
     let mut v = Verdict::default();
-    mc2_namespace("MA2", "spec.pool.namespace", r.pool_namespace, ns, &mut v);
-    mc2_namespace("MA2", "spec.claim.namespace", r.claim_namespace, ns, &mut v);
+    mc2_namespace(
+        RuleId::MA2,
+        "spec.pool.namespace",
+        r.pool_namespace,
+        ns,
+        &mut v,
+    );
+    mc2_namespace(
+        RuleId::MA2,
+        "spec.claim.namespace",
+        r.claim_namespace,
+        ns,
+        &mut v,
+    );
     errors.append(&mut v.errors);
 
     if let Some(addr) = r.address {
         errors.extend(gateway_findings(
-            "MA1",
+            RuleId::MA1,
             addr,
             r.prefix,
             r.gateway,
@@ -205,10 +224,10 @@ fn ma4(r: &AddressReading, own: &ObjKey, ctx: &Ctx, v: &mut Verdict) {
         .filter(|n| !n.is_empty())
         .map(|n| ObjKey::new(Kind::Metal3IPPool, own.namespace.as_deref(), n));
     if let Some(pool) = pool_key.as_ref().and_then(|k| ctx.index.pool(k)) {
-        v.errors.extend(outside_pool("MA4", pool, addr, text));
+        v.errors.extend(outside_pool(RuleId::MA4, pool, addr, text));
     }
     v.errors.extend(held_elsewhere(
-        "MA4",
+        RuleId::MA4,
         addr,
         text,
         own,

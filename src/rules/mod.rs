@@ -20,6 +20,7 @@ use crate::field::Verdict;
 use crate::index::Index;
 use crate::kinds::Kind;
 use crate::model::{Operation, Request};
+use crate::rule_id::RuleId;
 
 /// Settings that change verdicts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -55,7 +56,7 @@ pub fn validate(req: &Request, ctx: &Ctx) -> Verdict {
         // SPEC §1: a version we cannot decode is let through, but never silently.
         let mut v = Verdict::default();
         v.warn(
-            "K1",
+            RuleId::K1,
             "",
             format!(
                 "{}/{} {} is not a version ipam-guard knows (serves {}); the object was not checked",

@@ -6,6 +6,7 @@ use serde_json::{json, Value};
 use crate::field::{PatchOp, Verdict};
 use crate::kinds::{default_pool_group, Kind};
 use crate::model::{Operation, Request};
+use crate::rule_id::RuleId;
 
 /// The label CAPI uses to tie an object to its cluster.
 pub const CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";
@@ -51,7 +52,7 @@ fn m1_pool_group(obj: &Value, v: &mut Verdict) {
     if absent {
         // `add` on an existing member replaces it (RFC 6902 §4.1), which covers `apiGroup: ""`.
         v.patch.push(PatchOp {
-            rule: "M1",
+            rule: RuleId::M1,
             path: "/spec/poolRef/apiGroup".to_string(),
             value: Value::String(group.to_string()),
         });
@@ -81,7 +82,7 @@ fn m2_cluster_label(obj: &Value, v: &mut Verdict) {
     if !is_label_value(cluster) {
         // The API server would reject the whole request for our label: warn instead.
         v.warn(
-            "M2",
+            RuleId::M2,
             "spec.clusterName",
             format!("not a valid label value, label {CLUSTER_NAME_LABEL} was not added"),
         );
@@ -89,12 +90,12 @@ fn m2_cluster_label(obj: &Value, v: &mut Verdict) {
     }
     match labels {
         None | Some(Value::Null) => v.patch.push(PatchOp {
-            rule: "M2",
+            rule: RuleId::M2,
             path: "/metadata/labels".to_string(),
             value: json!({ CLUSTER_NAME_LABEL: cluster }),
         }),
         Some(Value::Object(_)) => v.patch.push(PatchOp {
-            rule: "M2",
+            rule: RuleId::M2,
             path: format!("/metadata/labels/{}", escape_pointer(CLUSTER_NAME_LABEL)),
             value: Value::String(cluster.to_string()),
         }),

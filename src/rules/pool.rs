@@ -10,6 +10,7 @@ use crate::field::{DenyReason, FieldError, Verdict};
 use crate::model::pool::PoolReading;
 use crate::model::read_pool;
 use crate::model::{read, Meta, ObjKey, Operation, Request};
+use crate::rule_id::RuleId;
 use crate::rules::util::{join_limited, join_shown, ratchet, spec_changed, MAX_LISTED};
 use crate::rules::Ctx;
 use crate::rules::OverlapScope;
@@ -26,9 +27,9 @@ const HELD: &str =
 /// Unless a kind says otherwise, its holders are the address objects the view files under it.
 pub(crate) trait PoolKind {
     /// The rule that keeps held addresses allocatable on a spec update (P8, MP4, S5).
-    const KEEPS_HELD: &'static str;
+    const KEEPS_HELD: RuleId;
     /// The rule that refuses the DELETE of a held pool (P9, MP4, S6).
-    const DELETE: &'static str;
+    const DELETE: RuleId;
 
     /// Spec fields the kind never lets an update change (MP4, S5); none by default.
     fn immutable(_obj: &Value, _old: &Value, _out: &mut Vec<FieldError>) {}
@@ -55,8 +56,8 @@ pub(crate) trait PoolKind {
 pub(crate) struct InCluster;
 
 impl PoolKind for InCluster {
-    const KEEPS_HELD: &'static str = "P8";
-    const DELETE: &'static str = "P9";
+    const KEEPS_HELD: RuleId = RuleId::P8;
+    const DELETE: RuleId = RuleId::P9;
 }
 
 // === impl validate ===
@@ -113,7 +114,7 @@ fn update<K: PoolKind>(req: &Request, obj: &Value, old: &Value, ctx: &Ctx) -> Ve
 /// (X5): one that was already outside the pool (a gateway handed out before ipam-guard was
 /// installed) is the audit's to report, and a pool that only grows never asks for its holders.
 pub(crate) fn keeps_held<I, F>(
-    rule: &'static str,
+    rule: RuleId,
     r: &PoolReading,
     before: &PoolReading,
     obj: &Value,
@@ -215,7 +216,7 @@ fn overlap(r: &PoolReading, before: Option<&PoolReading>, ctx: &Ctx, v: &mut Ver
             .collect();
         if !parts.is_empty() {
             v.deny(FieldError::invalid(
-                "P10",
+                RuleId::P10,
                 e.path.clone(),
                 e.text.as_str(),
                 format!("overlaps {}", join_limited(&parts)),
@@ -226,12 +227,7 @@ fn overlap(r: &PoolReading, before: Option<&PoolReading>, ctx: &Ctx, v: &mut Ver
 
 /// P9, and MP4 for Metal3 pools: a pool that address objects in the view still reference cannot
 /// be deleted. The finding carries `rule`.
-fn delete_held_in_view(
-    rule: &'static str,
-    req: &Request,
-    old: Option<&Value>,
-    ctx: &Ctx,
-) -> Verdict {
+fn delete_held_in_view(rule: RuleId, req: &Request, old: Option<&Value>, ctx: &Ctx) -> Verdict {
     let meta = old.map(Meta::read).unwrap_or_default();
     refuse_delete(rule, &meta, || {
         let namespace = req.namespace.or(meta.namespace.as_deref());
@@ -264,7 +260,7 @@ fn delete_held_in_view(
 /// at `metadata.name`, with `held`'s text saying who holds it. A pool carrying a skip annotation
 /// is let go without asking.
 pub(crate) fn refuse_delete(
-    rule: &'static str,
+    rule: RuleId,
     meta: &Meta,
     held: impl FnOnce() -> Option<String>,
 ) -> Verdict {

@@ -12,6 +12,7 @@ use crate::field::{FieldError, Verdict};
 use crate::model::pool::PoolReading;
 use crate::model::spider::{allocation, Allocation};
 use crate::model::{Meta, Request};
+use crate::rule_id::RuleId;
 use crate::rules::pool::{keeps_held, refuse_delete, PoolKind};
 use crate::rules::util::{immutable_fields, join_shown, MAX_LISTED};
 use crate::rules::Ctx;
@@ -23,12 +24,18 @@ const HELD: &str = "Pool has IPs allocated. Cannot delete Pool until all IPs hav
 pub(crate) struct SpiderIPPool;
 
 impl PoolKind for SpiderIPPool {
-    const KEEPS_HELD: &'static str = "S5";
-    const DELETE: &'static str = "S6";
+    const KEEPS_HELD: RuleId = RuleId::S5;
+    const DELETE: RuleId = RuleId::S6;
 
     /// S5: Spiderpool keys everything it hands out by subnet and family.
     fn immutable(obj: &Value, old: &Value, out: &mut Vec<FieldError>) {
-        immutable_fields("S5", &["spec.subnet", "spec.ipVersion"], obj, old, out);
+        immutable_fields(
+            RuleId::S5,
+            &["spec.subnet", "spec.ipVersion"],
+            obj,
+            old,
+            out,
+        );
     }
 
     /// S5: what pods hold stays allocatable.

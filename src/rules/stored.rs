@@ -14,6 +14,7 @@ use crate::field::FieldError;
 use crate::index::Index;
 use crate::kinds::Kind;
 use crate::model::{AddressProj, ObjKey};
+use crate::rule_id::RuleId;
 use crate::rules::ipaddress::{held_elsewhere, outside_pool};
 use crate::rules::pool::in_scope;
 use crate::rules::util::{join_limited, MAX_LISTED};
@@ -49,7 +50,7 @@ fn pools(ctx: &Ctx, out: &mut Vec<(ObjKey, FieldError)>) {
             out.push((
                 pool.key.clone(),
                 FieldError::invalid(
-                    "P10",
+                    RuleId::P10,
                     "spec",
                     pool.allocatable.display_limited(MAX_LISTED),
                     format!("overlaps {}", join_limited(&parts)),
@@ -68,8 +69,8 @@ fn addresses(ctx: &Ctx, out: &mut Vec<(ObjKey, FieldError)>) {
             continue;
         };
         let (outside, dup) = match a.key.kind {
-            Kind::Metal3IPAddress => ("MA4", "MA4"),
-            _ => ("A8", "A9"),
+            Kind::Metal3IPAddress => (RuleId::MA4, RuleId::MA4),
+            _ => (RuleId::A8, RuleId::A9),
         };
         if a.key.kind == Kind::IPAddress {
             one_per_claim(ctx, a, out);
@@ -106,7 +107,7 @@ fn one_per_claim(ctx: &Ctx, a: &AddressProj, out: &mut Vec<(ObjKey, FieldError)>
     out.push((
         a.key.clone(),
         FieldError::duplicate(
-            "A7",
+            RuleId::A7,
             "spec.claimRef.name",
             claim,
             format!(

@@ -7,6 +7,7 @@ use crate::field::{DenyReason, ErrorType, Verdict};
 use crate::index::Index;
 use crate::kinds::{Kind, CAPI_IPAM};
 use crate::model::{project, Operation, Projection};
+use crate::rule_id::RuleId;
 use crate::rules::test_support::{
     create, create_with, delete, errors, fixture, index, judge, update, warnings, with_space,
 };
@@ -785,7 +786,7 @@ fn a8_unknown_or_missing_pool_is_not_judged() {
     let a = addr(NS, "a", "192.0.2.1", 24, "InClusterIPPool", "nowhere");
     let v = create(Kind::IPAddress, &a, &Index::new());
     assert!(v.allowed());
-    assert!(!v.rules().contains(&"A8"));
+    assert!(!v.rules().contains(&RuleId::A8));
 }
 
 #[test]
@@ -875,7 +876,7 @@ fn a9_overlap_scope_namespace_and_off() {
     let dup = |o: Options, a: &Value| {
         create_with(Kind::IPAddress, a, &ix, o)
             .rules()
-            .contains(&"A9")
+            .contains(&RuleId::A9)
     };
     assert!(dup(scope(OverlapScope::AddressSpace), &other_ns));
     assert!(!dup(scope(OverlapScope::Namespace), &other_ns));
@@ -1476,7 +1477,7 @@ fn p10_address_spaces_and_scopes() {
         json!({"addresses": ["10.0.0.0/24"], "prefix": 24}),
     );
     let denied =
-        |o: Options, p: &Value, k: Kind| create_with(k, p, &ix, o).rules().contains(&"P10");
+        |o: Options, p: &Value, k: Kind| create_with(k, p, &ix, o).rules().contains(&RuleId::P10);
     assert!(denied(
         scope(OverlapScope::AddressSpace),
         &b,

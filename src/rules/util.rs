@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use crate::field::FieldError;
 use crate::model::read;
+use crate::rule_id::RuleId;
 
 /// Lists of offenders stop here (SPEC §8), followed by `and N more`.
 pub(crate) const MAX_LISTED: usize = 5;
@@ -43,7 +44,7 @@ pub(crate) fn spec_changed(new: &Value, old: &Value) -> bool {
 /// One immutability cause per changed leaf under `path` (C4, A10, as `ValidateImmutableField`).
 /// Objects are walked key by key; lists and scalars are leaves.
 pub(crate) fn immutable_changes(
-    rule: &'static str,
+    rule: RuleId,
     path: &str,
     new: Option<&Value>,
     old: Option<&Value>,
@@ -69,7 +70,7 @@ pub(crate) fn immutable_changes(
 /// One immutability cause per changed leaf under each of `paths`: `spec` for the kinds whose spec
 /// is immutable (C4, A10, MC3, MA3), single fields for the pools (MP4, S5).
 pub(crate) fn immutable_fields(
-    rule: &'static str,
+    rule: RuleId,
     paths: &[&str],
     new: &Value,
     old: &Value,
@@ -82,12 +83,7 @@ pub(crate) fn immutable_fields(
 
 /// A field that must be set and non-empty (C1, A5, MC1, MA2): a Required cause at `path`, unless
 /// the reader already reported the field (a wrong type).
-pub(crate) fn require(
-    rule: &'static str,
-    path: &str,
-    value: Option<&str>,
-    errors: &mut Vec<FieldError>,
-) {
+pub(crate) fn require(rule: RuleId, path: &str, value: Option<&str>, errors: &mut Vec<FieldError>) {
     if value.is_none_or(str::is_empty) && !errors.iter().any(|e| e.path == path) {
         errors.push(FieldError::required(rule, path, ""));
     }
@@ -159,7 +155,7 @@ mod tests {
     fn immutable_changes_are_per_leaf() {
         let mut out = Vec::new();
         immutable_changes(
-            "C4",
+            RuleId::C4,
             "spec",
             Some(&json!({"poolRef": {"name": "b", "kind": "K"}, "clusterName": "c"})),
             Some(&json!({"poolRef": {"name": "a", "kind": "K"}})),

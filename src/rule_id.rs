@@ -1,0 +1,311 @@
+//! Rule ids as a type: every id ipam-guard reports, with what it does to a write and whether it
+//! reads other objects through the view. A new view-reading rule cannot be added without saying
+//! so here (the matches are exhaustive), and readiness (X3), the decider's share of a verdict
+//! (X2) and the answer to view-dependent requests while the view is unsynced all follow from it.
+//! Bottom layer: no I/O, no other module.
+
+use std::fmt;
+
+/// What a rule does to a write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    /// Refuses the write.
+    Deny,
+    /// Allows the write with a warning.
+    Warn,
+    /// Refuses some writes and warns about others (the summary says which).
+    DenyOrWarn,
+    /// Fills absent fields through the mutating webhook.
+    Mutate,
+    /// Lets a write through that other rules would refuse.
+    Allow,
+    /// Reported by `ipam-guard check` only.
+    CheckOnly,
+}
+
+impl Effect {
+    pub fn label(self) -> &'static str {
+        match self {
+            Effect::Deny => "deny",
+            Effect::Warn => "warn",
+            Effect::DenyOrWarn => "deny or warn",
+            Effect::Mutate => "mutate",
+            Effect::Allow => "allow",
+            Effect::CheckOnly => "check only",
+        }
+    }
+}
+
+/// One rule id. Ordered and compared by its text, so sorted lists read as they always have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RuleId {
+    C1,
+    C2,
+    C3,
+    C4,
+    C5,
+    A1,
+    A2,
+    A3,
+    A4,
+    A5,
+    A6,
+    A7,
+    A8,
+    A9,
+    A10,
+    P1,
+    P2,
+    P3,
+    P4,
+    P5,
+    P6,
+    P7,
+    P8,
+    P9,
+    P10,
+    P11,
+    MP1,
+    MP2,
+    MP3,
+    MP4,
+    MC1,
+    MC2,
+    MC3,
+    MC4,
+    MA1,
+    MA2,
+    MA3,
+    MA4,
+    S1,
+    S2,
+    S3,
+    S4,
+    S5,
+    S6,
+    V1,
+    M1,
+    M2,
+    K1,
+    REQ,
+    X3,
+    X4,
+    /// An id this build does not know, as a decider of another version wrote it (SPEC X2 across
+    /// replicas): shown as written so the user still sees which rule spoke.
+    Foreign(&'static str),
+}
+
+impl RuleId {
+    /// Every id this build reports, in catalogue order.
+    pub const ALL: [RuleId; 51] = [
+        RuleId::C1,
+        RuleId::C2,
+        RuleId::C3,
+        RuleId::C4,
+        RuleId::C5,
+        RuleId::A1,
+        RuleId::A2,
+        RuleId::A3,
+        RuleId::A4,
+        RuleId::A5,
+        RuleId::A6,
+        RuleId::A7,
+        RuleId::A8,
+        RuleId::A9,
+        RuleId::A10,
+        RuleId::P1,
+        RuleId::P2,
+        RuleId::P3,
+        RuleId::P4,
+        RuleId::P5,
+        RuleId::P6,
+        RuleId::P7,
+        RuleId::P8,
+        RuleId::P9,
+        RuleId::P10,
+        RuleId::P11,
+        RuleId::MP1,
+        RuleId::MP2,
+        RuleId::MP3,
+        RuleId::MP4,
+        RuleId::MC1,
+        RuleId::MC2,
+        RuleId::MC3,
+        RuleId::MC4,
+        RuleId::MA1,
+        RuleId::MA2,
+        RuleId::MA3,
+        RuleId::MA4,
+        RuleId::S1,
+        RuleId::S2,
+        RuleId::S3,
+        RuleId::S4,
+        RuleId::S5,
+        RuleId::S6,
+        RuleId::V1,
+        RuleId::M1,
+        RuleId::M2,
+        RuleId::K1,
+        RuleId::REQ,
+        RuleId::X3,
+        RuleId::X4,
+    ];
+
+    /// The id as users read it: `P10`, `MA4`, `REQ`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RuleId::C1 => "C1",
+            RuleId::C2 => "C2",
+            RuleId::C3 => "C3",
+            RuleId::C4 => "C4",
+            RuleId::C5 => "C5",
+            RuleId::A1 => "A1",
+            RuleId::A2 => "A2",
+            RuleId::A3 => "A3",
+            RuleId::A4 => "A4",
+            RuleId::A5 => "A5",
+            RuleId::A6 => "A6",
+            RuleId::A7 => "A7",
+            RuleId::A8 => "A8",
+            RuleId::A9 => "A9",
+            RuleId::A10 => "A10",
+            RuleId::P1 => "P1",
+            RuleId::P2 => "P2",
+            RuleId::P3 => "P3",
+            RuleId::P4 => "P4",
+            RuleId::P5 => "P5",
+            RuleId::P6 => "P6",
+            RuleId::P7 => "P7",
+            RuleId::P8 => "P8",
+            RuleId::P9 => "P9",
+            RuleId::P10 => "P10",
+            RuleId::P11 => "P11",
+            RuleId::MP1 => "MP1",
+            RuleId::MP2 => "MP2",
+            RuleId::MP3 => "MP3",
+            RuleId::MP4 => "MP4",
+            RuleId::MC1 => "MC1",
+            RuleId::MC2 => "MC2",
+            RuleId::MC3 => "MC3",
+            RuleId::MC4 => "MC4",
+            RuleId::MA1 => "MA1",
+            RuleId::MA2 => "MA2",
+            RuleId::MA3 => "MA3",
+            RuleId::MA4 => "MA4",
+            RuleId::S1 => "S1",
+            RuleId::S2 => "S2",
+            RuleId::S3 => "S3",
+            RuleId::S4 => "S4",
+            RuleId::S5 => "S5",
+            RuleId::S6 => "S6",
+            RuleId::V1 => "V1",
+            RuleId::M1 => "M1",
+            RuleId::M2 => "M2",
+            RuleId::K1 => "K1",
+            RuleId::REQ => "REQ",
+            RuleId::X3 => "X3",
+            RuleId::X4 => "X4",
+            RuleId::Foreign(id) => id,
+        }
+    }
+
+    /// The id written as `text` (any case), if this build knows it.
+    pub fn parse(text: &str) -> Option<RuleId> {
+        RuleId::ALL
+            .into_iter()
+            .find(|r| r.as_str().eq_ignore_ascii_case(text))
+    }
+
+    /// What the rule does to a write. An id from another version may do either.
+    pub fn effect(self) -> Effect {
+        use RuleId::*;
+        match self {
+            C1 | C2 | C4 | C5 | A2 | A3 | A5 | A7 | A9 | A10 | P1 | P3 | P4 | P5 | P6 | P8 | P9
+            | P10 | MP3 | MP4 | MC1 | MC2 | MC3 | MA2 | MA3 | MA4 | S1 | S2 | S4 | S5 | S6
+            | REQ => Effect::Deny,
+            C3 | A1 | A6 | A8 | P2 | MP1 | MP2 | MC4 | MA1 | S3 | X3 => Effect::DenyOrWarn,
+            A4 | P7 | V1 | K1 => Effect::Warn,
+            P11 => Effect::Allow,
+            M1 | M2 => Effect::Mutate,
+            X4 => Effect::CheckOnly,
+            Foreign(_) => Effect::DenyOrWarn,
+        }
+    }
+
+    /// Whether the rule reads other objects through the view (SPEC X1): its findings are only as
+    /// good as the view, so it is skipped or answered with 503 until the view has synced (X3),
+    /// and across replicas the decider answers for it (X2).
+    pub fn reads_view(self) -> bool {
+        use RuleId::*;
+        match self {
+            C3 | A6 | A7 | A8 | A9 | P8 | P9 | P10 | MP4 | MC4 | MA4 | S5 | V1 => true,
+            C1 | C2 | C4 | C5 | A1 | A2 | A3 | A4 | A5 | A10 | P1 | P2 | P3 | P4 | P5 | P6 | P7
+            | P11 | MP1 | MP2 | MP3 | MC1 | MC2 | MC3 | MA1 | MA2 | MA3 | S1 | S2 | S3 | S4
+            | S6 | M1 | M2 | K1 | REQ | X3 | X4 | Foreign(_) => false,
+        }
+    }
+}
+
+impl fmt::Display for RuleId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<&str> for RuleId {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl PartialEq<str> for RuleId {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<RuleId> for &str {
+    fn eq(&self, other: &RuleId) -> bool {
+        *self == other.as_str()
+    }
+}
+
+impl PartialOrd for RuleId {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for RuleId {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_str().cmp(other.as_str())
+    }
+}
+
+impl From<RuleId> for &'static str {
+    fn from(id: RuleId) -> &'static str {
+        id.as_str()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_id_reads_back_as_itself() {
+        for id in RuleId::ALL {
+            assert_eq!(RuleId::parse(id.as_str()), Some(id));
+            assert_eq!(RuleId::parse(&id.as_str().to_lowercase()), Some(id));
+        }
+        assert_eq!(RuleId::parse("P99"), None);
+    }
+
+    #[test]
+    fn order_and_equality_follow_the_text() {
+        let mut ids = vec![RuleId::P2, RuleId::P10, RuleId::A4, RuleId::Foreign("Z9")];
+        ids.sort();
+        assert_eq!(ids, ["A4", "P10", "P2", "Z9"]);
+        assert_eq!(RuleId::MP4.to_string(), "MP4");
+    }
+}
