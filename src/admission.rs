@@ -15,7 +15,7 @@ use kube::core::Status;
 use serde_json::{json, Map, Value};
 
 use crate::cluster::{Caller, ClusterView};
-use crate::field::{DenyReason, FieldError, Verdict};
+use crate::field::{DenyReason, Verdict};
 use crate::kinds::Kind;
 use crate::model::{project, Operation, Projection, Request};
 use crate::rule_id::RuleId;
@@ -299,7 +299,7 @@ impl Admission {
             old_object: env.old_object.as_ref(),
             dry_run: env.dry_run,
         };
-        if let Some(err) = shape_error(&req) {
+        if let Err(err) = rules::shape(&req) {
             let mut v = Verdict::default();
             v.deny(err);
             return Stage::Done(Judged::Verdict(kind, v));
@@ -308,7 +308,7 @@ impl Admission {
             Endpoint::Mutate => Stage::Done(Judged::Verdict(kind, rules::mutate(&req))),
             Endpoint::Validate => {
                 if !self.inner.view.synced()
-                    && denies_from_view(kind, operation, &self.inner.options)
+                    && rules::denies_from_view(kind, operation, &self.inner.options)
                 {
                     return Stage::Done(Judged::Verdict(kind, not_synced()));
                 }
@@ -383,7 +383,7 @@ fn needs_decider(req: &Request, local: &Verdict, options: &Options) -> bool {
     if local.errors.iter().any(|e| !e.rule.reads_view()) {
         return false;
     }
-    denies_from_view(req.kind, req.operation, options)
+    rules::denies_from_view(req.kind, req.operation, options)
         || matches!(req.operation, Operation::Create | Operation::Update)
             && !req.dry_run
             && project(req.kind, req.object.unwrap_or(&Value::Null)).is_some()
@@ -412,23 +412,6 @@ fn admitted(req: &Request, verdict: &Verdict) -> Option<Projection> {
 
 const VIEW_NOT_READY_WARNING: &str =
     "ipam-guard has not finished reading the cluster yet; checks against other objects were skipped";
-
-/// Whether a request of this kind and operation can be denied by a rule that reads the view.
-/// Until the view has synced such requests get a 503 (SPEC X3): a partial view would let a
-/// duplicate or an overlap through.
-fn denies_from_view(kind: Kind, op: Operation, options: &Options) -> bool {
-    use Kind::*;
-    let overlap = options.overlap_scope != crate::rules::OverlapScope::Off;
-    match (kind, op) {
-        (IPAddressClaim, Operation::Create) => options.require_existing_pool,
-        (IPAddress | Metal3IPAddress, Operation::Create) => true,
-        (InClusterIPPool | GlobalInClusterIPPool | Metal3IPPool, Operation::Update) => true,
-        (InClusterIPPool | GlobalInClusterIPPool | Metal3IPPool, Operation::Delete) => true,
-        (InClusterIPPool | GlobalInClusterIPPool | Metal3IPPool, Operation::Create) => overlap,
-        (SpiderIPPool, Operation::Create | Operation::Update) => overlap,
-        _ => false,
-    }
-}
 
 fn not_synced() -> Verdict {
     Verdict {
@@ -612,35 +595,6 @@ fn decode(body: &[u8]) -> Result<Envelope, String> {
     })
 }
 
-/// Checks the request carries the objects its operation needs, in a shape the rules can read.
-/// A broken request is denied with a cause at the offending field, never allowed.
-fn shape_error(req: &Request) -> Option<FieldError> {
-    let need = |v: Option<&Value>, field: &str| -> Option<FieldError> {
-        match v {
-            None => Some(FieldError::required(
-                RuleId::REQ,
-                field,
-                format!("a {} request must carry {field}", req.operation.as_str()),
-            )),
-            Some(Value::Object(_)) => None,
-            Some(_) => Some(FieldError::invalid(
-                RuleId::REQ,
-                field,
-                "(not an object)",
-                "must be a JSON object",
-            )),
-        }
-    };
-    match req.operation {
-        Operation::Create => need(req.object, "object"),
-        Operation::Update => {
-            need(req.object, "object").or_else(|| need(req.old_object, "oldObject"))
-        }
-        Operation::Delete => need(req.old_object, "oldObject"),
-        Operation::Connect => None,
-    }
-}
-
 fn allow(uid: &str) -> Value {
     json!({ "uid": uid, "allowed": true })
 }
@@ -822,6 +776,7 @@ mod routing_tests;
 mod tests {
     use super::*;
     use crate::cluster::StaticView;
+    use crate::field::FieldError;
 
     fn admission() -> Admission {
         Admission::new(Arc::new(StaticView::empty()), Options::default())
@@ -916,6 +871,13 @@ mod tests {
         /// Reads only, as the static view it wraps.
         fn decide(&self, f: &mut dyn FnMut(&crate::index::Index) -> Option<Projection>) {
             self.0.decide(f);
+        }
+        fn decide_as(
+            &self,
+            caller: &Caller,
+            f: &mut dyn FnMut(&crate::index::Index) -> Option<Projection>,
+        ) {
+            self.0.decide_as(caller, f);
         }
     }
 

@@ -37,13 +37,10 @@ pub trait ClusterView: Send + Sync {
     /// No default: every view says how it serialises. Across replicas only the elected decider
     /// calls this for admissions (`crate::decider`); the others forward the step to it.
     fn decide(&self, f: &mut dyn FnMut(&Index) -> Option<Projection>);
-    /// As `decide`, for a request from `caller` (the webhook passes who connected). Views that
-    /// record pending entries override it to bound what strangers reserve (`trust.rs`); the
-    /// default, for views that record nothing, is `decide`.
-    fn decide_as(&self, caller: &Caller, f: &mut dyn FnMut(&Index) -> Option<Projection>) {
-        let _ = caller;
-        self.decide(f)
-    }
+    /// As `decide`, for a request from `caller` (the webhook passes who connected). A view that
+    /// records pending entries bounds what strangers reserve here (`trust.rs`). No default: a
+    /// wrapper that forwarded only `decide` would silently drop those bounds.
+    fn decide_as(&self, caller: &Caller, f: &mut dyn FnMut(&Index) -> Option<Projection>);
     /// Health of each watch feeding the view (metrics). Views fed from files have none.
     fn watch_health(&self) -> Vec<WatchHealth> {
         Vec::new()

@@ -240,6 +240,13 @@ impl ClusterView for Syncing {
     ) {
         self.0.decide(f);
     }
+    fn decide_as(
+        &self,
+        caller: &ipam_guard::cluster::Caller,
+        f: &mut dyn FnMut(&ipam_guard::index::Index) -> Option<ipam_guard::model::Projection>,
+    ) {
+        self.0.decide_as(caller, f);
+    }
 }
 
 #[tokio::test]

@@ -193,6 +193,13 @@ impl ClusterView for NotSynced {
     fn decide(&self, f: &mut dyn FnMut(&Index) -> Option<crate::model::Projection>) {
         ClusterView::decide(&self.0, f)
     }
+    fn decide_as(
+        &self,
+        caller: &crate::cluster::Caller,
+        f: &mut dyn FnMut(&Index) -> Option<crate::model::Projection>,
+    ) {
+        ClusterView::decide_as(&self.0, caller, f)
+    }
 }
 
 fn manifests(file: &str, yaml: &str) -> Result<Vec<Manifest>, String> {

@@ -6,7 +6,7 @@ use std::ops::Deref;
 use std::path::PathBuf;
 
 use super::load::{self, LoadError, Manifest};
-use super::ClusterView;
+use super::{Caller, ClusterView};
 use crate::index::{Index, Object};
 use crate::kinds::Kind;
 use crate::model::{self, Projection};
@@ -227,6 +227,10 @@ impl ClusterView for StaticView {
     /// server never answers from a bare static view (`serve --state-from` wraps the index in
     /// `Shared`, which keeps pending entries under its decision lock).
     fn decide(&self, f: &mut dyn FnMut(&Index) -> Option<Projection>) {
+        f(&self.index);
+    }
+    /// Records nothing, so there is nothing to bound: the caller changes nothing.
+    fn decide_as(&self, _caller: &Caller, f: &mut dyn FnMut(&Index) -> Option<Projection>) {
         f(&self.index);
     }
 }

@@ -4,43 +4,58 @@
 
 use std::collections::HashSet;
 
+use serde_json::Value;
+
 use crate::field::Verdict;
 use crate::model::capv::{network, pool_refs, PoolRefReading};
-use crate::model::{Meta, ObjKey, Operation, Request};
+use crate::model::{Meta, ObjKey, Operation};
 use crate::rule_id::RuleId;
 use crate::rules::claim::not_a_pool_kind_of;
 use crate::rules::util::same;
-use crate::rules::Ctx;
+use crate::rules::{Call, Ctx, Options, Validator};
 
-pub(crate) fn validate(req: &Request, ctx: &Ctx) -> Verdict {
-    let mut v = Verdict::default();
-    let Some(obj) = req.object else {
-        return v;
-    };
-    let namespace = req.namespace_of(obj);
-    let refs = pool_refs(req.kind, obj);
-    match (req.operation, req.old_object) {
-        (Operation::Create, _) => {
-            for r in &refs {
-                v1(r, namespace, ctx, &mut v);
-            }
+/// `VSphereMachine` and `VSphereMachineTemplate`: V1.
+pub(crate) struct Machine;
+
+impl Validator for Machine {
+    fn create(&self, obj: &Value, call: &Call, ctx: &Ctx) -> Verdict {
+        let mut v = Verdict::default();
+        let namespace = call.namespace_of(obj);
+        for r in &pool_refs(call.kind, obj) {
+            v1(r, namespace, ctx, &mut v);
         }
-        (Operation::Update, Some(old)) => {
-            // X5: only references the update adds or changes are looked at.
-            if Meta::read(obj).deleting || same(network(req.kind, obj), network(req.kind, old)) {
-                return v;
-            }
-            let before: HashSet<String> = pool_refs(req.kind, old)
-                .iter()
-                .map(|r| r.raw.to_string())
-                .collect();
-            for r in refs.iter().filter(|r| !before.contains(&r.raw.to_string())) {
-                v1(r, namespace, ctx, &mut v);
-            }
-        }
-        _ => {}
+        v
     }
-    v
+
+    fn update(&self, obj: &Value, old: &Value, call: &Call, ctx: &Ctx) -> Verdict {
+        let mut v = Verdict::default();
+        // X5: only references the update adds or changes are looked at.
+        if Meta::read(obj).deleting || same(network(call.kind, obj), network(call.kind, old)) {
+            return v;
+        }
+        let namespace = call.namespace_of(obj);
+        let before: HashSet<String> = pool_refs(call.kind, old)
+            .iter()
+            .map(|r| r.raw.to_string())
+            .collect();
+        for r in pool_refs(call.kind, obj)
+            .iter()
+            .filter(|r| !before.contains(&r.raw.to_string()))
+        {
+            v1(r, namespace, ctx, &mut v);
+        }
+        v
+    }
+
+    /// CAPV's objects are CAPV's to delete.
+    fn delete(&self, _old: &Value, _call: &Call, _ctx: &Ctx) -> Verdict {
+        Verdict::default()
+    }
+
+    /// V1 only warns.
+    fn view_denials(&self, _op: Operation, _options: &Options) -> Vec<RuleId> {
+        Vec::new()
+    }
 }
 
 /// V1 for one `addressesFromPools[j]`.
@@ -100,10 +115,10 @@ mod tests {
     use super::*;
     use crate::index::Index;
     use crate::kinds::Kind;
-    use crate::model::{project, Projection};
+    use crate::model::{project, Projection, Request};
     use crate::rules::test_support::{fixture, index, warnings};
     use crate::rules::{validate, Options};
-    use serde_json::{json, Value};
+    use serde_json::json;
 
     fn judge(kind: Kind, file: &str, edit: impl Fn(&mut Value), ix: &Index) -> Verdict {
         let review = fixture("eco", file);

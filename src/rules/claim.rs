@@ -5,43 +5,55 @@ use serde_json::Value;
 use crate::field::{FieldError, Verdict};
 use crate::kinds::{Kind, KINDS};
 use crate::model::capi::{read_claim, ClaimReading, RefReading};
-use crate::model::{read, ObjKey, Operation, Request};
+use crate::model::{read, ObjKey, Operation};
 use crate::rule_id::RuleId;
 use crate::rules::mutate::CLUSTER_NAME_LABEL;
 use crate::rules::util::{dns1123_subdomain_errors, immutable_fields, require, spec_changed};
-use crate::rules::Ctx;
+use crate::rules::{Call, Ctx, Options, Validator};
 
 /// C2's detail, shared with IPAddress references.
 pub(crate) const NO_REF_NAMESPACE: &str = "references must stay in the object's namespace";
 
-pub(crate) fn validate(req: &Request, ctx: &Ctx) -> Verdict {
-    let mut v = Verdict::default();
-    let Some(obj) = req.object else {
-        return v;
-    };
-    match (req.operation, req.old_object) {
-        (Operation::Update, Some(old)) => {
-            // X5: the spec is immutable, so a changed spec is judged by C4 alone and an unchanged
-            // one never fails for a problem it already had.
-            if spec_changed(obj, old) {
-                immutable_fields(RuleId::C4, &["spec"], obj, old, &mut v.errors);
-            }
-            let touched = |p: &str| read::get(obj, p) != read::get(old, p);
-            if touched("spec.clusterName") || label(obj) != label(old) {
-                c5(obj, &read_claim(obj), &mut v);
-            }
-        }
-        (Operation::Create, _) => {
-            let namespace = req.namespace_of(obj);
-            let r = read_claim(obj);
-            v.errors.extend(r.errors.iter().cloned());
-            c1_c2(&r, &mut v);
-            c3(&r, namespace, ctx, &mut v);
-            c5(obj, &r, &mut v);
-        }
-        _ => {}
+/// `IPAddressClaim`: C1–C5.
+pub(crate) struct Claim;
+
+impl Validator for Claim {
+    fn create(&self, obj: &Value, call: &Call, ctx: &Ctx) -> Verdict {
+        let mut v = Verdict::default();
+        let namespace = call.namespace_of(obj);
+        let r = read_claim(obj);
+        v.errors.extend(r.errors.iter().cloned());
+        c1_c2(&r, &mut v);
+        c3(&r, namespace, ctx, &mut v);
+        c5(obj, &r, &mut v);
+        v
     }
-    v
+
+    fn update(&self, obj: &Value, old: &Value, _call: &Call, _ctx: &Ctx) -> Verdict {
+        let mut v = Verdict::default();
+        // X5: the spec is immutable, so a changed spec is judged by C4 alone and an unchanged
+        // one never fails for a problem it already had.
+        if spec_changed(obj, old) {
+            immutable_fields(RuleId::C4, &["spec"], obj, old, &mut v.errors);
+        }
+        let touched = |p: &str| read::get(obj, p) != read::get(old, p);
+        if touched("spec.clusterName") || label(obj) != label(old) {
+            c5(obj, &read_claim(obj), &mut v);
+        }
+        v
+    }
+
+    /// A claim may always go: its address is the provider's to release.
+    fn delete(&self, _old: &Value, _call: &Call, _ctx: &Ctx) -> Verdict {
+        Verdict::default()
+    }
+
+    fn view_denials(&self, op: Operation, options: &Options) -> Vec<RuleId> {
+        match op {
+            Operation::Create if options.require_existing_pool => vec![RuleId::C3],
+            _ => Vec::new(),
+        }
+    }
 }
 
 fn label(obj: &Value) -> Option<&Value> {

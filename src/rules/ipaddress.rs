@@ -1,50 +1,64 @@
 //! CAPI `IPAddress` (SPEC §4): A1–A10.
 
+use serde_json::Value;
+
 use crate::address::{subnet_of, Family, Ip};
 use crate::field::{FieldError, Verdict, Warning};
 use crate::kinds::{Kind, DEFAULT_ADDRESS_SPACE};
 use crate::model::capi::{read_address, AddressReading};
 use crate::model::pool::{has_room_for_subnet, is_link_local_gateway, subnet_text};
-use crate::model::{AddressProj, ObjKey, Operation, PoolProj, Request};
+use crate::model::{AddressProj, ObjKey, Operation, PoolProj};
 use crate::rule_id::RuleId;
 use crate::rules::claim::{pool_ref_required, NO_REF_NAMESPACE};
 use crate::rules::util::{
     immutable_fields, join_limited, join_shown, ratchet, spec_changed, MAX_LISTED,
 };
-use crate::rules::Ctx;
 use crate::rules::OverlapScope;
+use crate::rules::{Call, Ctx, Options, Validator};
 
 const OTHER_POOL: &str =
     "the referenced pool is different from the pool referenced by the claim this address should fulfill";
 
-pub(crate) fn validate(req: &Request, ctx: &Ctx) -> Verdict {
-    let mut v = Verdict::default();
-    let Some(obj) = req.object else {
-        return v;
-    };
-    match (req.operation, req.old_object) {
-        (Operation::Update, Some(old)) => {
-            // X5: metadata-only updates pass whatever the spec looks like.
-            if !spec_changed(obj, old) {
-                return v;
-            }
-            immutable_fields(RuleId::A10, &["spec"], obj, old, &mut v.errors);
-            let (errors, warnings) = findings(&read_address(obj));
-            let (old_errors, _) = findings(&read_address(old));
-            v.errors.extend(ratchet(errors, &old_errors));
-            v.warnings = warnings;
-        }
-        (Operation::Create, _) => {
-            let r = read_address(obj);
-            let (errors, warnings) = findings(&r);
-            v.errors = errors;
-            v.warnings = warnings;
-            let own = ObjKey::new(Kind::IPAddress, req.namespace_of(obj), req.name);
-            cross_object(&r, &own, ctx, &mut v);
-        }
-        _ => {}
+/// CAPI `IPAddress`: A1–A10.
+pub(crate) struct Address;
+
+impl Validator for Address {
+    fn create(&self, obj: &Value, call: &Call, ctx: &Ctx) -> Verdict {
+        let mut v = Verdict::default();
+        let r = read_address(obj);
+        let (errors, warnings) = findings(&r);
+        v.errors = errors;
+        v.warnings = warnings;
+        let own = ObjKey::new(Kind::IPAddress, call.namespace_of(obj), call.name);
+        cross_object(&r, &own, ctx, &mut v);
+        v
     }
-    v
+
+    fn update(&self, obj: &Value, old: &Value, _call: &Call, _ctx: &Ctx) -> Verdict {
+        let mut v = Verdict::default();
+        // X5: metadata-only updates pass whatever the spec looks like.
+        if !spec_changed(obj, old) {
+            return v;
+        }
+        immutable_fields(RuleId::A10, &["spec"], obj, old, &mut v.errors);
+        let (errors, warnings) = findings(&read_address(obj));
+        let (old_errors, _) = findings(&read_address(old));
+        v.errors.extend(ratchet(errors, &old_errors));
+        v.warnings = warnings;
+        v
+    }
+
+    /// An address may always go: deleting it releases what it held.
+    fn delete(&self, _old: &Value, _call: &Call, _ctx: &Ctx) -> Verdict {
+        Verdict::default()
+    }
+
+    fn view_denials(&self, op: Operation, _options: &Options) -> Vec<RuleId> {
+        match op {
+            Operation::Create => vec![RuleId::A6, RuleId::A7, RuleId::A8, RuleId::A9],
+            _ => Vec::new(),
+        }
+    }
 }
 
 /// A1–A5 and C2: what the object says on its own.

@@ -14,12 +14,12 @@ use crate::address::parse_ip;
 use crate::field::{FieldError, Verdict};
 use crate::kinds::Kind;
 use crate::model::metal3::{read_address, read_claim, AddressReading, IP_ADDRESS_ANNOTATION};
-use crate::model::{read, ObjKey, Operation, Request};
+use crate::model::{read, ObjKey, Operation};
 use crate::rule_id::RuleId;
 use crate::rules::ipaddress::{gateway_findings, held_elsewhere, outside_pool};
-use crate::rules::pool::PoolKind;
+use crate::rules::pool::{PoolKind, Pools};
 use crate::rules::util::{immutable_fields, ratchet, require, same, spec_changed, MAX_LISTED};
-use crate::rules::Ctx;
+use crate::rules::{Call, Ctx, Options, Validator};
 
 // === IPPool ===
 
@@ -27,9 +27,12 @@ use crate::rules::Ctx;
 /// held by the address objects the view files under it (see the module docs).
 pub(crate) struct IPPool;
 
+pub(crate) static POOL: Pools<IPPool> = Pools(std::marker::PhantomData);
+
 impl PoolKind for IPPool {
     const KEEPS_HELD: RuleId = RuleId::MP4;
     const DELETE: RuleId = RuleId::MP4;
+    const HOLDERS_IN_VIEW: bool = true;
 
     /// MP4: what names the addresses and how they are picked cannot change under live claims.
     fn immutable(obj: &Value, old: &Value, out: &mut Vec<FieldError>) {
@@ -45,38 +48,49 @@ impl PoolKind for IPPool {
 
 // === IPClaim ===
 
-pub(crate) fn validate_claim(req: &Request, ctx: &Ctx) -> Verdict {
-    let mut v = Verdict::default();
-    let Some(obj) = req.object else {
-        return v;
-    };
-    let ns = req.namespace_of(obj);
-    match (req.operation, req.old_object) {
-        (Operation::Create, _) => {
-            let r = read_claim(obj);
-            v.errors.extend(r.errors.iter().cloned());
-            require(RuleId::MC1, "spec.pool.name", r.pool_name, &mut v.errors);
-            mc2_namespace(
-                RuleId::MC2,
-                "spec.pool.namespace",
-                r.pool_namespace,
-                ns,
-                &mut v,
-            );
+/// Metal3 `IPClaim`: MC1–MC4.
+pub(crate) struct Claim;
+
+impl Validator for Claim {
+    fn create(&self, obj: &Value, call: &Call, ctx: &Ctx) -> Verdict {
+        let mut v = Verdict::default();
+        let ns = call.namespace_of(obj);
+        let r = read_claim(obj);
+        v.errors.extend(r.errors.iter().cloned());
+        require(RuleId::MC1, "spec.pool.name", r.pool_name, &mut v.errors);
+        mc2_namespace(
+            RuleId::MC2,
+            "spec.pool.namespace",
+            r.pool_namespace,
+            ns,
+            &mut v,
+        );
+        mc4(obj, ns, ctx, &mut v);
+        v
+    }
+
+    fn update(&self, obj: &Value, old: &Value, call: &Call, ctx: &Ctx) -> Verdict {
+        let mut v = Verdict::default();
+        let ns = call.namespace_of(obj);
+        if spec_changed(obj, old) {
+            immutable_fields(RuleId::MC3, &["spec"], obj, old, &mut v.errors);
+        }
+        let annotation = |o| read::entry(o, "metadata.annotations", IP_ADDRESS_ANNOTATION);
+        if !same(annotation(obj), annotation(old)) {
             mc4(obj, ns, ctx, &mut v);
         }
-        (Operation::Update, Some(old)) => {
-            if spec_changed(obj, old) {
-                immutable_fields(RuleId::MC3, &["spec"], obj, old, &mut v.errors);
-            }
-            let annotation = |o| read::entry(o, "metadata.annotations", IP_ADDRESS_ANNOTATION);
-            if !same(annotation(obj), annotation(old)) {
-                mc4(obj, ns, ctx, &mut v);
-            }
-        }
-        _ => {}
+        v
     }
-    v
+
+    /// A claim may always go: its address is the provider's to release.
+    fn delete(&self, _old: &Value, _call: &Call, _ctx: &Ctx) -> Verdict {
+        Verdict::default()
+    }
+
+    /// MC4 reads the view only to warn; it denies on syntax alone.
+    fn view_denials(&self, _op: Operation, _options: &Options) -> Vec<RuleId> {
+        Vec::new()
+    }
 }
 
 /// MC2 / MA2: a Metal3 reference may name a namespace, but only the object's own; the provider
@@ -140,38 +154,51 @@ fn mc4(obj: &Value, ns: Option<&str>, ctx: &Ctx, v: &mut Verdict) {
 
 // === IPAddress ===
 
-pub(crate) fn validate_address(req: &Request, ctx: &Ctx) -> Verdict {
-    let mut v = Verdict::default();
-    let Some(obj) = req.object else {
-        return v;
-    };
-    let ns = req.namespace_of(obj);
-    match (req.operation, req.old_object) {
-        (Operation::Create, _) => {
-            let r = read_address(obj);
-            v.errors = findings(&r, ns);
-            v.warnings.clone_from(&r.warnings);
-            let own = ObjKey::new(Kind::Metal3IPAddress, ns, req.name);
-            ma4(&r, &own, ctx, &mut v);
-        }
-        (Operation::Update, Some(old)) => {
-            // X5: the finalizer removal (both objects deleting, spec unchanged) and every other
-            // metadata-only write pass whatever the spec holds.
-            if !spec_changed(obj, old) {
-                return v;
-            }
-            immutable_fields(RuleId::MA3, &["spec"], obj, old, &mut v.errors);
-            let r = read_address(obj);
-            let old_ns = req.namespace_of(old);
-            v.errors.extend(ratchet(
-                findings(&r, ns),
-                &findings(&read_address(old), old_ns),
-            ));
-            v.warnings.clone_from(&r.warnings);
-        }
-        _ => {}
+/// Metal3 `IPAddress`: MA1–MA4.
+pub(crate) struct Address;
+
+impl Validator for Address {
+    fn create(&self, obj: &Value, call: &Call, ctx: &Ctx) -> Verdict {
+        let mut v = Verdict::default();
+        let ns = call.namespace_of(obj);
+        let r = read_address(obj);
+        v.errors = findings(&r, ns);
+        v.warnings.clone_from(&r.warnings);
+        let own = ObjKey::new(Kind::Metal3IPAddress, ns, call.name);
+        ma4(&r, &own, ctx, &mut v);
+        v
     }
-    v
+
+    fn update(&self, obj: &Value, old: &Value, call: &Call, _ctx: &Ctx) -> Verdict {
+        let mut v = Verdict::default();
+        // X5: the finalizer removal (both objects deleting, spec unchanged) and every other
+        // metadata-only write pass whatever the spec holds.
+        if !spec_changed(obj, old) {
+            return v;
+        }
+        let ns = call.namespace_of(obj);
+        immutable_fields(RuleId::MA3, &["spec"], obj, old, &mut v.errors);
+        let r = read_address(obj);
+        let old_ns = call.namespace_of(old);
+        v.errors.extend(ratchet(
+            findings(&r, ns),
+            &findings(&read_address(old), old_ns),
+        ));
+        v.warnings.clone_from(&r.warnings);
+        v
+    }
+
+    /// An address may always go: deleting it releases what it held.
+    fn delete(&self, _old: &Value, _call: &Call, _ctx: &Ctx) -> Verdict {
+        Verdict::default()
+    }
+
+    fn view_denials(&self, op: Operation, _options: &Options) -> Vec<RuleId> {
+        match op {
+            Operation::Create => vec![RuleId::MA4, RuleId::A9],
+            _ => Vec::new(),
+        }
+    }
 }
 
 /// MA1 and MA2: what the object says on its own. The gateway is held to A3's terms.

@@ -10,6 +10,7 @@ pub mod pool;
 pub mod spider;
 pub mod stored;
 mod util;
+pub mod validator;
 
 #[cfg(test)]
 pub(crate) mod test_support;
@@ -21,6 +22,7 @@ use crate::index::Index;
 use crate::kinds::Kind;
 use crate::model::{Operation, Request};
 use crate::rule_id::RuleId;
+pub use validator::{for_kind, shape, Call, Review, Validator};
 
 /// Settings that change verdicts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -68,18 +70,28 @@ pub fn validate(req: &Request, ctx: &Ctx) -> Verdict {
         );
         return v;
     }
-    match req.kind {
-        Kind::IPAddressClaim => claim::validate(req, ctx),
-        Kind::IPAddress => ipaddress::validate(req, ctx),
-        Kind::InClusterIPPool | Kind::GlobalInClusterIPPool => {
-            pool::validate::<pool::InCluster>(req, ctx)
+    let review = match shape(req) {
+        Ok(review) => review,
+        Err(broken) => {
+            let mut v = Verdict::default();
+            v.deny(broken);
+            return v;
         }
-        Kind::Metal3IPPool => pool::validate::<metal3::IPPool>(req, ctx),
-        Kind::Metal3IPClaim => metal3::validate_claim(req, ctx),
-        Kind::Metal3IPAddress => metal3::validate_address(req, ctx),
-        Kind::SpiderIPPool => pool::validate::<spider::SpiderIPPool>(req, ctx),
-        Kind::VSphereMachine | Kind::VSphereMachineTemplate => capv::validate(req, ctx),
+    };
+    let call = Call::of(req);
+    let validator = for_kind(req.kind);
+    match review {
+        Review::Create(obj) => validator.create(obj, &call, ctx),
+        Review::Update { obj, old } => validator.update(obj, old, &call, ctx),
+        Review::Delete(old) => validator.delete(old, &call, ctx),
+        Review::Connect => Verdict::default(),
     }
+}
+
+/// Whether a request of this kind and operation can be refused by a rule that reads the view
+/// (its validator's `view_denials`): until the view has synced such requests get a 503 (X3).
+pub fn denies_from_view(kind: Kind, op: Operation, options: &Options) -> bool {
+    !for_kind(kind).view_denials(op, options).is_empty()
 }
 
 /// Mutating webhook (SPEC §7): fills absent fields only; idempotent.

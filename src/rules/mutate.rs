@@ -7,15 +7,27 @@ use crate::field::{PatchOp, Verdict};
 use crate::kinds::{default_pool_group, Kind};
 use crate::model::{Operation, Request};
 use crate::rule_id::RuleId;
+use crate::rules::{shape, Review};
 
 /// The label CAPI uses to tie an object to its cluster.
 pub const CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";
 
+/// The mutator: a broken request is refused by [`shape`], as validation refuses it; a delete
+/// has nothing to fill.
 pub(crate) fn mutate(req: &Request) -> Verdict {
+    match shape(req) {
+        Ok(Review::Create(obj) | Review::Update { obj, .. }) => fill(req, obj),
+        Ok(Review::Delete(_) | Review::Connect) => Verdict::default(),
+        Err(broken) => {
+            let mut v = Verdict::default();
+            v.deny(broken);
+            v
+        }
+    }
+}
+
+fn fill(req: &Request, obj: &Value) -> Verdict {
     let mut v = Verdict::default();
-    let Some(obj) = req.object else {
-        return v;
-    };
     // An unknown shape is not ours to patch; validation already warns about the version.
     if !req.kind.serves_version(req.version) {
         return v;
@@ -133,7 +145,8 @@ mod tests {
             namespace: Some("ns"),
             name: "x",
             object: Some(obj),
-            old_object: None,
+            // An update carries its stored object (`shape` refuses one without).
+            old_object: (op == Operation::Update).then_some(obj),
             dry_run: false,
         }
     }

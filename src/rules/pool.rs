@@ -3,17 +3,19 @@
 //! the index uses); P8–P11 are judged here. Metal3 and Spiderpool pools run the same code as
 //! [`PoolKind`]s that name their own immutable fields, rule ids and record of holders.
 
+use std::marker::PhantomData;
+
 use serde_json::Value;
 
 use crate::address::{AddrSet, Ip};
 use crate::field::{DenyReason, FieldError, Verdict};
 use crate::model::pool::PoolReading;
 use crate::model::read_pool;
-use crate::model::{read, Meta, ObjKey, Operation, Request};
+use crate::model::{read, Meta, ObjKey, Operation};
 use crate::rule_id::RuleId;
 use crate::rules::util::{join_limited, join_shown, ratchet, spec_changed, MAX_LISTED};
-use crate::rules::Ctx;
 use crate::rules::OverlapScope;
+use crate::rules::{Call, Ctx, Options, Validator};
 
 /// The start of P8's text, which MP4 and S5 share: the same complaint about other pool kinds.
 const RELEASES_HELD: &str = "pool addresses do not contain allocated addresses";
@@ -30,6 +32,9 @@ pub(crate) trait PoolKind {
     const KEEPS_HELD: RuleId;
     /// The rule that refuses the DELETE of a held pool (P9, MP4, S6).
     const DELETE: RuleId;
+    /// Whether its holders are found in the view (address objects), so that `KEEPS_HELD` and
+    /// `DELETE` deny from the view; false when the pool records them itself (Spiderpool).
+    const HOLDERS_IN_VIEW: bool;
 
     /// Spec fields the kind never lets an update change (MP4, S5); none by default.
     fn immutable(_obj: &Value, _old: &Value, _out: &mut Vec<FieldError>) {}
@@ -47,8 +52,8 @@ pub(crate) trait PoolKind {
     }
 
     /// Delete protection under the kind's rule, with the kind's record of holders.
-    fn delete(req: &Request, old: Option<&Value>, ctx: &Ctx) -> Verdict {
-        delete_held_in_view(Self::DELETE, req, old, ctx)
+    fn delete(old: &Value, call: &Call, ctx: &Ctx) -> Verdict {
+        delete_held_in_view(Self::DELETE, call, old, ctx)
     }
 }
 
@@ -58,31 +63,51 @@ pub(crate) struct InCluster;
 impl PoolKind for InCluster {
     const KEEPS_HELD: RuleId = RuleId::P8;
     const DELETE: RuleId = RuleId::P9;
+    const HOLDERS_IN_VIEW: bool = true;
 }
+
+/// The validator of a pool kind: the rules every pool kind shares, with `K`'s own part.
+pub(crate) struct Pools<K>(pub(crate) PhantomData<K>);
+
+pub(crate) static IN_CLUSTER: Pools<InCluster> = Pools(PhantomData);
 
 // === impl validate ===
 
 /// Every pool kind's admission: CREATE is the reader's findings and P10; UPDATE adds P11, X5, the
 /// kind's immutable fields and held addresses; DELETE is the kind's delete protection.
-pub(crate) fn validate<K: PoolKind>(req: &Request, ctx: &Ctx) -> Verdict {
-    match (req.operation, req.object, req.old_object) {
-        (Operation::Delete, _, old) => K::delete(req, old, ctx),
-        (Operation::Create, Some(obj), _) => {
-            let r = read_pool(req.kind, obj);
-            let mut v = Verdict {
-                errors: r.errors.clone(),
-                warnings: r.warnings.clone(),
-                ..Verdict::default()
-            };
-            overlap(&r, None, ctx, &mut v);
-            v
+impl<K: PoolKind + Sync> Validator for Pools<K> {
+    fn create(&self, obj: &Value, call: &Call, ctx: &Ctx) -> Verdict {
+        let r = read_pool(call.kind, obj);
+        let mut v = Verdict {
+            errors: r.errors.clone(),
+            warnings: r.warnings.clone(),
+            ..Verdict::default()
+        };
+        overlap(&r, None, ctx, &mut v);
+        v
+    }
+
+    fn update(&self, obj: &Value, old: &Value, call: &Call, ctx: &Ctx) -> Verdict {
+        update::<K>(call, obj, old, ctx)
+    }
+
+    fn delete(&self, old: &Value, call: &Call, ctx: &Ctx) -> Verdict {
+        K::delete(old, call, ctx)
+    }
+
+    fn view_denials(&self, op: Operation, options: &Options) -> Vec<RuleId> {
+        let overlap = (options.overlap_scope != OverlapScope::Off).then_some(RuleId::P10);
+        let held = |rule| K::HOLDERS_IN_VIEW.then_some(rule);
+        match op {
+            Operation::Create => overlap.into_iter().collect(),
+            Operation::Update => held(K::KEEPS_HELD).into_iter().chain(overlap).collect(),
+            Operation::Delete => held(K::DELETE).into_iter().collect(),
+            Operation::Connect => Vec::new(),
         }
-        (Operation::Update, Some(obj), Some(old)) => update::<K>(req, obj, old, ctx),
-        _ => Verdict::default(),
     }
 }
 
-fn update<K: PoolKind>(req: &Request, obj: &Value, old: &Value, ctx: &Ctx) -> Verdict {
+fn update<K: PoolKind>(call: &Call, obj: &Value, old: &Value, ctx: &Ctx) -> Verdict {
     let mut v = Verdict::default();
     // P11: a pool on its way out (finalizers being removed) is never held up.
     if Meta::read(obj).deleting || Meta::read(old).deleting {
@@ -93,13 +118,13 @@ fn update<K: PoolKind>(req: &Request, obj: &Value, old: &Value, ctx: &Ctx) -> Ve
     if !changed && !space_changed {
         return v;
     }
-    let r = read_pool(req.kind, obj);
+    let r = read_pool(call.kind, obj);
     if !changed {
         // Only the address space moved: the whole pool meets new neighbours.
         overlap(&r, None, ctx, &mut v);
         return v;
     }
-    let before = read_pool(req.kind, old);
+    let before = read_pool(call.kind, old);
     K::immutable(obj, old, &mut v.errors);
     v.errors.extend(ratchet(r.errors.clone(), &before.errors));
     v.warnings.clone_from(&r.warnings);
@@ -227,16 +252,16 @@ fn overlap(r: &PoolReading, before: Option<&PoolReading>, ctx: &Ctx, v: &mut Ver
 
 /// P9, and MP4 for Metal3 pools: a pool that address objects in the view still reference cannot
 /// be deleted. The finding carries `rule`.
-fn delete_held_in_view(rule: RuleId, req: &Request, old: Option<&Value>, ctx: &Ctx) -> Verdict {
-    let meta = old.map(Meta::read).unwrap_or_default();
+fn delete_held_in_view(rule: RuleId, call: &Call, old: &Value, ctx: &Ctx) -> Verdict {
+    let meta = Meta::read(old);
     refuse_delete(rule, &meta, || {
-        let namespace = req.namespace.or(meta.namespace.as_deref());
-        let name = if req.name.is_empty() {
+        let namespace = call.namespace.or(meta.namespace.as_deref());
+        let name = if call.name.is_empty() {
             meta.name.as_str()
         } else {
-            req.name
+            call.name
         };
-        let key = ObjKey::new(req.kind, namespace, name);
+        let key = ObjKey::new(call.kind, namespace, name);
         let holders = ctx.index.addresses_for_pool(&key);
         if holders.is_empty() {
             return None;

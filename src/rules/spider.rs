@@ -11,11 +11,11 @@ use serde_json::Value;
 use crate::field::{FieldError, Verdict};
 use crate::model::pool::PoolReading;
 use crate::model::spider::{allocation, Allocation};
-use crate::model::{Meta, Request};
+use crate::model::Meta;
 use crate::rule_id::RuleId;
-use crate::rules::pool::{keeps_held, refuse_delete, PoolKind};
+use crate::rules::pool::{keeps_held, refuse_delete, PoolKind, Pools};
 use crate::rules::util::{immutable_fields, join_shown, MAX_LISTED};
-use crate::rules::Ctx;
+use crate::rules::{Call, Ctx};
 
 /// S6's text, in P9's words.
 const HELD: &str = "Pool has IPs allocated. Cannot delete Pool until all IPs have been released.";
@@ -23,9 +23,13 @@ const HELD: &str = "Pool has IPs allocated. Cannot delete Pool until all IPs hav
 /// `SpiderIPPool`: S5 and S6 on top of the shared pool rules; held by what its status records.
 pub(crate) struct SpiderIPPool;
 
+pub(crate) static POOL: Pools<SpiderIPPool> = Pools(std::marker::PhantomData);
+
 impl PoolKind for SpiderIPPool {
     const KEEPS_HELD: RuleId = RuleId::S5;
     const DELETE: RuleId = RuleId::S6;
+    /// Its status records the holders: S5 and S6 read the stored object, not the view.
+    const HOLDERS_IN_VIEW: bool = false;
 
     /// S5: Spiderpool keys everything it hands out by subnet and family.
     fn immutable(obj: &Value, old: &Value, out: &mut Vec<FieldError>) {
@@ -58,10 +62,7 @@ impl PoolKind for SpiderIPPool {
 
     /// S6: a pool whose status says it hands out addresses cannot be deleted. The skip
     /// annotations of P9 apply too: they are the documented escape hatch for any pool.
-    fn delete(_req: &Request, old: Option<&Value>, _ctx: &Ctx) -> Verdict {
-        let Some(old) = old else {
-            return Verdict::default();
-        };
+    fn delete(old: &Value, _call: &Call, _ctx: &Ctx) -> Verdict {
         refuse_delete(Self::DELETE, &Meta::read(old), || {
             let a = allocation(old);
             a.held().then(|| format!("{HELD} {}", holders(&a)))

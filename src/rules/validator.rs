@@ -1,0 +1,146 @@
+//! One validator per kind, in the shape Cluster API's webhooks use: `create(obj)`,
+//! `update(obj, old)`, `delete(old)`, with objects that are never optional. [`shape`] is the one
+//! place a request's objects are checked: a broken request is denied there, so no rule has an
+//! allow-when-missing path. [`for_kind`] is the one table from a kind to its validator.
+
+use serde_json::Value;
+
+use crate::field::{FieldError, Verdict};
+use crate::kinds::Kind;
+use crate::model::{read, Operation, Request};
+use crate::rule_id::RuleId;
+use crate::rules::{capv, claim, ipaddress, metal3, pool, spider, Ctx, Options};
+
+/// A request's objects, as its operation needs them.
+#[derive(Debug, Clone, Copy)]
+pub enum Review<'a> {
+    Create(&'a Value),
+    Update {
+        obj: &'a Value,
+        old: &'a Value,
+    },
+    Delete(&'a Value),
+    /// Nothing ipam-guard judges.
+    Connect,
+}
+
+/// Who and what a review is about, besides its objects.
+#[derive(Debug, Clone, Copy)]
+pub struct Call<'a> {
+    pub kind: Kind,
+    pub version: &'a str,
+    pub namespace: Option<&'a str>,
+    pub name: &'a str,
+    pub dry_run: bool,
+}
+
+impl<'a> Call<'a> {
+    pub fn of(req: &Request<'a>) -> Self {
+        Call {
+            kind: req.kind,
+            version: req.version,
+            namespace: req.namespace,
+            name: req.name,
+            dry_run: req.dry_run,
+        }
+    }
+
+    /// The request's namespace, else the one `obj` names in its metadata.
+    pub fn namespace_of<'o>(&'o self, obj: &'o Value) -> Option<&'o str> {
+        self.namespace
+            .or_else(|| read::get(obj, "metadata.namespace").and_then(Value::as_str))
+    }
+}
+
+/// The rules of one kind. Every method is written out for every kind: a kind with nothing to
+/// check on an operation says so, rather than inheriting an allow.
+pub trait Validator: Sync {
+    fn create(&self, obj: &Value, call: &Call, ctx: &Ctx) -> Verdict;
+    fn update(&self, obj: &Value, old: &Value, call: &Call, ctx: &Ctx) -> Verdict;
+    fn delete(&self, old: &Value, call: &Call, ctx: &Ctx) -> Verdict;
+    /// The view-reading rules (`RuleId::reads_view`) that can refuse `op` under `options`. Until
+    /// the view has synced, such a request gets a 503 (SPEC X3): a partial view would let a
+    /// duplicate or an overlap through.
+    fn view_denials(&self, op: Operation, options: &Options) -> Vec<RuleId>;
+}
+
+/// The validator of `kind`.
+pub fn for_kind(kind: Kind) -> &'static dyn Validator {
+    match kind {
+        Kind::IPAddressClaim => &claim::Claim,
+        Kind::IPAddress => &ipaddress::Address,
+        Kind::InClusterIPPool | Kind::GlobalInClusterIPPool => &pool::IN_CLUSTER,
+        Kind::Metal3IPPool => &metal3::POOL,
+        Kind::Metal3IPClaim => &metal3::Claim,
+        Kind::Metal3IPAddress => &metal3::Address,
+        Kind::SpiderIPPool => &spider::POOL,
+        Kind::VSphereMachine | Kind::VSphereMachineTemplate => &capv::Machine,
+    }
+}
+
+/// Checks the request carries the objects its operation needs, in a shape the rules can read.
+/// A broken request is denied with a cause at the offending field, never allowed.
+pub fn shape<'a>(req: &Request<'a>) -> Result<Review<'a>, FieldError> {
+    let need = |v: Option<&'a Value>, field: &str| -> Result<&'a Value, FieldError> {
+        match v {
+            None => Err(FieldError::required(
+                RuleId::REQ,
+                field,
+                format!("a {} request must carry {field}", req.operation.as_str()),
+            )),
+            Some(v @ Value::Object(_)) => Ok(v),
+            Some(_) => Err(FieldError::invalid(
+                RuleId::REQ,
+                field,
+                "(not an object)",
+                "must be a JSON object",
+            )),
+        }
+    };
+    Ok(match req.operation {
+        Operation::Create => Review::Create(need(req.object, "object")?),
+        Operation::Update => {
+            let obj = need(req.object, "object")?;
+            let old = need(req.old_object, "oldObject")?;
+            Review::Update { obj, old }
+        }
+        Operation::Delete => Review::Delete(need(req.old_object, "oldObject")?),
+        Operation::Connect => Review::Connect,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kinds::KINDS;
+    use crate::rules::OverlapScope;
+
+    /// What each validator declares is what the typed ids say: only view-reading rules, and
+    /// each one's effect can refuse a write.
+    #[test]
+    fn view_denials_are_view_reading_rules_that_can_deny() {
+        let settings = [
+            Options::default(),
+            Options {
+                overlap_scope: OverlapScope::Off,
+                require_existing_pool: true,
+                stored: false,
+            },
+        ];
+        for info in KINDS {
+            for op in [
+                Operation::Create,
+                Operation::Update,
+                Operation::Delete,
+                Operation::Connect,
+            ] {
+                for options in &settings {
+                    for id in for_kind(info.kind).view_denials(op, options) {
+                        assert!(id.reads_view(), "{:?} {op:?}: {id}", info.kind);
+                        assert_ne!(id.effect(), crate::rule_id::Effect::Warn, "{id}");
+                    }
+                }
+            }
+        }
+    }
+}
