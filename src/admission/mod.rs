@@ -1,4 +1,5 @@
-//! AdmissionReview in and out: decode, dispatch to the rules, encode Status and patches.
+//! AdmissionReview in and out: `envelope` decodes, `dispatch` takes a review to the rules (and
+//! across replicas to the decider, `decision`), `status` encodes the Status and the patch.
 //!
 //! The envelope is read by hand from a `serde_json::Value` rather than through
 //! `kube::core::admission::AdmissionRequest`: that type decodes the object's metadata as a typed
@@ -9,20 +10,25 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-use base64::Engine as _;
-use kube::core::response::{StatusCause, StatusDetails, StatusSummary};
-use kube::core::Status;
-use serde_json::{json, Map, Value};
+use serde_json::json;
 
 use crate::cluster::{Caller, ClusterView};
-use crate::field::{DenyReason, Verdict};
-use crate::kinds::Kind;
-use crate::model::{project, Operation, Projection, Request};
 use crate::rule_id::RuleId;
-use crate::rules::{self, Ctx, Options};
+use crate::rules::Options;
 
 mod decision;
+mod dispatch;
+mod envelope;
+mod status;
 pub use decision::{DecisionAnswer, DecisionRequest, Here, Route, WireError, WireWarning};
+pub use status::denial_status;
+
+use dispatch::{
+    fill_outcome, needs_decider, not_synced, unavailable, verdict_rules, Judged, Stage,
+    NOT_DECIDER, VIEW_NOT_READY_WARNING,
+};
+use envelope::{decode, Envelope};
+use status::{allow, fault, respond};
 
 /// Which webhook path a review came in on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -94,23 +100,6 @@ struct Inner {
     options: Options,
     /// Set when replicas share one decider (SPEC X2 across replicas); None decides locally.
     route: Option<Arc<dyn Route>>,
-}
-
-/// The envelope fields we read, borrowed from the parsed body.
-struct Envelope {
-    api_version: String,
-    uid: String,
-    group: String,
-    version: String,
-    kind: String,
-    namespace: Option<String>,
-    name: String,
-    operation: String,
-    object: Option<Value>,
-    old_object: Option<Value>,
-    dry_run: bool,
-    user: String,
-    groups: Vec<String>,
 }
 
 impl Admission {
@@ -279,494 +268,6 @@ impl Admission {
             outcome: Some(outcome),
         }
     }
-
-    /// Everything before the X2 step: not ours, a broken request, a mutation, or a view that
-    /// has not synced end here; a validation goes on to the decision.
-    fn stage<'e>(&self, endpoint: Endpoint, env: &'e Envelope) -> Stage<'e> {
-        let Some(kind) = Kind::from_group_kind(&env.group, &env.kind) else {
-            return Stage::Done(Judged::Untouched);
-        };
-        let Some(operation) = Operation::parse(&env.operation) else {
-            return Stage::Done(Judged::Untouched);
-        };
-        let req = Request {
-            operation,
-            kind,
-            version: &env.version,
-            namespace: env.namespace.as_deref(),
-            name: &env.name,
-            object: env.object.as_ref(),
-            old_object: env.old_object.as_ref(),
-            dry_run: env.dry_run,
-        };
-        if let Err(err) = rules::shape(&req) {
-            let mut v = Verdict::default();
-            v.deny(err);
-            return Stage::Done(Judged::Verdict(kind, v));
-        }
-        match endpoint {
-            Endpoint::Mutate => Stage::Done(Judged::Verdict(kind, rules::mutate(&req))),
-            Endpoint::Validate => {
-                if !self.inner.view.synced()
-                    && rules::denies_from_view(kind, operation, &self.inner.options)
-                {
-                    return Stage::Done(Judged::Verdict(kind, not_synced()));
-                }
-                Stage::Validate(kind, req)
-            }
-        }
-    }
-
-    /// The X2 step on this replica: judge and record what was admitted in one step, so two
-    /// racing creates of overlapping pools cannot both pass. With a route, only the decider gets
-    /// here, and a decision that ends after its fence closed is refused (it may have been paused
-    /// mid-decision while another replica took over).
-    fn validate_here(&self, req: &Request, caller: &Caller) -> Verdict {
-        let route = self.inner.route.as_deref();
-        if let Some(Here::Forward) = route.map(Route::standing) {
-            return unavailable(NOT_DECIDER.to_string());
-        }
-        let synced = self.inner.view.synced();
-        let mut verdict = Verdict::default();
-        let options = self.inner.options;
-        self.inner.view.decide_as(caller, &mut |index| {
-            verdict = rules::validate(req, &Ctx { index, options });
-            admitted(req, &verdict)
-        });
-        if let Some(route) = route {
-            match route.standing() {
-                Here::Decide => {}
-                Here::Forward => return unavailable(NOT_DECIDER.to_string()),
-                Here::Refuse(why) => return unavailable(why),
-            }
-            if admitted(req, &verdict).is_some() {
-                route.admitted(DecisionRequest::from_request(req));
-            }
-        }
-        if !synced {
-            // What the view-reading rules said came from a partial view: drop it, say so.
-            verdict.warnings.retain(|w| !w.rule.reads_view());
-            verdict.warn(RuleId::X3, "", VIEW_NOT_READY_WARNING);
-        }
-        verdict
-    }
-
-    /// A follower's own reading: every rule against its view, nothing recorded. The decider
-    /// redoes the view-dependent part.
-    fn validate_read_only(&self, req: &Request) -> Verdict {
-        let index = self.inner.view.read();
-        let mut verdict = rules::validate(
-            req,
-            &Ctx {
-                index: &index,
-                options: self.inner.options,
-            },
-        );
-        if !self.inner.view.synced() {
-            // A partial view: the decider (synced, or it refuses) answers for the view rules.
-            verdict.warnings.retain(|w| !w.rule.reads_view());
-        }
-        verdict
-    }
-}
-
-/// Where `stage` left a review.
-enum Stage<'e> {
-    Done(Judged),
-    Validate(Kind, Request<'e>),
-}
-
-/// Whether a follower must send this request to the decider: when nothing but the view can deny
-/// it (a denial for any other reason records nothing and needs no lock) and its answer reads the
-/// view or it records a pending entry.
-fn needs_decider(req: &Request, local: &Verdict, options: &Options) -> bool {
-    if local.errors.iter().any(|e| !e.rule.reads_view()) {
-        return false;
-    }
-    rules::denies_from_view(req.kind, req.operation, options)
-        || matches!(req.operation, Operation::Create | Operation::Update)
-            && !req.dry_run
-            && project(req.kind, req.object.unwrap_or(&Value::Null)).is_some()
-}
-
-const NOT_DECIDER: &str =
-    "this ipam-guard replica is not the decider (the decider lease moved); retry";
-
-fn unavailable(why: String) -> Verdict {
-    Verdict {
-        unavailable: Some(why),
-        ..Verdict::default()
-    }
-}
-
-/// What an allowed, real (not dry-run) create or update adds to the view before the watch shows it.
-fn admitted(req: &Request, verdict: &Verdict) -> Option<Projection> {
-    if req.dry_run || !verdict.allowed() {
-        return None;
-    }
-    match req.operation {
-        Operation::Create | Operation::Update => project(req.kind, req.object?),
-        Operation::Delete | Operation::Connect => None,
-    }
-}
-
-const VIEW_NOT_READY_WARNING: &str =
-    "ipam-guard has not finished reading the cluster yet; checks against other objects were skipped";
-
-fn not_synced() -> Verdict {
-    Verdict {
-        unavailable: Some(
-            "ipam-guard's view of pools and addresses is not in sync with the cluster (it is still \
-             reading it, or a watch on it failed or went silent), so it cannot check this write \
-             against other objects; retry in a few seconds. If this persists, check the ipam-guard \
-             pods' logs, their RBAC (get/list/watch on the IPAM kinds) and that they reach the API server."
-                .to_string(),
-        ),
-        ..Verdict::default()
-    }
-}
-
-enum Judged {
-    /// Not ours (unknown kind or operation): allowed, nothing added.
-    Untouched,
-    Verdict(Kind, Verdict),
-}
-
-fn verdict_rules(v: &std::thread::Result<Judged>) -> Vec<String> {
-    match v {
-        // The rules behind the decision: a denial's, or (when allowed) the warnings'. A warning
-        // that rides along with a denial is not counted as a denial rule.
-        Ok(Judged::Verdict(_, v)) => {
-            let mut ids: Vec<RuleId> = if v.errors.is_empty() {
-                v.warnings.iter().map(|w| w.rule).collect()
-            } else {
-                v.errors.iter().map(|e| e.rule).collect()
-            };
-            ids.sort_unstable();
-            ids.dedup();
-            ids.into_iter().map(|id| id.to_string()).collect()
-        }
-        _ => Vec::new(),
-    }
-}
-
-fn fill_outcome(o: &mut Outcome, response: &Value, rules: &[String]) {
-    o.allowed = response["allowed"].as_bool().unwrap_or(false);
-    o.code = response["status"]["code"].as_u64().unwrap_or(0) as u16;
-    o.warnings = response["warnings"].as_array().map_or(0, Vec::len);
-    o.patched = response.get("patch").is_some();
-    o.rules = rules.to_vec();
-}
-
-/// Reads the envelope. Everything that keeps us from answering (not JSON, not a review, no uid)
-/// is a 400 whose message says what was wrong.
-fn decode(body: &[u8]) -> Result<Envelope, String> {
-    let parsed = serde_json::from_slice(body).or_else(|e| {
-        // SPEC ROBUSTNESS O5: a number past an f64 is judged at its field, not refused whole.
-        match crate::model::numbers::quote_overflowing_numbers(body) {
-            Some(quoted) if e.to_string().starts_with("number out of range") => {
-                serde_json::from_slice(&quoted)
-            }
-            _ => Err(e),
-        }
-    });
-    let mut review: Value = parsed.map_err(|e| format!("request body is not valid JSON: {e}"))?;
-    let Some(top) = review.as_object_mut() else {
-        return Err("request body is not an AdmissionReview: expected a JSON object".into());
-    };
-    let api_version = match top.get("apiVersion").and_then(Value::as_str) {
-        Some(v @ ("admission.k8s.io/v1" | "admission.k8s.io/v1beta1")) => v.to_string(),
-        Some(other) => {
-            return Err(format!(
-                "unsupported AdmissionReview apiVersion {other:?}: expected admission.k8s.io/v1 or admission.k8s.io/v1beta1"
-            ))
-        }
-        None => return Err("request body is not an AdmissionReview: apiVersion is missing".into()),
-    };
-    match top.get("kind").and_then(Value::as_str) {
-        Some("AdmissionReview") => {}
-        Some(other) => {
-            return Err(format!(
-                "request body is a {other:?}, not an AdmissionReview"
-            ))
-        }
-        None => return Err("request body is not an AdmissionReview: kind is missing".into()),
-    }
-    let Some(Value::Object(mut req)) = top.remove("request") else {
-        return Err("AdmissionReview has no request object".into());
-    };
-    let uid = match req.get("uid") {
-        Some(Value::String(s)) if !s.is_empty() => s.clone(),
-        _ => {
-            return Err(
-                "AdmissionReview request has no uid: an answer could not be matched to it".into(),
-            )
-        }
-    };
-    let str_field = |req: &Map<String, Value>, k: &str| -> Result<String, String> {
-        match req.get(k) {
-            None | Some(Value::Null) => Ok(String::new()),
-            Some(Value::String(s)) => Ok(s.clone()),
-            Some(_) => Err(format!("AdmissionReview request.{k} must be a string")),
-        }
-    };
-    let gvk = req.get("kind").cloned().unwrap_or(Value::Null);
-    let Some(gvk) = gvk.as_object() else {
-        return Err(
-            "AdmissionReview request.kind must be an object with group, version and kind".into(),
-        );
-    };
-    let gvk_field = |k: &str| -> Result<String, String> {
-        match gvk.get(k) {
-            None | Some(Value::Null) => Ok(String::new()),
-            Some(Value::String(s)) => Ok(s.clone()),
-            Some(_) => Err(format!("AdmissionReview request.kind.{k} must be a string")),
-        }
-    };
-    let (group, version, kind) = (
-        gvk_field("group")?,
-        gvk_field("version")?,
-        gvk_field("kind")?,
-    );
-    if kind.is_empty() {
-        return Err("AdmissionReview request.kind.kind is missing".into());
-    }
-    let operation = str_field(&req, "operation")?;
-    if Operation::parse(&operation).is_none() {
-        return Err(format!(
-            "AdmissionReview request.operation {operation:?} is not one of CREATE, UPDATE, DELETE, CONNECT"
-        ));
-    }
-    let namespace = Some(str_field(&req, "namespace")?).filter(|s| !s.is_empty());
-    let name = str_field(&req, "name")?;
-    let dry_run = match req.get("dryRun") {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(b)) => *b,
-        Some(_) => return Err("AdmissionReview request.dryRun must be a boolean".into()),
-    };
-    let take = |req: &mut Map<String, Value>, k: &str| match req.remove(k) {
-        None | Some(Value::Null) => None,
-        Some(v) => Some(v),
-    };
-    let object = take(&mut req, "object");
-    let old_object = take(&mut req, "oldObject");
-    // Only for logs: a userInfo of the wrong shape is not a reason to refuse the review.
-    let user_info = req.get("userInfo");
-    let user = user_info
-        .and_then(|u| u.get("username"))
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
-    let groups = user_info
-        .and_then(|u| u.get("groups"))
-        .and_then(Value::as_array)
-        .map(|g| {
-            g.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default();
-    // A create may not carry the name yet (generateName): the object's own name is the better label.
-    let name = if name.is_empty() {
-        object
-            .as_ref()
-            .and_then(|o| o.pointer("/metadata/name"))
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string()
-    } else {
-        name
-    };
-    Ok(Envelope {
-        api_version,
-        uid,
-        group,
-        version,
-        kind,
-        namespace,
-        name,
-        operation,
-        object,
-        old_object,
-        dry_run,
-        user,
-        groups,
-    })
-}
-
-fn allow(uid: &str) -> Value {
-    json!({ "uid": uid, "allowed": true })
-}
-
-fn fault(uid: &str, code: u16, reason: &str, message: &str) -> Value {
-    let status = Status {
-        status: Some(StatusSummary::Failure),
-        code,
-        message: message.to_string(),
-        reason: reason.to_string(),
-        metadata: None,
-        details: None,
-    };
-    json!({ "uid": uid, "allowed": false, "status": status })
-}
-
-/// Builds the `response` of a review from a verdict (SPEC §8).
-fn respond(env: &Envelope, kind: Kind, v: &Verdict) -> Value {
-    let mut response = if let Some(why) = &v.unavailable {
-        fault(&env.uid, 503, "ServiceUnavailable", why)
-    } else if v.errors.is_empty() {
-        allow(&env.uid)
-    } else {
-        json!({ "uid": env.uid, "allowed": false, "status": denial_status(&env.name, kind, v) })
-    };
-    if !v.warnings.is_empty() {
-        let mut warnings: Vec<String> = v
-            .warnings
-            .iter()
-            .take(MAX_SHOWN)
-            .map(|w| signed(w, [w.rule]))
-            .collect();
-        if let Some(hidden) = v.warnings.get(MAX_SHOWN..) {
-            warnings.push(signed(
-                format_args!("and {} more warnings not shown", hidden.len()),
-                hidden.iter().map(|w| w.rule),
-            ));
-        }
-        response["warnings"] = json!(warnings);
-    }
-    if v.allowed() && !v.patch.is_empty() {
-        let ops: Vec<Value> = v
-            .patch
-            .iter()
-            .map(|op| json!({ "op": "add", "path": op.path, "value": op.value }))
-            .collect();
-        let bytes = serde_json::to_vec(&ops).unwrap_or_default();
-        response["patchType"] = json!("JSONPatch");
-        response["patch"] = json!(base64::engine::general_purpose::STANDARD.encode(bytes));
-    }
-    response
-}
-
-/// At most this many causes, and warnings, go into one answer; the rest are counted. A 400 KiB
-/// pool of 100k bad entries made a 24 MB answer and 250 MB of transient memory, so a few such
-/// requests could get the webhook OOM-killed (tests/hostile_regressions.rs). `ipam-guard check`
-/// still lists every problem.
-const MAX_SHOWN: usize = 100;
-
-/// The one place that signs what a user reads through kubectl (SPEC §8): a cause, a warning or
-/// a 403 message ends with ` [ipam-guard <ID>]`, so a reader knows which component and which
-/// rule spoke (a bare `spec.addresses[0]: …` reads like a CRD schema error). A line that stands
-/// for several findings (the count past the cap) names each of their rules once.
-fn signed(text: impl std::fmt::Display, rules: impl IntoIterator<Item = RuleId>) -> String {
-    let mut ids: Vec<&str> = rules.into_iter().map(RuleId::as_str).collect();
-    ids.sort_unstable();
-    ids.dedup();
-    format!("{text} [ipam-guard {}]", ids.join(", "))
-}
-
-/// The Status of a denial, as apimachinery's `NewInvalid` / `NewForbidden` write it, with one
-/// cause per problem (up to `MAX_SHOWN`, then one `FieldValueTooMany` cause counting the rest).
-/// Every text in it is signed (`signed`).
-pub fn denial_status(name: &str, kind: Kind, v: &Verdict) -> Status {
-    let shown = &v.errors[..v.errors.len().min(MAX_SHOWN)];
-    let hidden = &v.errors[shown.len()..];
-    let mut causes: Vec<StatusCause> = shown
-        .iter()
-        .map(|e| StatusCause {
-            reason: e.kind.reason().to_string(),
-            message: signed(e.body(), [e.rule]),
-            field: e.path.clone(),
-        })
-        .collect();
-    let hidden_rules = || hidden.iter().map(|e| e.rule);
-    let more = (!hidden.is_empty()).then(|| {
-        signed(
-            format_args!("and {} more problems not shown", hidden.len()),
-            hidden_rules(),
-        )
-    });
-    if let Some(first_hidden) = hidden.first() {
-        causes.push(StatusCause {
-            reason: "FieldValueTooMany".to_string(),
-            message: signed(
-                format_args!(
-                    "Too many: {} more problems not shown; `ipam-guard check` lists them all",
-                    hidden.len()
-                ),
-                hidden_rules(),
-            ),
-            field: first_hidden.path.clone(),
-        });
-    }
-    let (code, reason, message) = match v.reason {
-        DenyReason::Invalid => (
-            422,
-            "Invalid",
-            format!(
-                "{}.{} {:?} is invalid: {}",
-                kind.name(),
-                kind.group(),
-                name,
-                // `NewInvalid` joins `<field>: <body>` per error: the causes' own messages.
-                aggregate(
-                    shown
-                        .iter()
-                        .zip(&causes)
-                        .map(|(e, c)| format!("{}: {}", e.path, c.message))
-                        .chain(more.clone())
-                )
-            ),
-        ),
-        DenyReason::Forbidden => (
-            403,
-            "Forbidden",
-            format!(
-                "{}.{} {:?} is forbidden: {}",
-                kind.plural(),
-                kind.group(),
-                name,
-                aggregate(
-                    shown
-                        .iter()
-                        .map(|e| signed(&e.detail, [e.rule]))
-                        .chain(more)
-                )
-            ),
-        ),
-    };
-    Status {
-        status: Some(StatusSummary::Failure),
-        code,
-        message,
-        reason: reason.to_string(),
-        metadata: None,
-        details: Some(StatusDetails {
-            name: name.to_string(),
-            group: kind.group().to_string(),
-            kind: kind.name().to_string(),
-            uid: String::new(),
-            causes,
-            retry_after_seconds: 0,
-        }),
-    }
-}
-
-/// apimachinery's aggregate error text: one message bare, several as `[a, b]`, duplicates once.
-fn aggregate(msgs: impl Iterator<Item = String>) -> String {
-    // The set keeps this linear: a search of the list alone made a pool with 100k bad
-    // entries take minutes (tests/hostile_regressions.rs).
-    let mut unique = std::collections::HashSet::new();
-    let mut seen: Vec<String> = Vec::new();
-    for m in msgs {
-        if unique.insert(m.clone()) {
-            seen.push(m);
-        }
-    }
-    match seen.len() {
-        1 => seen.pop().unwrap_or_default(),
-        _ => format!("[{}]", seen.join(", ")),
-    }
 }
 
 #[cfg(test)]
@@ -776,7 +277,11 @@ mod routing_tests;
 mod tests {
     use super::*;
     use crate::cluster::StaticView;
-    use crate::field::FieldError;
+    use crate::field::{DenyReason, FieldError, Verdict};
+    use crate::kinds::Kind;
+    use crate::model::Projection;
+    use serde_json::Value;
+    use status::MAX_SHOWN;
 
     fn admission() -> Admission {
         Admission::new(Arc::new(StaticView::empty()), Options::default())

@@ -1,0 +1,193 @@
+//! Dispatch: what happens to a decoded review before its answer is built — not ours, a broken
+//! request, a mutation, a view that has not synced, and the X2 step (validation under the
+//! decision lock, or a follower's own reading before it asks the decider).
+
+use serde_json::Value;
+
+use super::envelope::Envelope;
+use super::{Admission, DecisionRequest, Endpoint, Here, Outcome, Route};
+use crate::cluster::Caller;
+use crate::field::Verdict;
+use crate::kinds::Kind;
+use crate::model::{project, Operation, Projection, Request};
+use crate::rule_id::RuleId;
+use crate::rules::{self, Ctx, Options};
+
+impl Admission {
+    /// Everything before the X2 step: not ours, a broken request, a mutation, or a view that
+    /// has not synced end here; a validation goes on to the decision.
+    pub(super) fn stage<'e>(&self, endpoint: Endpoint, env: &'e Envelope) -> Stage<'e> {
+        let Some(kind) = Kind::from_group_kind(&env.group, &env.kind) else {
+            return Stage::Done(Judged::Untouched);
+        };
+        let Some(operation) = Operation::parse(&env.operation) else {
+            return Stage::Done(Judged::Untouched);
+        };
+        let req = Request {
+            operation,
+            kind,
+            version: &env.version,
+            namespace: env.namespace.as_deref(),
+            name: &env.name,
+            object: env.object.as_ref(),
+            old_object: env.old_object.as_ref(),
+            dry_run: env.dry_run,
+        };
+        if let Err(err) = rules::shape(&req) {
+            let mut v = Verdict::default();
+            v.deny(err);
+            return Stage::Done(Judged::Verdict(kind, v));
+        }
+        match endpoint {
+            Endpoint::Mutate => Stage::Done(Judged::Verdict(kind, rules::mutate(&req))),
+            Endpoint::Validate => {
+                if !self.inner.view.synced()
+                    && rules::denies_from_view(kind, operation, &self.inner.options)
+                {
+                    return Stage::Done(Judged::Verdict(kind, not_synced()));
+                }
+                Stage::Validate(kind, req)
+            }
+        }
+    }
+
+    /// The X2 step on this replica: judge and record what was admitted in one step, so two
+    /// racing creates of overlapping pools cannot both pass. With a route, only the decider gets
+    /// here, and a decision that ends after its fence closed is refused (it may have been paused
+    /// mid-decision while another replica took over).
+    pub(super) fn validate_here(&self, req: &Request, caller: &Caller) -> Verdict {
+        let route = self.inner.route.as_deref();
+        if let Some(Here::Forward) = route.map(Route::standing) {
+            return unavailable(NOT_DECIDER.to_string());
+        }
+        let synced = self.inner.view.synced();
+        let mut verdict = Verdict::default();
+        let options = self.inner.options;
+        self.inner.view.decide_as(caller, &mut |index| {
+            verdict = rules::validate(req, &Ctx { index, options });
+            admitted(req, &verdict)
+        });
+        if let Some(route) = route {
+            match route.standing() {
+                Here::Decide => {}
+                Here::Forward => return unavailable(NOT_DECIDER.to_string()),
+                Here::Refuse(why) => return unavailable(why),
+            }
+            if admitted(req, &verdict).is_some() {
+                route.admitted(DecisionRequest::from_request(req));
+            }
+        }
+        if !synced {
+            // What the view-reading rules said came from a partial view: drop it, say so.
+            verdict.warnings.retain(|w| !w.rule.reads_view());
+            verdict.warn(RuleId::X3, "", VIEW_NOT_READY_WARNING);
+        }
+        verdict
+    }
+
+    /// A follower's own reading: every rule against its view, nothing recorded. The decider
+    /// redoes the view-dependent part.
+    pub(super) fn validate_read_only(&self, req: &Request) -> Verdict {
+        let index = self.inner.view.read();
+        let mut verdict = rules::validate(
+            req,
+            &Ctx {
+                index: &index,
+                options: self.inner.options,
+            },
+        );
+        if !self.inner.view.synced() {
+            // A partial view: the decider (synced, or it refuses) answers for the view rules.
+            verdict.warnings.retain(|w| !w.rule.reads_view());
+        }
+        verdict
+    }
+}
+
+/// Where `stage` left a review.
+pub(super) enum Stage<'e> {
+    Done(Judged),
+    Validate(Kind, Request<'e>),
+}
+
+/// Whether a follower must send this request to the decider: when nothing but the view can deny
+/// it (a denial for any other reason records nothing and needs no lock) and its answer reads the
+/// view or it records a pending entry.
+pub(super) fn needs_decider(req: &Request, local: &Verdict, options: &Options) -> bool {
+    if local.errors.iter().any(|e| !e.rule.reads_view()) {
+        return false;
+    }
+    rules::denies_from_view(req.kind, req.operation, options)
+        || matches!(req.operation, Operation::Create | Operation::Update)
+            && !req.dry_run
+            && project(req.kind, req.object.unwrap_or(&Value::Null)).is_some()
+}
+
+pub(super) const NOT_DECIDER: &str =
+    "this ipam-guard replica is not the decider (the decider lease moved); retry";
+
+pub(super) fn unavailable(why: String) -> Verdict {
+    Verdict {
+        unavailable: Some(why),
+        ..Verdict::default()
+    }
+}
+
+/// What an allowed, real (not dry-run) create or update adds to the view before the watch shows it.
+pub(super) fn admitted(req: &Request, verdict: &Verdict) -> Option<Projection> {
+    if req.dry_run || !verdict.allowed() {
+        return None;
+    }
+    match req.operation {
+        Operation::Create | Operation::Update => project(req.kind, req.object?),
+        Operation::Delete | Operation::Connect => None,
+    }
+}
+
+pub(super) const VIEW_NOT_READY_WARNING: &str =
+    "ipam-guard has not finished reading the cluster yet; checks against other objects were skipped";
+
+pub(super) fn not_synced() -> Verdict {
+    Verdict {
+        unavailable: Some(
+            "ipam-guard's view of pools and addresses is not in sync with the cluster (it is still \
+             reading it, or a watch on it failed or went silent), so it cannot check this write \
+             against other objects; retry in a few seconds. If this persists, check the ipam-guard \
+             pods' logs, their RBAC (get/list/watch on the IPAM kinds) and that they reach the API server."
+                .to_string(),
+        ),
+        ..Verdict::default()
+    }
+}
+
+pub(super) enum Judged {
+    /// Not ours (unknown kind or operation): allowed, nothing added.
+    Untouched,
+    Verdict(Kind, Verdict),
+}
+
+pub(super) fn verdict_rules(v: &std::thread::Result<Judged>) -> Vec<String> {
+    match v {
+        // The rules behind the decision: a denial's, or (when allowed) the warnings'. A warning
+        // that rides along with a denial is not counted as a denial rule.
+        Ok(Judged::Verdict(_, v)) => {
+            let mut ids: Vec<RuleId> = if v.errors.is_empty() {
+                v.warnings.iter().map(|w| w.rule).collect()
+            } else {
+                v.errors.iter().map(|e| e.rule).collect()
+            };
+            ids.sort_unstable();
+            ids.dedup();
+            ids.into_iter().map(|id| id.to_string()).collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
+pub(super) fn fill_outcome(o: &mut Outcome, response: &Value, rules: &[String]) {
+    o.allowed = response["allowed"].as_bool().unwrap_or(false);
+    o.code = response["status"]["code"].as_u64().unwrap_or(0) as u16;
+    o.warnings = response["warnings"].as_array().map_or(0, Vec::len);
+    o.patched = response.get("patch").is_some();
+    o.rules = rules.to_vec();
+}

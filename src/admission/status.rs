@@ -1,0 +1,189 @@
+//! The answer's `response`: allow, a fault, or a denial as Kubernetes writes it (Status with
+//! one cause per problem), warnings and the base64 JSON Patch, all signed with their rule ids.
+
+use base64::Engine as _;
+use kube::core::response::{StatusCause, StatusDetails, StatusSummary};
+use kube::core::Status;
+use serde_json::{json, Value};
+
+use super::envelope::Envelope;
+use crate::field::{DenyReason, Verdict};
+use crate::kinds::Kind;
+use crate::rule_id::RuleId;
+
+pub(super) fn allow(uid: &str) -> Value {
+    json!({ "uid": uid, "allowed": true })
+}
+
+pub(super) fn fault(uid: &str, code: u16, reason: &str, message: &str) -> Value {
+    let status = Status {
+        status: Some(StatusSummary::Failure),
+        code,
+        message: message.to_string(),
+        reason: reason.to_string(),
+        metadata: None,
+        details: None,
+    };
+    json!({ "uid": uid, "allowed": false, "status": status })
+}
+
+/// Builds the `response` of a review from a verdict (SPEC §8).
+pub(super) fn respond(env: &Envelope, kind: Kind, v: &Verdict) -> Value {
+    let mut response = if let Some(why) = &v.unavailable {
+        fault(&env.uid, 503, "ServiceUnavailable", why)
+    } else if v.errors.is_empty() {
+        allow(&env.uid)
+    } else {
+        json!({ "uid": env.uid, "allowed": false, "status": denial_status(&env.name, kind, v) })
+    };
+    if !v.warnings.is_empty() {
+        let mut warnings: Vec<String> = v
+            .warnings
+            .iter()
+            .take(MAX_SHOWN)
+            .map(|w| signed(w, [w.rule]))
+            .collect();
+        if let Some(hidden) = v.warnings.get(MAX_SHOWN..) {
+            warnings.push(signed(
+                format_args!("and {} more warnings not shown", hidden.len()),
+                hidden.iter().map(|w| w.rule),
+            ));
+        }
+        response["warnings"] = json!(warnings);
+    }
+    if v.allowed() && !v.patch.is_empty() {
+        let ops: Vec<Value> = v
+            .patch
+            .iter()
+            .map(|op| json!({ "op": "add", "path": op.path, "value": op.value }))
+            .collect();
+        let bytes = serde_json::to_vec(&ops).unwrap_or_default();
+        response["patchType"] = json!("JSONPatch");
+        response["patch"] = json!(base64::engine::general_purpose::STANDARD.encode(bytes));
+    }
+    response
+}
+
+/// At most this many causes, and warnings, go into one answer; the rest are counted. A 400 KiB
+/// pool of 100k bad entries made a 24 MB answer and 250 MB of transient memory, so a few such
+/// requests could get the webhook OOM-killed (tests/hostile_regressions.rs). `ipam-guard check`
+/// still lists every problem.
+pub(super) const MAX_SHOWN: usize = 100;
+
+/// The one place that signs what a user reads through kubectl (SPEC §8): a cause, a warning or
+/// a 403 message ends with ` [ipam-guard <ID>]`, so a reader knows which component and which
+/// rule spoke (a bare `spec.addresses[0]: …` reads like a CRD schema error). A line that stands
+/// for several findings (the count past the cap) names each of their rules once.
+pub(super) fn signed(
+    text: impl std::fmt::Display,
+    rules: impl IntoIterator<Item = RuleId>,
+) -> String {
+    let mut ids: Vec<&str> = rules.into_iter().map(RuleId::as_str).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    format!("{text} [ipam-guard {}]", ids.join(", "))
+}
+
+/// The Status of a denial, as apimachinery's `NewInvalid` / `NewForbidden` write it, with one
+/// cause per problem (up to `MAX_SHOWN`, then one `FieldValueTooMany` cause counting the rest).
+/// Every text in it is signed (`signed`).
+pub fn denial_status(name: &str, kind: Kind, v: &Verdict) -> Status {
+    let shown = &v.errors[..v.errors.len().min(MAX_SHOWN)];
+    let hidden = &v.errors[shown.len()..];
+    let mut causes: Vec<StatusCause> = shown
+        .iter()
+        .map(|e| StatusCause {
+            reason: e.kind.reason().to_string(),
+            message: signed(e.body(), [e.rule]),
+            field: e.path.clone(),
+        })
+        .collect();
+    let hidden_rules = || hidden.iter().map(|e| e.rule);
+    let more = (!hidden.is_empty()).then(|| {
+        signed(
+            format_args!("and {} more problems not shown", hidden.len()),
+            hidden_rules(),
+        )
+    });
+    if let Some(first_hidden) = hidden.first() {
+        causes.push(StatusCause {
+            reason: "FieldValueTooMany".to_string(),
+            message: signed(
+                format_args!(
+                    "Too many: {} more problems not shown; `ipam-guard check` lists them all",
+                    hidden.len()
+                ),
+                hidden_rules(),
+            ),
+            field: first_hidden.path.clone(),
+        });
+    }
+    let (code, reason, message) = match v.reason {
+        DenyReason::Invalid => (
+            422,
+            "Invalid",
+            format!(
+                "{}.{} {:?} is invalid: {}",
+                kind.name(),
+                kind.group(),
+                name,
+                // `NewInvalid` joins `<field>: <body>` per error: the causes' own messages.
+                aggregate(
+                    shown
+                        .iter()
+                        .zip(&causes)
+                        .map(|(e, c)| format!("{}: {}", e.path, c.message))
+                        .chain(more.clone())
+                )
+            ),
+        ),
+        DenyReason::Forbidden => (
+            403,
+            "Forbidden",
+            format!(
+                "{}.{} {:?} is forbidden: {}",
+                kind.plural(),
+                kind.group(),
+                name,
+                aggregate(
+                    shown
+                        .iter()
+                        .map(|e| signed(&e.detail, [e.rule]))
+                        .chain(more)
+                )
+            ),
+        ),
+    };
+    Status {
+        status: Some(StatusSummary::Failure),
+        code,
+        message,
+        reason: reason.to_string(),
+        metadata: None,
+        details: Some(StatusDetails {
+            name: name.to_string(),
+            group: kind.group().to_string(),
+            kind: kind.name().to_string(),
+            uid: String::new(),
+            causes,
+            retry_after_seconds: 0,
+        }),
+    }
+}
+
+/// apimachinery's aggregate error text: one message bare, several as `[a, b]`, duplicates once.
+fn aggregate(msgs: impl Iterator<Item = String>) -> String {
+    // The set keeps this linear: a search of the list alone made a pool with 100k bad
+    // entries take minutes (tests/hostile_regressions.rs).
+    let mut unique = std::collections::HashSet::new();
+    let mut seen: Vec<String> = Vec::new();
+    for m in msgs {
+        if unique.insert(m.clone()) {
+            seen.push(m);
+        }
+    }
+    match seen.len() {
+        1 => seen.pop().unwrap_or_default(),
+        _ => format!("[{}]", seen.join(", ")),
+    }
+}
