@@ -169,3 +169,7 @@ fn c5(obj: &Value, r: &ClaimReading, v: &mut Verdict) {
         ));
     }
 }
+
+#[cfg(test)]
+#[path = "claim_tests.rs"]
+mod tests;

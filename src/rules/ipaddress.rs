@@ -324,3 +324,7 @@ pub(crate) fn held_elsewhere(
         )
     })
 }
+
+#[cfg(test)]
+#[path = "ipaddress_tests.rs"]
+mod tests;

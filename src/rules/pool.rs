@@ -299,3 +299,7 @@ pub(crate) fn refuse_delete(
     }
     v
 }
+
+#[cfg(test)]
+#[path = "pool_tests.rs"]
+mod tests;

@@ -5,9 +5,9 @@ use serde_json::{json, Value};
 
 use crate::field::Verdict;
 use crate::index::Index;
-use crate::kinds::Kind;
+use crate::kinds::{Kind, CAPI_IPAM};
 use crate::model::{project, Operation, Projection, Request};
-use crate::rules::{validate, Ctx, Options};
+use crate::rules::{validate, Ctx, Options, OverlapScope};
 
 pub(crate) use crate::model::test_support::fixture;
 
@@ -123,3 +123,76 @@ pub(crate) fn errors(v: &Verdict) -> Vec<String> {
 pub(crate) fn warnings(v: &Verdict) -> Vec<String> {
     v.warnings.iter().map(ToString::to_string).collect()
 }
+
+// === builders the rule tests share ===
+
+pub(crate) fn capture(name: &str) -> Value {
+    fixture("rules", name)
+}
+
+pub(crate) fn meta(ns: Option<&str>, name: &str) -> Value {
+    match ns {
+        Some(ns) => json!({"name": name, "namespace": ns}),
+        None => json!({"name": name}),
+    }
+}
+
+/// A v1alpha2 pool; `kind` decides whether `ns` is kept.
+pub(crate) fn pool(kind: Kind, ns: &str, name: &str, spec: Value) -> Value {
+    let ns = kind.namespaced().then_some(ns);
+    json!({"apiVersion": "ipam.cluster.x-k8s.io/v1alpha2", "kind": kind.name(),
+        "metadata": meta(ns, name), "spec": spec})
+}
+
+pub(crate) fn ipool(ns: &str, name: &str, spec: Value) -> Value {
+    pool(Kind::InClusterIPPool, ns, name, spec)
+}
+
+pub(crate) fn gpool(name: &str, spec: Value) -> Value {
+    pool(Kind::GlobalInClusterIPPool, "", name, spec)
+}
+
+/// A v1beta2 IPAddress referencing an in-cluster pool.
+pub(crate) fn addr(
+    ns: &str,
+    name: &str,
+    address: &str,
+    prefix: i64,
+    pool_kind: &str,
+    pool: &str,
+) -> Value {
+    json!({"apiVersion": "ipam.cluster.x-k8s.io/v1beta2", "kind": "IPAddress",
+        "metadata": meta(Some(ns), name),
+        "spec": {"address": address, "prefix": prefix, "claimRef": {"name": format!("claim-{name}")},
+            "poolRef": {"apiGroup": CAPI_IPAM, "kind": pool_kind, "name": pool}}})
+}
+
+pub(crate) fn claim(ns: &str, name: &str, pool_kind: &str, pool: &str) -> Value {
+    json!({"apiVersion": "ipam.cluster.x-k8s.io/v1beta2", "kind": "IPAddressClaim",
+        "metadata": meta(Some(ns), name),
+        "spec": {"poolRef": {"apiGroup": CAPI_IPAM, "kind": pool_kind, "name": pool}}})
+}
+
+/// A review's request parts: (kind, operation, object, oldObject).
+pub(crate) fn review(name: &str) -> (Kind, Operation, Option<Value>, Option<Value>) {
+    let r = capture(name);
+    let req = &r["request"];
+    let kind = Kind::from_group_kind(
+        req["kind"]["group"].as_str().unwrap(),
+        req["kind"]["kind"].as_str().unwrap(),
+    )
+    .unwrap();
+    let op = Operation::parse(req["operation"].as_str().unwrap()).unwrap();
+    let obj = Some(req["object"].clone()).filter(|v| !v.is_null());
+    let old = Some(req["oldObject"].clone()).filter(|v| !v.is_null());
+    (kind, op, obj, old)
+}
+
+pub(crate) fn scope(s: OverlapScope) -> Options {
+    Options {
+        overlap_scope: s,
+        ..Options::default()
+    }
+}
+
+pub(crate) const NS: &str = "ns";
