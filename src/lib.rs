@@ -1,15 +1,18 @@
 //! ipam-guard: an admission webhook that keeps Kubernetes IP address management honest.
 //!
-//! Module map (a path tells what a file may touch):
-//! - `address`: address text → sets of inclusive ranges. Pure.
-//! - `kinds`: the table of served kinds. `catalogue`: the table of rule ids.
-//! - `model`: reading objects (any served version) into the projections the rules and the index use. Pure.
-//! - `rules`: the rule catalogue of SPEC as pure functions returning field errors. Pure.
-//! - `index`: the pool range index and address ownership index.
-//! - `cluster`: the `ClusterView` the rules read (static from files, live from watches).
-//! - `admission`: AdmissionReview in and out.
-//! - `server`: HTTPS, probes, metrics, certificate reload, shutdown. Never decides a verdict.
-//! - `cli`: the `serve`, `check` and `audit` commands.
+//! Module map, by layer (a module may only use lower layers; `tests/layers.rs` checks it):
+//! - 0 `address`: address text → sets of inclusive ranges. `kinds`: the table of served kinds.
+//!   `rule_id`: `RuleId`, every id with its effect and whether it reads the view.
+//! - 1 `field`: field errors, warnings, verdicts, patches. `schema`: CRD structural schemas (for
+//!   `check`). `catalogue`: the table of rules, rendered into docs/rules.md.
+//! - 2 `model`: reading objects (any served version) into what the rules and the index use. Pure.
+//! - 3 `index`: the pool range index and address ownership index.
+//! - 4 `rules`: one `Validator` per kind (`rules::for_kind`), `shape`, `Options`. Pure.
+//! - 5 `cluster`: the `ClusterView` the rules read (static from files, live from watches).
+//! - 6 `admission`: AdmissionReview in (`envelope`), through the rules (`dispatch`), out (`status`).
+//! - 7 `server`: HTTPS, probes, metrics, certificate reload, shutdown. Never decides a verdict.
+//! - 8 `decider`: one decider across replicas (Lease, peer forwarding of the X2 step).
+//! - 9 `cli`: the commands; maps its flags onto `rules::Options`.
 #![forbid(unsafe_code)]
 
 pub mod address;
