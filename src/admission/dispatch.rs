@@ -52,7 +52,9 @@ impl Admission {
     }
 
     /// The X2 step on this replica: judge and record what was admitted in one step, so two
-    /// racing creates of overlapping pools cannot both pass. With a route, only the decider gets
+    /// racing creates of overlapping pools cannot both pass. A request that records nothing (a
+    /// denial, a delete, a dry run) is answered from one consistent reading without the lock:
+    /// it changes nothing another decision could miss. With a route, only the decider gets
     /// here, and a decision that ends after its fence closed is refused (it may have been paused
     /// mid-decision while another replica took over).
     pub(super) fn validate_here(&self, req: &Request, caller: &Caller) -> Verdict {
@@ -61,12 +63,31 @@ impl Admission {
             return unavailable(NOT_DECIDER.to_string());
         }
         let synced = self.inner.view.synced();
-        let mut verdict = Verdict::default();
         let options = self.inner.options;
-        self.inner.view.decide_as(caller, &mut |index| {
-            verdict = rules::validate(req, &Ctx { index, options });
-            admitted(req, &verdict)
-        });
+        // Judged outside the decision lock, on one consistent reading of the view: only what
+        // records a pending entry needs the lock, and under it the work is redone only when the
+        // view changed since that reading (another admission, a watch event, an expiry).
+        let (mut verdict, seen) = {
+            let index = self.inner.view.read();
+            let verdict = rules::validate(
+                req,
+                &Ctx {
+                    index: &index,
+                    options,
+                },
+            );
+            (verdict, index.version())
+        };
+        let mut pending = admitted(req, &verdict);
+        if pending.is_some() {
+            self.inner.view.decide_as(caller, &mut |index| {
+                if index.version() != seen {
+                    verdict = rules::validate(req, &Ctx { index, options });
+                    pending = admitted(req, &verdict);
+                }
+                pending.take()
+            });
+        }
         if let Some(route) = route {
             match route.standing() {
                 Here::Decide => {}
@@ -190,4 +211,146 @@ pub(super) fn fill_outcome(o: &mut Outcome, response: &Value, rules: &[String]) 
     o.warnings = response["warnings"].as_array().map_or(0, Vec::len);
     o.patched = response.get("patch").is_some();
     o.rules = rules.to_vec();
+}
+
+#[cfg(test)]
+mod lock_tests {
+    //! The decision lock covers only what records a pending entry (issue 14): a test double
+    //! counts the decisions and can show a different view inside the lock than outside it.
+
+    use std::ops::Deref;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    use serde_json::{json, Value};
+
+    use crate::admission::{Admission, Endpoint};
+    use crate::cluster::{Caller, ClusterView, Shared};
+    use crate::index::Index;
+    use crate::kinds::Kind;
+    use crate::model::{project, Projection};
+    use crate::rules::Options;
+
+    /// Reads from `outside`, decides on `inside` (the same view unless a test says otherwise).
+    struct Counting {
+        outside: Arc<Shared>,
+        inside: Arc<Shared>,
+        decisions: AtomicUsize,
+    }
+
+    impl Counting {
+        fn one(view: Shared) -> Arc<Counting> {
+            let view = Arc::new(view);
+            Arc::new(Counting {
+                outside: view.clone(),
+                inside: view,
+                decisions: AtomicUsize::new(0),
+            })
+        }
+    }
+
+    impl ClusterView for Counting {
+        fn synced(&self) -> bool {
+            true
+        }
+        fn object_counts(&self) -> Vec<(Kind, usize)> {
+            self.outside.read().counts()
+        }
+        fn read(&self) -> Box<dyn Deref<Target = Index> + '_> {
+            ClusterView::read(&*self.outside)
+        }
+        fn decide(&self, f: &mut dyn FnMut(&Index) -> Option<Projection>) {
+            self.decide_as(&Caller::Trusted, f)
+        }
+        fn decide_as(&self, caller: &Caller, f: &mut dyn FnMut(&Index) -> Option<Projection>) {
+            self.decisions.fetch_add(1, Ordering::SeqCst);
+            ClusterView::decide_as(&*self.inside, caller, f)
+        }
+    }
+
+    fn pool(name: &str, cidr: &str) -> Value {
+        json!({"apiVersion": "ipam.cluster.x-k8s.io/v1alpha2", "kind": "InClusterIPPool",
+            "metadata": {"name": name, "namespace": "ns"},
+            "spec": {"addresses": [cidr], "prefix": 24, "gateway": "10.9.9.1"}})
+    }
+
+    fn address(name: &str, ip: &str) -> Value {
+        json!({"apiVersion": "ipam.cluster.x-k8s.io/v1beta2", "kind": "IPAddress",
+            "metadata": {"name": name, "namespace": "ns"},
+            "spec": {"address": ip, "prefix": 24,
+                "claimRef": {"name": name},
+                "poolRef": {"apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterIPPool", "name": "p"}}})
+    }
+
+    fn create(object: &Value) -> Vec<u8> {
+        let (group, version) = object["apiVersion"]
+            .as_str()
+            .unwrap()
+            .split_once('/')
+            .unwrap();
+        serde_json::to_vec(&json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "request": {"uid": "u", "kind": {"group": group, "version": version, "kind": object["kind"]},
+                "operation": "CREATE", "name": object["metadata"]["name"], "namespace": "ns",
+                "object": object}}))
+        .unwrap()
+    }
+
+    fn index_of(objects: &[Value]) -> Index {
+        let mut index = Index::new();
+        for o in objects {
+            let kind = Kind::from_group_kind(
+                o["apiVersion"].as_str().unwrap().split('/').next().unwrap(),
+                o["kind"].as_str().unwrap(),
+            )
+            .unwrap();
+            index.upsert(project(kind, o).expect("a valid object projects"));
+        }
+        index
+    }
+
+    fn judge(a: &Admission, object: &Value) -> (bool, Vec<String>) {
+        let answer = a.review(Endpoint::Validate, &create(object));
+        let outcome = answer.outcome.expect("a review");
+        (outcome.allowed, outcome.rules)
+    }
+
+    #[test]
+    fn what_records_nothing_never_takes_the_lock() {
+        let view = Counting::one(Shared::new(index_of(&[
+            pool("p", "10.9.9.0/24"),
+            address("taken", "10.9.9.5"),
+        ])));
+        let a = Admission::new(view.clone(), Options::default());
+        // Denied without the view (an address that does not parse).
+        assert!(!judge(&a, &address("bad", "10.9.9.300")).0);
+        // Denied by the view (the address is held): a consistent reading is the whole decision.
+        let (allowed, rules) = judge(&a, &address("dup", "10.9.9.5"));
+        assert!(!allowed);
+        assert!(rules.iter().any(|r| r == "A9"), "{rules:?}");
+        assert_eq!(view.decisions.load(Ordering::SeqCst), 0);
+        // Admitted: recorded under the lock, so the next duplicate sees it.
+        assert!(judge(&a, &address("first", "10.9.9.6")).0);
+        assert_eq!(view.decisions.load(Ordering::SeqCst), 1);
+        assert!(!judge(&a, &address("second", "10.9.9.6")).0);
+        assert_eq!(view.decisions.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn a_view_that_moved_before_the_lock_is_judged_again_under_it() {
+        // Outside the lock the pool does not overlap anything; by the time the lock is taken an
+        // overlapping pool was admitted (another decision): the verdict must be the latter's.
+        let outside = Arc::new(Shared::new(Index::new()));
+        let inside = Arc::new(Shared::new(index_of(&[pool("other", "10.9.9.0/24")])));
+        let view = Arc::new(Counting {
+            outside,
+            inside: inside.clone(),
+            decisions: AtomicUsize::new(0),
+        });
+        let a = Admission::new(view.clone(), Options::default());
+        let (allowed, rules) = judge(&a, &pool("mine", "10.9.9.0/25"));
+        assert!(!allowed, "judged again on the view inside the lock");
+        assert!(rules.iter().any(|r| r == "P10"), "{rules:?}");
+        assert_eq!(view.decisions.load(Ordering::SeqCst), 1);
+        assert_eq!(inside.pending_len(), 0, "a denial records nothing");
+    }
 }

@@ -455,6 +455,8 @@ impl ClusterView for LiveView {
         self.shared.read().counts()
     }
     fn read(&self) -> Box<dyn std::ops::Deref<Target = crate::index::Index> + '_> {
+        // As `Shared`'s: expired pending entries are gone from a reading admission judges on.
+        self.shared.sweep(Instant::now());
         Box::new(self.shared.read())
     }
     fn decide(&self, f: &mut dyn FnMut(&crate::index::Index) -> Option<model::Projection>) {

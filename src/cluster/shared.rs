@@ -371,6 +371,9 @@ impl ClusterView for Shared {
         self.read().counts()
     }
     fn read(&self) -> Box<dyn Deref<Target = Index> + '_> {
+        // Admission judges on this reading outside the decision lock: what expired must be gone
+        // here as it is in `decide`, or a denial for an expired entry would never end.
+        self.sweep(Instant::now());
         Box::new(Shared::read(self))
     }
     fn decide(&self, f: &mut dyn FnMut(&Index) -> Option<Projection>) {

@@ -66,7 +66,15 @@ pub struct Index {
 
     /// Objects per kind, in `Kind::ALL` order, kept up to date so a metrics scrape is O(1).
     counts: [usize; Kind::ALL.len()],
+
+    /// Stamped afresh (process-wide) by every change, so two readings with the same stamp saw
+    /// the same objects (`Index::version`).
+    version: u64,
 }
+
+/// Source of `Index::version` stamps: process-wide, so an index swapped in whole (a static view
+/// reloading its files) never repeats the stamp of the one it replaced.
+static VERSIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 // === impl Index: pools ===
 
@@ -75,9 +83,22 @@ impl Index {
         Self::default()
     }
 
+    /// Which state of the objects this is: equal versions mean equal contents (a clone keeps
+    /// the version of what it copied), so a verdict reached on one reading still holds on a
+    /// later one with the same version. The X2 step judges outside the decision lock and, under
+    /// it, redoes the work only when the version moved.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    fn changed(&mut self) {
+        self.version = VERSIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// Adds or replaces the pool with `pool.key`; space, family and ranges may all change.
     /// Returns the pool it replaced.
     pub fn upsert_pool(&mut self, mut pool: PoolProj) -> Option<PoolProj> {
+        self.changed();
         self.strings.key(&mut pool.key);
         pool.space = self.strings.get(&pool.space);
         match self.pool_ids.get(&pool.key) {
@@ -108,6 +129,7 @@ impl Index {
     /// Removes the pool with `key`; addresses that reference it stay and now fall in `default`.
     pub fn remove_pool(&mut self, key: &ObjKey) -> Option<PoolProj> {
         let id = self.pool_ids.remove(key)?;
+        self.changed();
         self.unplace_pool(id);
         let pool = self.pools.remove(id);
         self.count(pool.key.kind, false);
@@ -200,6 +222,7 @@ impl Index {
     /// Adds or replaces the address object with `address.key` (CAPI or Metal3 IPAddress).
     /// Returns the one it replaced.
     pub fn upsert_address(&mut self, mut address: AddressProj) -> Option<AddressProj> {
+        self.changed();
         self.share_strings(&mut address);
         match self.address_ids.get(&address.key) {
             Some(&id) => {
@@ -228,6 +251,7 @@ impl Index {
 
     pub fn remove_address(&mut self, key: &ObjKey) -> Option<AddressProj> {
         let id = self.address_ids.remove(key)?;
+        self.changed();
         self.unlink_address(id);
         let entry = self.addresses.remove(id);
         self.count(entry.proj.key.kind, false);
@@ -397,6 +421,7 @@ impl Index {
 impl Index {
     /// Adds or replaces the claim with `claim.key`. Returns the one it replaced.
     pub fn upsert_claim(&mut self, mut claim: ClaimProj) -> Option<ClaimProj> {
+        self.changed();
         self.strings.key(&mut claim.key);
         let kind = claim.key.kind;
         let old = self.claims.replace(ClaimEntry(claim)).map(|e| e.0);
@@ -409,6 +434,7 @@ impl Index {
     pub fn remove_claim(&mut self, key: &ObjKey) -> Option<ClaimProj> {
         let old = self.claims.take(key).map(|e| e.0);
         if old.is_some() {
+            self.changed();
             self.count(key.kind, false);
         }
         old
