@@ -214,7 +214,7 @@ pub(super) fn fill_outcome(o: &mut Outcome, response: &Value, rules: &[String]) 
 }
 
 #[cfg(test)]
-mod lock_tests {
+mod tests {
     //! The decision lock covers only what records a pending entry (issue 14): a test double
     //! counts the decisions and can show a different view inside the lock than outside it.
 

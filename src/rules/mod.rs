@@ -22,7 +22,8 @@ use crate::index::Index;
 use crate::kinds::Kind;
 use crate::model::{Operation, Request};
 use crate::rule_id::RuleId;
-pub use validator::{for_kind, shape, Call, Review, Validator};
+pub use mutate::Mutator;
+pub use validator::{for_kind, mutator_for, shape, Call, Review, Validator};
 
 /// Settings that change verdicts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

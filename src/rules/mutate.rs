@@ -4,44 +4,83 @@
 use serde_json::{json, Value};
 
 use crate::field::{PatchOp, Verdict};
-use crate::kinds::{default_pool_group, Kind};
-use crate::model::{Operation, Request};
+use crate::kinds::default_pool_group;
+use crate::model::Request;
 use crate::rule_id::RuleId;
-use crate::rules::{shape, Review};
+use crate::rules::{mutator_for, shape, Review};
 
 /// The label CAPI uses to tie an object to its cluster.
 pub const CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";
 
-/// The mutator: a broken request is refused by [`shape`], as validation refuses it; a delete
-/// has nothing to fill.
+/// The mutating webhook for `req`: a broken request is refused by [`shape`], as validation
+/// refuses it; an unknown version is not ours to patch (validation warns about it); otherwise the
+/// kind's mutator (`rules::mutator_for`) fills what is absent.
 pub(crate) fn mutate(req: &Request) -> Verdict {
-    match shape(req) {
-        Ok(Review::Create(obj) | Review::Update { obj, .. }) => fill(req, obj),
-        Ok(Review::Delete(_) | Review::Connect) => Verdict::default(),
+    let review = match shape(req) {
+        Ok(review) => review,
         Err(broken) => {
             let mut v = Verdict::default();
             v.deny(broken);
-            v
+            return v;
         }
+    };
+    if !req.kind.serves_version(req.version) {
+        return Verdict::default();
+    }
+    let mutator = mutator_for(req.kind);
+    match review {
+        Review::Create(obj) => mutator.create(obj),
+        Review::Update { obj, old } => mutator.update(obj, old),
+        Review::Delete(_) | Review::Connect => Verdict::default(),
     }
 }
 
-fn fill(req: &Request, obj: &Value) -> Verdict {
-    let mut v = Verdict::default();
-    // An unknown shape is not ours to patch; validation already warns about the version.
-    if !req.kind.serves_version(req.version) {
-        return v;
-    }
-    let create = req.operation == Operation::Create;
-    let update = req.operation == Operation::Update;
-    match req.kind {
-        Kind::IPAddressClaim | Kind::IPAddress if create => m1_pool_group(obj, &mut v),
-        _ => {}
-    }
-    if req.kind == Kind::IPAddressClaim && (create || update) {
+/// The defaults of one kind. Like `Validator`, every method is written out: a kind with nothing
+/// to fill says so.
+pub trait Mutator: Sync {
+    fn create(&self, obj: &Value) -> Verdict;
+    fn update(&self, obj: &Value, old: &Value) -> Verdict;
+}
+
+/// `IPAddressClaim`: M1 on create, M2 on create and update.
+pub struct ClaimDefaults;
+/// `IPAddress`: M1 on create.
+pub struct AddressDefaults;
+/// Kinds ipam-guard fills nothing in.
+pub struct NoDefaults;
+
+impl Mutator for ClaimDefaults {
+    fn create(&self, obj: &Value) -> Verdict {
+        let mut v = Verdict::default();
+        m1_pool_group(obj, &mut v);
         m2_cluster_label(obj, &mut v);
+        v
     }
-    v
+    fn update(&self, obj: &Value, _old: &Value) -> Verdict {
+        let mut v = Verdict::default();
+        m2_cluster_label(obj, &mut v);
+        v
+    }
+}
+
+impl Mutator for AddressDefaults {
+    fn create(&self, obj: &Value) -> Verdict {
+        let mut v = Verdict::default();
+        m1_pool_group(obj, &mut v);
+        v
+    }
+    fn update(&self, _obj: &Value, _old: &Value) -> Verdict {
+        Verdict::default()
+    }
+}
+
+impl Mutator for NoDefaults {
+    fn create(&self, _obj: &Value) -> Verdict {
+        Verdict::default()
+    }
+    fn update(&self, _obj: &Value, _old: &Value) -> Verdict {
+        Verdict::default()
+    }
 }
 
 /// M1, CREATE only: on UPDATE the spec is immutable and a patch would be denied by C4/A10.
@@ -134,7 +173,8 @@ fn is_label_value(s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kinds::CAPI_IPAM;
+    use crate::kinds::{Kind, CAPI_IPAM};
+    use crate::model::Operation;
     use serde_json::json;
 
     fn req<'a>(kind: Kind, op: Operation, obj: &'a Value) -> Request<'a> {

@@ -1,7 +1,7 @@
 //! One validator per kind, in the shape Cluster API's webhooks use: `create(obj)`,
 //! `update(obj, old)`, `delete(old)`, with objects that are never optional. [`shape`] is the one
 //! place a request's objects are checked: a broken request is denied there, so no rule has an
-//! allow-when-missing path. [`for_kind`] is the one table from a kind to its validator.
+//! allow-when-missing path. `webhooks` is the one table from a kind to its validator and mutator.
 
 use serde_json::Value;
 
@@ -9,6 +9,7 @@ use crate::field::{FieldError, Verdict};
 use crate::kinds::Kind;
 use crate::model::{read, Operation, Request};
 use crate::rule_id::RuleId;
+use crate::rules::mutate::{self, Mutator};
 use crate::rules::{capv, claim, ipaddress, metal3, pool, spider, Ctx, Options};
 
 /// A request's objects, as its operation needs them.
@@ -64,18 +65,32 @@ pub trait Validator: Sync {
     fn view_denials(&self, op: Operation, options: &Options) -> Vec<RuleId>;
 }
 
+/// The one table: each kind's validator and mutator.
+fn webhooks(kind: Kind) -> (&'static dyn Validator, &'static dyn Mutator) {
+    match kind {
+        Kind::IPAddressClaim => (&claim::Claim, &mutate::ClaimDefaults),
+        Kind::IPAddress => (&ipaddress::Address, &mutate::AddressDefaults),
+        Kind::InClusterIPPool | Kind::GlobalInClusterIPPool => {
+            (&pool::IN_CLUSTER, &mutate::NoDefaults)
+        }
+        Kind::Metal3IPPool => (&metal3::POOL, &mutate::NoDefaults),
+        Kind::Metal3IPClaim => (&metal3::Claim, &mutate::NoDefaults),
+        Kind::Metal3IPAddress => (&metal3::Address, &mutate::NoDefaults),
+        Kind::SpiderIPPool => (&spider::POOL, &mutate::NoDefaults),
+        Kind::VSphereMachine | Kind::VSphereMachineTemplate => {
+            (&capv::Machine, &mutate::NoDefaults)
+        }
+    }
+}
+
 /// The validator of `kind`.
 pub fn for_kind(kind: Kind) -> &'static dyn Validator {
-    match kind {
-        Kind::IPAddressClaim => &claim::Claim,
-        Kind::IPAddress => &ipaddress::Address,
-        Kind::InClusterIPPool | Kind::GlobalInClusterIPPool => &pool::IN_CLUSTER,
-        Kind::Metal3IPPool => &metal3::POOL,
-        Kind::Metal3IPClaim => &metal3::Claim,
-        Kind::Metal3IPAddress => &metal3::Address,
-        Kind::SpiderIPPool => &spider::POOL,
-        Kind::VSphereMachine | Kind::VSphereMachineTemplate => &capv::Machine,
-    }
+    webhooks(kind).0
+}
+
+/// The mutator of `kind` (SPEC §7).
+pub fn mutator_for(kind: Kind) -> &'static dyn Mutator {
+    webhooks(kind).1
 }
 
 /// Checks the request carries the objects its operation needs, in a shape the rules can read.
