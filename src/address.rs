@@ -18,9 +18,15 @@
 //! Values are `u128` whatever the family, so every set operation is the same code for both and
 //! costs O(number of runs): a `/8` or `::/0` is as cheap as a `/30`. Ranges are inclusive because
 //! the last IPv6 address (`u128::MAX`) has no exclusive end; every `+ 1` on an end is guarded.
+//!
+//! The grammar is ours; the arithmetic is not: a CIDR's network and broadcast come from `ipnet`
+//! (which reads far more leniently than the rules above, so it never sees text), mapped IPv6 from
+//! `std`.
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use ipnet::IpNet;
 
 // === Family ===
 
@@ -117,7 +123,15 @@ impl Ip {
 
     /// Whether this is an IPv6 address in `::ffff:0:0/96`.
     pub fn is_ipv4_mapped(self) -> bool {
-        self.family == Family::V6 && self.value >> 32 == 0xffff
+        self.mapped_v4().is_some()
+    }
+
+    /// The IPv4 address an IPv4-mapped IPv6 address names.
+    fn mapped_v4(self) -> Option<Ipv4Addr> {
+        match self.family {
+            Family::V6 => Ipv6Addr::from(self.value).to_ipv4_mapped(),
+            Family::V4 => None,
+        }
     }
 }
 
@@ -528,17 +542,16 @@ pub fn format_range(family: Family, r: IpRange) -> String {
 pub fn subnet_of(ip: Ip, prefix: u8) -> IpRange {
     let bits = ip.family.bits();
     debug_assert!(prefix <= bits, "prefix /{prefix} for {}", ip.family);
-    let host_bits = u32::from(bits - prefix.min(bits));
-    let host_mask = if host_bits >= 128 {
-        u128::MAX
-    } else {
-        (1u128 << host_bits) - 1
-    };
-    let start = ip.value & !host_mask;
+    let net = net_of(ip, prefix.min(bits));
     IpRange {
-        start,
-        end: (start | host_mask).min(ip.family.max()),
+        start: Ip::from_std(net.network()).value,
+        end: Ip::from_std(net.broadcast()).value,
     }
+}
+
+/// `ip/prefix` as an `ipnet` network; `prefix` is within the family's width.
+fn net_of(ip: Ip, prefix: u8) -> IpNet {
+    IpNet::new(ip.to_std(), prefix).unwrap_or_else(|_| unreachable!("/{prefix} fits {}", ip.family))
 }
 
 // === Entries ===
@@ -951,11 +964,6 @@ fn has_zone(s: &str) -> bool {
     token.parse::<Ipv6Addr>().is_ok()
 }
 
-fn mapped_as_v4(value: u128) -> Ipv4Addr {
-    // The low 32 bits of a mapped address are the IPv4 address.
-    Ipv4Addr::from((value & u128::from(u32::MAX)) as u32)
-}
-
 fn not_canonical(written: &str, canonical: &str, ipv4_compatible: bool) -> String {
     let note = if ipv4_compatible {
         " (IPv4-compatible IPv6 notation is deprecated; this is an IPv6 address, not IPv4)"
@@ -973,9 +981,9 @@ enum Read {
 }
 
 fn reject_mapped(t: IpText) -> Result<IpText, AddrError> {
-    if t.ip.is_ipv4_mapped() {
+    if let Some(v4) = t.ip.mapped_v4() {
         return Err(AddrError::Ipv4Mapped {
-            use_instead: Some(mapped_as_v4(t.ip.value).to_string()),
+            use_instead: Some(v4.to_string()),
         });
     }
     Ok(t)
@@ -1073,9 +1081,8 @@ fn read_cidr(s: &str) -> Result<Parsed<Read>, AddrError> {
         other => other,
     })?;
     let prefix = read_prefix(p, t.ip.family)?;
-    if t.ip.is_ipv4_mapped() {
-        let use_instead =
-            (prefix >= 96).then(|| format!("{}/{}", mapped_as_v4(t.ip.value), prefix - 96));
+    if let Some(v4) = t.ip.mapped_v4() {
+        let use_instead = (prefix >= 96).then(|| format!("{v4}/{}", prefix - 96));
         return Err(AddrError::Ipv4Mapped { use_instead });
     }
     let cidr = Cidr {

@@ -2,6 +2,7 @@
 //! A static view is loaded from files (`serve --dev`, `check`, tests, benchmarks); the live view
 //! is fed by list-then-watch loops on the API server.
 
+pub mod clock;
 pub mod live;
 pub mod load;
 mod object;
@@ -16,6 +17,7 @@ use crate::index::Index;
 use crate::kinds::Kind;
 use crate::model::Projection;
 
+pub use clock::{Clock, ManualClock, SystemClock};
 pub use object::WatchedObject;
 pub use shared::{IndexGuard, Shared};
 pub use static_view::StaticView;

@@ -1662,17 +1662,21 @@ async fn every_hostile_input_gets_a_clear_answer_and_the_server_stays_up() {
     let third = run_cases(&heavy, &["/validate"], addr, &ca.der).await;
     let rss_third = vm_rss_kib();
 
-    // Still up and answering normally, on a fresh connection, promptly.
-    let t = Instant::now();
-    let mut conn = Conn::open(addr, &ca.der, Proto::H1).await.unwrap();
-    let reply = conn
-        .send(post(
+    // Still up and answering normally, on a fresh connection (WAIT is a hang guard, not a
+    // speed check: how fast it answers is BENCHMARKS.md's business).
+    let fresh = async {
+        let mut conn = Conn::open(addr, &ca.der, Proto::H1).await.unwrap();
+        conn.send(post(
             "/validate",
             Some("application/json"),
             body(&capture("ipaddress-create.json")),
         ))
         .await
-        .unwrap();
+        .unwrap()
+    };
+    let reply = tokio::time::timeout(WAIT, fresh)
+        .await
+        .expect("the server hung after the corpus");
     assert_eq!(reply.status, 200, "{}", reply.text());
     assert_eq!(
         reply.json()["response"]["allowed"],
@@ -1680,7 +1684,6 @@ async fn every_hostile_input_gets_a_clear_answer_and_the_server_stays_up() {
         "{}",
         reply.text()
     );
-    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
 
     println!(
         "{} cases ({} requests) in {:?}; slowest {:?} ({}); VmRSS {} MiB -> {} MiB, then {} and {} MiB after the {} heaviest again",

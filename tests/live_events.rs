@@ -9,7 +9,7 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use ipam_guard::cluster::live::KindFeed;
-use ipam_guard::cluster::{Shared, WatchedObject};
+use ipam_guard::cluster::{ManualClock, Shared, WatchedObject};
 use ipam_guard::index::Index;
 use ipam_guard::kinds::Kind;
 use ipam_guard::model::{self, ObjKey, Projection};
@@ -173,13 +173,14 @@ fn x2_pending_entry_expires_and_gives_back_what_it_covered() {
 #[test]
 fn x2_decide_sweeps_expired_entries_first() {
     let ttl = Duration::from_millis(30);
-    let shared = Shared::with_ttl(Index::new(), ttl);
+    let clock = ManualClock::new();
+    let shared = Shared::with_ttl(Index::new(), ttl).with_clock(clock.clone());
     shared.admit(projection(&in_cluster_pool(
         "ns",
         "q",
         &["10.0.9.10-10.0.9.20"],
     )));
-    std::thread::sleep(ttl + Duration::from_millis(20));
+    clock.advance(ttl);
     let seen = shared.decide(|index| (index.pools().count(), None));
     assert_eq!(seen, 0);
 }

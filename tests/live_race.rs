@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use ipam_guard::admission::{Admission, Endpoint};
 use ipam_guard::cluster::live::{LiveOptions, LiveView};
-use ipam_guard::cluster::{ClusterView, Shared};
+use ipam_guard::cluster::{ClusterView, ManualClock, Shared};
 use ipam_guard::index::Index;
 use ipam_guard::kinds::Kind;
 use ipam_guard::rules::Options;
@@ -95,7 +95,11 @@ fn same_address() -> Vec<Value> {
         .collect()
 }
 
-async fn live_admission(pending_ttl: Duration) -> (FakeApi, Arc<LiveView>, Admission) {
+/// A live view on a fake API server whose timers read `ManualClock`: time moves only when the
+/// test says so.
+async fn live_admission(
+    pending_ttl: Duration,
+) -> (FakeApi, Arc<LiveView>, Admission, Arc<ManualClock>) {
     let api = FakeApi::start().await;
     for k in [
         Kind::IPAddressClaim,
@@ -110,17 +114,19 @@ async fn live_admission(pending_ttl: Duration) -> (FakeApi, Arc<LiveView>, Admis
         "pool-a",
         &["10.0.0.10-10.0.0.30", "10.0.0.50"],
     ));
-    let view = LiveView::start(
+    let clock = ManualClock::new();
+    let view = LiveView::start_with_clock(
         api.client(),
         LiveOptions {
             discovery_interval: Duration::from_millis(200),
             pending_ttl,
             ..LiveOptions::default()
         },
+        clock.clone(),
     );
     wait_for("synced", WAIT, || view.synced()).await;
     let admission = Admission::new(view.clone(), Options::default());
-    (api, view, admission)
+    (api, view, admission, clock)
 }
 
 fn allowed(results: &[(bool, Value)]) -> usize {
@@ -129,7 +135,7 @@ fn allowed(results: &[(bool, Value)]) -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn x2_p10_64_concurrent_overlapping_pools_admit_exactly_one() {
-    let (_api, view, admission) = live_admission(Duration::from_secs(30)).await;
+    let (_api, view, admission, _clock) = live_admission(Duration::from_secs(30)).await;
     let results = tokio::task::spawn_blocking(move || race(&admission, overlapping_pools()))
         .await
         .unwrap();
@@ -143,7 +149,7 @@ async fn x2_p10_64_concurrent_overlapping_pools_admit_exactly_one() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn x2_a9_64_concurrent_ip_addresses_with_one_address_admit_exactly_one() {
-    let (_api, _view, admission) = live_admission(Duration::from_secs(30)).await;
+    let (_api, _view, admission, _clock) = live_admission(Duration::from_secs(30)).await;
     let results = tokio::task::spawn_blocking(move || race(&admission, same_address()))
         .await
         .unwrap();
@@ -183,13 +189,16 @@ fn x2_dry_run_does_not_block_the_real_create() {
 
 #[tokio::test]
 async fn x2_pending_entry_expires_after_the_ttl() {
-    let (api, view, admission) = live_admission(Duration::from_millis(300)).await;
+    let (api, view, admission, clock) = live_admission(Duration::from_millis(300)).await;
     let pool = in_cluster_pool("ns", "p", &["10.0.0.100-10.0.0.110"]);
     let other = in_cluster_pool("ns", "q", &["10.0.0.105-10.0.0.120"]);
     assert!(validate(&admission, &pool, false).0);
     assert!(!validate(&admission, &other, false).0, "p is pending");
-    // p's write never reaches the API server: after the TTL (300 ms here) q fits.
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    // p's write never reaches the API server: just before the TTL (300 ms here) q still
+    // overlaps it, after it q fits.
+    clock.advance(Duration::from_millis(299));
+    assert!(!validate(&admission, &other, false).0, "p is still pending");
+    clock.advance(Duration::from_millis(2));
     assert!(validate(&admission, &other, false).0);
     // q is stored: the watch shows it and its pending entry goes.
     api.apply(other);

@@ -100,13 +100,22 @@ async fn x3_synced_only_after_every_watched_kind_is_listed() {
 
 #[tokio::test]
 async fn x3_never_synced_without_discovery() {
-    // Nothing listens on the port of a dropped fake: discovery fails, the view stays unready.
-    let client = {
-        let api = FakeApi::start().await;
-        api.client()
-    };
-    let view = LiveView::start(client, fast());
-    tokio::time::sleep(Duration::from_millis(600)).await;
+    // Everything answers but discovery, and no kind is served: discovery alone keeps the view
+    // unready. Waiting for its retries (not for time) shows it stayed so across several tries.
+    let api = FakeApi::start().await;
+    api.fail_discovery();
+    let view = LiveView::start(api.client(), fast());
+    wait_for("the CRD watch to be healthy", WAIT, || {
+        view.watch_health()
+            .iter()
+            .any(|h| h.kind == "CustomResourceDefinition" && h.healthy)
+    })
+    .await;
+    let tries = api.discoveries();
+    wait_for("discovery to fail three more times", WAIT, || {
+        api.discoveries() >= tries + 3
+    })
+    .await;
     assert!(!view.synced());
     assert!(view.watching().is_empty());
 }
@@ -194,8 +203,9 @@ async fn x1_relist_after_410_keeps_old_data_until_init_done() {
         api.lists(Kind::InClusterIPPool) > lists_before
     })
     .await;
-    // Mid-relist: the old data is still served and the view stays ready.
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Mid-relist: the old data is still served and the view stays ready. No wait is needed to
+    // see it: the relist's Init was fed before its list request went out, and keys go only at
+    // InitDone, which the held list cannot reach.
     assert!(has_pool(&view, Some("ns"), Kind::InClusterIPPool, "pool-b"));
     assert!(has_pool(&view, Some("ns"), Kind::InClusterIPPool, "pool-a"));
     assert!(view.synced());
@@ -257,15 +267,29 @@ async fn dropping_the_view_stops_its_watches() {
     })
     .await;
     let view: Arc<LiveView> = view;
+    // Discovery and every watch task hold the index: once it is gone, none of them can run again.
+    let index = Arc::downgrade(view.shared());
+    let discoveries = api.discoveries();
     drop(view);
-    // A closed connection is noticed when the server next writes to it.
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    api.apply(ip_address("ns", "addr-9", "10.0.0.19", "pool-a"));
+    wait_for("every task of the view to end", WAIT, || {
+        index.upgrade().is_none()
+    })
+    .await;
+    // A closed connection is noticed when the server next writes to it: keep writing.
+    let mut n = 0;
     wait_for("watches to close", WAIT, || {
+        n += 1;
+        api.apply(ip_address(
+            "ns",
+            &format!("addr-{n}"),
+            "10.0.0.19",
+            "pool-a",
+        ));
         api.open_watches(Kind::IPAddress) == 0
     })
     .await;
-    let discoveries = api.discoveries();
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(api.discoveries(), discoveries, "discovery stopped too");
+    assert!(
+        api.discoveries() <= discoveries + 1,
+        "discovery stopped too (one request may have been in flight at the drop)"
+    );
 }

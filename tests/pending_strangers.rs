@@ -1,15 +1,16 @@
 //! SPEC X2 without client authentication: what an unauthenticated caller's admitted write may
-//! reserve is bounded (`src/cluster/trust.rs`). Time is driven through `Shared::sweep(now)`; the
-//! flood over HTTPS polls for the legitimate create to be allowed.
+//! reserve is bounded (`src/cluster/trust.rs`). Time is driven through `Shared::sweep(now)` on a
+//! view whose clock stands still (admissions are stamped with its time); the flood over HTTPS
+//! polls for the legitimate create to be allowed.
 
 mod server_support;
 
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use ipam_guard::cluster::{Caller, Shared, StrangerPolicy};
+use ipam_guard::cluster::{Caller, ManualClock, Shared, StrangerPolicy};
 use ipam_guard::index::Index;
 use ipam_guard::kinds::Kind;
 use ipam_guard::model::{self, ObjKey, Projection};
@@ -43,7 +44,9 @@ const POLICY: StrangerPolicy = StrangerPolicy {
 };
 
 fn shared() -> Shared {
-    Shared::with_ttl(Index::new(), Duration::from_secs(30)).with_strangers(POLICY)
+    Shared::with_ttl(Index::new(), Duration::from_secs(30))
+        .with_strangers(POLICY)
+        .with_clock(ManualClock::new())
 }
 
 fn holds(shared: &Shared, name: &str) -> bool {
@@ -53,7 +56,7 @@ fn holds(shared: &Shared, name: &str) -> bool {
 #[test]
 fn x2_a_strangers_pending_entry_lasts_its_short_bound_and_a_trusted_one_the_ttl() {
     let shared = shared();
-    let t0 = Instant::now();
+    let t0 = shared.now();
     shared.admit_as(
         projection(&pool("forged", "10.0.0.10-10.0.0.20")),
         &stranger(1),
@@ -74,7 +77,7 @@ fn x2_a_strangers_pending_entry_lasts_its_short_bound_and_a_trusted_one_the_ttl(
 #[test]
 fn x2_a_stranger_reposting_the_same_review_does_not_extend_its_reservation() {
     let shared = shared();
-    let t0 = Instant::now();
+    let t0 = shared.now();
     let forged = projection(&pool("forged", "10.0.0.10-10.0.0.20"));
     shared.admit_as(forged.clone(), &stranger(1));
     for _ in 0..10 {
@@ -87,7 +90,7 @@ fn x2_a_stranger_reposting_the_same_review_does_not_extend_its_reservation() {
 #[test]
 fn x2_an_address_whose_reservations_never_show_up_stops_reserving() {
     let shared = shared();
-    let mut now = Instant::now();
+    let mut now = shared.now();
     // Two forged reservations expire unconfirmed: two strikes, still reserving.
     for i in 0..2 {
         shared.admit_as(
@@ -101,7 +104,7 @@ fn x2_an_address_whose_reservations_never_show_up_stops_reserving() {
     shared.admit_as(projection(&pool("f2", "10.0.0.10-10.0.0.20")), &stranger(1));
     shared.admit_as(projection(&pool("f3", "10.0.2.10-10.0.2.20")), &stranger(1));
     assert!(holds(&shared, "f3"));
-    // f2 and f3 were admitted together (at real time, before `now` moved on).
+    // f2 and f3 were admitted together, at the clock's time (only `now` moved on).
     now += Duration::from_secs(6);
     shared.sweep(now);
     assert!(!holds(&shared, "f2") && !holds(&shared, "f3"));
@@ -124,7 +127,7 @@ fn x2_an_address_whose_reservations_never_show_up_stops_reserving() {
 #[test]
 fn x2_a_strangers_reservation_confirmed_by_the_watch_is_no_strike() {
     let shared = shared();
-    let mut now = Instant::now();
+    let mut now = shared.now();
     for i in 0..5 {
         let p = pool(&format!("real{i}"), &format!("10.0.{i}.10-10.0.{i}.20"));
         shared.admit_as(projection(&p), &stranger(1));
@@ -147,12 +150,13 @@ fn x2_a_strangers_reservation_confirmed_by_the_watch_is_no_strike() {
 fn x2_a_static_view_keeps_strangers_reservations_for_the_ttl_and_never_bars() {
     // serve --dev / --state-from: no watch confirms anything, so strikes would bar everyone.
     let shared = Shared::with_ttl(Index::new(), Duration::from_secs(30))
-        .with_strangers(StrangerPolicy::unbounded());
+        .with_strangers(StrangerPolicy::unbounded())
+        .with_clock(ManualClock::new());
     for i in 0..5 {
         let name = format!("p{i}");
         let p = projection(&pool(&name, "10.0.0.10-10.0.0.20"));
         shared.admit_as(p, &stranger(1));
-        let admitted = Instant::now();
+        let admitted = shared.now();
         shared.sweep(admitted + Duration::from_secs(6));
         assert!(holds(&shared, &name), "round {i}: held for the 30 s TTL");
         shared.sweep(admitted + Duration::from_secs(31));
@@ -247,7 +251,7 @@ async fn flood(policy: StrangerPolicy, give_up: Duration) -> Flood {
             (sent, admitted)
         })
     };
-    let start = Instant::now();
+    let start = std::time::Instant::now();
     let held = loop {
         if allowed(&mut user, &legit).await {
             break Some(start.elapsed());
@@ -322,7 +326,7 @@ fn x2_readmitting_what_the_watch_already_shows_reserves_nothing_and_is_no_strike
     let stored = projection(&pool("stored", "10.0.5.10-10.0.5.20"));
     // The watch shows the object; then a GitOps tool re-applies it unchanged, again and again.
     shared.apply(&key("stored"), Some(stored.clone()));
-    let mut now = Instant::now();
+    let mut now = shared.now();
     for _ in 0..5 {
         shared.admit_as(stored.clone(), &stranger(1));
         assert_eq!(shared.pending_len(), 0);

@@ -25,7 +25,7 @@ pub use health::{ListCause, Source};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context;
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -37,6 +37,7 @@ use tokio::task::JoinHandle;
 
 use self::health::Status;
 use self::watch::{Feed, Timing, WatchLoop};
+use super::clock::{self, Clock};
 use super::object::WatchedObject;
 use super::shared::{Shared, PENDING_TTL};
 use super::{ClusterView, WatchHealth};
@@ -82,10 +83,11 @@ impl Default for LiveOptions {
 }
 
 impl LiveOptions {
-    fn timing(&self) -> Timing {
+    fn timing(&self, clock: &Arc<dyn Clock>) -> Timing {
         Timing {
             watch_timeout: self.watch_timeout,
             bound: self.health_bound,
+            clock: clock.clone(),
         }
     }
 }
@@ -359,6 +361,7 @@ impl Feed for KindSink {
 pub struct LiveView {
     shared: Arc<Shared>,
     status: Arc<Status>,
+    clock: Arc<dyn Clock>,
     client: Client,
     _tasks: Vec<AbortOnDrop>,
 }
@@ -375,9 +378,20 @@ impl std::fmt::Debug for LiveView {
 impl LiveView {
     /// Starts discovery, the CRD watch and the kind watchers on the current tokio runtime.
     pub fn start(client: Client, options: LiveOptions) -> Arc<LiveView> {
+        LiveView::start_with_clock(client, options, clock::system())
+    }
+
+    /// As `start`, reading the time of the pending window and the health bound from `clock`.
+    pub fn start_with_clock(
+        client: Client,
+        options: LiveOptions,
+        clock: Arc<dyn Clock>,
+    ) -> Arc<LiveView> {
         let status = Arc::new(Status::new(options.health_bound));
         let shared = Arc::new(
-            Shared::with_ttl(Default::default(), options.pending_ttl).with_hold(status.clone()),
+            Shared::with_ttl(Default::default(), options.pending_ttl)
+                .with_hold(status.clone())
+                .with_clock(clock.clone()),
         );
         let wake = Arc::new(Notify::new());
         status.watch(Source::Crds, "");
@@ -388,7 +402,7 @@ impl LiveView {
                 source: Source::Crds,
                 version: String::new(),
                 status: status.clone(),
-                timing: options.timing(),
+                timing: options.timing(&clock),
                 feed: crds::CrdFeed::new(status.clone(), wake.clone()),
             }
             .run(),
@@ -399,6 +413,7 @@ impl LiveView {
             status.clone(),
             wake,
             options,
+            clock.clone(),
         ));
         // Admission sweeps before each decision; this only keeps object counts honest when no
         // request comes, and the health log current.
@@ -413,7 +428,7 @@ impl LiveView {
                     let (Some(shared), Some(status)) = (shared.upgrade(), status.upgrade()) else {
                         return;
                     };
-                    let now = Instant::now();
+                    let now = shared.now();
                     status.synced(now);
                     shared.sweep(now);
                 }
@@ -422,6 +437,7 @@ impl LiveView {
         Arc::new(LiveView {
             shared,
             status,
+            clock,
             client,
             _tasks: vec![
                 AbortOnDrop(discovery),
@@ -449,21 +465,21 @@ impl LiveView {
 
 impl ClusterView for LiveView {
     fn synced(&self) -> bool {
-        self.status.synced(Instant::now())
+        self.status.synced(self.clock.now())
     }
     fn object_counts(&self) -> Vec<(Kind, usize)> {
         self.shared.read().counts()
     }
     fn read(&self) -> Box<dyn std::ops::Deref<Target = crate::index::Index> + '_> {
         // As `Shared`'s: expired pending entries are gone from a reading admission judges on.
-        self.shared.sweep(Instant::now());
+        self.shared.sweep(self.shared.now());
         Box::new(self.shared.read())
     }
     fn decide(&self, f: &mut dyn FnMut(&crate::index::Index) -> Option<model::Projection>) {
         self.shared.decide(|index| ((), f(index)));
     }
     fn watch_health(&self) -> Vec<WatchHealth> {
-        self.status.health(Instant::now())
+        self.status.health(self.clock.now())
     }
     fn decide_as(
         &self,
@@ -489,6 +505,7 @@ async fn discovery_loop(
     status: Arc<Status>,
     wake: Arc<Notify>,
     options: LiveOptions,
+    clock: Arc<dyn Clock>,
 ) {
     // Kind -> (version, watcher task). Owned here: aborting this task drops and stops them all.
     let mut watchers: BTreeMap<Kind, (String, AbortOnDrop)> = BTreeMap::new();
@@ -499,7 +516,15 @@ async fn discovery_loop(
                 failures = 0;
                 let served: BTreeMap<Kind, String> =
                     served.into_iter().filter(|(k, _)| watched(*k)).collect();
-                reconcile(&client, &shared, &status, &mut watchers, served, options);
+                reconcile(
+                    &client,
+                    &shared,
+                    &status,
+                    &mut watchers,
+                    served,
+                    options,
+                    &clock,
+                );
             }
             Err(e) => {
                 failures += 1;
@@ -530,6 +555,7 @@ fn reconcile(
     watchers: &mut BTreeMap<Kind, (String, AbortOnDrop)>,
     served: BTreeMap<Kind, String>,
     options: LiveOptions,
+    clock: &Arc<dyn Clock>,
 ) {
     // A kind discovery no longer lists is dropped only once its CRD is gone too: right after an
     // API server restart discovery can omit CRD groups for a moment, and dropping the kind then
@@ -563,7 +589,7 @@ fn reconcile(
                 source: Source::Kind(kind),
                 version: version.clone(),
                 status: status.clone(),
-                timing: options.timing(),
+                timing: options.timing(clock),
                 feed: KindSink {
                     feed: KindFeed::new(kind, &version),
                     shared: shared.clone(),

@@ -25,6 +25,7 @@ use std::ops::Deref;
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
+use super::clock::{self, Clock};
 use super::trust::{Caller, StrangerPolicy, Strikes};
 use super::ClusterView;
 use crate::index::{Index, Object};
@@ -49,6 +50,7 @@ pub struct Shared {
     ttl: Duration,
     strangers: StrangerPolicy,
     hold: Option<Arc<dyn PendingHold>>,
+    clock: Arc<dyn Clock>,
 }
 
 #[derive(Debug, Default)]
@@ -106,7 +108,19 @@ impl Shared {
             ttl,
             strangers: StrangerPolicy::default(),
             hold: None,
+            clock: clock::system(),
         }
+    }
+
+    /// As given, reading the time from `clock` (tests move a `ManualClock` instead of sleeping).
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The time the pending entries are judged against.
+    pub fn now(&self) -> Instant {
+        self.clock.now()
     }
 
     /// As given, asking `hold` before any trusted pending entry expires.
@@ -150,7 +164,7 @@ impl Shared {
             .decisions
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        self.sweep(Instant::now());
+        self.sweep(self.clock.now());
         let (answer, admitted) = {
             let state = self.state_read();
             f(&state.index)
@@ -169,7 +183,7 @@ impl Shared {
     /// As `admit`, for `caller`.
     pub fn admit_as(&self, projection: Projection, caller: &Caller) {
         let object = projection;
-        let now = Instant::now();
+        let now = self.clock.now();
         let mut state = self.state_write();
         let State {
             index,
@@ -373,7 +387,7 @@ impl ClusterView for Shared {
     fn read(&self) -> Box<dyn Deref<Target = Index> + '_> {
         // Admission judges on this reading outside the decision lock: what expired must be gone
         // here as it is in `decide`, or a denial for an expired entry would never end.
-        self.sweep(Instant::now());
+        self.sweep(self.clock.now());
         Box::new(Shared::read(self))
     }
     fn decide(&self, f: &mut dyn FnMut(&Index) -> Option<Projection>) {

@@ -140,7 +140,7 @@ pub fn has_room_for_subnet(family: Family, prefix: u8) -> bool {
 /// IPv6 link-local gateways (`fe80::/10`) come from router advertisements and are exempt from
 /// every inside-the-subnet check (SPEC §2).
 pub fn is_link_local_gateway(ip: Ip) -> bool {
-    ip.family == Family::V6 && ip.value >> 118 == 0x3fa
+    ip.family == Family::V6 && std::net::Ipv6Addr::from(ip.value).is_unicast_link_local()
 }
 
 /// `10.0.0.0/24`: a subnet as text.

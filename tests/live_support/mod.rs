@@ -10,6 +10,7 @@
 //!   `410 Gone` ERROR event, the way the watch cache does once a resourceVersion is too old;
 //! - `hold_lists` / `release_list`: list requests of a kind wait until released, so a test can look
 //!   at the view in the middle of a relist;
+//! - `fail_discovery`: `GET /apis` answers 503, so discovery never completes;
 //! - `stall_watches`: watch requests of a kind are accepted but never send a byte (a dead
 //!   connection), `unstall_watches` ends that.
 //!
@@ -58,6 +59,7 @@ struct St {
     stalled: HashSet<Kind>,
     crds_forbidden: bool,
     failing: HashSet<Kind>,
+    discovery_failing: bool,
 }
 
 /// The fake API server. Dropping it stops the server task.
@@ -141,6 +143,11 @@ impl FakeApi {
 
     pub fn unfail_watches(&self, kind: Kind) {
         self.st().failing.remove(&kind);
+    }
+
+    /// `GET /apis` is answered 503 (still counted in `discoveries`); everything else works.
+    pub fn fail_discovery(&self) {
+        self.st().discovery_failing = true;
     }
 
     /// CRD list and watch requests are answered 403 (RBAC without CRDs).
@@ -345,6 +352,13 @@ async fn handle(State(st): State<Arc<Mutex<St>>>, req: Request) -> Response {
         ["apis"] => {
             let mut st = st.lock().unwrap();
             st.discoveries += 1;
+            if st.discovery_failing {
+                return status(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "ServiceUnavailable",
+                    "discovery is failing (test hook)",
+                );
+            }
             let groups: Vec<Value> = groups(&st)
                 .into_iter()
                 .map(|(g, vs)| group_json(g, &vs))

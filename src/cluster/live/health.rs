@@ -7,7 +7,7 @@
 //! started, an event, a bookmark, a watch the server ended at its timeout. Watches ask the server
 //! to end them well inside `bound`, so a quiet but healthy kind never looks silent.
 //!
-//! Every method takes `now`: the view passes `Instant::now()`, tests drive time themselves.
+//! Every method takes `now`: the view passes its clock's time, tests drive time themselves.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;

@@ -30,6 +30,7 @@ use kube::{Api, Client};
 
 use super::health::{ListCause, Source, Status};
 use super::list;
+use crate::cluster::clock::Clock;
 use crate::cluster::WatchedObject;
 
 /// Where a loop's events go. Called from a blocking thread during lists (hence `Send`).
@@ -38,12 +39,14 @@ pub trait Feed: Send + 'static {
 }
 
 /// Timing of a loop.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Timing {
     /// Asked of the server for each watch (`timeoutSeconds`): life at least this often.
     pub watch_timeout: Duration,
     /// Silence longer than this is sickness; also the client-side read timeout of a watch.
     pub bound: Duration,
+    /// What life is timed with (the view's clock, so tests can move it).
+    pub clock: Arc<dyn Clock>,
 }
 
 /// Retries after failures: 250 ms doubling up to 5 s, back to the start after a success.
@@ -152,6 +155,7 @@ impl<F: Feed> WatchLoop<F> {
                 source,
                 &version,
                 &status,
+                &timing.clock,
                 seen.as_deref(),
                 &mut feed,
             )
@@ -159,7 +163,7 @@ impl<F: Feed> WatchLoop<F> {
             {
                 Ok(rv) => {
                     seen = Some(rv);
-                    status.listed(source, &version, Instant::now());
+                    status.listed(source, &version, timing.clock.now());
                     backoff.reset();
                 }
                 Err(e) => {
@@ -181,7 +185,7 @@ impl<F: Feed> WatchLoop<F> {
             let mut doubted = false;
             cause = loop {
                 let ended = watch_once(
-                    &client, &resource, source, &version, &status, timing, &mut seen, f, doubted,
+                    &client, &resource, source, &version, &status, &timing, &mut seen, f, doubted,
                 )
                 .await;
                 doubted = match &ended {
@@ -206,20 +210,22 @@ impl<F: Feed> WatchLoop<F> {
 }
 
 /// One list into `feed` (Init, InitApply…, InitDone). Returns the list's resourceVersion.
+#[allow(clippy::too_many_arguments)]
 async fn list_into<F: Feed>(
     client: &Client,
     resource: &ApiResource,
     source: Source,
     version: &str,
     status: &Arc<Status>,
+    clock: &Arc<dyn Clock>,
     seen: Option<&str>,
     feed: &mut Option<F>,
 ) -> anyhow::Result<String> {
     let first = format!("{}?{}", url(resource), list_query(seen));
-    match list_once(client, &first, source, version, status, feed).await {
+    match list_once(client, &first, source, version, status, clock, feed).await {
         Err(e) if seen.is_some() && too_new(&e) => {
             tracing::info!(%source, "the cache cannot serve the last seen version: listing from etcd");
-            list_once(client, &url(resource), source, version, status, feed).await
+            list_once(client, &url(resource), source, version, status, clock, feed).await
         }
         other => other,
     }
@@ -231,6 +237,7 @@ async fn list_once<F: Feed>(
     source: Source,
     version: &str,
     status: &Arc<Status>,
+    clock: &Arc<dyn Clock>,
     feed: &mut Option<F>,
 ) -> anyhow::Result<String> {
     let Some(mut f) = feed.take() else {
@@ -241,6 +248,7 @@ async fn list_once<F: Feed>(
     let sink = ListSink {
         feed: f,
         status: status.clone(),
+        clock: clock.clone(),
         source,
         version: version.to_string(),
         items: 0,
@@ -263,6 +271,7 @@ async fn list_once<F: Feed>(
 struct ListSink<F> {
     feed: F,
     status: Arc<Status>,
+    clock: Arc<dyn Clock>,
     source: Source,
     version: String,
     items: u64,
@@ -279,8 +288,9 @@ impl<F: Feed> list::Items for ListSink<F> {
         self.feed.event(Event::InitApply(obj));
         self.items += 1;
         if self.items % 1024 == 0 {
+            self.status
+                .alive(self.source, &self.version, self.clock.now());
             let now = Instant::now();
-            self.status.alive(self.source, &self.version, now);
             if now.duration_since(self.logged) >= PROGRESS_EVERY {
                 self.logged = now;
                 tracing::info!(source = %self.source, objects = self.items, elapsed = ?now.duration_since(self.started), "listing");
@@ -297,7 +307,7 @@ async fn watch_once<F: Feed>(
     source: Source,
     version: &str,
     status: &Status,
-    timing: Timing,
+    timing: &Timing,
     seen: &mut Option<String>,
     feed: &mut F,
     doubted: bool,
@@ -312,7 +322,7 @@ async fn watch_once<F: Feed>(
         Err(e) => return Err(e),
     };
     if !doubted {
-        status.alive(source, version, Instant::now());
+        status.alive(source, version, timing.clock.now());
     }
     let mut stream = std::pin::pin!(stream);
     loop {
@@ -328,7 +338,7 @@ async fn watch_once<F: Feed>(
         let event = match next {
             // The server ended the watch (its timeout): resume from where we are.
             None => {
-                status.alive(source, version, Instant::now());
+                status.alive(source, version, timing.clock.now());
                 return Ok(Ended::Resume);
             }
             // A broken stream: the next watch request tells whether the server is there.
@@ -338,7 +348,7 @@ async fn watch_once<F: Feed>(
             }
             Some(Ok(event)) => event,
         };
-        status.alive(source, version, Instant::now());
+        status.alive(source, version, timing.clock.now());
         match event {
             WatchEvent::Added(obj) | WatchEvent::Modified(obj) => {
                 note_version(seen, &obj);
