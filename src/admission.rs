@@ -16,7 +16,7 @@ use serde_json::{json, Map, Value};
 
 use crate::cluster::{Caller, ClusterView};
 use crate::kinds::Kind;
-use crate::model::{project, Operation, Projection, Request};
+use crate::model::{project, review_body, Operation, Projection, Request};
 use crate::rules::field::{DenyReason, FieldError, Verdict};
 use crate::rules::{self, Ctx, Options};
 
@@ -482,11 +482,11 @@ fn fill_outcome(o: &mut Outcome, response: &Value, rules: &[String]) {
 /// Reads the envelope. Everything that keeps us from answering (not JSON, not a review, no uid)
 /// is a 400 whose message says what was wrong.
 fn decode(body: &[u8]) -> Result<Envelope, String> {
-    let parsed = serde_json::from_slice(body).or_else(|e| {
+    let parsed = review_body::parse(body).or_else(|e| {
         // SPEC ROBUSTNESS O5: a number past an f64 is judged at its field, not refused whole.
         match crate::model::numbers::quote_overflowing_numbers(body) {
             Some(quoted) if e.to_string().starts_with("number out of range") => {
-                serde_json::from_slice(&quoted)
+                review_body::parse(&quoted)
             }
             _ => Err(e),
         }
