@@ -3,6 +3,7 @@
 #
 #   benches/measure.sh                      # everything, into /tmp/ipam-guard-bench
 #   OUT=/tmp/run2 STEPS="lg-1 lg-1-base" benches/measure.sh
+#   STEPS="hot hot-cg apiserver" benches/measure.sh   # issue 14 (apiserver needs KUBEBUILDER_ASSETS)
 #
 # The machine is shared: each output records the load average before and after, and the CPU
 # other processes used while it ran (from /proc/stat, minus this step's own user + system time).
@@ -11,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/ipam-guard-bench}
 mkdir -p "$OUT"
-cargo build --release --example loadgen --bin ipam-guard
+cargo build --release --example loadgen --example echo --bin ipam-guard
 cargo bench --no-run --bench address --bench index --bench review --bench memory
 LG=target/release/examples/loadgen
 HZ=$(getconf CLK_TCK)
@@ -41,7 +42,7 @@ step() {
     }' "$OUT/out-$name.txt"
 }
 
-for s in ${STEPS:-lg-1 lg-1-base lg-16 lg-16-base lg-new lg-new-base lg-16-h2 lg-16-h2-base address index review memory}; do
+for s in ${STEPS:-lg-1 lg-1-base lg-16 lg-16-base lg-new lg-new-base lg-16-h2 lg-16-h2-base address index review memory hot hot-cg apiserver}; do
   case $s in
     lg-1) step "$s" $LG --connections 1 --requests 20000 ;;
     lg-1-base) step "$s" $LG --baseline --connections 1 --requests 20000 ;;
@@ -52,6 +53,12 @@ for s in ${STEPS:-lg-1 lg-1-base lg-16 lg-16-base lg-new lg-new-base lg-16-h2 lg
     lg-16-h2) step "$s" $LG --http2 --connections 16 --requests 100000 ;;
     lg-16-h2-base) step "$s" $LG --baseline --http2 --connections 16 --requests 100000 ;;
     address | index | review | memory) step "$s" cargo bench --bench "$s" ;;
+    # Issue 14: ipam-guard serve beside the echo webhook, external processes (wall, 3 runs each).
+    hot) step "$s" env OUT="$OUT/hot" NO_BUILD=1 benches/hot-path.sh ;;
+    # Issue 14: instructions per request of both servers (callgrind).
+    hot-cg) step "$s" env OUT="$OUT/hot-cg" NO_BUILD=1 benches/hot-path-callgrind.sh ;;
+    # Issue 14: create latency through a real kube-apiserver, ipam-guard beside the echo.
+    apiserver) step "$s" benches/apiserver-latency.sh ;;
     *) echo "unknown step $s" >&2; exit 2 ;;
   esac
 done

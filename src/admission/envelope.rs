@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::model::Operation;
+use crate::model::{review_body, Operation};
 
 /// The envelope fields we read, borrowed from the parsed body.
 pub(super) struct Envelope {
@@ -25,11 +25,11 @@ pub(super) struct Envelope {
 /// Reads the envelope. Everything that keeps us from answering (not JSON, not a review, no uid)
 /// is a 400 whose message says what was wrong.
 pub(super) fn decode(body: &[u8]) -> Result<Envelope, String> {
-    let parsed = serde_json::from_slice(body).or_else(|e| {
+    let parsed = review_body::parse(body).or_else(|e| {
         // SPEC ROBUSTNESS O5: a number past an f64 is judged at its field, not refused whole.
         match crate::model::numbers::quote_overflowing_numbers(body) {
             Some(quoted) if e.to_string().starts_with("number out of range") => {
-                serde_json::from_slice(&quoted)
+                review_body::parse(&quoted)
             }
             _ => Err(e),
         }

@@ -10,6 +10,7 @@ pub mod metal3;
 pub mod numbers;
 pub mod pool;
 pub mod read;
+pub mod review_body;
 pub mod spider;
 #[cfg(test)]
 pub(crate) mod test_support;

@@ -3,6 +3,7 @@
 //! Names follow controller-runtime's webhook metrics so existing dashboards work. prometheus-client
 //! appends `_total` to counters and the unit to `register_with_unit` names: register the stem.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::time::Duration;
 
@@ -15,7 +16,8 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Registry, Unit};
 
 use crate::admission::{Admission, Endpoint, Outcome};
-use crate::kinds::Kind;
+use crate::kinds::{Kind, CAPI_IPAM};
+use crate::model::Operation;
 
 /// Reviews take tens of microseconds: the low buckets must resolve 50 µs.
 const LATENCY_BUCKETS: [f64; 12] = [
@@ -33,10 +35,12 @@ struct RequestLabels {
     code: u16,
 }
 
+/// Borrowed where the value is known at compile time: a lookup of an existing series then
+/// allocates nothing (most reviews are allowed CAPI kinds with no rule).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct DecisionLabels {
-    kind: String,
-    operation: String,
+    kind: Cow<'static, str>,
+    operation: Cow<'static, str>,
     decision: &'static str,
     rule: String,
 }
@@ -131,9 +135,13 @@ impl Metrics {
             "allowed"
         };
         let kind = kind_label(&outcome.group, &outcome.kind);
+        let operation = match Operation::parse(&outcome.operation) {
+            Some(op) => Cow::Borrowed(op.as_str()),
+            None => Cow::Owned(outcome.operation.clone()),
+        };
         let mut labels = DecisionLabels {
             kind,
-            operation: outcome.operation.clone(),
+            operation,
             decision,
             rule: String::new(),
         };
@@ -148,10 +156,11 @@ impl Metrics {
 }
 
 /// Kinds as `check` writes them, so Metal3's IPAddress does not merge with CAPI's.
-fn kind_label(group: &str, kind: &str) -> String {
+fn kind_label(group: &str, kind: &str) -> Cow<'static, str> {
     match Kind::from_group_kind(group, kind) {
-        Some(k) => k.display_name(),
-        None => kind.to_string(),
+        Some(k) if k.group() == CAPI_IPAM => Cow::Borrowed(k.name()),
+        Some(k) => Cow::Owned(k.display_name()),
+        None => Cow::Owned(kind.to_string()),
     }
 }
 

@@ -1,0 +1,86 @@
+#!/bin/bash
+# Issue 14: `ipam-guard serve --dev --state-from` (10k pools, 100k claims, 100k IPAddresses) and the
+# do-nothing webhook `examples/echo.rs` (bare hyper + rustls, same TLS settings), both external
+# processes on loopback, driven by the same load generator, alternating guard / echo, RUNS times
+# at 1 and at 16 connections. Prints one line per run and the ratios of the medians
+# (BENCHMARKS.md, "Request hot path (issue 14)").
+#
+#   benches/hot-path.sh                                   # builds, 3 runs each
+#   RUNS=5 CONNS="16" GUARD=/tmp/old/ipam-guard benches/hot-path.sh
+#
+# The machine is shared: each line records the 1-minute load average before it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/ipam-guard-hot}
+RUNS=${RUNS:-3}
+CONNS=${CONNS:-1 16}
+GUARD=${GUARD:-target/release/ipam-guard}
+LG=target/release/examples/loadgen
+ECHO=target/release/examples/echo
+[ -n "${NO_BUILD:-}" ] || cargo build --release --bin ipam-guard --example loadgen --example echo
+mkdir -p "$OUT"
+[ -d "$OUT/state" ] || $LG --write-state "$OUT/state" 2>&1 | tail -1
+
+PIDS=()
+trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done' EXIT
+$GUARD serve --dev --shutdown-delay 0s --cert-dir "$OUT/certs" --state-from "$OUT/state" \
+  --listen 127.0.0.1:51000 --probe-listen 127.0.0.1:51001 --metrics-listen 127.0.0.1:51002 \
+  >"$OUT/guard.log" 2>&1 &
+GUARD_PID=$!
+PIDS+=("$GUARD_PID")
+until curl -sf http://127.0.0.1:51001/readyz >/dev/null; do
+  kill -0 "$GUARD_PID" || { cat "$OUT/guard.log"; exit 1; }
+  sleep 0.5
+done
+$ECHO --cert-dir "$OUT/certs" --listen 127.0.0.1:51010 >"$OUT/echo.log" 2>&1 &
+ECHO_PID=$!
+PIDS+=("$ECHO_PID")
+sleep 0.5
+
+requests() { if [ "$1" = 1 ]; then echo 20000; else echo 100000; fi; }
+
+: >"$OUT/summary.txt"
+for conns in $CONNS; do
+  for run in $(seq 1 "$RUNS"); do
+    for target in guard echo; do
+      if [ $target = guard ]; then
+        flags=(--url https://localhost:51000 --server-pid "$GUARD_PID")
+      else
+        flags=(--baseline --url https://localhost:51010 --server-pid "$ECHO_PID")
+      fi
+      load=$(cut -d' ' -f1 /proc/loadavg)
+      f="$OUT/lg-$target-$conns-$run.txt"
+      $LG "${flags[@]}" --cacert "$OUT/certs/ca.crt" --connections "$conns" \
+        --requests "$(requests "$conns")" >"$f" 2>&1
+      # Server CPU per request = the server's cores over the run / its throughput.
+      awk -v t=$target -v c="$conns" -v r="$run" -v l="$load" '
+        /^throughput/ { rps = $2; err = $NF }
+        /^all / { p50 = $4; p99 = $6 }
+        /^CPU during/ {
+          for (i = 1; i <= NF; i++) if ($i == "pid") { s = $(i + 1); sub(",", "", s) }
+          others = $NF }
+        END { printf "%s conns=%s run=%s load=%s reviews/s=%s p50=%s p99=%s errors=%s others=%s server_cpu_us=%.1f\n",
+              t, c, r, l, rps, p50, p99, err, others, s / rps * 1e6 }' "$f" | tee -a "$OUT/summary.txt"
+    done
+  done
+done
+
+# Ratios of the medians over the runs: guard / echo.
+awk '
+  $1 == "guard" || $1 == "echo" {
+    split($2, c, "="); split($5, q, "="); split($6, p, "="); split($7, n, "="); split($10, u, "=")
+    key = $1 " " c[2]; i = ++cnt[key]; rps[key, i] = q[2]; p50[key, i] = p[2]; p99[key, i] = n[2]
+    cpu[key, i] = u[2] }
+  function median(arr, key, k,   v, j, m, t) {
+    for (j = 1; j <= k; j++) v[j] = arr[key, j]
+    for (j = 1; j <= k; j++) for (m = j + 1; m <= k; m++) if (v[m] < v[j]) { t = v[j]; v[j] = v[m]; v[m] = t }
+    return (k % 2) ? v[(k + 1) / 2] : (v[k / 2] + v[k / 2 + 1]) / 2
+  }
+  END {
+    for (key in cnt) { split(key, kc, " "); if (kc[1] != "guard") continue
+      e = "echo " kc[2]; k = cnt[key]
+      printf "conns=%s medians over %d runs: throughput %.2fx echo, p50 %.2fx echo, p99 %.2fx echo, server CPU per request %.2fx echo\n", kc[2], k,
+        median(rps, key, k) / median(rps, e, k), median(p50, key, k) / median(p50, e, k), median(p99, key, k) / median(p99, e, k),
+        median(cpu, key, k) / median(cpu, e, k)
+    }
+  }' "$OUT/summary.txt" | sort | tee -a "$OUT/summary.txt"
