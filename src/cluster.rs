@@ -3,7 +3,6 @@
 //! is fed by list-then-watch loops on the API server.
 
 pub mod live;
-pub mod load;
 mod object;
 pub mod shared;
 mod static_view;
@@ -16,6 +15,8 @@ use crate::index::Index;
 use crate::kinds::Kind;
 use crate::model::Projection;
 
+/// The old home of `crate::manifests`, kept so code written against it still builds.
+pub use crate::manifests as load;
 pub use object::WatchedObject;
 pub use shared::{IndexGuard, Shared};
 pub use static_view::StaticView;

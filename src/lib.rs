@@ -6,6 +6,7 @@
 //! - `model`: reading objects (any served version) into the projections the rules and the index use. Pure.
 //! - `rules`: the rule catalogue of SPEC as pure functions returning field errors. Pure.
 //! - `index`: the pool range index and address ownership index.
+//! - `manifests`: reading objects from files (find, parse, identify), for `check` and `--state-from`.
 //! - `cluster`: the `ClusterView` the rules read (static from files, live from watches).
 //! - `admission`: AdmissionReview in and out.
 //! - `server`: HTTPS, probes, metrics, certificate reload, shutdown. Never decides a verdict.
@@ -20,6 +21,7 @@ pub mod cluster;
 pub mod decider;
 pub mod index;
 pub mod kinds;
+pub mod manifests;
 pub mod model;
 pub mod rules;
 pub mod schema;

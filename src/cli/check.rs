@@ -13,9 +13,9 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 
 use super::report::{self, Finding, Problem, Report, Severity, Subject, Summary};
 use super::{CheckArgs, OverlapScope};
-use crate::cluster::load::{self, Manifest, Source};
 use crate::cluster::StaticView;
 use crate::kinds::Kind;
+use crate::manifests::{self, Manifest, Source};
 use crate::model::{ObjKey, Operation, Request};
 use crate::rules::field::{format_value, PatchOp, Verdict, Warning};
 use crate::rules::{self, Ctx, Options};
@@ -188,7 +188,7 @@ pub fn check_with(paths: &[PathBuf], options: Options, gate: &Gate) -> Outcome {
 }
 
 fn check_keeping_view(paths: &[PathBuf], options: Options, gate: &Gate) -> (Outcome, StaticView) {
-    let loaded = load::read_paths_excluding(paths, &gate.exclude);
+    let loaded = manifests::read_paths_excluding(paths, &gate.exclude);
     let mut errors: Vec<Problem> = loaded.errors.iter().map(Problem::from).collect();
     if gate.strict {
         errors.extend(loaded.skipped_at.iter().map(|(at, label)| Problem {

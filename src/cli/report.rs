@@ -9,8 +9,8 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::OutputFormat;
-use crate::cluster::load::{LoadError, Source};
 use crate::kinds::Kind;
+use crate::manifests::{LoadError, Source};
 use crate::model::ObjKey;
 use crate::rules::field::{FieldError, Warning};
 

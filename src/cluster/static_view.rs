@@ -5,10 +5,10 @@ use std::collections::BTreeMap;
 use std::ops::Deref;
 use std::path::PathBuf;
 
-use super::load::{self, LoadError, Manifest};
 use super::ClusterView;
 use crate::index::{Index, Object};
 use crate::kinds::Kind;
+use crate::manifests::{self, LoadError, Manifest};
 use crate::model::{self, Projection};
 
 /// Objects read from files and the index built from their projections. Keeps the objects
@@ -25,10 +25,10 @@ impl StaticView {
         StaticView::default()
     }
 
-    /// Reads files and directories (see `load`); fails on the first input that cannot be read.
-    /// `load::read_paths` gives every error at once, for callers that want to report them all.
+    /// Reads files and directories (see `manifests`); fails on the first input that cannot be read.
+    /// `manifests::read_paths` gives every error at once, for callers that want to report them all.
     pub fn load(paths: &[PathBuf]) -> Result<StaticView, LoadError> {
-        let loaded = load::read_paths(paths);
+        let loaded = manifests::read_paths(paths);
         if let Some(e) = loaded.errors.into_iter().next() {
             return Err(e);
         }
@@ -234,7 +234,7 @@ impl ClusterView for StaticView {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::load;
+    use crate::manifests;
 
     /// Duplicates (A9) are found the same way whether the objects are judged on one thread or
     /// split across threads, each with its own copy of the index.
@@ -251,7 +251,7 @@ mod tests {
                 10 + i / 2
             ));
         }
-        let loaded = load::read_str("x.yaml", &text);
+        let loaded = manifests::read_str("x.yaml", &text);
         assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
         let holders = |m: &Manifest, index: &Index| -> usize {
             let ip = crate::address::parse_ip(m.object["spec"]["address"].as_str().unwrap())
