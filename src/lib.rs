@@ -2,6 +2,7 @@
 //!
 //! Module map (a path tells what a file may touch):
 //! - `address`: address text → sets of inclusive ranges. Pure.
+//! - `par`: one parallel map over a slice, results in order.
 //! - `kinds`: the table of served kinds. `catalogue`: the table of rule ids.
 //! - `model`: reading objects (any served version) into the projections the rules and the index use. Pure.
 //! - `rules`: the rule catalogue of SPEC as pure functions returning field errors. Pure.
@@ -23,6 +24,7 @@ pub mod index;
 pub mod kinds;
 pub mod manifests;
 pub mod model;
+pub mod par;
 pub mod rules;
 pub mod schema;
 pub mod server;

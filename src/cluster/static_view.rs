@@ -10,6 +10,7 @@ use crate::index::{Index, Object};
 use crate::kinds::Kind;
 use crate::manifests::{self, LoadError, Manifest};
 use crate::model::{self, Projection};
+use crate::par;
 
 /// Objects read from files and the index built from their projections. Keeps the objects
 /// themselves too: `check` judges them, the index alone could not.
@@ -42,7 +43,9 @@ impl StaticView {
     /// would leave it.
     pub fn from_manifests(manifests: Vec<Manifest>) -> StaticView {
         // Reading a spec is the costly part and needs no index: spread it over the cores.
-        let projections = par_map(&manifests, |m| model::project(m.kind, &m.object));
+        let projections = par::map(&manifests, PER_THREAD, |m| {
+            model::project(m.kind, &m.object)
+        });
         let mut index = Index::new();
         for p in projections.into_iter().flatten() {
             index.upsert(object(p));
@@ -128,41 +131,15 @@ fn split_as_create<R: Send>(
     per_thread: usize,
     f: impl Fn(&Manifest, &Index) -> R + Sync,
 ) -> Vec<R> {
-    let threads = workers(manifests.len(), per_thread);
-    if threads <= 1 {
-        return manifests.iter().map(|m| judge_one(index, m, &f)).collect();
-    }
-    let share = manifests.len().div_ceil(threads);
+    let threads = par::workers(manifests.len(), per_thread);
     let mut copies: Vec<Index> = (1..threads).map(|_| index.clone()).collect();
-    let indexes = std::iter::once(index).chain(copies.iter_mut());
-    let f = &f;
-    std::thread::scope(|s| {
-        let handles: Vec<_> = manifests
-            .chunks(share)
-            .zip(indexes)
-            .map(|(chunk, index)| {
-                s.spawn(move || {
-                    chunk
-                        .iter()
-                        .map(|m| judge_one(index, m, f))
-                        .collect::<Vec<R>>()
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect()
-    })
+    let indexes: Vec<&mut Index> = std::iter::once(index).chain(copies.iter_mut()).collect();
+    // Every copy is whole again between two objects, so any worker may judge any object.
+    par::map_with(manifests, indexes, |index, m| judge_one(index, m, &f))
 }
 
 /// Below this many objects per thread, a thread (and an index copy) is not worth it.
 const PER_THREAD: usize = 20_000;
-
-fn workers(items: usize, per_thread: usize) -> usize {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    cores.min(items / per_thread.max(1)).max(1)
-}
 
 fn judge_one<R>(index: &mut Index, m: &Manifest, f: impl FnOnce(&Manifest, &Index) -> R) -> R {
     let own = take(index, m);
@@ -171,26 +148,6 @@ fn judge_one<R>(index: &mut Index, m: &Manifest, f: impl FnOnce(&Manifest, &Inde
         index.upsert(own);
     }
     r
-}
-
-/// `items.iter().map(f).collect()` on every core, in order.
-fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let threads = workers(items.len(), PER_THREAD);
-    if threads <= 1 {
-        return items.iter().map(f).collect();
-    }
-    let share = items.len().div_ceil(threads);
-    let f = &f;
-    std::thread::scope(|s| {
-        let handles: Vec<_> = items
-            .chunks(share)
-            .map(|chunk| s.spawn(move || chunk.iter().map(f).collect::<Vec<R>>()))
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect()
-    })
 }
 
 /// Removes what the index holds under the manifest's key. With a key defined twice that is the

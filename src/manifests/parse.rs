@@ -4,8 +4,7 @@
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::io::Read;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use serde::de::DeserializeSeed;
 
@@ -23,35 +22,9 @@ pub(super) struct FileResult {
     pub(super) not_objects: usize,
 }
 
-/// Parses inputs on up to `available_parallelism` threads; results come back in input order.
+/// Parses inputs on every core (one file at a time per worker); results come back in input order.
 pub(super) fn parse_all(inputs: &[Input]) -> Vec<FileResult> {
-    let workers = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .min(inputs.len());
-    if workers <= 1 {
-        return inputs.iter().map(parse_input).collect();
-    }
-    let next = AtomicUsize::new(0);
-    let slots: Vec<Mutex<Option<FileResult>>> = inputs.iter().map(|_| Mutex::new(None)).collect();
-    std::thread::scope(|s| {
-        for _ in 0..workers {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(input) = inputs.get(i) else { break };
-                let r = parse_input(input);
-                *slots[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
-            });
-        }
-    });
-    slots
-        .into_iter()
-        .map(|m| {
-            m.into_inner()
-                .unwrap_or_else(|p| p.into_inner())
-                .unwrap_or_default()
-        })
-        .collect()
+    crate::par::map(inputs, 1, parse_input)
 }
 
 fn parse_input(input: &Input) -> FileResult {
