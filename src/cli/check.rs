@@ -10,6 +10,8 @@ use std::path::PathBuf;
 use serde_json::Value;
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
+use json_patch::jsonptr::PointerBuf;
+use json_patch::{AddOperation, PatchOperation};
 
 use super::report::{self, Finding, Problem, Report, Severity, Subject, Summary};
 use super::{CheckArgs, OverlapScope};
@@ -429,8 +431,8 @@ fn pointer_to_field(pointer: &str) -> String {
     out
 }
 
-/// RFC 6902 `add`, the only operation mutations use: the parent must exist; an existing member
-/// is replaced.
+/// Applies one operation of the mutating webhook's patch (RFC 6902, by `json-patch`), as the
+/// API server would before validation.
 fn apply_add(doc: &mut Value, op: &PatchOp) -> Result<(), String> {
     let fail = |why: &str| {
         format!(
@@ -438,34 +440,22 @@ fn apply_add(doc: &mut Value, op: &PatchOp) -> Result<(), String> {
             op.path
         )
     };
-    let Some((parent, last)) = op.path.rsplit_once('/') else {
-        return Err(fail("not a JSON pointer"));
-    };
-    let last = unescape(last);
-    let target = if parent.is_empty() {
-        Some(doc)
-    } else {
-        doc.pointer_mut(parent)
-    };
-    match target {
-        Some(Value::Object(map)) => {
-            map.insert(last, op.value.clone());
-            Ok(())
-        }
-        Some(Value::Array(list)) => {
-            let at = if last == "-" {
-                list.len()
-            } else {
-                last.parse::<usize>()
-                    .ok()
-                    .filter(|i| *i <= list.len())
-                    .ok_or_else(|| fail("index out of bounds"))?
-            };
-            list.insert(at, op.value.clone());
-            Ok(())
-        }
-        Some(_) => Err(fail("the parent is not an object or a list")),
-        None => Err(fail("the parent does not exist")),
+    let path = PointerBuf::parse(op.path.as_str()).map_err(|_| fail("not a JSON pointer"))?;
+    let add = PatchOperation::Add(AddOperation {
+        path,
+        value: op.value.clone(),
+    });
+    json_patch::patch(doc, &[add]).map_err(|_| fail(why_add_fails(doc, &op.path)))
+}
+
+/// Why an `add` at `path` cannot apply to `doc`: the crate says only "path is invalid", while a
+/// reader needs to know which part of it.
+fn why_add_fails(doc: &Value, path: &str) -> &'static str {
+    let parent = path.rsplit_once('/').map_or("", |(parent, _)| parent);
+    match doc.pointer(parent) {
+        None => "the parent does not exist",
+        Some(Value::Array(_)) => "index out of bounds",
+        Some(_) => "the parent is not an object or a list",
     }
 }
 
@@ -510,6 +500,14 @@ mod tests {
             json!({"spec": {"poolRef": {"apiGroup": "g"}},
                    "metadata": {"labels": {"a": "b", "cluster.x-k8s.io/cluster-name": "c"}}})
         );
-        assert!(apply_add(&mut doc, &op("/status/x", json!(1))).is_err());
+        let fails = |doc: &mut Value, path: &str| apply_add(doc, &op(path, json!(1))).unwrap_err();
+        assert!(fails(&mut doc, "/status/x").ends_with("the parent does not exist"));
+        assert!(fails(&mut doc, "/spec/poolRef/apiGroup/x")
+            .ends_with("the parent is not an object or a list"));
+        let mut list = json!({"a": [1]});
+        assert!(fails(&mut list, "/a/2").ends_with("index out of bounds"));
+        assert!(fails(&mut list, "a").ends_with("not a JSON pointer"));
+        apply_add(&mut list, &op("/a/-", json!(2))).unwrap();
+        assert_eq!(list, json!({"a": [1, 2]}));
     }
 }
