@@ -167,7 +167,7 @@ async fn build_view(
     args: &ServeArgs,
 ) -> anyhow::Result<(Arc<dyn ClusterView>, Option<kube::Client>)> {
     if !args.state_from.is_empty() {
-        let index = StaticView::load(&args.state_from)?.into_index();
+        let index = StaticView::load_index(&args.state_from)?;
         tracing::info!(
             objects = index.len(),
             "serving a static view from --state-from"

@@ -8,6 +8,8 @@ use std::path::PathBuf;
 use super::ClusterView;
 use crate::index::{Index, Object};
 use crate::kinds::Kind;
+use globset::GlobSet;
+
 use crate::manifests::{self, LoadError, Manifest};
 use crate::model::{self, Projection};
 use crate::par;
@@ -36,6 +38,23 @@ impl StaticView {
         let mut view = StaticView::from_manifests(loaded.manifests);
         view.skipped = loaded.skipped;
         Ok(view)
+    }
+
+    /// The index alone, built while the files are read: each object is projected on the worker
+    /// that parsed it and its document dropped there, so the documents are never all held at
+    /// once (`serve --state-from`). Fails as `load` does.
+    pub fn load_index(paths: &[PathBuf]) -> Result<Index, LoadError> {
+        let loaded = manifests::read_paths_each(paths, &GlobSet::empty(), |m| {
+            model::project(m.kind, &m.object)
+        });
+        if let Some(e) = loaded.errors.into_iter().next() {
+            return Err(e);
+        }
+        let mut index = Index::new();
+        for p in loaded.manifests.into_iter().flatten() {
+            index.upsert(object(p));
+        }
+        Ok(index)
     }
 
     /// Builds the index from the objects as they are. When a key is defined more than once, the

@@ -3,12 +3,12 @@
 
 use serde_json::Value;
 
-use super::parse::FileResult;
+use super::parse::{Each, FileResult};
 use super::{LoadError, Manifest, Problem, Source};
 use crate::kinds::{Kind, KINDS};
 use crate::model::ObjKey;
 
-pub(super) fn dispatch(source: &Source, doc: Value, out: &mut FileResult) {
+pub(super) fn dispatch<T>(source: &Source, doc: Value, out: &mut FileResult<T>, each: &Each<T>) {
     let doc = match doc {
         // An empty document (`---` twice, a trailing `---`) holds nothing.
         Value::Null => return,
@@ -17,7 +17,7 @@ pub(super) fn dispatch(source: &Source, doc: Value, out: &mut FileResult) {
         Value::Array(elements) => {
             for (i, e) in elements.into_iter().enumerate() {
                 if e.is_object() {
-                    object(source.with_item(i), e, out, false);
+                    object(source.with_item(i), e, out, false, each);
                 } else {
                     out.not_objects += 1;
                 }
@@ -42,7 +42,7 @@ pub(super) fn dispatch(source: &Source, doc: Value, out: &mut FileResult) {
     let is_list = matches!(doc.get("kind"), Some(Value::String(k)) if k.ends_with("List"))
         && doc.contains_key("apiVersion");
     if !is_list {
-        object(source.clone(), Value::Object(doc), out, false);
+        object(source.clone(), Value::Object(doc), out, false, each);
         return;
     }
     let mut doc = doc;
@@ -51,7 +51,7 @@ pub(super) fn dispatch(source: &Source, doc: Value, out: &mut FileResult) {
         None | Some(Value::Null) => {}
         Some(Value::Array(elements)) => {
             for (i, e) in elements.into_iter().enumerate() {
-                object(source.with_item(i), e, out, true);
+                object(source.with_item(i), e, out, true, each);
             }
         }
         Some(other) => out.errors.push(LoadError::new(
@@ -67,7 +67,13 @@ pub(super) fn dispatch(source: &Source, doc: Value, out: &mut FileResult) {
 
 /// One object: of a known kind (a manifest), of another kind (counted), or not a Kubernetes
 /// object at all (counted). `in_list`: an item of a `kind: List`, which must be an object.
-fn object(source: Source, mut object: Value, out: &mut FileResult, in_list: bool) {
+fn object<T>(
+    source: Source,
+    mut object: Value,
+    out: &mut FileResult<T>,
+    in_list: bool,
+    each: &Each<T>,
+) {
     if !object.is_object() {
         let found = json_type_name(&object);
         out.errors
@@ -139,13 +145,13 @@ fn object(source: Source, mut object: Value, out: &mut FileResult, in_list: bool
         }
     };
     match identify(kind, &mut object) {
-        Ok(key) => out.manifests.push(Manifest {
+        Ok(key) => out.manifests.push(each(Manifest {
             source,
             kind,
             version,
             key,
             object,
-        }),
+        })),
         Err(p) => out.errors.push(LoadError::new(source, p)),
     }
 }

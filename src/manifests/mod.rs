@@ -170,11 +170,11 @@ impl LoadError {
 
 /// Everything read from a set of paths. Errors do not stop the reading: every bad file is named,
 /// and the readable objects are still there for a caller that wants to judge them.
-#[derive(Debug, Default)]
-pub struct Loaded {
+#[derive(Debug)]
+pub struct Loaded<T = Manifest> {
     /// Objects of known kinds, in path order, then file order (sorted within directories), then
-    /// document order.
-    pub manifests: Vec<Manifest>,
+    /// document order (as made by `read_paths_each`'s `each`, when read that way).
+    pub manifests: Vec<T>,
     pub errors: Vec<LoadError>,
     /// Objects of kinds outside `kinds::KINDS`, by `Kind.group` (`Kind` for the core group).
     pub skipped: BTreeMap<String, usize>,
@@ -189,7 +189,21 @@ pub struct Loaded {
     pub files: usize,
 }
 
-impl Loaded {
+impl<T> Default for Loaded<T> {
+    fn default() -> Self {
+        Loaded {
+            manifests: Vec::new(),
+            errors: Vec::new(),
+            skipped: BTreeMap::new(),
+            skipped_at: Vec::new(),
+            not_objects: 0,
+            excluded: 0,
+            files: 0,
+        }
+    }
+}
+
+impl<T> Loaded<T> {
     pub fn skipped_total(&self) -> usize {
         self.skipped.values().sum()
     }
@@ -203,12 +217,23 @@ pub fn read_paths(paths: &[PathBuf]) -> Loaded {
 /// As `read_paths`, leaving out every file or directory whose path as shown (`dir/sub/x.yaml`)
 /// or whose name matches one of `exclude`.
 pub fn read_paths_excluding(paths: &[PathBuf], exclude: &GlobSet) -> Loaded {
+    read_paths_each(paths, exclude, |m| m)
+}
+
+/// As `read_paths_excluding`, handing each object to `each` on the worker that read it, as soon
+/// as it is read: a caller that keeps less than the whole document (a projection, a verdict)
+/// never holds more than the files being parsed.
+pub fn read_paths_each<T: Send>(
+    paths: &[PathBuf],
+    exclude: &GlobSet,
+    each: impl Fn(Manifest) -> T + Sync,
+) -> Loaded<T> {
     let mut loaded = Loaded::default();
     let (inputs, excluded) = find::inputs(paths, exclude, &mut loaded.errors);
     loaded.files = inputs.len();
     loaded.excluded = excluded;
 
-    let results = parse::parse_all(&inputs);
+    let results = parse::parse_all(&inputs, &each);
     for r in results {
         loaded.manifests.extend(r.manifests);
         loaded.errors.extend(r.errors);
@@ -224,7 +249,7 @@ pub fn read_paths_excluding(paths: &[PathBuf], exclude: &GlobSet) -> Loaded {
 /// Reads one string of YAML (or JSON) as if it were a file named `name`.
 pub fn read_str(name: &str, text: &str) -> Loaded {
     let file: Arc<str> = Arc::from(name);
-    let r = parse::parse_yaml(&file, text);
+    let r = parse::parse_yaml(&file, text, &|m| m);
     Loaded {
         manifests: r.manifests,
         errors: r.errors,

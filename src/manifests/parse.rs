@@ -13,21 +13,37 @@ use super::identify::dispatch;
 use super::to_json::ToJson;
 use super::{LoadError, Manifest, Problem, Source};
 
-#[derive(Debug, Default)]
-pub(super) struct FileResult {
-    pub(super) manifests: Vec<Manifest>,
+/// What one file gave: its objects, each already through the caller's `each`.
+#[derive(Debug)]
+pub(super) struct FileResult<T = Manifest> {
+    pub(super) manifests: Vec<T>,
     pub(super) errors: Vec<LoadError>,
     pub(super) skipped: BTreeMap<String, usize>,
     pub(super) skipped_at: Vec<(Source, String)>,
     pub(super) not_objects: usize,
 }
 
-/// Parses inputs on every core (one file at a time per worker); results come back in input order.
-pub(super) fn parse_all(inputs: &[Input]) -> Vec<FileResult> {
-    crate::par::map(inputs, 1, parse_input)
+impl<T> Default for FileResult<T> {
+    fn default() -> Self {
+        FileResult {
+            manifests: Vec::new(),
+            errors: Vec::new(),
+            skipped: BTreeMap::new(),
+            skipped_at: Vec::new(),
+            not_objects: 0,
+        }
+    }
 }
 
-fn parse_input(input: &Input) -> FileResult {
+/// What a caller makes of each object, on the worker that read it.
+pub(super) type Each<'a, T> = dyn Fn(Manifest) -> T + Sync + 'a;
+
+/// Parses inputs on every core (one file at a time per worker); results come back in input order.
+pub(super) fn parse_all<T: Send>(inputs: &[Input], each: &Each<T>) -> Vec<FileResult<T>> {
+    crate::par::map(inputs, 1, |input| parse_input(input, each))
+}
+
+fn parse_input<T>(input: &Input, each: &Each<T>) -> FileResult<T> {
     let bytes = match &input.path {
         Some(p) => std::fs::read(p),
         None => {
@@ -58,19 +74,19 @@ fn parse_input(input: &Input) -> FileResult {
         }
     };
     match input.format {
-        Format::Yaml => parse_yaml(&input.name, &text),
-        Format::Json => parse_json(&input.name, &text),
+        Format::Yaml => parse_yaml(&input.name, &text, each),
+        Format::Json => parse_json(&input.name, &text, each),
     }
 }
 
-pub(super) fn parse_yaml(file: &Arc<str>, text: &str) -> FileResult {
+pub(super) fn parse_yaml<T>(file: &Arc<str>, text: &str, each: &Each<T>) -> FileResult<T> {
     let mut out = FileResult::default();
     let lines = yaml_document_lines(text);
     for (i, doc) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
         let source = Source::document(file, i + 1, lines.get(i).copied());
         let refused = RefCell::new(None);
-        match (ToJson { refused: &refused }).deserialize(doc) {
-            Ok(v) => dispatch(&source, v, &mut out),
+        match ToJson::document(&refused).deserialize(doc) {
+            Ok(v) => dispatch(&source, v, &mut out, each),
             Err(e) => {
                 let at = e.location().map(|l| (l.line(), l.column()));
                 let problem = match refused.into_inner() {
@@ -86,7 +102,7 @@ pub(super) fn parse_yaml(file: &Arc<str>, text: &str) -> FileResult {
     out
 }
 
-pub(super) fn parse_json(file: &Arc<str>, text: &str) -> FileResult {
+pub(super) fn parse_json<T>(file: &Arc<str>, text: &str, each: &Each<T>) -> FileResult<T> {
     let mut out = FileResult::default();
     let mut de = serde_json::Deserializer::from_str(text);
     // A file may hold several JSON values one after another (`kubectl get -o json` per object).
@@ -97,8 +113,8 @@ pub(super) fn parse_json(file: &Arc<str>, text: &str) -> FileResult {
         }
         let source = Source::document(file, i + 1, lines.get(i).copied());
         let refused = RefCell::new(None);
-        match (ToJson { refused: &refused }).deserialize(&mut de) {
-            Ok(v) => dispatch(&source, v, &mut out),
+        match ToJson::document(&refused).deserialize(&mut de) {
+            Ok(v) => dispatch(&source, v, &mut out, each),
             Err(e) => {
                 let problem = match refused.into_inner() {
                     Some(r) => r.into_problem(Some((e.line(), e.column()))),

@@ -1,5 +1,9 @@
-use super::parse::{json_value_lines, parse_json, yaml_document_lines};
+use super::parse::{json_value_lines, yaml_document_lines, FileResult};
 use super::*;
+
+fn parse_json(file: &Arc<str>, text: &str) -> FileResult {
+    super::parse::parse_json(file, text, &|m| m)
+}
 
 fn errors(l: &Loaded) -> Vec<String> {
     l.errors.iter().map(|e| e.to_string()).collect()
@@ -243,5 +247,52 @@ fn json_numbers_are_checked_and_streams_read() {
             .starts_with("x.json: document 2: not valid JSON"),
         "{}",
         r.errors[0]
+    );
+}
+
+/// Bookkeeping no rule reads is not kept, but it is still read: a broken value or a key given
+/// twice there is reported as before.
+#[test]
+fn unread_metadata_is_checked_then_dropped() {
+    let l = read_str(
+        "x.yaml",
+        r#"
+apiVersion: v1
+kind: List
+items:
+- apiVersion: ipam.cluster.x-k8s.io/v1beta2
+  kind: IPAddressClaim
+  metadata:
+    name: a
+    namespace: ns
+    uid: 0b7f
+    labels: {x: y}
+    managedFields: [{manager: kubectl}]
+    ownerReferences: [{kind: Machine, name: m}]
+    deletionTimestamp: "2026-11-21T23:22:32Z"
+  status: {addressRef: {name: a}}
+"#,
+    );
+    assert!(l.errors.is_empty(), "{:?}", errors(&l));
+    let object = &l.manifests[0].object;
+    assert_eq!(
+        object["metadata"],
+        serde_json::json!({"name": "a", "namespace": "ns", "labels": {"x": "y"},
+                           "deletionTimestamp": "2026-11-21T23:22:32Z"})
+    );
+    assert_eq!(object["status"]["addressRef"]["name"], "a");
+    let l = read_str(
+        "x.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, uid: a, uid: b}\n",
+    );
+    assert_eq!(errors(&l).len(), 1, "{:?}", errors(&l));
+    let l = read_str(
+        "x.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, generation: 99999999999999999999}\n",
+    );
+    assert!(
+        errors(&l)[0].contains("metadata.generation"),
+        "{:?}",
+        errors(&l)
     );
 }

@@ -16,14 +16,72 @@ use super::Problem;
 /// keys win, earlier merges win over later), and a key given twice is an error. Refuses what
 /// JSON cannot hold faithfully: integers past 64 bits (parsers hand them over as u128 or as a
 /// rounded float) and NaN or infinity.
+///
+/// Metadata that nothing reads (`UNREAD_METADATA`) is decoded, so it is checked as before, and
+/// then dropped: at 100k objects the uids, timestamps and owner references would otherwise be
+/// most of what a document keeps.
 #[derive(Clone, Copy)]
 pub(super) struct ToJson<'a> {
     /// What was refused, with its path filled in while the error travels up; so the error is
     /// reported at its field rather than as bad syntax.
     pub(super) refused: &'a RefCell<Option<ValueError>>,
+    place: Place,
 }
 
-impl ToJson<'_> {
+/// Where in a document a value sits, as far as dropping unread metadata needs to know.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Place {
+    /// A document, an element of a bare list, or an item of a `kind: List`: maybe an object.
+    Object,
+    /// The `items` of a document.
+    Items,
+    /// The `metadata` of an object.
+    Metadata,
+    Other,
+}
+
+/// ObjectMeta fields that neither the model (`model::Meta`), the rules nor the schema check
+/// (which only needs to know they are ObjectMeta's) read.
+const UNREAD_METADATA: &[&str] = &[
+    "managedFields",
+    "ownerReferences",
+    "finalizers",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "selfLink",
+    "generateName",
+    "deletionGracePeriodSeconds",
+];
+
+impl<'a> ToJson<'a> {
+    /// Reads a whole document.
+    pub(super) fn document(refused: &'a RefCell<Option<ValueError>>) -> Self {
+        ToJson {
+            refused,
+            place: Place::Object,
+        }
+    }
+    fn at(self, place: Place) -> Self {
+        ToJson { place, ..self }
+    }
+    /// Where the value of `key` sits, in a map at this place.
+    fn member(self, key: &str) -> Self {
+        self.at(match (self.place, key) {
+            (Place::Object, "metadata") => Place::Metadata,
+            (Place::Object, "items") => Place::Items,
+            _ => Place::Other,
+        })
+    }
+    /// Where an element sits, in a list at this place.
+    fn element(self) -> Self {
+        self.at(match self.place {
+            Place::Object | Place::Items => Place::Object,
+            _ => Place::Other,
+        })
+    }
+
     fn refuse<E: de::Error>(self, detail: String) -> E {
         let e = E::custom(&detail);
         *self.refused.borrow_mut() = Some(ValueError {
@@ -92,7 +150,7 @@ impl<'de> Visitor<'de> for ToJson<'_> {
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
         let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1024));
         loop {
-            match seq.next_element_seed(self) {
+            match seq.next_element_seed(self.element()) {
                 Ok(Some(v)) => out.push(v),
                 Ok(None) => break,
                 Err(e) => return Err(self.passing(e, || Segment::Index(out.len()))),
@@ -103,8 +161,10 @@ impl<'de> Visitor<'de> for ToJson<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut out = Map::new();
         let mut merges: Vec<Value> = Vec::new();
+        // Unread metadata left out, still counted for duplicates.
+        let mut dropped: Vec<String> = Vec::new();
         while let Some(key) = map.next_key_seed(KeyText)? {
-            let value = match map.next_value_seed(self) {
+            let value = match map.next_value_seed(self.member(&key)) {
                 Ok(v) => v,
                 Err(e) => return Err(self.passing(e, || Segment::Key(key))),
             };
@@ -115,8 +175,12 @@ impl<'de> Visitor<'de> for ToJson<'_> {
                 }
                 continue;
             }
-            if out.contains_key(&key) {
+            if out.contains_key(&key) || dropped.contains(&key) {
                 return Err(de::Error::custom(format!("duplicate key {key:?}")));
+            }
+            if self.place == Place::Metadata && UNREAD_METADATA.contains(&key.as_str()) {
+                dropped.push(key);
+                continue;
             }
             out.insert(key, value);
         }
