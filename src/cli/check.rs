@@ -190,7 +190,22 @@ pub fn check_with(paths: &[PathBuf], options: Options, gate: &Gate) -> Outcome {
 }
 
 fn check_keeping_view(paths: &[PathBuf], options: Options, gate: &Gate) -> (Outcome, StaticView) {
-    let loaded = manifests::read_paths_excluding(paths, &gate.exclude);
+    // The schema is checked on the worker that read the object, before what no rule reads is
+    // dropped from it; only what the rules need waits for the others.
+    let schemas = gate.schemas();
+    let loaded = manifests::read_paths_each(paths, &gate.exclude, |mut m| {
+        let found = if schemas.is_empty() {
+            Vec::new()
+        } else {
+            schema_findings(&m, &Subject::at(&m.source, m.key.clone()), schemas)
+        };
+        if !crate::model::reads_status(m.kind) {
+            if let Some(o) = m.object.as_object_mut() {
+                o.remove("status");
+            }
+        }
+        (m, found)
+    });
     let mut errors: Vec<Problem> = loaded.errors.iter().map(Problem::from).collect();
     if gate.strict {
         errors.extend(loaded.skipped_at.iter().map(|(at, label)| Problem {
@@ -218,10 +233,11 @@ fn check_keeping_view(paths: &[PathBuf], options: Options, gate: &Gate) -> (Outc
     let subjects: Vec<Subject> = loaded
         .manifests
         .iter()
-        .map(|m| Subject::at(&m.source, m.key.clone()))
+        .map(|(m, _)| Subject::at(&m.source, m.key.clone()))
         .collect();
+    let (manifests, schema_found) = loaded.manifests.into_iter().unzip();
     let (objects, findings, view) =
-        judge_keeping_view(loaded.manifests, options, gate.schemas(), &gate.stored);
+        judge_keeping_view(manifests, schema_found, options, &gate.stored);
     summary.objects = objects;
     summary.count(&findings);
     let outcome = Outcome {
@@ -272,19 +288,19 @@ fn schema_findings(m: &Manifest, subject: &Subject, schemas: &Schemas) -> Vec<Fi
 /// objects per kind and the findings, in the order of `manifests`. `audit` judges with this too;
 /// stored objects have passed their schema, so it is not checked again.
 pub fn judge(manifests: Vec<Manifest>, options: Options) -> (BTreeMap<Kind, usize>, Vec<Finding>) {
-    let (objects, findings, _view) =
-        judge_keeping_view(manifests, options, &Schemas::default(), &[]);
+    let none = vec![Vec::new(); manifests.len()];
+    let (objects, findings, _view) = judge_keeping_view(manifests, none, options, &[]);
     (objects, findings)
 }
 
 /// `judge`, also handing back the view the objects were judged in (so `run` can skip freeing it).
-/// `schemas` empty: no schema validation. `stored`: objects that already exist (a cluster's),
+/// `schema_found`: per object, what its schema check found (taken while reading). `stored`: objects that already exist (a cluster's),
 /// judged against but not judged themselves; an object of `manifests` replaces a stored one of
 /// the same identity, as applying the file would.
 fn judge_keeping_view(
     mut manifests: Vec<Manifest>,
+    schema_found: Vec<Vec<Finding>>,
     options: Options,
-    schemas: &Schemas,
     stored: &[Manifest],
 ) -> (BTreeMap<Kind, usize>, Vec<Finding>, StaticView) {
     let mut per_object: Vec<Vec<Finding>> = Vec::with_capacity(manifests.len());
@@ -293,14 +309,9 @@ fn judge_keeping_view(
     // The API server runs mutating webhooks before validating ones, and stores what they
     // produce: the others are judged against the mutated objects too.
     let mut first_seen: HashMap<ObjKey, Source> = HashMap::with_capacity(manifests.len());
-    for m in &mut manifests {
+    for (m, mut found) in manifests.iter_mut().zip(schema_found) {
         *objects.entry(m.kind).or_default() += 1;
         let subject = Subject::at(&m.source, m.key.clone());
-        let mut found = if schemas.is_empty() {
-            Vec::new()
-        } else {
-            schema_findings(m, &subject, schemas)
-        };
         if let Some(first) = first_seen.get(&m.key) {
             found.push(Finding::warn(
                 &subject,
