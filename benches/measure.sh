@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/ipam-guard-bench}
 mkdir -p "$OUT"
-cargo build --release --example loadgen --example echo --bin ipam-guard
+cargo build --release --example loadgen --example echo --example gen-state --bin ipam-guard
 cargo bench --no-run --bench address --bench index --bench review --bench memory
 LG=target/release/examples/loadgen
 HZ=$(getconf CLK_TCK)
@@ -42,7 +42,43 @@ step() {
     }' "$OUT/out-$name.txt"
 }
 
-for s in ${STEPS:-lg-1 lg-1-base lg-16 lg-16-base lg-new lg-new-base lg-16-h2 lg-16-h2-base address index review memory hot hot-cg apiserver}; do
+IG=target/release/ipam-guard
+GEN=target/release/examples/gen-state
+
+# The 210k-object state of `check` at scale (10k pools, 100k claims, 100k addresses), written once.
+state() {
+  local dir=$OUT/state-$1
+  [ -d "$dir" ] || $GEN --pools 10000 --addresses 100000 --format "$1" --out "$dir" >/dev/null
+  echo "$dir"
+}
+
+# `serve --dev` with the loadgen state (or none): VmRSS once /readyz answers and 5 s after; with
+# `load`, once more after the loadgen's 16-connection mix against it.
+serve_rss() {
+  local port=$1 state=$2 load=${3:-}
+  local certs=$OUT/certs-$port
+  local args=(serve --dev --shutdown-delay 0s --cert-dir "$certs" --listen "127.0.0.1:$port"
+    --probe-listen "127.0.0.1:$((port + 1))" --metrics-listen "127.0.0.1:$((port + 2))")
+  [ -n "$state" ] && args+=(--state-from "$state")
+  $IG "${args[@]}" >"$OUT/serve-$port.log" 2>&1 &
+  local pid=$!
+  until curl -sf "http://127.0.0.1:$((port + 1))/readyz" >/dev/null; do
+    kill -0 $pid 2>/dev/null || { cat "$OUT/serve-$port.log"; return 1; }
+    sleep 0.2
+  done
+  echo "ready: $(grep VmRSS /proc/$pid/status)"
+  sleep 5
+  echo "settled: $(grep -E 'VmRSS|VmHWM' /proc/$pid/status | tr -s ' \n' ' ')"
+  if [ -n "$load" ]; then
+    $LG --url "https://localhost:$port" --cacert "$certs/ca.crt" --server-pid $pid \
+      --connections 16 --requests 100000
+    echo "after load: $(grep -E 'VmRSS|VmHWM' /proc/$pid/status | tr -s ' \n' ' ')"
+  fi
+  kill $pid
+  wait $pid || true
+}
+
+for s in ${STEPS:-lg-1 lg-1-base lg-16 lg-16-base lg-new lg-new-base lg-16-h2 lg-16-h2-base address index review memory hot hot-cg apiserver check-yaml check-json rss-idle rss-state}; do
   case $s in
     lg-1) step "$s" $LG --connections 1 --requests 20000 ;;
     lg-1-base) step "$s" $LG --baseline --connections 1 --requests 20000 ;;
@@ -59,6 +95,16 @@ for s in ${STEPS:-lg-1 lg-1-base lg-16 lg-16-base lg-new lg-new-base lg-16-h2 lg
     hot-cg) step "$s" env OUT="$OUT/hot-cg" NO_BUILD=1 benches/hot-path-callgrind.sh ;;
     # Issue 14: create latency through a real kube-apiserver, ipam-guard beside the echo.
     apiserver) step "$s" benches/apiserver-latency.sh ;;
+    # `check` at scale (issue 14): child_cpu and maxrss in the output; run it 3 times for ranges.
+    check-yaml | check-json)
+      dir=$(state "${s#check-}")
+      # Its findings go nowhere; its exit code says whether it found any, not whether it ran.
+      step "$s" sh -c '/usr/bin/time -f "wall %e s user %U s sys %S s maxrss %M KB" "$0" check "$1" >/dev/null; exit 0' $IG "$dir" ;;
+    rss-idle) serve_rss 52100 "" > "$OUT/out-$s.txt" 2>&1; grep -E "ready|settled" "$OUT/out-$s.txt" ;;
+    rss-state)
+      [ -d "$OUT/lg-state" ] || $LG --write-state "$OUT/lg-state" >/dev/null
+      serve_rss 52110 "$OUT/lg-state" load > "$OUT/out-$s.txt" 2>&1
+      grep -E "ready|settled|after load|server pid" "$OUT/out-$s.txt" ;;
     *) echo "unknown step $s" >&2; exit 2 ;;
   esac
 done

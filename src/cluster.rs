@@ -4,7 +4,6 @@
 
 pub mod clock;
 pub mod live;
-pub mod load;
 mod object;
 pub mod shared;
 mod static_view;

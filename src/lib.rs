@@ -2,12 +2,14 @@
 //!
 //! Module map, by layer (a module may only use lower layers; `tests/layers.rs` checks it):
 //! - 0 `address`: address text → sets of inclusive ranges. `kinds`: the table of served kinds.
+//!   `par`: one parallel map over a slice, results in order.
 //!   `rule_id`: `RuleId`, every id with its effect and whether it reads the view.
 //! - 1 `field`: field errors, warnings, verdicts, patches. `schema`: CRD structural schemas (for
 //!   `check`). `catalogue`: the table of rules, rendered into docs/rules.md.
 //! - 2 `model`: reading objects (any served version) into what the rules and the index use. Pure.
 //! - 3 `index`: the pool range index and address ownership index.
-//! - 4 `rules`: one `Validator` per kind (`rules::for_kind`), `shape`, `Options`. Pure.
+//! - 4 `rules`: each kind's `Validator` and `Mutator` (one table), `shape`, `Options`. Pure.
+//!   `manifests`: reading objects from files (find, parse, identify), for `check` and `--state-from`.
 //! - 5 `cluster`: the `ClusterView` the rules read (static from files, live from watches).
 //! - 6 `admission`: AdmissionReview in (`envelope`), through the rules (`dispatch`), out (`status`).
 //! - 7 `server`: HTTPS, probes, metrics, certificate reload, shutdown. Never decides a verdict.
@@ -24,7 +26,9 @@ pub mod decider;
 pub mod field;
 pub mod index;
 pub mod kinds;
+pub mod manifests;
 pub mod model;
+pub mod par;
 pub mod rule_id;
 pub mod rules;
 pub mod schema;

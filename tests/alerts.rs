@@ -37,7 +37,7 @@ async fn every_alert_names_an_exposed_metric() {
         .set(1);
     // One pool in the view, so the pool usage family has samples too.
     let view = StaticView::from_manifests(
-        ipam_guard::cluster::load::read_str(
+        ipam_guard::manifests::read_str(
             "pool.yaml",
             "apiVersion: ipam.cluster.x-k8s.io/v1alpha2\nkind: InClusterIPPool\n\
              metadata: {name: p, namespace: ns}\nspec: {addresses: [10.0.0.10-10.0.0.19], prefix: 24}\n",

@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use e2e::{eventually, ControlPlane, CRDS};
 use ipam_guard::cluster::live::{self, api_resource};
-use ipam_guard::cluster::load;
 use ipam_guard::kinds::KINDS;
+use ipam_guard::manifests;
 use kube::api::{Api, DynamicObject, PostParams};
 use serde_json::{json, Value};
 
@@ -102,7 +102,7 @@ async fn usage_of_a_live_cluster_matches_usage_of_the_same_files() {
         .expect("namespace team-a");
 
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(POOLS);
-    let loaded = load::read_paths(&[path]);
+    let loaded = manifests::read_paths(&[path]);
     assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
     for m in &loaded.manifests {
         let ar = api_resource(m.kind, &m.version);

@@ -20,7 +20,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use ipam_guard::admission::{Admission, Endpoint};
-use ipam_guard::cluster::{load, StaticView};
+use ipam_guard::cluster::StaticView;
+use ipam_guard::manifests;
 use ipam_guard::server::CertFiles;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -67,7 +68,7 @@ fn view() -> Arc<StaticView> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
     let state = std::fs::read_to_string(root.join("captures/state.yaml")).unwrap();
     let text = format!("{state}\n---\n{EXTRA_STATE}");
-    let loaded = load::read_str("state.yaml", &text);
+    let loaded = manifests::read_str("state.yaml", &text);
     assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
     Arc::new(StaticView::from_manifests(loaded.manifests))
 }

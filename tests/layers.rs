@@ -7,11 +7,12 @@ use std::path::{Path, PathBuf};
 
 /// Top-level modules by rank, lowest first. `main.rs` and `lib.rs` may use anything.
 ///
-/// `rule_id` sits below `catalogue` and `field` because both are keyed by it; `manifests` is
-/// listed before it exists so the module carved out of `cluster/load.rs` lands at its rank.
+/// `rule_id` sits below `catalogue` and `field` because both are keyed by it; `manifests`
+/// (files → objects) reads `model` and `schema` and is read by `cluster` and `cli`.
 const RANKS: &[(&str, u8)] = &[
     ("address", 0),
     ("kinds", 0),
+    ("par", 0),
     ("rule_id", 0),
     ("catalogue", 1),
     ("field", 1),

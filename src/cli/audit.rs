@@ -23,9 +23,9 @@ use super::check;
 use super::report::{self, Finding, Report, Severity, Summary};
 use super::{AuditArgs, OutputFormat, OverlapScope, SeverityFilter};
 use crate::cluster::live::{self, api_resource};
-use crate::cluster::load::{Manifest, Source};
 use crate::cluster::{ClusterView, WatchedObject};
 use crate::kinds::Kind;
+use crate::manifests::{Manifest, Source};
 use crate::model::ObjKey;
 use crate::rules::Options;
 

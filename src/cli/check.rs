@@ -10,13 +10,15 @@ use std::path::PathBuf;
 use serde_json::Value;
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
+use json_patch::jsonptr::PointerBuf;
+use json_patch::{AddOperation, PatchOperation};
 
 use super::report::{self, Finding, Problem, Report, Severity, Subject, Summary};
 use super::{CheckArgs, OverlapScope};
-use crate::cluster::load::{self, Manifest, Source};
 use crate::cluster::StaticView;
 use crate::field::{format_value, PatchOp, Verdict, Warning};
 use crate::kinds::Kind;
+use crate::manifests::{self, Manifest, Source};
 use crate::model::{ObjKey, Operation, Request};
 use crate::rule_id::RuleId;
 use crate::rules::{self, Ctx, Options};
@@ -189,7 +191,22 @@ pub fn check_with(paths: &[PathBuf], options: Options, gate: &Gate) -> Outcome {
 }
 
 fn check_keeping_view(paths: &[PathBuf], options: Options, gate: &Gate) -> (Outcome, StaticView) {
-    let loaded = load::read_paths_excluding(paths, &gate.exclude);
+    // The schema is checked on the worker that read the object, before what no rule reads is
+    // dropped from it; only what the rules need waits for the others.
+    let schemas = gate.schemas();
+    let loaded = manifests::read_paths_each(paths, &gate.exclude, |mut m| {
+        let found = if schemas.is_empty() {
+            Vec::new()
+        } else {
+            schema_findings(&m, &Subject::at(&m.source, m.key.clone()), schemas)
+        };
+        if !crate::model::reads_status(m.kind) {
+            if let Some(o) = m.object.as_object_mut() {
+                o.remove("status");
+            }
+        }
+        (m, found)
+    });
     let mut errors: Vec<Problem> = loaded.errors.iter().map(Problem::from).collect();
     if gate.strict {
         errors.extend(loaded.skipped_at.iter().map(|(at, label)| Problem {
@@ -217,10 +234,11 @@ fn check_keeping_view(paths: &[PathBuf], options: Options, gate: &Gate) -> (Outc
     let subjects: Vec<Subject> = loaded
         .manifests
         .iter()
-        .map(|m| Subject::at(&m.source, m.key.clone()))
+        .map(|(m, _)| Subject::at(&m.source, m.key.clone()))
         .collect();
+    let (manifests, schema_found) = loaded.manifests.into_iter().unzip();
     let (objects, findings, view) =
-        judge_keeping_view(loaded.manifests, options, gate.schemas(), &gate.stored);
+        judge_keeping_view(manifests, schema_found, options, &gate.stored);
     summary.objects = objects;
     summary.count(&findings);
     let outcome = Outcome {
@@ -271,19 +289,19 @@ fn schema_findings(m: &Manifest, subject: &Subject, schemas: &Schemas) -> Vec<Fi
 /// objects per kind and the findings, in the order of `manifests`. `audit` judges with this too;
 /// stored objects have passed their schema, so it is not checked again.
 pub fn judge(manifests: Vec<Manifest>, options: Options) -> (BTreeMap<Kind, usize>, Vec<Finding>) {
-    let (objects, findings, _view) =
-        judge_keeping_view(manifests, options, &Schemas::default(), &[]);
+    let none = vec![Vec::new(); manifests.len()];
+    let (objects, findings, _view) = judge_keeping_view(manifests, none, options, &[]);
     (objects, findings)
 }
 
 /// `judge`, also handing back the view the objects were judged in (so `run` can skip freeing it).
-/// `schemas` empty: no schema validation. `stored`: objects that already exist (a cluster's),
+/// `schema_found`: per object, what its schema check found (taken while reading). `stored`: objects that already exist (a cluster's),
 /// judged against but not judged themselves; an object of `manifests` replaces a stored one of
 /// the same identity, as applying the file would.
 fn judge_keeping_view(
     mut manifests: Vec<Manifest>,
+    schema_found: Vec<Vec<Finding>>,
     options: Options,
-    schemas: &Schemas,
     stored: &[Manifest],
 ) -> (BTreeMap<Kind, usize>, Vec<Finding>, StaticView) {
     let mut per_object: Vec<Vec<Finding>> = Vec::with_capacity(manifests.len());
@@ -292,14 +310,9 @@ fn judge_keeping_view(
     // The API server runs mutating webhooks before validating ones, and stores what they
     // produce: the others are judged against the mutated objects too.
     let mut first_seen: HashMap<ObjKey, Source> = HashMap::with_capacity(manifests.len());
-    for m in &mut manifests {
+    for (m, mut found) in manifests.iter_mut().zip(schema_found) {
         *objects.entry(m.kind).or_default() += 1;
         let subject = Subject::at(&m.source, m.key.clone());
-        let mut found = if schemas.is_empty() {
-            Vec::new()
-        } else {
-            schema_findings(m, &subject, schemas)
-        };
         if let Some(first) = first_seen.get(&m.key) {
             found.push(Finding::warn(
                 &subject,
@@ -430,8 +443,8 @@ fn pointer_to_field(pointer: &str) -> String {
     out
 }
 
-/// RFC 6902 `add`, the only operation mutations use: the parent must exist; an existing member
-/// is replaced.
+/// Applies one operation of the mutating webhook's patch (RFC 6902, by `json-patch`), as the
+/// API server would before validation.
 fn apply_add(doc: &mut Value, op: &PatchOp) -> Result<(), String> {
     let fail = |why: &str| {
         format!(
@@ -439,34 +452,22 @@ fn apply_add(doc: &mut Value, op: &PatchOp) -> Result<(), String> {
             op.path
         )
     };
-    let Some((parent, last)) = op.path.rsplit_once('/') else {
-        return Err(fail("not a JSON pointer"));
-    };
-    let last = unescape(last);
-    let target = if parent.is_empty() {
-        Some(doc)
-    } else {
-        doc.pointer_mut(parent)
-    };
-    match target {
-        Some(Value::Object(map)) => {
-            map.insert(last, op.value.clone());
-            Ok(())
-        }
-        Some(Value::Array(list)) => {
-            let at = if last == "-" {
-                list.len()
-            } else {
-                last.parse::<usize>()
-                    .ok()
-                    .filter(|i| *i <= list.len())
-                    .ok_or_else(|| fail("index out of bounds"))?
-            };
-            list.insert(at, op.value.clone());
-            Ok(())
-        }
-        Some(_) => Err(fail("the parent is not an object or a list")),
-        None => Err(fail("the parent does not exist")),
+    let path = PointerBuf::parse(op.path.as_str()).map_err(|_| fail("not a JSON pointer"))?;
+    let add = PatchOperation::Add(AddOperation {
+        path,
+        value: op.value.clone(),
+    });
+    json_patch::patch(doc, &[add]).map_err(|_| fail(why_add_fails(doc, &op.path)))
+}
+
+/// Why an `add` at `path` cannot apply to `doc`: the crate says only "path is invalid", while a
+/// reader needs to know which part of it.
+fn why_add_fails(doc: &Value, path: &str) -> &'static str {
+    let parent = path.rsplit_once('/').map_or("", |(parent, _)| parent);
+    match doc.pointer(parent) {
+        None => "the parent does not exist",
+        Some(Value::Array(_)) => "index out of bounds",
+        Some(_) => "the parent is not an object or a list",
     }
 }
 
@@ -511,6 +512,14 @@ mod tests {
             json!({"spec": {"poolRef": {"apiGroup": "g"}},
                    "metadata": {"labels": {"a": "b", "cluster.x-k8s.io/cluster-name": "c"}}})
         );
-        assert!(apply_add(&mut doc, &op("/status/x", json!(1))).is_err());
+        let fails = |doc: &mut Value, path: &str| apply_add(doc, &op(path, json!(1))).unwrap_err();
+        assert!(fails(&mut doc, "/status/x").ends_with("the parent does not exist"));
+        assert!(fails(&mut doc, "/spec/poolRef/apiGroup/x")
+            .ends_with("the parent is not an object or a list"));
+        let mut list = json!({"a": [1]});
+        assert!(fails(&mut list, "/a/2").ends_with("index out of bounds"));
+        assert!(fails(&mut list, "a").ends_with("not a JSON pointer"));
+        apply_add(&mut list, &op("/a/-", json!(2))).unwrap();
+        assert_eq!(list, json!({"a": [1, 2]}));
     }
 }

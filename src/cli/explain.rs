@@ -19,10 +19,10 @@ use serde_json::{json, Value};
 use super::ExplainArgs;
 use crate::admission::{Admission, Endpoint};
 use crate::catalogue::{self, Effect, Rule, Setting};
-use crate::cluster::load::{self, Manifest};
 use crate::cluster::{ClusterView, Shared};
 use crate::index::Index;
 use crate::kinds::Kind;
+use crate::manifests::{self, Manifest};
 use crate::rules::Options;
 
 /// The validating webhook's name in `manifests/webhooks.yaml`: the API server quotes it.
@@ -203,7 +203,7 @@ impl ClusterView for NotSynced {
 }
 
 fn manifests(file: &str, yaml: &str) -> Result<Vec<Manifest>, String> {
-    let loaded = load::read_str(file, yaml);
+    let loaded = manifests::read_str(file, yaml);
     match loaded.errors.first() {
         Some(e) => Err(e.to_string()),
         None => Ok(loaded.manifests),

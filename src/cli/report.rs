@@ -9,9 +9,9 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::OutputFormat;
-use crate::cluster::load::{LoadError, Source};
 use crate::field::{FieldError, Warning};
 use crate::kinds::Kind;
+use crate::manifests::{LoadError, Source};
 use crate::model::ObjKey;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]

@@ -28,7 +28,17 @@ pub const DEV_CERT_DIR: &str = "./certs/dev";
 pub const DEV_EXAMPLE: &str = "examples/reviews/claim-create.json";
 
 /// Runs the webhook until SIGTERM or SIGINT, then drains and returns.
-pub async fn run(args: ServeArgs, mut registry: Registry) -> anyhow::Result<()> {
+pub async fn run(args: ServeArgs, registry: Registry) -> anyhow::Result<()> {
+    run_with(args, registry, || {}).await
+}
+
+/// As `run`, calling `after_load` once the view is built: the binary hands the allocator back
+/// what reading `--state-from` freed (`main.rs`), which the library, free of `unsafe`, cannot.
+pub async fn run_with(
+    args: ServeArgs,
+    mut registry: Registry,
+    after_load: impl FnOnce(),
+) -> anyhow::Result<()> {
     init_logging(args.log_format);
     // Installed before anything slow, so an early SIGTERM drains instead of killing.
     let term = signal(SignalKind::terminate()).context("cannot install the SIGTERM handler")?;
@@ -57,6 +67,7 @@ pub async fn run(args: ServeArgs, mut registry: Registry) -> anyhow::Result<()> 
     };
 
     let (view, client) = build_view(&args).await?;
+    after_load();
     if args.pool_metrics == PoolMetrics::All {
         pool_metrics::register(&mut registry, view.clone(), pool_metrics::POOL_SERIES_LIMIT);
     }
@@ -167,7 +178,7 @@ async fn build_view(
     args: &ServeArgs,
 ) -> anyhow::Result<(Arc<dyn ClusterView>, Option<kube::Client>)> {
     if !args.state_from.is_empty() {
-        let index = StaticView::load(&args.state_from)?.into_index();
+        let index = StaticView::load_index(&args.state_from)?;
         tracing::info!(
             objects = index.len(),
             "serving a static view from --state-from"

@@ -7,9 +7,9 @@ use std::io::{self, BufWriter, Write};
 use serde::Serialize;
 
 use super::{UsageArgs, UsageFormat};
-use crate::cluster::load;
 use crate::cluster::StaticView;
 use crate::index::usage::PoolUsage;
+use crate::manifests;
 
 /// Width of the bar in text mode.
 const BAR: usize = 20;
@@ -32,7 +32,7 @@ pub async fn run(args: &UsageArgs) -> i32 {
         let (manifests, errors) = super::audit::list_cluster(&client, &server).await;
         (StaticView::from_manifests(manifests), errors)
     } else {
-        let loaded = load::read_paths(&args.paths);
+        let loaded = manifests::read_paths(&args.paths);
         let errors = loaded.errors.iter().map(ToString::to_string).collect();
         (StaticView::from_manifests(loaded.manifests), errors)
     };

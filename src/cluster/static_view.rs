@@ -5,11 +5,14 @@ use std::collections::BTreeMap;
 use std::ops::Deref;
 use std::path::PathBuf;
 
-use super::load::{self, LoadError, Manifest};
 use super::{Caller, ClusterView};
 use crate::index::{Index, Object};
 use crate::kinds::Kind;
+use globset::GlobSet;
+
+use crate::manifests::{self, LoadError, Manifest};
 use crate::model::{self, Projection};
+use crate::par;
 
 /// Objects read from files and the index built from their projections. Keeps the objects
 /// themselves too: `check` judges them, the index alone could not.
@@ -25,10 +28,10 @@ impl StaticView {
         StaticView::default()
     }
 
-    /// Reads files and directories (see `load`); fails on the first input that cannot be read.
-    /// `load::read_paths` gives every error at once, for callers that want to report them all.
+    /// Reads files and directories (see `manifests`); fails on the first input that cannot be read.
+    /// `manifests::read_paths` gives every error at once, for callers that want to report them all.
     pub fn load(paths: &[PathBuf]) -> Result<StaticView, LoadError> {
-        let loaded = load::read_paths(paths);
+        let loaded = manifests::read_paths(paths);
         if let Some(e) = loaded.errors.into_iter().next() {
             return Err(e);
         }
@@ -37,12 +40,31 @@ impl StaticView {
         Ok(view)
     }
 
+    /// The index alone, built while the files are read: each object is projected on the worker
+    /// that parsed it and its document dropped there, so the documents are never all held at
+    /// once (`serve --state-from`). Fails as `load` does.
+    pub fn load_index(paths: &[PathBuf]) -> Result<Index, LoadError> {
+        let loaded = manifests::read_paths_each(paths, &GlobSet::empty(), |m| {
+            model::project(m.kind, &m.object)
+        });
+        if let Some(e) = loaded.errors.into_iter().next() {
+            return Err(e);
+        }
+        let mut index = Index::new();
+        for p in loaded.manifests.into_iter().flatten() {
+            index.upsert(object(p));
+        }
+        Ok(index)
+    }
+
     /// Builds the index from the objects as they are. When a key is defined more than once, the
     /// last definition is the one the index holds, as `kubectl apply` of the files in order
     /// would leave it.
     pub fn from_manifests(manifests: Vec<Manifest>) -> StaticView {
         // Reading a spec is the costly part and needs no index: spread it over the cores.
-        let projections = par_map(&manifests, |m| model::project(m.kind, &m.object));
+        let projections = par::map(&manifests, PER_THREAD, |m| {
+            model::project(m.kind, &m.object)
+        });
         let mut index = Index::new();
         for p in projections.into_iter().flatten() {
             index.upsert(object(p));
@@ -128,41 +150,15 @@ fn split_as_create<R: Send>(
     per_thread: usize,
     f: impl Fn(&Manifest, &Index) -> R + Sync,
 ) -> Vec<R> {
-    let threads = workers(manifests.len(), per_thread);
-    if threads <= 1 {
-        return manifests.iter().map(|m| judge_one(index, m, &f)).collect();
-    }
-    let share = manifests.len().div_ceil(threads);
+    let threads = par::workers(manifests.len(), per_thread);
     let mut copies: Vec<Index> = (1..threads).map(|_| index.clone()).collect();
-    let indexes = std::iter::once(index).chain(copies.iter_mut());
-    let f = &f;
-    std::thread::scope(|s| {
-        let handles: Vec<_> = manifests
-            .chunks(share)
-            .zip(indexes)
-            .map(|(chunk, index)| {
-                s.spawn(move || {
-                    chunk
-                        .iter()
-                        .map(|m| judge_one(index, m, f))
-                        .collect::<Vec<R>>()
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect()
-    })
+    let indexes: Vec<&mut Index> = std::iter::once(index).chain(copies.iter_mut()).collect();
+    // Every copy is whole again between two objects, so any worker may judge any object.
+    par::map_with(manifests, indexes, |index, m| judge_one(index, m, &f))
 }
 
 /// Below this many objects per thread, a thread (and an index copy) is not worth it.
 const PER_THREAD: usize = 20_000;
-
-fn workers(items: usize, per_thread: usize) -> usize {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    cores.min(items / per_thread.max(1)).max(1)
-}
 
 fn judge_one<R>(index: &mut Index, m: &Manifest, f: impl FnOnce(&Manifest, &Index) -> R) -> R {
     let own = take(index, m);
@@ -171,26 +167,6 @@ fn judge_one<R>(index: &mut Index, m: &Manifest, f: impl FnOnce(&Manifest, &Inde
         index.upsert(own);
     }
     r
-}
-
-/// `items.iter().map(f).collect()` on every core, in order.
-fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let threads = workers(items.len(), PER_THREAD);
-    if threads <= 1 {
-        return items.iter().map(f).collect();
-    }
-    let share = items.len().div_ceil(threads);
-    let f = &f;
-    std::thread::scope(|s| {
-        let handles: Vec<_> = items
-            .chunks(share)
-            .map(|chunk| s.spawn(move || chunk.iter().map(f).collect::<Vec<R>>()))
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect()
-    })
 }
 
 /// Removes what the index holds under the manifest's key. With a key defined twice that is the
@@ -238,7 +214,7 @@ impl ClusterView for StaticView {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::load;
+    use crate::manifests;
 
     /// Duplicates (A9) are found the same way whether the objects are judged on one thread or
     /// split across threads, each with its own copy of the index.
@@ -255,7 +231,7 @@ mod tests {
                 10 + i / 2
             ));
         }
-        let loaded = load::read_str("x.yaml", &text);
+        let loaded = manifests::read_str("x.yaml", &text);
         assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
         let holders = |m: &Manifest, index: &Index| -> usize {
             let ip = crate::address::parse_ip(m.object["spec"]["address"].as_str().unwrap())

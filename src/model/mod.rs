@@ -253,6 +253,12 @@ pub fn read_pool(kind: Kind, obj: &Value) -> PoolReading {
     }
 }
 
+/// Whether anything reads the `status` of an object of `kind` (`spider::allocation`): where not,
+/// `check` need not keep it once the schema has seen it. Keep in step with the readers.
+pub fn reads_status(kind: Kind) -> bool {
+    matches!(kind, Kind::SpiderIPPool)
+}
+
 /// Turns an object of `kind` (any served version) into what the index keeps; None for kinds the
 /// index does not hold and for objects without a name.
 pub fn project(kind: Kind, obj: &Value) -> Option<Projection> {

@@ -1,0 +1,177 @@
+//! Files to objects: every file parsed on its own worker, documents turned into JSON values, and
+//! each value handed to `identify`.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::sync::Arc;
+
+use serde::de::DeserializeSeed;
+
+use super::find::{Format, Input};
+use super::identify::dispatch;
+use super::to_json::ToJson;
+use super::{LoadError, Manifest, Problem, Source};
+
+/// What one file gave: its objects, each already through the caller's `each`.
+#[derive(Debug)]
+pub(super) struct FileResult<T = Manifest> {
+    pub(super) manifests: Vec<T>,
+    pub(super) errors: Vec<LoadError>,
+    pub(super) skipped: BTreeMap<String, usize>,
+    pub(super) skipped_at: Vec<(Source, String)>,
+    pub(super) not_objects: usize,
+}
+
+impl<T> Default for FileResult<T> {
+    fn default() -> Self {
+        FileResult {
+            manifests: Vec::new(),
+            errors: Vec::new(),
+            skipped: BTreeMap::new(),
+            skipped_at: Vec::new(),
+            not_objects: 0,
+        }
+    }
+}
+
+/// What a caller makes of each object, on the worker that read it.
+pub(super) type Each<'a, T> = dyn Fn(Manifest) -> T + Sync + 'a;
+
+/// Parses inputs on every core (one file at a time per worker); results come back in input order.
+pub(super) fn parse_all<T: Send>(inputs: &[Input], each: &Each<T>) -> Vec<FileResult<T>> {
+    crate::par::map(inputs, 1, |input| parse_input(input, each))
+}
+
+fn parse_input<T>(input: &Input, each: &Each<T>) -> FileResult<T> {
+    let bytes = match &input.path {
+        Some(p) => std::fs::read(p),
+        None => {
+            let mut buf = Vec::new();
+            std::io::stdin().lock().read_to_end(&mut buf).map(|_| buf)
+        }
+    };
+    let bytes = match bytes {
+        Ok(b) => b,
+        Err(e) => {
+            return FileResult {
+                errors: vec![LoadError::new(Source::file(&input.name), e)],
+                ..FileResult::default()
+            }
+        }
+    };
+    let text = match String::from_utf8(bytes) {
+        Ok(t) => t,
+        Err(e) => {
+            let problem = match input.format {
+                Format::Yaml => Problem::Yaml(format!("not UTF-8 text ({e})")),
+                Format::Json => Problem::Json(format!("not UTF-8 text ({e})")),
+            };
+            return FileResult {
+                errors: vec![LoadError::new(Source::file(&input.name), problem)],
+                ..FileResult::default()
+            };
+        }
+    };
+    match input.format {
+        Format::Yaml => parse_yaml(&input.name, &text, each),
+        Format::Json => parse_json(&input.name, &text, each),
+    }
+}
+
+pub(super) fn parse_yaml<T>(file: &Arc<str>, text: &str, each: &Each<T>) -> FileResult<T> {
+    let mut out = FileResult::default();
+    let lines = yaml_document_lines(text);
+    for (i, doc) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
+        let source = Source::document(file, i + 1, lines.get(i).copied());
+        let refused = RefCell::new(None);
+        match ToJson::document(&refused).deserialize(doc) {
+            Ok(v) => dispatch(&source, v, &mut out, each),
+            Err(e) => {
+                let at = e.location().map(|l| (l.line(), l.column()));
+                let problem = match refused.into_inner() {
+                    Some(r) => r.into_problem(at),
+                    None => Problem::Yaml(e.to_string()),
+                };
+                out.errors.push(LoadError::new(source, problem));
+                // The parser cannot resynchronise: later documents would repeat this error forever.
+                break;
+            }
+        }
+    }
+    out
+}
+
+pub(super) fn parse_json<T>(file: &Arc<str>, text: &str, each: &Each<T>) -> FileResult<T> {
+    let mut out = FileResult::default();
+    let mut de = serde_json::Deserializer::from_str(text);
+    // A file may hold several JSON values one after another (`kubectl get -o json` per object).
+    let lines = json_value_lines(text);
+    for i in 0.. {
+        if de.end().is_ok() {
+            break;
+        }
+        let source = Source::document(file, i + 1, lines.get(i).copied());
+        let refused = RefCell::new(None);
+        match ToJson::document(&refused).deserialize(&mut de) {
+            Ok(v) => dispatch(&source, v, &mut out, each),
+            Err(e) => {
+                let problem = match refused.into_inner() {
+                    Some(r) => r.into_problem(Some((e.line(), e.column()))),
+                    None => Problem::Json(e.to_string()),
+                };
+                out.errors.push(LoadError::new(source, problem));
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// The line (1-based) where each YAML document's content starts, in the order the parser yields
+/// documents: after each `---` marker, or at the first line of content of a stream that starts
+/// without one. Comments, blank lines and directives before content do not start a document.
+pub(super) fn yaml_document_lines(text: &str) -> Vec<usize> {
+    let mut starts = Vec::new();
+    let mut in_document = false;
+    for (i, line) in text.lines().enumerate() {
+        let marker =
+            line.starts_with("---") && line[3..].chars().next().is_none_or(char::is_whitespace);
+        if marker {
+            // Content may follow the marker on its own line (`--- !tag` or `--- {a: 1}`).
+            let same_line = !line[3..].trim().is_empty() && !line[3..].trim().starts_with('#');
+            starts.push(if same_line { i + 1 } else { i + 2 });
+            in_document = true;
+        } else if line.starts_with("...") {
+            in_document = false;
+        } else if !in_document {
+            let t = line.trim_start();
+            if !(t.is_empty() || t.starts_with('#') || line.starts_with('%')) {
+                starts.push(i + 1);
+                in_document = true;
+            }
+        }
+    }
+    starts
+}
+
+/// The line (1-based) where each top-level JSON value starts. Most files hold one value, which
+/// starts at its first non-blank character; a stream of several is scanned once more, cheaply.
+pub(super) fn json_value_lines(text: &str) -> Vec<usize> {
+    let line_at = |offset: usize| text[..offset].bytes().filter(|b| *b == b'\n').count() + 1;
+    let first = text.len() - text.trim_start().len();
+    let mut lines = vec![line_at(first)];
+    let mut values = serde_json::Deserializer::from_str(text).into_iter::<serde::de::IgnoredAny>();
+    // The first value's end tells whether another follows; only then is the rest scanned.
+    if values.next().is_some_and(|v| v.is_ok()) {
+        let mut end = values.byte_offset();
+        if !text[end..].trim().is_empty() {
+            while let Some(Ok(_)) = values.next() {
+                let start = end + (text[end..].len() - text[end..].trim_start().len());
+                lines.push(line_at(start));
+                end = values.byte_offset();
+            }
+        }
+    }
+    lines
+}
