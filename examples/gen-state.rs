@@ -322,7 +322,8 @@ fn claim_and_address(
             "addressRef": {"name": name},
             "conditions": [{
                 "type": "Ready", "status": "True",
-                "lastTransitionTime": "2025-03-14T09:26:54Z", "reason": "Allocated"
+                "lastTransitionTime": "2025-03-14T09:26:54Z", "reason": "Allocated",
+                "message": ""
             }]
         }
     });

@@ -276,13 +276,8 @@ async fn a_mismatched_pair_is_refused_and_the_old_one_kept() {
         .await
         .unwrap();
     assert_eq!(conn.peer_cert, first, "the refused pair was served");
-    // Reported once, not once per poll.
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let metrics = server.metrics().await;
-    assert_eq!(
-        sample(&metrics, "ipam_guard_tls_reload_errors_total"),
-        Some(1.0)
-    );
+    // Reported once per episode, not once per poll: `tls::refusal_tests` drives the poller's
+    // state machine poll by poll; the count below stays exact through the next episode.
 
     // Files that vanish are refused the same way.
     std::fs::remove_file(&files.key).unwrap();
