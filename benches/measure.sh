@@ -95,6 +95,8 @@ for s in ${STEPS:-lg-1 lg-1-base lg-16 lg-16-base lg-new lg-new-base lg-16-h2 lg
     hot-cg) step "$s" env OUT="$OUT/hot-cg" NO_BUILD=1 benches/hot-path-callgrind.sh ;;
     # Issue 14: create latency through a real kube-apiserver, ipam-guard beside the echo.
     apiserver) step "$s" benches/apiserver-latency.sh ;;
+    # Issue 14: the decision lock, old build beside new (not in the default steps: set BEFORE).
+    lock-ab) step "$s" env OUT="$OUT/lock-ab" NO_BUILD=1 benches/lock-ab.sh ;;
     # `check` at scale (issue 14): child_cpu and maxrss in the output; run it 3 times for ranges.
     check-yaml | check-json)
       dir=$(state "${s#check-}")

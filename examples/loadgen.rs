@@ -81,7 +81,8 @@ struct Args {
     /// Speak HTTP/2 (older API servers) instead of HTTP/1.1.
     #[arg(long)]
     http2: bool,
-    /// Only this case (`claim_create`, `pool_delete_held`, …) instead of the mix.
+    /// Only these cases (`claim_create`, `pool_create,pool_create_overlap`, …), comma-separated,
+    /// in the mix's proportions to each other, instead of the whole mix.
     #[arg(long)]
     only: Option<String>,
     /// Target an external server (loopback only), e.g. https://localhost:9443.
@@ -235,13 +236,16 @@ fn main() -> anyhow::Result<()> {
 /// Body indices for every request (warm-up first), drawn by weight with a fixed seed.
 fn schedule(bodies: &[Body], args: &Args) -> anyhow::Result<Vec<usize>> {
     let cases: Vec<Case> = match &args.only {
-        Some(name) => match Case::ALL.iter().find(|c| c.name() == name) {
-            Some(c) => vec![*c],
-            None => bail!(
-                "--only {name}: expected one of {}",
-                Case::ALL.map(Case::name).join(", ")
-            ),
-        },
+        Some(names) => names
+            .split(',')
+            .map(|name| match Case::ALL.iter().find(|c| c.name() == name) {
+                Some(c) => Ok(*c),
+                None => bail!(
+                    "--only {name}: expected one or more of {}, comma-separated",
+                    Case::ALL.map(Case::name).join(", ")
+                ),
+            })
+            .collect::<anyhow::Result<_>>()?,
         None => Case::ALL.to_vec(),
     };
     let by_case: Vec<Vec<usize>> = cases

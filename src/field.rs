@@ -221,6 +221,13 @@ pub struct Verdict {
 }
 
 impl Verdict {
+    /// A verdict that refuses with `e` alone.
+    pub fn denied(e: FieldError) -> Self {
+        let mut v = Verdict::default();
+        v.deny(e);
+        v
+    }
+
     pub fn allowed(&self) -> bool {
         self.errors.is_empty() && self.unavailable.is_none()
     }

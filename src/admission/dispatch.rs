@@ -34,9 +34,7 @@ impl Admission {
             dry_run: env.dry_run,
         };
         if let Err(err) = rules::shape(&req) {
-            let mut v = Verdict::default();
-            v.deny(err);
-            return Stage::Done(Judged::Verdict(kind, v));
+            return Stage::Done(Judged::Verdict(kind, Verdict::denied(err)));
         }
         match endpoint {
             Endpoint::Mutate => Stage::Done(Judged::Verdict(kind, rules::mutate(&req))),

@@ -73,11 +73,7 @@ pub fn validate(req: &Request, ctx: &Ctx) -> Verdict {
     }
     let review = match shape(req) {
         Ok(review) => review,
-        Err(broken) => {
-            let mut v = Verdict::default();
-            v.deny(broken);
-            return v;
-        }
+        Err(broken) => return Verdict::denied(broken),
     };
     let call = Call::of(req);
     let validator = for_kind(req.kind);

@@ -18,11 +18,7 @@ pub const CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";
 pub(crate) fn mutate(req: &Request) -> Verdict {
     let review = match shape(req) {
         Ok(review) => review,
-        Err(broken) => {
-            let mut v = Verdict::default();
-            v.deny(broken);
-            return v;
-        }
+        Err(broken) => return Verdict::denied(broken),
     };
     if !req.kind.serves_version(req.version) {
         return Verdict::default();
