@@ -77,11 +77,13 @@ impl Admission {
             (verdict, index.version())
         };
         let mut pending = admitted(req, &verdict);
-        if pending.is_some() {
+        let mut recorded = pending.is_some();
+        if recorded {
             self.inner.view.decide_as(caller, &mut |index| {
                 if index.version() != seen {
                     verdict = rules::validate(req, &Ctx { index, options });
                     pending = admitted(req, &verdict);
+                    recorded = pending.is_some();
                 }
                 pending.take()
             });
@@ -92,7 +94,7 @@ impl Admission {
                 Here::Forward => return unavailable(NOT_DECIDER.to_string()),
                 Here::Refuse(why) => return unavailable(why),
             }
-            if admitted(req, &verdict).is_some() {
+            if recorded {
                 route.admitted(DecisionRequest::from_request(req));
             }
         }
