@@ -265,6 +265,18 @@ async fn one_source_past_its_connection_limit_is_closed_at_once_and_others_are_s
         refused, 20,
         "connections past the per-source limit were kept"
     );
+    let metrics = h.server.metrics().await;
+    assert_eq!(
+        sample(
+            &metrics,
+            "ipam_guard_connections_refused_total{listener=\"webhook\",reason=\"per_source\"}"
+        ),
+        Some(20.0)
+    );
+    assert_eq!(
+        sample(&metrics, "ipam_guard_connections{listener=\"webhook\"}"),
+        Some(PER_SOURCE as f64)
+    );
     assert_prompt_review(&h, Proto::H1).await;
     assert_prompt_review(&h, Proto::H2).await;
     assert_all_closed(held, None, handshake, "held connections").await;

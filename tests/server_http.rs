@@ -551,12 +551,24 @@ async fn connections_beyond_the_cap_wait_for_a_free_slot() {
     config.max_connections = 2;
     let server = TestServer::start(config).await;
     let addr = server.addrs.webhook;
+    let open = "ipam_guard_connections{listener=\"webhook\"}";
 
     let first = Conn::open(addr, &ca.der, Proto::H1).await.unwrap();
     let _second = Conn::open(addr, &ca.der, Proto::H1).await.unwrap();
+    assert_eq!(sample(&server.metrics().await, open), Some(2.0));
     let ca_der = ca.der.clone();
     let third = tokio::spawn(async move { Conn::open(addr, &ca_der, Proto::H1).await });
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Seen from the kernel, not after a pause: the third connection has reached the listener
+    // and waits in its accept queue, while the server holds its two and has taken no other.
+    let deadline = Instant::now() + WAIT;
+    while accept_queue(addr) != 1 {
+        assert!(
+            Instant::now() < deadline,
+            "the third connection never waited in the accept queue"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(sample(&server.metrics().await, open), Some(2.0));
     assert!(
         !third.is_finished(),
         "a third connection was served beyond the cap of 2"
@@ -571,5 +583,29 @@ async fn connections_beyond_the_cap_wait_for_a_free_slot() {
         .send(post("/validate", JSON, NOT_A_REVIEW))
         .await
         .unwrap();
+    assert_eq!(accept_queue(addr), 0);
+    assert_eq!(sample(&server.metrics().await, open), Some(2.0));
     server.stop().await;
+}
+
+/// Connections the kernel holds for `listener` that were not accepted yet: a listening socket's
+/// `rx_queue` in /proc/net/tcp (IPv4 loopback here).
+fn accept_queue(listener: std::net::SocketAddr) -> u64 {
+    let std::net::IpAddr::V4(ip) = listener.ip() else {
+        panic!("an IPv4 listener expected, got {listener}");
+    };
+    let local = format!(
+        "{:08X}:{:04X}",
+        u32::from_le_bytes(ip.octets()),
+        listener.port()
+    );
+    let table = std::fs::read_to_string("/proc/net/tcp").expect("/proc/net/tcp (Linux)");
+    table
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .find(|f| f.get(1) == Some(&local.as_str()) && f.get(3) == Some(&"0A"))
+        .and_then(|f| f.get(4)?.split_once(':').map(|(_, rx)| rx.to_string()))
+        .map(|rx| u64::from_str_radix(&rx, 16).expect("a hex queue length"))
+        .unwrap_or_else(|| panic!("no listening socket {local} in /proc/net/tcp"))
 }

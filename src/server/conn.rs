@@ -18,6 +18,7 @@ use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
 
+use super::metrics::ListenerMetrics;
 use super::Listen;
 use crate::cluster::Caller;
 
@@ -90,6 +91,26 @@ impl PerSource {
     }
 }
 
+/// One connection counted in `ipam_guard_connections` while it is open.
+struct Counted(prometheus_client::metrics::gauge::Gauge);
+
+impl Counted {
+    fn new(gauge: &prometheus_client::metrics::gauge::Gauge) -> Counted {
+        gauge.inc();
+        Counted(gauge.clone())
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
+/// What an open connection holds, given back in this order when its task ends: it leaves the
+/// gauge before its permit lets the next connection in.
+type Slots = (Counted, OwnedSemaphorePermit, SourceSlot);
+
 /// One connection's place in `PerSource`, given back on drop.
 struct SourceSlot {
     table: Arc<PerSource>,
@@ -117,6 +138,7 @@ pub(crate) async fn serve(
     tls: Option<TlsAcceptor>,
     router: Router,
     limits: Limits,
+    metrics: ListenerMetrics,
     mut stop: watch::Receiver<bool>,
 ) {
     let builders = Arc::new(Builders::new(limits.header_read_timeout));
@@ -144,6 +166,7 @@ pub(crate) async fn serve(
                         // Closed at once rather than queued: the slot it would wait for is held
                         // by the same source.
                         tracing::debug!(listener = name, peer = %peer, max = limits.max_per_source, "too many connections from this address; closed");
+                        metrics.per_source_refused.inc();
                         drop(tcp);
                         permit = Some(held);
                         continue;
@@ -158,7 +181,7 @@ pub(crate) async fn serve(
                         builders: builders.clone(),
                         handshake_timeout: limits.handshake_timeout,
                     };
-                    tasks.spawn(conn.run(watcher, (held, slot)));
+                    tasks.spawn(conn.run(watcher, (Counted::new(&metrics.open), held, slot)));
                 }
                 Err(e) => {
                     permit = Some(held);
@@ -290,7 +313,7 @@ struct Conn {
 
 impl Conn {
     /// The handshake runs here, in the connection's own task: a slow client never stalls accepts.
-    async fn run(self, watcher: Watcher, _slots: (OwnedSemaphorePermit, SourceSlot)) {
+    async fn run(self, watcher: Watcher, _slots: Slots) {
         let _ = self.tcp.set_nodelay(true);
         let Some(acceptor) = &self.tls else {
             http(

@@ -30,6 +30,17 @@ struct WebhookLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct ListenerLabels {
+    listener: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RefusedLabels {
+    listener: &'static str,
+    reason: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
     webhook: &'static str,
     code: u16,
@@ -55,6 +66,8 @@ pub(crate) struct Metrics {
     latency: Family<WebhookLabels, Histogram, fn() -> Histogram>,
     in_flight: Family<WebhookLabels, Gauge>,
     decisions: Family<DecisionLabels, Counter>,
+    connections: Family<ListenerLabels, Gauge>,
+    refused: Family<RefusedLabels, Counter>,
     pub(crate) tls_not_after: Gauge,
     pub(crate) tls_reload_errors: Counter,
 }
@@ -66,6 +79,8 @@ impl Metrics {
             latency: Family::new_with_constructor(latency_histogram),
             in_flight: Family::default(),
             decisions: Family::default(),
+            connections: Family::default(),
+            refused: Family::default(),
             tls_not_after: Gauge::default(),
             tls_reload_errors: Counter::default(),
         };
@@ -89,6 +104,16 @@ impl Metrics {
             "ipam_guard_decisions",
             "Validation decisions, one per rule id behind a denial or warning (rule=\"\" when none)",
             m.decisions.clone(),
+        );
+        registry.register(
+            "ipam_guard_connections",
+            "Connections accepted and open now, per listener (each holds one of --max-connections)",
+            m.connections.clone(),
+        );
+        registry.register(
+            "ipam_guard_connections_refused",
+            "Connections closed right after accept (reason=\"per_source\": the peer address already held --max-connections-per-source)",
+            m.refused.clone(),
         );
         registry.register_with_unit(
             "ipam_guard_tls_certificate_not_after",
@@ -114,6 +139,19 @@ impl Metrics {
         });
         gauge.inc();
         InFlight { gauge }
+    }
+
+    /// What a listener's accept loop reports: open connections and refusals.
+    pub(crate) fn listener(&self, listener: &'static str) -> ListenerMetrics {
+        ListenerMetrics {
+            open: self
+                .connections
+                .get_or_create_owned(&ListenerLabels { listener }),
+            per_source_refused: self.refused.get_or_create_owned(&RefusedLabels {
+                listener,
+                reason: "per_source",
+            }),
+        }
     }
 
     pub(crate) fn observe(&self, endpoint: Endpoint, code: u16, elapsed: Duration) {
@@ -153,6 +191,13 @@ impl Metrics {
             self.decisions.get_or_create(&labels).inc();
         }
     }
+}
+
+/// One listener's series, handed to its accept loop.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ListenerMetrics {
+    pub(crate) open: Gauge,
+    pub(crate) per_source_refused: Counter,
 }
 
 /// Kinds as `check` writes them, so Metal3's IPAddress does not merge with CAPI's.

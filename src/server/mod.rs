@@ -299,6 +299,7 @@ impl Server {
             Some(acceptor),
             routes::webhook(shared.clone()),
             limits,
+            shared.metrics.listener("webhook"),
             webhook_stopped,
         ));
         let probe_task = tokio::spawn(conn::serve(
@@ -307,6 +308,7 @@ impl Server {
             None,
             routes::probes(shared.clone()),
             aux_limits,
+            shared.metrics.listener("probes"),
             aux_stopped.clone(),
         ));
         let metrics_task = tokio::spawn(conn::serve(
@@ -315,6 +317,7 @@ impl Server {
             None,
             routes::metrics(shared.clone()),
             aux_limits,
+            shared.metrics.listener("metrics"),
             aux_stopped.clone(),
         ));
         let reloader = tls::Reloader {
