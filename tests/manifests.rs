@@ -7,6 +7,7 @@
 //! rather than pass silently.
 
 use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
@@ -847,7 +848,7 @@ fn everything_is_labelled_namespaced_and_disruption_safe() {
 /// The binary itself accepts the Deployment's flags, listener forms included: starts
 /// `ipam-guard serve` with the Deployment's args, changed only where a test machine differs from
 /// a pod (`--dev` for an empty view and generated certificates in a temporary `--cert-dir`, port 0
-/// for every listener), and expects it to be still running after a few seconds.
+/// for every listener), and expects it to serve: its probe listener answers /readyz with 200.
 #[test]
 fn binary_accepts_the_deployment_args() {
     let w = workload();
@@ -872,34 +873,69 @@ fn binary_accepts_the_deployment_args() {
         .args(&args)
         .env_remove("KUBECONFIG")
         .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("start ipam-guard");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
-    let exited = loop {
-        if let Some(status) = child.try_wait().expect("wait for ipam-guard") {
-            break Some(status);
+    // Serving is shown, not waited out: `--dev` prints its listeners once all are bound, and the
+    // probe listener then answers /readyz.
+    let stdout = child.stdout.take().expect("piped stdout");
+    let (lines, banner) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if lines.send(line).is_err() {
+                break;
+            }
         }
-        if std::time::Instant::now() >= deadline {
-            break None;
+    });
+    let probes = loop {
+        match banner.recv_timeout(std::time::Duration::from_secs(30)) {
+            Ok(line) => {
+                if let Some(url) = line.trim().strip_prefix("probes:") {
+                    break Some(url.trim().to_string());
+                }
+            }
+            // Its stdout closed (it exited) or it printed nothing for 30 s.
+            Err(_) => break None,
         }
-        std::thread::sleep(std::time::Duration::from_millis(100));
     };
-    if exited.is_none() {
-        let _ = child.kill();
-    }
+    let ready = probes.as_deref().map(readyz_status);
+    let _ = child.kill();
     let out = child.wait_with_output().expect("collect ipam-guard output");
-    if let Some(status) = exited {
-        panic!(
-            "`ipam-guard {}` exited ({status}) instead of serving; the Deployment passes these \
-             flags, so the pods would crash-loop. Listeners are given as a bare \":PORT\" (every IP \
-             family: [::] dual-stack, 0.0.0.0 when the kernel has no IPv6; see \
-             manifests/deployment.yaml).\nstderr:\n{}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    assert!(
+        ready == Some(200),
+        "`ipam-guard {}` did not serve (probes: {probes:?}, /readyz: {ready:?}, exit: {}); the \
+         Deployment passes these flags, so the pods would crash-loop. Listeners are given as a bare \
+         \":PORT\" (every IP family: [::] dual-stack, 0.0.0.0 when the kernel has no IPv6; see \
+         manifests/deployment.yaml).\nstderr:\n{}",
+        args.join(" "),
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The HTTP status of `GET /readyz` at a probe URL the banner printed (`http://HOST:PORT/readyz`,
+/// HOST possibly the unspecified address a bare `:PORT` binds): asked on IPv4 loopback.
+fn readyz_status(url: &str) -> u16 {
+    let port: u16 = url
+        .trim_end_matches("/readyz")
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no port in the probe URL {url:?}"));
+    let mut tcp = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect to the probes");
+    tcp.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    tcp.write_all(b"GET /readyz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .expect("send GET /readyz");
+    let mut reply = String::new();
+    tcp.read_to_string(&mut reply)
+        .expect("read the /readyz answer");
+    reply
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("not an HTTP answer: {reply:?}"))
 }
 
 // ---------------------------------------------------------------------------------------------

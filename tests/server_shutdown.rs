@@ -233,13 +233,24 @@ async fn a_request_in_progress_when_draining_starts_is_answered() {
     tls.flush().await.unwrap();
     tokio::time::sleep(Duration::from_millis(100)).await;
 
+    let term_at = Instant::now();
     served.signal("TERM");
-    tokio::time::sleep(delay + Duration::from_millis(500)).await;
+    // Accepting stops once the delay is over: seen as the first refused connection, not
+    // waited out.
+    while Conn::open(served.webhook, &served.ca, Proto::H1)
+        .await
+        .is_ok()
+    {
+        assert!(
+            term_at.elapsed() < delay + WAIT,
+            "still accepting long after the delay"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     assert!(
-        Conn::open(served.webhook, &served.ca, Proto::H1)
-            .await
-            .is_err(),
-        "still accepting after the delay"
+        term_at.elapsed() >= delay,
+        "accepting stopped {:?} after SIGTERM, before the {delay:?} delay",
+        term_at.elapsed()
     );
     tls.write_all(rest).await.unwrap();
     tls.flush().await.unwrap();
@@ -281,8 +292,11 @@ async fn idle_keep_alive_connections_are_closed_when_draining() {
         "{:?}",
         start.elapsed()
     );
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    assert!(h1.is_closed() && h2.is_closed());
+    let deadline = Instant::now() + WAIT;
+    while !(h1.is_closed() && h2.is_closed()) {
+        assert!(Instant::now() < deadline, "idle connections left open");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 #[tokio::test]
