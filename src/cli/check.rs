@@ -3,6 +3,7 @@
 //! refuses before any webhook: unknown fields, types, required fields, names), then mutation (a
 //! patch that would apply is a warning), then validation of the patched object as a CREATE.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
@@ -15,11 +16,13 @@ use json_patch::{AddOperation, PatchOperation};
 
 use super::report::{self, Finding, Problem, Report, Severity, Subject, Summary};
 use super::{CheckArgs, OverlapScope};
-use crate::cluster::StaticView;
+use crate::cluster::{index_of, judge_as_create, Identified};
 use crate::field::{format_value, PatchOp, Verdict, Warning};
+use crate::index::Index;
 use crate::kinds::Kind;
-use crate::manifests::{self, Manifest, Source};
-use crate::model::{ObjKey, Operation, Request};
+use crate::manifests::{self, Manifest, Packed, Source};
+use crate::model::{ObjKey, Operation, Projection, Request};
+use crate::par;
 use crate::rule_id::RuleId;
 use crate::rules::{self, Ctx, Options};
 use crate::schema::{Lookup, Schemas};
@@ -159,9 +162,9 @@ pub fn run(args: &CheckArgs) -> i32 {
             "note: --overlap-scope off: pool overlaps (P10) and duplicate addresses (A9) are not checked"
         );
     }
-    let (outcome, view) = check_keeping_view(&args.paths, options, &gate);
-    // The process ends right after: freeing 100k parsed objects one by one would only cost time.
-    std::mem::forget(view);
+    let (outcome, index) = check_keeping_view(&args.paths, options, &gate);
+    // The process ends right after: freeing 100k projections one by one would only cost time.
+    std::mem::forget(index);
     for e in &outcome.errors {
         let _ = writeln!(err, "error: {e}");
     }
@@ -190,9 +193,9 @@ pub fn check_with(paths: &[PathBuf], options: Options, gate: &Gate) -> Outcome {
     check_keeping_view(paths, options, gate).0
 }
 
-fn check_keeping_view(paths: &[PathBuf], options: Options, gate: &Gate) -> (Outcome, StaticView) {
-    // The schema is checked on the worker that read the object, before what no rule reads is
-    // dropped from it; only what the rules need waits for the others.
+fn check_keeping_view(paths: &[PathBuf], options: Options, gate: &Gate) -> (Outcome, Index) {
+    // Each object is checked against its schema, mutated, projected and packed on the worker
+    // that read it: between reading and judging only the packed document waits for the others.
     let schemas = gate.schemas();
     let loaded = manifests::read_paths_each(paths, &gate.exclude, |mut m| {
         let found = if schemas.is_empty() {
@@ -205,7 +208,7 @@ fn check_keeping_view(paths: &[PathBuf], options: Options, gate: &Gate) -> (Outc
                 o.remove("status");
             }
         }
-        (m, found)
+        hold(&m, found)
     });
     let mut errors: Vec<Problem> = loaded.errors.iter().map(Problem::from).collect();
     if gate.strict {
@@ -231,14 +234,13 @@ fn check_keeping_view(paths: &[PathBuf], options: Options, gate: &Gate) -> (Outc
         unreadable: errors.len(),
         ..Summary::default()
     };
-    let subjects: Vec<Subject> = loaded
-        .manifests
+    let (held, projections): (Vec<Held>, Vec<Option<Projection>>) =
+        loaded.manifests.into_iter().unzip();
+    let subjects: Vec<Subject> = held
         .iter()
-        .map(|(m, _)| Subject::at(&m.source, m.key.clone()))
+        .map(|h| Subject::at(&h.source, h.key.clone()))
         .collect();
-    let (manifests, schema_found) = loaded.manifests.into_iter().unzip();
-    let (objects, findings, view) =
-        judge_keeping_view(manifests, schema_found, options, &gate.stored);
+    let (objects, findings, index) = judge_held(held, projections, options, &gate.stored);
     summary.objects = objects;
     summary.count(&findings);
     let outcome = Outcome {
@@ -247,7 +249,7 @@ fn check_keeping_view(paths: &[PathBuf], options: Options, gate: &Gate) -> (Outc
         subjects,
         summary,
     };
-    (outcome, view)
+    (outcome, index)
 }
 
 /// What the API server itself would refuse before any webhook runs: the object against its CRD
@@ -289,33 +291,96 @@ fn schema_findings(m: &Manifest, subject: &Subject, schemas: &Schemas) -> Vec<Fi
 /// objects per kind and the findings, in the order of `manifests`. `audit` judges with this too;
 /// stored objects have passed their schema, so it is not checked again.
 pub fn judge(manifests: Vec<Manifest>, options: Options) -> (BTreeMap<Kind, usize>, Vec<Finding>) {
-    let none = vec![Vec::new(); manifests.len()];
-    let (objects, findings, _view) = judge_keeping_view(manifests, none, options, &[]);
+    let held = par::map(&manifests, HOLD_PER_THREAD, |m| hold(m, Vec::new()));
+    drop(manifests);
+    let (held, projections) = held.into_iter().unzip();
+    let (objects, findings, _index) = judge_held(held, projections, options, &[]);
     (objects, findings)
 }
 
-/// `judge`, also handing back the view the objects were judged in (so `run` can skip freeing it).
-/// `schema_found`: per object, what its schema check found (taken while reading). `stored`: objects that already exist (a cluster's),
-/// judged against but not judged themselves; an object of `manifests` replaces a stored one of
-/// the same identity, as applying the file would.
-fn judge_keeping_view(
-    mut manifests: Vec<Manifest>,
-    schema_found: Vec<Vec<Finding>>,
+/// Below this many objects per thread, mutating and packing stay on the calling thread.
+const HOLD_PER_THREAD: usize = 1_000;
+
+/// One object between reading and judging: who it is, what was found so far, and the document
+/// as the mutating webhook would leave it, packed.
+struct Held {
+    source: Source,
+    kind: Kind,
+    version: String,
+    key: ObjKey,
+    /// What its schema check found (taken while reading).
+    schema: Vec<Finding>,
+    /// What the mutation pass found: the values the patch fills in, a patch that cannot apply.
+    mutation: Vec<Finding>,
+    object: Packed,
+}
+
+impl Identified for Held {
+    fn kind(&self) -> Kind {
+        self.kind
+    }
+    fn key(&self) -> &ObjKey {
+        &self.key
+    }
+}
+
+/// The API server runs mutating webhooks before validating ones, and stores what they produce:
+/// the object is patched here (judged against the others, and they against it, patched), then
+/// projected for the index and packed until its turn to be judged. No other object is needed.
+fn hold(m: &Manifest, schema: Vec<Finding>) -> (Held, Option<Projection>) {
+    let mut mutation = Vec::new();
+    let mut object = Cow::Borrowed(&m.object);
+    if m.kind.mutated() {
+        let subject = Subject::at(&m.source, m.key.clone());
+        let verdict = rules::mutate(&request(m.kind, &m.version, &m.key, &m.object));
+        record(&subject, &verdict, &mut mutation);
+        for op in &verdict.patch {
+            mutation.extend(
+                mutation_warnings(op)
+                    .into_iter()
+                    .map(|w| Finding::warn(&subject, &w)),
+            );
+            if let Err(e) = apply_add(object.to_mut(), op) {
+                // A patch the API server would reject: the object is judged unpatched.
+                mutation.push(Finding::warn(
+                    &subject,
+                    &Warning::new(op.rule, pointer_to_field(&op.path), e),
+                ));
+            }
+        }
+    }
+    let projection = crate::model::project(m.kind, &object);
+    let held = Held {
+        source: m.source.clone(),
+        kind: m.kind,
+        version: m.version.clone(),
+        key: m.key.clone(),
+        schema,
+        mutation,
+        object: Packed::new(&object),
+    };
+    (held, projection)
+}
+
+/// Judges held objects (and their `projections`) as CREATEs: objects per kind, the findings in
+/// order, and the index they were judged against (so `run` can skip freeing it). `stored`:
+/// objects that already exist (a cluster's), judged against but not judged themselves; an
+/// object of `held` replaces a stored one of the same identity, as applying the file would.
+fn judge_held(
+    mut held: Vec<Held>,
+    projections: Vec<Option<Projection>>,
     options: Options,
     stored: &[Manifest],
-) -> (BTreeMap<Kind, usize>, Vec<Finding>, StaticView) {
-    let mut per_object: Vec<Vec<Finding>> = Vec::with_capacity(manifests.len());
+) -> (BTreeMap<Kind, usize>, Vec<Finding>, Index) {
+    let mut per_object: Vec<Vec<Finding>> = Vec::with_capacity(held.len());
     let mut objects = BTreeMap::new();
-
-    // The API server runs mutating webhooks before validating ones, and stores what they
-    // produce: the others are judged against the mutated objects too.
-    let mut first_seen: HashMap<ObjKey, Source> = HashMap::with_capacity(manifests.len());
-    for (m, mut found) in manifests.iter_mut().zip(schema_found) {
-        *objects.entry(m.kind).or_default() += 1;
-        let subject = Subject::at(&m.source, m.key.clone());
-        if let Some(first) = first_seen.get(&m.key) {
+    let mut first_seen: HashMap<ObjKey, Source> = HashMap::with_capacity(held.len());
+    for h in &mut held {
+        *objects.entry(h.kind).or_default() += 1;
+        let mut found = std::mem::take(&mut h.schema);
+        if let Some(first) = first_seen.get(&h.key) {
             found.push(Finding::warn(
-                &subject,
+                &Subject::at(&h.source, h.key.clone()),
                 &Warning::new(
                     RuleId::X4,
                     "metadata.name",
@@ -326,59 +391,43 @@ fn judge_keeping_view(
                 ),
             ));
         } else {
-            first_seen.insert(m.key.clone(), m.source.clone());
+            first_seen.insert(h.key.clone(), h.source.clone());
         }
-        if m.kind.mutated() {
-            let verdict = rules::mutate(&request(m));
-            record(&subject, &verdict, &mut found);
-            for op in &verdict.patch {
-                found.extend(
-                    mutation_warnings(op)
-                        .into_iter()
-                        .map(|w| Finding::warn(&subject, &w)),
-                );
-                if let Err(e) = apply_add(&mut m.object, op) {
-                    // A patch the API server would reject: the object is judged unpatched.
-                    found.push(Finding::warn(
-                        &subject,
-                        &Warning::new(op.rule, pointer_to_field(&op.path), e),
-                    ));
-                }
-            }
-        }
+        found.append(&mut h.mutation);
         per_object.push(found);
     }
-    let judged_count = manifests.len();
-    manifests.extend(
-        stored
-            .iter()
-            .filter(|s| !first_seen.contains_key(&s.key))
-            .cloned(),
-    );
+    let stored: Vec<Option<Projection>> = stored
+        .iter()
+        .filter(|s| !first_seen.contains_key(&s.key))
+        .map(|s| crate::model::project(s.kind, &s.object))
+        .collect();
     drop(first_seen);
 
-    let mut view = StaticView::from_manifests(manifests);
-    let judged = view.first_as_create_par(judged_count, |m, index| {
-        let verdict = rules::validate(&request(m), &Ctx { index, options });
-        let subject = Subject::at(&m.source, m.key.clone());
+    let mut index = index_of(projections.into_iter().chain(stored).flatten());
+    let judged = judge_as_create(&mut index, &held, |h, index| {
+        let object = h.object.unpack();
+        let verdict = rules::validate(
+            &request(h.kind, &h.version, &h.key, &object),
+            &Ctx { index, options },
+        );
         let mut found = Vec::new();
-        record(&subject, &verdict, &mut found);
+        record(&Subject::at(&h.source, h.key.clone()), &verdict, &mut found);
         found
     });
     for (found, more) in per_object.iter_mut().zip(judged) {
         found.extend(more);
     }
-    (objects, per_object.into_iter().flatten().collect(), view)
+    (objects, per_object.into_iter().flatten().collect(), index)
 }
 
-fn request(m: &Manifest) -> Request<'_> {
+fn request<'a>(kind: Kind, version: &'a str, key: &'a ObjKey, object: &'a Value) -> Request<'a> {
     Request {
         operation: Operation::Create,
-        kind: m.kind,
-        version: &m.version,
-        namespace: m.namespace(),
-        name: m.name(),
-        object: Some(&m.object),
+        kind,
+        version,
+        namespace: key.namespace.as_deref(),
+        name: &key.name,
+        object: Some(object),
         old_object: None,
         dry_run: false,
     }
