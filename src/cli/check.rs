@@ -14,6 +14,10 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 use json_patch::jsonptr::PointerBuf;
 use json_patch::{AddOperation, PatchOperation};
 
+mod phases;
+
+use phases::{Phases, Step, Steps};
+
 use super::report::{self, Finding, Problem, Report, Severity, Subject, Summary};
 use super::{CheckArgs, OverlapScope};
 use crate::cluster::{index_of, judge_as_create, Identified};
@@ -148,7 +152,16 @@ fn read_crds(dir: &std::path::Path) -> Result<Schemas, String> {
 /// formats), errors and the summary to stderr.
 pub fn run(args: &CheckArgs) -> i32 {
     let options = Options::from(&args.rules);
-    let mut err = io::stderr().lock();
+    // Only with RUST_LOG set (`ipam_guard=debug`: the time of each phase); stderr otherwise
+    // carries errors and the summary alone. Not locked for the run: workers may log.
+    if let Ok(filter) = tracing_subscriber::EnvFilter::try_from_default_env() {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(io::stderr)
+            .try_init();
+    }
+    let mut err = io::stderr();
+    let mut phases = Phases::start();
     let gate = match Gate::from_args(args) {
         Ok(g) => g,
         Err(e) => {
@@ -162,7 +175,7 @@ pub fn run(args: &CheckArgs) -> i32 {
             "note: --overlap-scope off: pool overlaps (P10) and duplicate addresses (A9) are not checked"
         );
     }
-    let (outcome, index) = check_keeping_view(&args.paths, options, &gate);
+    let (outcome, index) = check_keeping_view(&args.paths, options, &gate, &mut phases);
     // The process ends right after: freeing 100k projections one by one would only cost time.
     std::mem::forget(index);
     for e in &outcome.errors {
@@ -181,6 +194,8 @@ pub fn run(args: &CheckArgs) -> i32 {
         },
     );
     let _ = write!(err, "{}", outcome.summary);
+    drop(out);
+    phases.done("output");
     outcome.summary.exit_code()
 }
 
@@ -190,26 +205,38 @@ pub fn check(paths: &[PathBuf], options: Options) -> Outcome {
 }
 
 pub fn check_with(paths: &[PathBuf], options: Options, gate: &Gate) -> Outcome {
-    check_keeping_view(paths, options, gate).0
+    check_keeping_view(paths, options, gate, &mut Phases::start()).0
 }
 
-fn check_keeping_view(paths: &[PathBuf], options: Options, gate: &Gate) -> (Outcome, Index) {
+fn check_keeping_view(
+    paths: &[PathBuf],
+    options: Options,
+    gate: &Gate,
+    phases: &mut Phases,
+) -> (Outcome, Index) {
     // Each object is checked against its schema, mutated, projected and packed on the worker
     // that read it: between reading and judging only the packed document waits for the others.
     let schemas = gate.schemas();
+    let steps = Steps::new();
     let loaded = manifests::read_paths_each(paths, &gate.exclude, |mut m| {
-        let found = if schemas.is_empty() {
-            Vec::new()
-        } else {
-            schema_findings(&m, &Subject::at(&m.source, m.key.clone()), schemas)
-        };
+        let found = steps.time(Step::Schema, || {
+            if schemas.is_empty() {
+                Vec::new()
+            } else {
+                schema_findings(&m, &Subject::at(&m.source, m.key.clone()), schemas)
+            }
+        });
         if !crate::model::reads_status(m.kind) {
             if let Some(o) = m.object.as_object_mut() {
                 o.remove("status");
             }
         }
-        hold(&m, found)
+        let held = hold(&m, found, &steps);
+        steps.time(Step::Drop, || drop(m));
+        held
     });
+    phases.done("read");
+    steps.report();
     let mut errors: Vec<Problem> = loaded.errors.iter().map(Problem::from).collect();
     if gate.strict {
         errors.extend(loaded.skipped_at.iter().map(|(at, label)| Problem {
@@ -240,7 +267,7 @@ fn check_keeping_view(paths: &[PathBuf], options: Options, gate: &Gate) -> (Outc
         .iter()
         .map(|h| Subject::at(&h.source, h.key.clone()))
         .collect();
-    let (objects, findings, index) = judge_held(held, projections, options, &gate.stored);
+    let (objects, findings, index) = judge_held(held, projections, options, &gate.stored, phases);
     summary.objects = objects;
     summary.count(&findings);
     let outcome = Outcome {
@@ -291,10 +318,13 @@ fn schema_findings(m: &Manifest, subject: &Subject, schemas: &Schemas) -> Vec<Fi
 /// objects per kind and the findings, in the order of `manifests`. `audit` judges with this too;
 /// stored objects have passed their schema, so it is not checked again.
 pub fn judge(manifests: Vec<Manifest>, options: Options) -> (BTreeMap<Kind, usize>, Vec<Finding>) {
-    let held = par::map(&manifests, HOLD_PER_THREAD, |m| hold(m, Vec::new()));
+    let mut phases = Phases::start();
+    let steps = Steps::default();
+    let held = par::map(&manifests, HOLD_PER_THREAD, |m| hold(m, Vec::new(), &steps));
     drop(manifests);
+    phases.done("mutate");
     let (held, projections) = held.into_iter().unzip();
-    let (objects, findings, _index) = judge_held(held, projections, options, &[]);
+    let (objects, findings, _index) = judge_held(held, projections, options, &[], &mut phases);
     (objects, findings)
 }
 
@@ -327,12 +357,18 @@ impl Identified for Held {
 /// The API server runs mutating webhooks before validating ones, and stores what they produce:
 /// the object is patched here (judged against the others, and they against it, patched), then
 /// projected for the index and packed until its turn to be judged. No other object is needed.
-fn hold(m: &Manifest, schema: Vec<Finding>) -> (Held, Option<Projection>) {
+fn hold(m: &Manifest, schema: Vec<Finding>, steps: &Steps) -> (Held, Option<Projection>) {
     let mut mutation = Vec::new();
     let mut object = Cow::Borrowed(&m.object);
-    if m.kind.mutated() {
-        let subject = Subject::at(&m.source, m.key.clone());
+    steps.time(Step::Mutate, || {
+        if !m.kind.mutated() {
+            return;
+        }
         let verdict = rules::mutate(&request(m.kind, &m.version, &m.key, &m.object));
+        if quiet(&verdict) && verdict.patch.is_empty() {
+            return;
+        }
+        let subject = Subject::at(&m.source, m.key.clone());
         record(&subject, &verdict, &mut mutation);
         for op in &verdict.patch {
             mutation.extend(
@@ -348,8 +384,8 @@ fn hold(m: &Manifest, schema: Vec<Finding>) -> (Held, Option<Projection>) {
                 ));
             }
         }
-    }
-    let projection = crate::model::project(m.kind, &object);
+    });
+    let projection = steps.time(Step::Project, || crate::model::project(m.kind, &object));
     let held = Held {
         source: m.source.clone(),
         kind: m.kind,
@@ -357,7 +393,7 @@ fn hold(m: &Manifest, schema: Vec<Finding>) -> (Held, Option<Projection>) {
         key: m.key.clone(),
         schema,
         mutation,
-        object: Packed::new(&object),
+        object: steps.time(Step::Pack, || Packed::new(&object)),
     };
     (held, projection)
 }
@@ -371,15 +407,22 @@ fn judge_held(
     projections: Vec<Option<Projection>>,
     options: Options,
     stored: &[Manifest],
+    phases: &mut Phases,
 ) -> (BTreeMap<Kind, usize>, Vec<Finding>, Index) {
-    let mut per_object: Vec<Vec<Finding>> = Vec::with_capacity(held.len());
     let mut objects = BTreeMap::new();
-    let mut first_seen: HashMap<ObjKey, Source> = HashMap::with_capacity(held.len());
+    let mut per_object: Vec<Vec<Finding>> = Vec::with_capacity(held.len());
+    let mut mutations: Vec<Vec<Finding>> = Vec::with_capacity(held.len());
     for h in &mut held {
+        per_object.push(std::mem::take(&mut h.schema));
+        mutations.push(std::mem::take(&mut h.mutation));
+    }
+    // Keys borrowed from `held`, each with its first object: no key copied for 100k objects.
+    let mut first_seen: HashMap<&ObjKey, usize> = HashMap::with_capacity(held.len());
+    for (i, (h, mut mutation)) in held.iter().zip(mutations).enumerate() {
         *objects.entry(h.kind).or_default() += 1;
-        let mut found = std::mem::take(&mut h.schema);
         if let Some(first) = first_seen.get(&h.key) {
-            found.push(Finding::warn(
+            let first = &held[*first].source;
+            per_object[i].push(Finding::warn(
                 &Subject::at(&h.source, h.key.clone()),
                 &Warning::new(
                     RuleId::X4,
@@ -391,10 +434,9 @@ fn judge_held(
                 ),
             ));
         } else {
-            first_seen.insert(h.key.clone(), h.source.clone());
+            first_seen.insert(&h.key, i);
         }
-        found.append(&mut h.mutation);
-        per_object.push(found);
+        per_object[i].append(&mut mutation);
     }
     let stored: Vec<Option<Projection>> = stored
         .iter()
@@ -404,6 +446,7 @@ fn judge_held(
     drop(first_seen);
 
     let mut index = index_of(projections.into_iter().chain(stored).flatten());
+    phases.done("index");
     let judged = judge_as_create(&mut index, &held, |h, index| {
         let object = h.object.unpack();
         let verdict = rules::validate(
@@ -411,13 +454,19 @@ fn judge_held(
             &Ctx { index, options },
         );
         let mut found = Vec::new();
-        record(&Subject::at(&h.source, h.key.clone()), &verdict, &mut found);
+        if !quiet(&verdict) {
+            record(&Subject::at(&h.source, h.key.clone()), &verdict, &mut found);
+        }
         found
     });
     for (found, more) in per_object.iter_mut().zip(judged) {
         found.extend(more);
     }
-    (objects, per_object.into_iter().flatten().collect(), index)
+    let findings = per_object.into_iter().flatten().collect();
+    // The packed documents are freed here, inside the phase that used them last.
+    drop(held);
+    phases.done("judge");
+    (objects, findings, index)
 }
 
 fn request<'a>(kind: Kind, version: &'a str, key: &'a ObjKey, object: &'a Value) -> Request<'a> {
@@ -431,6 +480,11 @@ fn request<'a>(kind: Kind, version: &'a str, key: &'a ObjKey, object: &'a Value)
         old_object: None,
         dry_run: false,
     }
+}
+
+/// Nothing to report: most objects, which need no subject built for them.
+fn quiet(verdict: &Verdict) -> bool {
+    verdict.errors.is_empty() && verdict.unavailable.is_none() && verdict.warnings.is_empty()
 }
 
 fn record(subject: &Subject, verdict: &Verdict, out: &mut Vec<Finding>) {
