@@ -20,7 +20,7 @@ use phases::{Phases, Step, Steps};
 
 use super::report::{self, Finding, Problem, Report, Severity, Subject, Summary};
 use super::{CheckArgs, OverlapScope};
-use crate::cluster::{index_of, judge_as_create, Identified};
+use crate::cluster::{index_of, judge_as_create, upsert_all, Identified};
 use crate::field::{format_value, PatchOp, Verdict, Warning};
 use crate::index::Index;
 use crate::kinds::Kind;
@@ -416,36 +416,44 @@ fn judge_held(
         per_object.push(std::mem::take(&mut h.schema));
         mutations.push(std::mem::take(&mut h.mutation));
     }
-    // Keys borrowed from `held`, each with its first object: no key copied for 100k objects.
-    let mut first_seen: HashMap<&ObjKey, usize> = HashMap::with_capacity(held.len());
-    for (i, (h, mut mutation)) in held.iter().zip(mutations).enumerate() {
-        *objects.entry(h.kind).or_default() += 1;
-        if let Some(first) = first_seen.get(&h.key) {
-            let first = &held[*first].source;
-            per_object[i].push(Finding::warn(
-                &Subject::at(&h.source, h.key.clone()),
-                &Warning::new(
-                    RuleId::X4,
-                    "metadata.name",
-                    format!(
-                        "defined again (first at {first}); a second CREATE would fail with AlreadyExists, \
-                         and the others are judged against the last definition"
+    let held = held;
+    let (mut index, stored) = std::thread::scope(|s| {
+        // The index needs only the projections: it is built while the keys are compared.
+        let building = s.spawn(move || index_of(projections.into_iter().flatten()));
+        // Keys borrowed from `held`, each with its first object: no key copied for 100k objects.
+        let mut first_seen: HashMap<&ObjKey, usize> = HashMap::with_capacity(held.len());
+        for (i, (h, mut mutation)) in held.iter().zip(mutations).enumerate() {
+            *objects.entry(h.kind).or_default() += 1;
+            if let Some(first) = first_seen.get(&h.key) {
+                let first = &held[*first].source;
+                per_object[i].push(Finding::warn(
+                    &Subject::at(&h.source, h.key.clone()),
+                    &Warning::new(
+                        RuleId::X4,
+                        "metadata.name",
+                        format!(
+                            "defined again (first at {first}); a second CREATE would fail with AlreadyExists, \
+                             and the others are judged against the last definition"
+                        ),
                     ),
-                ),
-            ));
-        } else {
-            first_seen.insert(&h.key, i);
+                ));
+            } else {
+                first_seen.insert(&h.key, i);
+            }
+            per_object[i].append(&mut mutation);
         }
-        per_object[i].append(&mut mutation);
-    }
-    let stored: Vec<Option<Projection>> = stored
-        .iter()
-        .filter(|s| !first_seen.contains_key(&s.key))
-        .map(|s| crate::model::project(s.kind, &s.object))
-        .collect();
-    drop(first_seen);
-
-    let mut index = index_of(projections.into_iter().chain(stored).flatten());
+        let stored: Vec<Projection> = stored
+            .iter()
+            .filter(|s| !first_seen.contains_key(&s.key))
+            .filter_map(|s| crate::model::project(s.kind, &s.object))
+            .collect();
+        let index = building
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        (index, stored)
+    });
+    // After the files' objects, as `kubectl apply` of the files onto the cluster would leave it.
+    upsert_all(&mut index, stored);
     phases.done("index");
     let judged = judge_as_create(&mut index, &held, |h, index| {
         let object = h.object.unpack();

@@ -154,10 +154,15 @@ pub fn judge_as_create<T: Identified + Sync, R: Send>(
 /// `kubectl apply` of the files in order would leave it.
 pub fn index_of(projections: impl IntoIterator<Item = Projection>) -> Index {
     let mut index = Index::new();
+    upsert_all(&mut index, projections);
+    index
+}
+
+/// Adds `projections` to `index` in order, each replacing what the index held under its key.
+pub fn upsert_all(index: &mut Index, projections: impl IntoIterator<Item = Projection>) {
     for p in projections {
         index.upsert(object(p));
     }
-    index
 }
 
 fn split_as_create<T: Identified + Sync, R: Send>(
