@@ -13,13 +13,14 @@ pub struct Packed(Repr);
 enum Repr {
     Text(Box<[u8]>),
     /// A document with a fractional number stays a value: serde_json parses a float back to the
-    /// nearest double only on a best effort, and a rule's message may print it.
+    /// nearest double only on a best effort, and a rule's message may print it. So does one
+    /// nested deeper than serde_json reads back (128 levels).
     Whole(Box<Value>),
 }
 
 impl Packed {
     pub fn new(value: &Value) -> Packed {
-        if has_float(value) {
+        if !packs(value, MAX_DEPTH) {
             return Packed(Repr::Whole(Box::new(value.clone())));
         }
         match serde_json::to_vec(value) {
@@ -38,12 +39,16 @@ impl Packed {
     }
 }
 
-fn has_float(value: &Value) -> bool {
+/// Below serde_json's recursion limit, with room to spare.
+const MAX_DEPTH: usize = 100;
+
+/// Whether `value` reads back from JSON text exactly: no float, and no deeper than `depth`.
+fn packs(value: &Value, depth: usize) -> bool {
     match value {
-        Value::Number(n) => n.is_f64(),
-        Value::Array(a) => a.iter().any(has_float),
-        Value::Object(o) => o.values().any(has_float),
-        Value::Null | Value::Bool(_) | Value::String(_) => false,
+        Value::Number(n) => !n.is_f64(),
+        Value::Array(a) => depth > 0 && a.iter().all(|v| packs(v, depth - 1)),
+        Value::Object(o) => depth > 0 && o.values().all(|v| packs(v, depth - 1)),
+        Value::Null | Value::Bool(_) | Value::String(_) => true,
     }
 }
 
@@ -58,6 +63,7 @@ mod tests {
             json!({"a": [1, -2, 18446744073709551615u64, "x", null, true], "b": {"c": "é"}}),
             json!({"prefix": 24.5, "tiny": 0.30000000000000004, "neg": -0.0}),
             json!([]),
+            (0..200).fold(json!(1), |v, _| json!([v])),
         ] {
             let back = Packed::new(&v).unpack();
             assert_eq!(back, v);
