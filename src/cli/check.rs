@@ -5,7 +5,7 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
-use std::io::{self, BufWriter, Write};
+use std::io::{self, BufWriter, IsTerminal, Write};
 use std::path::PathBuf;
 
 use serde_json::Value;
@@ -157,6 +157,7 @@ pub fn run(args: &CheckArgs) -> i32 {
     if let Ok(filter) = tracing_subscriber::EnvFilter::try_from_default_env() {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(filter)
+            .with_ansi(io::stderr().is_terminal())
             .with_writer(io::stderr)
             .try_init();
     }
