@@ -101,7 +101,8 @@ for s in ${STEPS:-lg-1 lg-1-base lg-16 lg-16-base lg-new lg-new-base lg-16-h2 lg
     check-yaml | check-json)
       dir=$(state "${s#check-}")
       # Its findings go nowhere; its exit code says whether it found any, not whether it ran.
-      step "$s" sh -c '/usr/bin/time -f "wall %e s user %U s sys %S s maxrss %M KB" "$0" check "$1" >/dev/null; exit 0' $IG "$dir" ;;
+      # The debug events give each phase's wall and CPU time (BENCHMARKS.md, Issue 14 round).
+      step "$s" sh -c 'RUST_LOG=ipam_guard=debug /usr/bin/time -f "wall %e s user %U s sys %S s maxrss %M KB" "$0" check "$1" >/dev/null; exit 0' $IG "$dir" ;;
     rss-idle) serve_rss 52100 "" > "$OUT/out-$s.txt" 2>&1; grep -E "ready|settled" "$OUT/out-$s.txt" ;;
     rss-state)
       [ -d "$OUT/lg-state" ] || $LG --write-state "$OUT/lg-state" >/dev/null

@@ -19,7 +19,7 @@ use crate::model::Projection;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use object::WatchedObject;
 pub use shared::{IndexGuard, Shared};
-pub use static_view::StaticView;
+pub use static_view::{index_of, judge_as_create, upsert_all, Identified, StaticView};
 pub use trust::{Caller, StrangerPolicy};
 
 /// What the rules may ask of the cluster. Implementations answer from memory, never from the API server.

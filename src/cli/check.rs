@@ -3,8 +3,9 @@
 //! refuses before any webhook: unknown fields, types, required fields, names), then mutation (a
 //! patch that would apply is a warning), then validation of the patched object as a CREATE.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
-use std::io::{self, BufWriter, Write};
+use std::io::{self, BufWriter, IsTerminal, Write};
 use std::path::PathBuf;
 
 use serde_json::Value;
@@ -13,13 +14,19 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 use json_patch::jsonptr::PointerBuf;
 use json_patch::{AddOperation, PatchOperation};
 
+mod phases;
+
+use phases::{Phases, Step, Steps};
+
 use super::report::{self, Finding, Problem, Report, Severity, Subject, Summary};
 use super::{CheckArgs, OverlapScope};
-use crate::cluster::StaticView;
+use crate::cluster::{index_of, judge_as_create, upsert_all, Identified};
 use crate::field::{format_value, PatchOp, Verdict, Warning};
+use crate::index::Index;
 use crate::kinds::Kind;
-use crate::manifests::{self, Manifest, Source};
-use crate::model::{ObjKey, Operation, Request};
+use crate::manifests::{self, Manifest, Packed, Source};
+use crate::model::{ObjKey, Operation, Projection, Request};
+use crate::par;
 use crate::rule_id::RuleId;
 use crate::rules::{self, Ctx, Options};
 use crate::schema::{Lookup, Schemas};
@@ -145,7 +152,17 @@ fn read_crds(dir: &std::path::Path) -> Result<Schemas, String> {
 /// formats), errors and the summary to stderr.
 pub fn run(args: &CheckArgs) -> i32 {
     let options = Options::from(&args.rules);
-    let mut err = io::stderr().lock();
+    // Only with RUST_LOG set (`ipam_guard=debug`: the time of each phase); stderr otherwise
+    // carries errors and the summary alone. Not locked for the run: workers may log.
+    if let Ok(filter) = tracing_subscriber::EnvFilter::try_from_default_env() {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_ansi(io::stderr().is_terminal())
+            .with_writer(io::stderr)
+            .try_init();
+    }
+    let mut err = io::stderr();
+    let mut phases = Phases::start();
     let gate = match Gate::from_args(args) {
         Ok(g) => g,
         Err(e) => {
@@ -159,9 +176,9 @@ pub fn run(args: &CheckArgs) -> i32 {
             "note: --overlap-scope off: pool overlaps (P10) and duplicate addresses (A9) are not checked"
         );
     }
-    let (outcome, view) = check_keeping_view(&args.paths, options, &gate);
-    // The process ends right after: freeing 100k parsed objects one by one would only cost time.
-    std::mem::forget(view);
+    let (outcome, index) = check_keeping_view(&args.paths, options, &gate, &mut phases);
+    // The process ends right after: freeing 100k projections one by one would only cost time.
+    std::mem::forget(index);
     for e in &outcome.errors {
         let _ = writeln!(err, "error: {e}");
     }
@@ -178,6 +195,8 @@ pub fn run(args: &CheckArgs) -> i32 {
         },
     );
     let _ = write!(err, "{}", outcome.summary);
+    drop(out);
+    phases.done("output");
     outcome.summary.exit_code()
 }
 
@@ -187,26 +206,38 @@ pub fn check(paths: &[PathBuf], options: Options) -> Outcome {
 }
 
 pub fn check_with(paths: &[PathBuf], options: Options, gate: &Gate) -> Outcome {
-    check_keeping_view(paths, options, gate).0
+    check_keeping_view(paths, options, gate, &mut Phases::start()).0
 }
 
-fn check_keeping_view(paths: &[PathBuf], options: Options, gate: &Gate) -> (Outcome, StaticView) {
-    // The schema is checked on the worker that read the object, before what no rule reads is
-    // dropped from it; only what the rules need waits for the others.
+fn check_keeping_view(
+    paths: &[PathBuf],
+    options: Options,
+    gate: &Gate,
+    phases: &mut Phases,
+) -> (Outcome, Index) {
+    // Each object is checked against its schema, mutated, projected and packed on the worker
+    // that read it: between reading and judging only the packed document waits for the others.
     let schemas = gate.schemas();
+    let steps = Steps::new();
     let loaded = manifests::read_paths_each(paths, &gate.exclude, |mut m| {
-        let found = if schemas.is_empty() {
-            Vec::new()
-        } else {
-            schema_findings(&m, &Subject::at(&m.source, m.key.clone()), schemas)
-        };
+        let found = steps.time(Step::Schema, || {
+            if schemas.is_empty() {
+                Vec::new()
+            } else {
+                schema_findings(&m, &Subject::at(&m.source, m.key.clone()), schemas)
+            }
+        });
         if !crate::model::reads_status(m.kind) {
             if let Some(o) = m.object.as_object_mut() {
                 o.remove("status");
             }
         }
-        (m, found)
+        let held = hold(&m, found, &steps);
+        steps.time(Step::Drop, || drop(m));
+        held
     });
+    phases.done("read");
+    steps.report();
     let mut errors: Vec<Problem> = loaded.errors.iter().map(Problem::from).collect();
     if gate.strict {
         errors.extend(loaded.skipped_at.iter().map(|(at, label)| Problem {
@@ -231,14 +262,13 @@ fn check_keeping_view(paths: &[PathBuf], options: Options, gate: &Gate) -> (Outc
         unreadable: errors.len(),
         ..Summary::default()
     };
-    let subjects: Vec<Subject> = loaded
-        .manifests
+    let (held, projections): (Vec<Held>, Vec<Option<Projection>>) =
+        loaded.manifests.into_iter().unzip();
+    let subjects: Vec<Subject> = held
         .iter()
-        .map(|(m, _)| Subject::at(&m.source, m.key.clone()))
+        .map(|h| Subject::at(&h.source, h.key.clone()))
         .collect();
-    let (manifests, schema_found) = loaded.manifests.into_iter().unzip();
-    let (objects, findings, view) =
-        judge_keeping_view(manifests, schema_found, options, &gate.stored);
+    let (objects, findings, index) = judge_held(held, projections, options, &gate.stored, phases);
     summary.objects = objects;
     summary.count(&findings);
     let outcome = Outcome {
@@ -247,7 +277,7 @@ fn check_keeping_view(paths: &[PathBuf], options: Options, gate: &Gate) -> (Outc
         subjects,
         summary,
     };
-    (outcome, view)
+    (outcome, index)
 }
 
 /// What the API server itself would refuse before any webhook runs: the object against its CRD
@@ -289,99 +319,181 @@ fn schema_findings(m: &Manifest, subject: &Subject, schemas: &Schemas) -> Vec<Fi
 /// objects per kind and the findings, in the order of `manifests`. `audit` judges with this too;
 /// stored objects have passed their schema, so it is not checked again.
 pub fn judge(manifests: Vec<Manifest>, options: Options) -> (BTreeMap<Kind, usize>, Vec<Finding>) {
-    let none = vec![Vec::new(); manifests.len()];
-    let (objects, findings, _view) = judge_keeping_view(manifests, none, options, &[]);
+    let mut phases = Phases::start();
+    let steps = Steps::default();
+    let held = par::map(&manifests, HOLD_PER_THREAD, |m| hold(m, Vec::new(), &steps));
+    drop(manifests);
+    phases.done("mutate");
+    let (held, projections) = held.into_iter().unzip();
+    let (objects, findings, _index) = judge_held(held, projections, options, &[], &mut phases);
     (objects, findings)
 }
 
-/// `judge`, also handing back the view the objects were judged in (so `run` can skip freeing it).
-/// `schema_found`: per object, what its schema check found (taken while reading). `stored`: objects that already exist (a cluster's),
-/// judged against but not judged themselves; an object of `manifests` replaces a stored one of
-/// the same identity, as applying the file would.
-fn judge_keeping_view(
-    mut manifests: Vec<Manifest>,
-    schema_found: Vec<Vec<Finding>>,
-    options: Options,
-    stored: &[Manifest],
-) -> (BTreeMap<Kind, usize>, Vec<Finding>, StaticView) {
-    let mut per_object: Vec<Vec<Finding>> = Vec::with_capacity(manifests.len());
-    let mut objects = BTreeMap::new();
+/// Below this many objects per thread, mutating and packing stay on the calling thread.
+const HOLD_PER_THREAD: usize = 1_000;
 
-    // The API server runs mutating webhooks before validating ones, and stores what they
-    // produce: the others are judged against the mutated objects too.
-    let mut first_seen: HashMap<ObjKey, Source> = HashMap::with_capacity(manifests.len());
-    for (m, mut found) in manifests.iter_mut().zip(schema_found) {
-        *objects.entry(m.kind).or_default() += 1;
-        let subject = Subject::at(&m.source, m.key.clone());
-        if let Some(first) = first_seen.get(&m.key) {
-            found.push(Finding::warn(
-                &subject,
-                &Warning::new(
-                    RuleId::X4,
-                    "metadata.name",
-                    format!(
-                        "defined again (first at {first}); a second CREATE would fail with AlreadyExists, \
-                         and the others are judged against the last definition"
-                    ),
-                ),
-            ));
-        } else {
-            first_seen.insert(m.key.clone(), m.source.clone());
+/// One object between reading and judging: who it is, what was found so far, and the document
+/// as the mutating webhook would leave it, packed.
+struct Held {
+    source: Source,
+    kind: Kind,
+    version: String,
+    key: ObjKey,
+    /// What its schema check found (taken while reading).
+    schema: Vec<Finding>,
+    /// What the mutation pass found: the values the patch fills in, a patch that cannot apply.
+    mutation: Vec<Finding>,
+    object: Packed,
+}
+
+impl Identified for Held {
+    fn kind(&self) -> Kind {
+        self.kind
+    }
+    fn key(&self) -> &ObjKey {
+        &self.key
+    }
+}
+
+/// The API server runs mutating webhooks before validating ones, and stores what they produce:
+/// the object is patched here (judged against the others, and they against it, patched), then
+/// projected for the index and packed until its turn to be judged. No other object is needed.
+fn hold(m: &Manifest, schema: Vec<Finding>, steps: &Steps) -> (Held, Option<Projection>) {
+    let mut mutation = Vec::new();
+    let mut object = Cow::Borrowed(&m.object);
+    steps.time(Step::Mutate, || {
+        if !m.kind.mutated() {
+            return;
         }
-        if m.kind.mutated() {
-            let verdict = rules::mutate(&request(m));
-            record(&subject, &verdict, &mut found);
-            for op in &verdict.patch {
-                found.extend(
-                    mutation_warnings(op)
-                        .into_iter()
-                        .map(|w| Finding::warn(&subject, &w)),
-                );
-                if let Err(e) = apply_add(&mut m.object, op) {
-                    // A patch the API server would reject: the object is judged unpatched.
-                    found.push(Finding::warn(
-                        &subject,
-                        &Warning::new(op.rule, pointer_to_field(&op.path), e),
-                    ));
-                }
+        let verdict = rules::mutate(&request(m.kind, &m.version, &m.key, &m.object));
+        if quiet(&verdict) && verdict.patch.is_empty() {
+            return;
+        }
+        let subject = Subject::at(&m.source, m.key.clone());
+        record(&subject, &verdict, &mut mutation);
+        for op in &verdict.patch {
+            mutation.extend(
+                mutation_warnings(op)
+                    .into_iter()
+                    .map(|w| Finding::warn(&subject, &w)),
+            );
+            if let Err(e) = apply_add(object.to_mut(), op) {
+                // A patch the API server would reject: the object is judged unpatched.
+                mutation.push(Finding::warn(
+                    &subject,
+                    &Warning::new(op.rule, pointer_to_field(&op.path), e),
+                ));
             }
         }
-        per_object.push(found);
+    });
+    let projection = steps.time(Step::Project, || crate::model::project(m.kind, &object));
+    let held = Held {
+        source: m.source.clone(),
+        kind: m.kind,
+        version: m.version.clone(),
+        key: m.key.clone(),
+        schema,
+        mutation,
+        object: steps.time(Step::Pack, || Packed::new(&object)),
+    };
+    (held, projection)
+}
+
+/// Judges held objects (and their `projections`) as CREATEs: objects per kind, the findings in
+/// order, and the index they were judged against (so `run` can skip freeing it). `stored`:
+/// objects that already exist (a cluster's), judged against but not judged themselves; an
+/// object of `held` replaces a stored one of the same identity, as applying the file would.
+fn judge_held(
+    mut held: Vec<Held>,
+    projections: Vec<Option<Projection>>,
+    options: Options,
+    stored: &[Manifest],
+    phases: &mut Phases,
+) -> (BTreeMap<Kind, usize>, Vec<Finding>, Index) {
+    let mut objects = BTreeMap::new();
+    let mut per_object: Vec<Vec<Finding>> = Vec::with_capacity(held.len());
+    let mut mutations: Vec<Vec<Finding>> = Vec::with_capacity(held.len());
+    for h in &mut held {
+        per_object.push(std::mem::take(&mut h.schema));
+        mutations.push(std::mem::take(&mut h.mutation));
     }
-    let judged_count = manifests.len();
-    manifests.extend(
-        stored
+    let held = held;
+    let (mut index, stored) = std::thread::scope(|s| {
+        // The index needs only the projections: it is built while the keys are compared.
+        let building = s.spawn(move || index_of(projections.into_iter().flatten()));
+        // Keys borrowed from `held`, each with its first object: no key copied for 100k objects.
+        let mut first_seen: HashMap<&ObjKey, usize> = HashMap::with_capacity(held.len());
+        for (i, (h, mut mutation)) in held.iter().zip(mutations).enumerate() {
+            *objects.entry(h.kind).or_default() += 1;
+            if let Some(first) = first_seen.get(&h.key) {
+                let first = &held[*first].source;
+                per_object[i].push(Finding::warn(
+                    &Subject::at(&h.source, h.key.clone()),
+                    &Warning::new(
+                        RuleId::X4,
+                        "metadata.name",
+                        format!(
+                            "defined again (first at {first}); a second CREATE would fail with AlreadyExists, \
+                             and the others are judged against the last definition"
+                        ),
+                    ),
+                ));
+            } else {
+                first_seen.insert(&h.key, i);
+            }
+            per_object[i].append(&mut mutation);
+        }
+        let stored: Vec<Projection> = stored
             .iter()
             .filter(|s| !first_seen.contains_key(&s.key))
-            .cloned(),
-    );
-    drop(first_seen);
-
-    let mut view = StaticView::from_manifests(manifests);
-    let judged = view.first_as_create_par(judged_count, |m, index| {
-        let verdict = rules::validate(&request(m), &Ctx { index, options });
-        let subject = Subject::at(&m.source, m.key.clone());
+            .filter_map(|s| crate::model::project(s.kind, &s.object))
+            .collect();
+        let index = building
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        (index, stored)
+    });
+    // After the files' objects, as `kubectl apply` of the files onto the cluster would leave it.
+    upsert_all(&mut index, stored);
+    phases.done("index");
+    let judged = judge_as_create(&mut index, &held, |h, index| {
+        let object = h.object.unpack();
+        let verdict = rules::validate(
+            &request(h.kind, &h.version, &h.key, &object),
+            &Ctx { index, options },
+        );
         let mut found = Vec::new();
-        record(&subject, &verdict, &mut found);
+        if !quiet(&verdict) {
+            record(&Subject::at(&h.source, h.key.clone()), &verdict, &mut found);
+        }
         found
     });
     for (found, more) in per_object.iter_mut().zip(judged) {
         found.extend(more);
     }
-    (objects, per_object.into_iter().flatten().collect(), view)
+    let findings = per_object.into_iter().flatten().collect();
+    // The packed documents are freed here, inside the phase that used them last.
+    drop(held);
+    phases.done("judge");
+    (objects, findings, index)
 }
 
-fn request(m: &Manifest) -> Request<'_> {
+fn request<'a>(kind: Kind, version: &'a str, key: &'a ObjKey, object: &'a Value) -> Request<'a> {
     Request {
         operation: Operation::Create,
-        kind: m.kind,
-        version: &m.version,
-        namespace: m.namespace(),
-        name: m.name(),
-        object: Some(&m.object),
+        kind,
+        version,
+        namespace: key.namespace.as_deref(),
+        name: &key.name,
+        object: Some(object),
         old_object: None,
         dry_run: false,
     }
+}
+
+/// Nothing to report: most objects, which need no subject built for them.
+fn quiet(verdict: &Verdict) -> bool {
+    verdict.errors.is_empty() && verdict.unavailable.is_none() && verdict.warnings.is_empty()
 }
 
 fn record(subject: &Subject, verdict: &Verdict, out: &mut Vec<Finding>) {

@@ -11,7 +11,7 @@ use crate::kinds::Kind;
 use globset::GlobSet;
 
 use crate::manifests::{self, LoadError, Manifest};
-use crate::model::{self, Projection};
+use crate::model::{self, ObjKey, Projection};
 use crate::par;
 
 /// Objects read from files and the index built from their projections. Keeps the objects
@@ -50,11 +50,7 @@ impl StaticView {
         if let Some(e) = loaded.errors.into_iter().next() {
             return Err(e);
         }
-        let mut index = Index::new();
-        for p in loaded.manifests.into_iter().flatten() {
-            index.upsert(object(p));
-        }
-        Ok(index)
+        Ok(index_of(loaded.manifests.into_iter().flatten()))
     }
 
     /// Builds the index from the objects as they are. When a key is defined more than once, the
@@ -65,10 +61,7 @@ impl StaticView {
         let projections = par::map(&manifests, PER_THREAD, |m| {
             model::project(m.kind, &m.object)
         });
-        let mut index = Index::new();
-        for p in projections.into_iter().flatten() {
-            index.upsert(object(p));
-        }
+        let index = index_of(projections.into_iter().flatten());
         StaticView {
             index,
             manifests,
@@ -119,19 +112,6 @@ impl StaticView {
         self.each_as_create_split(PER_THREAD, f)
     }
 
-    /// As `each_as_create_par`, for the first `n` objects only: the others are there to be
-    /// judged against (`check --kubeconfig`: what the cluster already stores).
-    pub fn first_as_create_par<R: Send>(
-        &mut self,
-        n: usize,
-        f: impl Fn(&Manifest, &Index) -> R + Sync,
-    ) -> Vec<R> {
-        let StaticView {
-            index, manifests, ..
-        } = self;
-        split_as_create(index, &manifests[..n.min(manifests.len())], PER_THREAD, f)
-    }
-
     fn each_as_create_split<R: Send>(
         &mut self,
         per_thread: usize,
@@ -144,24 +124,65 @@ impl StaticView {
     }
 }
 
-fn split_as_create<R: Send>(
+/// What judging an object as a CREATE needs to know of it to take its own entry out of the
+/// index: its kind and key. `check` judges objects it holds packed, not as `Manifest`s.
+pub trait Identified {
+    fn kind(&self) -> Kind;
+    fn key(&self) -> &ObjKey;
+}
+
+impl Identified for Manifest {
+    fn kind(&self) -> Kind {
+        self.kind
+    }
+    fn key(&self) -> &ObjKey {
+        &self.key
+    }
+}
+
+/// As `StaticView::each_as_create_par`, for objects kept outside a view: `index` must hold what
+/// they project to (and may hold more, to be judged against). Results come back in order.
+pub fn judge_as_create<T: Identified + Sync, R: Send>(
     index: &mut Index,
-    manifests: &[Manifest],
-    per_thread: usize,
-    f: impl Fn(&Manifest, &Index) -> R + Sync,
+    items: &[T],
+    f: impl Fn(&T, &Index) -> R + Sync,
 ) -> Vec<R> {
-    let threads = par::workers(manifests.len(), per_thread);
+    split_as_create(index, items, PER_THREAD, f)
+}
+
+/// The index of `projections`, upserted in order: with a key given twice the last one stays, as
+/// `kubectl apply` of the files in order would leave it.
+pub fn index_of(projections: impl IntoIterator<Item = Projection>) -> Index {
+    let mut index = Index::new();
+    upsert_all(&mut index, projections);
+    index
+}
+
+/// Adds `projections` to `index` in order, each replacing what the index held under its key.
+pub fn upsert_all(index: &mut Index, projections: impl IntoIterator<Item = Projection>) {
+    for p in projections {
+        index.upsert(object(p));
+    }
+}
+
+fn split_as_create<T: Identified + Sync, R: Send>(
+    index: &mut Index,
+    items: &[T],
+    per_thread: usize,
+    f: impl Fn(&T, &Index) -> R + Sync,
+) -> Vec<R> {
+    let threads = par::workers(items.len(), per_thread);
     let mut copies: Vec<Index> = (1..threads).map(|_| index.clone()).collect();
     let indexes: Vec<&mut Index> = std::iter::once(index).chain(copies.iter_mut()).collect();
     // Every copy is whole again between two objects, so any worker may judge any object.
-    par::map_with(manifests, indexes, |index, m| judge_one(index, m, &f))
+    par::map_with(items, indexes, |index, m| judge_one(index, m, &f))
 }
 
 /// Below this many objects per thread, a thread (and an index copy) is not worth it.
 const PER_THREAD: usize = 20_000;
 
-fn judge_one<R>(index: &mut Index, m: &Manifest, f: impl FnOnce(&Manifest, &Index) -> R) -> R {
-    let own = take(index, m);
+fn judge_one<T: Identified, R>(index: &mut Index, m: &T, f: impl FnOnce(&T, &Index) -> R) -> R {
+    let own = take(index, m.kind(), m.key());
     let r = f(m, index);
     if let Some(own) = own {
         index.upsert(own);
@@ -169,11 +190,10 @@ fn judge_one<R>(index: &mut Index, m: &Manifest, f: impl FnOnce(&Manifest, &Inde
     r
 }
 
-/// Removes what the index holds under the manifest's key. With a key defined twice that is the
+/// Removes what the index holds under the object's key. With a key defined twice that is the
 /// last definition, which is what the others are judged against and what goes back afterwards.
-fn take(index: &mut Index, m: &Manifest) -> Option<Object> {
-    let key = &m.key;
-    match m.kind {
+fn take(index: &mut Index, kind: Kind, key: &ObjKey) -> Option<Object> {
+    match kind {
         k if k.is_pool() => index.remove_pool(key).map(Object::Pool),
         Kind::IPAddress | Kind::Metal3IPAddress => index.remove_address(key).map(Object::Address),
         Kind::IPAddressClaim => index.remove_claim(key).map(Object::Claim),

@@ -14,10 +14,11 @@
 //! Files are parsed on every core: 100k objects are mostly YAML scanning.
 //!
 //! `find` walks the paths, `parse` reads each file, `to_json` turns documents into values and
-//! `identify` turns values into manifests.
+//! `identify` turns values into manifests; `packed` holds a document compactly until it is needed.
 
 mod find;
 mod identify;
+mod packed;
 mod parse;
 #[cfg(test)]
 mod tests;
@@ -33,6 +34,8 @@ use serde_json::Value;
 
 use crate::kinds::Kind;
 use crate::model::ObjKey;
+
+pub use packed::Packed;
 
 /// Where an object was read: file, document (1-based) and, inside a list, the item (0-based, as
 /// in `items[3]`), plus the line (1-based) where its document starts, for editors and code
