@@ -440,13 +440,15 @@ async fn slow_headers_are_cut_at_the_header_timeout() {
     let mut tasks = JoinSet::new();
     for _ in 0..SLOW {
         let mut s = tls(&h, &[b"http/1.1"]).await;
+        // Each has begun its header before the prompt review below is sent.
+        let head = headers(100);
+        s.write_all(&head[..1]).await.unwrap();
+        s.flush().await.unwrap();
         tasks.spawn(async move {
             // A byte a second; the whole header would take over a minute.
-            trickle(&mut s, &headers(100), Duration::from_secs(1), 20).await
+            trickle(&mut s, &head[1..], Duration::from_secs(1), 20).await
         });
     }
-    // Let the trickles begin (setup, not a check).
-    tokio::time::sleep(Duration::from_millis(500)).await;
     assert_prompt_review(&h, Proto::H1).await;
     assert!(
         tasks.try_join_next().is_none(),
@@ -471,13 +473,13 @@ async fn slow_bodies_get_a_408_at_the_body_timeout() {
     let mut tasks = JoinSet::new();
     for _ in 0..SLOW {
         let mut s = tls(&h, &[b"http/1.1"]).await;
+        // Each has sent its header and begun its body before the prompt reviews below.
         s.write_all(&headers(review.len())).await.unwrap();
+        s.write_all(&review[..1]).await.unwrap();
         s.flush().await.unwrap();
         let review = review.clone();
-        tasks.spawn(async move { trickle(&mut s, &review, Duration::from_secs(1), 20).await });
+        tasks.spawn(async move { trickle(&mut s, &review[1..], Duration::from_secs(1), 20).await });
     }
-    // Let the trickles begin (setup, not a check).
-    tokio::time::sleep(Duration::from_millis(500)).await;
     assert_prompt_review(&h, Proto::H1).await;
     assert_prompt_review(&h, Proto::H2).await;
     assert!(
