@@ -4,7 +4,9 @@
 //! - `review/*`: `Admission::review`, bytes in to bytes out, through the `Shared` view that
 //!   `serve --state-from` uses (decision lock, pending entries for what is admitted);
 //! - `decode/*`: only `serde_json::from_slice` of the same body, the floor under `review`;
-//! - `rules/*`: only `rules::validate` on the decoded request, the part the index answers.
+//! - `rules/*`: only `rules::validate` on the decoded request, the part the index answers;
+//! - `hostile/*`: bodies found by the hostile corpus (tests/hostile_regressions.rs), whose cost
+//!   once grew with the square of their size.
 //!
 //! `cargo bench --bench review`
 
@@ -18,7 +20,7 @@ use ipam_guard::cluster::Shared;
 use ipam_guard::kinds::Kind;
 use ipam_guard::model::{Operation, Request};
 use ipam_guard::rules::{self, Ctx, Options};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 #[path = "support/mod.rs"]
 mod support;
@@ -78,6 +80,33 @@ fn reviews(c: &mut Criterion) {
     g.finish();
 }
 
+/// An InClusterIPPool create with 100k entries that are not addresses: the reader stops at its
+/// problem cap and the answer at 100 causes (once quadratic: 183 s in a debug build).
+fn hostile(c: &mut Criterion) {
+    let addresses: Vec<Value> = (0..100_000).map(|i| json!(format!("x{i}"))).collect();
+    let body = serde_json::to_vec(&json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {
+            "uid": "u", "operation": "CREATE", "name": "p", "namespace": "ns",
+            "kind": {"group": "ipam.cluster.x-k8s.io", "version": "v1alpha2", "kind": "InClusterIPPool"},
+            "object": {
+                "apiVersion": "ipam.cluster.x-k8s.io/v1alpha2", "kind": "InClusterIPPool",
+                "metadata": {"name": "p", "namespace": "ns"},
+                "spec": {"addresses": addresses, "prefix": 24}
+            }
+        }
+    }))
+    .unwrap();
+    let admission = Admission::new(Arc::new(Shared::default()), Options::default());
+    let answer = admission.review(Endpoint::Validate, &body);
+    assert!(answer.body.len() < 64 * 1024, "{} bytes", answer.body.len());
+    let mut g = c.benchmark_group("hostile");
+    g.bench_function("pool_100k_bad_entries", |b| {
+        b.iter(|| admission.review(Endpoint::Validate, black_box(&body)))
+    });
+    g.finish();
+}
+
 /// The request as `admission` hands it to the rules.
 fn request(review: &Value) -> Request<'_> {
     let r = &review["request"];
@@ -103,6 +132,6 @@ criterion_group! {
         .sample_size(20)
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2));
-    targets = reviews
+    targets = reviews, hostile
 }
 criterion_main!(benches);

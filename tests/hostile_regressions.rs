@@ -3,7 +3,6 @@
 //! now keeps.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use ipam_guard::admission::{Admission, Endpoint};
 use ipam_guard::cluster::StaticView;
@@ -47,14 +46,10 @@ fn pool_review(addresses: Vec<Value>) -> Vec<u8> {
 fn a_pool_of_100k_bad_entries_is_denied_quickly_with_a_bounded_answer() {
     const N: usize = 100_000;
     let body = pool_review((0..N).map(|i| json!(format!("x{i}"))).collect());
-    let started = Instant::now();
+    // How long it takes is measured in `cargo bench --bench review -- hostile` (BENCHMARKS.md);
+    // what keeps it short is asserted below: the reader stops at LIST_PROBLEMS, and the answer
+    // holds 100 causes and a count.
     let ans = admission().review(Endpoint::Validate, &body);
-    // Linear work takes ≈ 0.3 s in a debug build; the quadratic version took minutes.
-    assert!(
-        started.elapsed() < Duration::from_secs(20),
-        "{:?}",
-        started.elapsed()
-    );
     assert_eq!(ans.http_status, 200);
     assert!(
         ans.body.len() < 64 * 1024,
