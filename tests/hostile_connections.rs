@@ -317,18 +317,10 @@ async fn handshakes_never_finished_are_cut_at_the_handshake_timeout() {
         let hello = hello.clone();
         async move {
             let mut tcp = TcpStream::connect(addr).await.unwrap();
-            let started = Instant::now();
             // Bounded: at most 30 bytes, one a second.
-            for b in hello.iter().take(30) {
-                if tcp.write_all(&[*b]).await.is_err() {
-                    return (started.elapsed(), true);
-                }
-                tokio::time::sleep(Duration::from_secs(1)).await;
-            }
-            let closed = wait_closed(&mut tcp, SLACK, &mut Vec::new())
+            trickle(&mut tcp, &hello, Duration::from_secs(1), 30)
                 .await
-                .is_some();
-            (started.elapsed(), closed)
+                .0
         }
     });
     assert_prompt_review(&h, Proto::H1).await;
@@ -339,15 +331,14 @@ async fn handshakes_never_finished_are_cut_at_the_handshake_timeout() {
         "stalled handshakes",
     )
     .await;
-    let (after, closed) = trickle.await.unwrap();
+    let sent = trickle
+        .await
+        .unwrap()
+        .expect("a ClientHello sent a byte a second was never cut off");
+    // Cut while the client was still sending.
     assert!(
-        closed,
-        "a ClientHello sent a byte a second was never cut off"
-    );
-    // Cut while the client was still sending: its 30 bytes take 30 s.
-    assert!(
-        after < Duration::from_secs(30),
-        "a trickled ClientHello lasted {after:?}"
+        sent < 30,
+        "a trickled ClientHello was cut only after all {sent} bytes"
     );
     assert_prompt_review(&h, Proto::H1).await;
     h.server.stop().await;
@@ -382,38 +373,38 @@ async fn client_hello(h: &Harness) -> Vec<u8> {
 // === slow headers, slow bodies, idle keep-alive ===
 
 /// Writes `bytes` one at a time, one per `every`, until the server closes or `max` bytes went.
-/// Returns when the server closed (None if it never did) and what it sent back.
+/// Returns how many bytes had gone when the server closed (None if it never did) and what it
+/// sent back.
 async fn trickle<S: AsyncRead + AsyncWrite + Unpin>(
     stream: &mut S,
     bytes: &[u8],
     every: Duration,
     max: usize,
-) -> (Option<Duration>, Vec<u8>) {
-    let started = Instant::now();
+) -> (Option<usize>, Vec<u8>) {
     let mut seen = Vec::new();
     let mut buf = [0u8; 4096];
-    for b in bytes.iter().take(max) {
+    for (sent, b) in bytes.iter().take(max).enumerate() {
         if stream.write_all(&[*b]).await.is_err() || stream.flush().await.is_err() {
-            return (Some(started.elapsed()), seen);
+            return (Some(sent), seen);
         }
         // Between bytes, watch for the server giving up on us.
         match tokio::time::timeout(every, stream.read(&mut buf)).await {
             Err(_) => {}
-            Ok(Ok(0)) | Ok(Err(_)) => return (Some(started.elapsed()), seen),
+            Ok(Ok(0)) | Ok(Err(_)) => return (Some(sent + 1), seen),
             Ok(Ok(n)) => {
                 seen.extend_from_slice(&buf[..n]);
                 let closed = wait_closed(stream, SLACK, &mut seen).await;
-                return (closed.map(|_| started.elapsed()), seen);
+                return (closed.map(|_| sent + 1), seen);
             }
         }
     }
     let closed = wait_closed(stream, SLACK, &mut seen).await;
-    (closed.map(|_| started.elapsed()), seen)
+    (closed.map(|_| max), seen)
 }
 
-/// How long the slow clients below take to send their 20 bytes (one a second): a connection
-/// closed sooner was cut off by the server.
-const TRICKLE: Duration = Duration::from_secs(20);
+/// How many bytes the slow clients below send (one a second): a connection closed before all of
+/// them went was cut off by the server, whatever the clock says.
+const TRICKLE: usize = 20;
 
 /// How many of `streams` the server has not closed (nothing to read, no EOF, no error).
 fn still_open(streams: &[TcpStream]) -> usize {
@@ -446,7 +437,7 @@ async fn slow_headers_are_cut_at_the_header_timeout() {
         s.flush().await.unwrap();
         tasks.spawn(async move {
             // A byte a second; the whole header would take over a minute.
-            trickle(&mut s, &head[1..], Duration::from_secs(1), 20).await
+            trickle(&mut s, &head[1..], Duration::from_secs(1), TRICKLE).await
         });
     }
     assert_prompt_review(&h, Proto::H1).await;
@@ -456,9 +447,12 @@ async fn slow_headers_are_cut_at_the_header_timeout() {
     );
     while let Some(r) = tasks.join_next().await {
         let (closed, _) = r.unwrap();
-        let closed = closed.expect("a slow header was never cut off");
-        // Cut while the client was still sending: its 20 bytes take 20 s.
-        assert!(closed < TRICKLE, "a slow header lasted {closed:?}");
+        let sent = closed.expect("a slow header was never cut off");
+        // Cut while the client was still sending.
+        assert!(
+            sent < TRICKLE,
+            "a slow header was cut only after all {sent} bytes"
+        );
     }
     assert_prompt_review(&h, Proto::H1).await;
     h.server.stop().await;
@@ -478,7 +472,9 @@ async fn slow_bodies_get_a_408_at_the_body_timeout() {
         s.write_all(&review[..1]).await.unwrap();
         s.flush().await.unwrap();
         let review = review.clone();
-        tasks.spawn(async move { trickle(&mut s, &review[1..], Duration::from_secs(1), 20).await });
+        tasks.spawn(
+            async move { trickle(&mut s, &review[1..], Duration::from_secs(1), TRICKLE).await },
+        );
     }
     assert_prompt_review(&h, Proto::H1).await;
     assert_prompt_review(&h, Proto::H2).await;
@@ -490,9 +486,12 @@ async fn slow_bodies_get_a_408_at_the_body_timeout() {
         let (closed, seen) = r.unwrap();
         let text = String::from_utf8_lossy(&seen);
         assert!(text.starts_with("HTTP/1.1 408"), "{text}");
-        let closed = closed.expect("a slow body was never cut off");
-        // Cut while the client was still sending: its 20 bytes take 20 s.
-        assert!(closed < TRICKLE, "a slow body lasted {closed:?}");
+        let sent = closed.expect("a slow body was never cut off");
+        // Cut while the client was still sending.
+        assert!(
+            sent < TRICKLE,
+            "a slow body was cut only after all {sent} bytes"
+        );
     }
     assert_prompt_review(&h, Proto::H1).await;
     h.server.stop().await;
