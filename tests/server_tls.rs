@@ -244,7 +244,6 @@ async fn kubelet_secret_rotation_under_load_loses_no_request() {
         "too little load to prove anything: {}",
         stats.ok
     );
-    assert!(took < Duration::from_secs(5), "{took:?}");
     let metrics = server.metrics().await;
     assert_eq!(
         sample(&metrics, "ipam_guard_tls_certificate_not_after_seconds"),
