@@ -107,7 +107,7 @@ impl Metrics {
         );
         registry.register(
             "ipam_guard_connections",
-            "Connections accepted and open now, per listener (each holds one of --max-connections)",
+            "Connections accepted and open now, per listener (the webhook listener holds at most 1,024; more wait in the kernel's accept queue)",
             m.connections.clone(),
         );
         registry.register(
