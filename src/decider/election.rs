@@ -121,6 +121,18 @@ pub struct Election {
     leading: Option<Leading>,
     /// Stepped down for good (shutting down): keeps following, never takes the lease again.
     retired: bool,
+    /// A create or acquire whose answer was lost (a timeout, a dropped connection) may still
+    /// have landed: whether it was taking the lease from another holder. The next read that
+    /// finds the lease naming us settles it.
+    unanswered: Option<bool>,
+}
+
+/// A write that made this replica the holder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Acquired {
+    /// The lease was held by another replica before (not created, not released): the new term
+    /// waits out the pending TTL, and the takeover is counted.
+    pub takeover: bool,
 }
 
 impl Election {
@@ -131,6 +143,7 @@ impl Election {
             observed: None,
             leading: None,
             retired: false,
+            unanswered: None,
         }
     }
 
@@ -188,30 +201,40 @@ impl Election {
     /// A write of `step` that started at `started` succeeded.
     ///
     /// `previous_holder` says whether the lease had been held by someone else (a takeover), which
-    /// makes the new holder wait out the pending TTL before deciding. Returns true when this made
-    /// us the holder (a leadership change worth a log line).
-    pub fn wrote(&mut self, step: &Step, started: Instant, previous_holder: bool) -> bool {
+    /// makes the new holder wait out the pending TTL before deciding. Returns `Some` when this
+    /// made us the holder (a leadership change worth a log line and, for a takeover, a count).
+    pub fn wrote(
+        &mut self,
+        step: &Step,
+        started: Instant,
+        previous_holder: bool,
+    ) -> Option<Acquired> {
         if self.retired {
             // A write that raced with stepping down: the release follows it and wins.
-            return false;
+            return None;
         }
+        let unanswered = self.unanswered.take();
         match step {
             Step::Renew => match &mut self.leading {
                 Some(l) => {
                     // The guarded replace succeeded: nobody wrote the lease since our last write,
                     // so nobody else decided meanwhile and our window simply extends.
                     l.renewed = started;
-                    false
+                    None
                 }
                 None => {
-                    // The lease names us but this state does not (cannot happen with a fresh
-                    // identity per process; treat it as a takeover to stay safe).
+                    // The lease names us but this state does not: an acquisition whose answer
+                    // was lost landed after all (the identity is fresh per process, so nothing
+                    // else writes it). Whatever that write was, wait out the pending TTL: the
+                    // admissions of a holder before it cannot be known.
                     self.leading = Some(Leading {
                         acquired: started,
                         renewed: started,
                         deciding_from: started + self.timing.pending_ttl,
                     });
-                    true
+                    Some(Acquired {
+                        takeover: unanswered.unwrap_or(true),
+                    })
                 }
             },
             Step::Create | Step::Acquire => {
@@ -225,17 +248,24 @@ impl Election {
                     renewed: started,
                     deciding_from: started + wait,
                 });
-                true
+                Some(Acquired {
+                    takeover: previous_holder,
+                })
             }
-            Step::Follow => false,
+            Step::Follow => None,
         }
     }
 
-    /// A write failed: a conflict means someone else wrote the lease (we are not the holder any
-    /// more); other failures leave the time fence to end our window.
-    pub fn write_failed(&mut self, conflict: bool) {
+    /// A write of `step` failed: a conflict means someone else wrote the lease (we are not the
+    /// holder any more); other failures leave the time fence to end our window. A create or
+    /// acquire without an answer may have landed: `previous_holder` is kept for the read that
+    /// finds out.
+    pub fn write_failed(&mut self, step: &Step, conflict: bool, previous_holder: bool) {
         if conflict {
             self.leading = None;
+            self.unanswered = None;
+        } else if matches!(step, Step::Create | Step::Acquire) {
+            self.unanswered = Some(previous_holder);
         }
     }
 
@@ -341,7 +371,10 @@ mod tests {
         let t0 = Instant::now();
         let mut e = Election::new("a", timing());
         assert_eq!(e.next(t0, None), Step::Create);
-        assert!(e.wrote(&Step::Create, t0, false));
+        assert_eq!(
+            e.wrote(&Step::Create, t0, false),
+            Some(Acquired { takeover: false })
+        );
         assert_eq!(e.standing(t0 + S), Standing::Deciding);
     }
 
@@ -352,7 +385,7 @@ mod tests {
         a.next(t0, None);
         a.wrote(&Step::Create, t0, false);
         // Renewals fail (API server unreachable): nothing is written.
-        a.write_failed(false);
+        a.write_failed(&Step::Renew, false, false);
         assert_eq!(a.standing(t0 + 9 * S), Standing::Deciding);
         assert!(matches!(a.standing(t0 + 10 * S), Standing::Following(_)));
         // A follower that saw our create at t0 may take over at t0 + 15 s at the earliest.
@@ -384,7 +417,7 @@ mod tests {
         assert_eq!(a.next(woke, Some(&rec("b", "r9", "9"))), Step::Follow);
         assert_eq!(a.standing(woke), Standing::Following(Some("b:9444".into())));
         // And a late renew of a's (guarded by the old version) conflicts: still not leading.
-        a.write_failed(true);
+        a.write_failed(&Step::Renew, true, false);
         assert!(a.fence().is_none());
     }
 
@@ -395,7 +428,10 @@ mod tests {
         assert_eq!(b.next(t0, Some(&rec("a", "r0", "1"))), Step::Follow);
         let t1 = t0 + 15 * S;
         assert_eq!(b.next(t1, Some(&rec("a", "r0", "1"))), Step::Acquire);
-        assert!(b.wrote(&Step::Acquire, t1, true));
+        assert_eq!(
+            b.wrote(&Step::Acquire, t1, true),
+            Some(Acquired { takeover: true })
+        );
         assert_eq!(b.standing(t1), Standing::Waiting(t1 + 30 * S));
         // Keep renewing through the wait.
         for i in 1..=15u32 {
@@ -404,10 +440,60 @@ mod tests {
                 b.next(t, Some(&rec("b", &format!("r{i}"), "2"))),
                 Step::Renew
             );
-            assert!(!b.wrote(&Step::Renew, t, true));
+            assert_eq!(b.wrote(&Step::Renew, t, true), None);
         }
         assert_eq!(b.standing(t1 + 29 * S), Standing::Waiting(t1 + 30 * S));
         assert_eq!(b.standing(t1 + 30 * S), Standing::Deciding);
+    }
+
+    /// CI saw this: under load the acquiring replace timed out on our side but landed, so the
+    /// next read found the lease naming us. That is still a takeover: counted, and waited out.
+    #[test]
+    fn a_takeover_whose_answer_was_lost_is_found_by_the_next_read() {
+        let t0 = Instant::now();
+        let mut b = Election::new("b", timing());
+        b.next(t0, Some(&rec("a", "r0", "1")));
+        let t1 = t0 + 15 * S;
+        assert_eq!(b.next(t1, Some(&rec("a", "r0", "1"))), Step::Acquire);
+        b.write_failed(&Step::Acquire, false, true);
+        assert!(b.fence().is_none());
+        let t2 = t1 + S;
+        assert_eq!(b.next(t2, Some(&rec("b", "r1", "2"))), Step::Renew);
+        assert_eq!(
+            b.wrote(&Step::Renew, t2, false),
+            Some(Acquired { takeover: true })
+        );
+        assert_eq!(b.standing(t2), Standing::Waiting(t2 + 30 * S));
+        // Only once: the next renew extends the same term.
+        assert_eq!(b.wrote(&Step::Renew, t2 + 2 * S, false), None);
+    }
+
+    #[test]
+    fn a_create_whose_answer_was_lost_is_no_takeover_but_still_waits() {
+        let t0 = Instant::now();
+        let mut a = Election::new("a", timing());
+        assert_eq!(a.next(t0, None), Step::Create);
+        a.write_failed(&Step::Create, false, false);
+        assert_eq!(a.next(t0 + S, Some(&rec("a", "r0", "1"))), Step::Renew);
+        assert_eq!(
+            a.wrote(&Step::Renew, t0 + S, false),
+            Some(Acquired { takeover: false })
+        );
+        assert!(matches!(a.standing(t0 + S), Standing::Waiting(_)));
+    }
+
+    #[test]
+    fn a_lost_answer_forgotten_after_a_conflict_counts_as_a_takeover() {
+        // A conflict after the lost write says someone else wrote the lease since: whatever we
+        // learn next, assume the worst.
+        let t0 = Instant::now();
+        let mut b = Election::new("b", timing());
+        b.write_failed(&Step::Create, false, false);
+        b.write_failed(&Step::Acquire, true, false);
+        assert_eq!(
+            b.wrote(&Step::Renew, t0, false),
+            Some(Acquired { takeover: true })
+        );
     }
 
     #[test]
@@ -455,7 +541,7 @@ mod tests {
         assert!(b.handed_over(term, t0 + S));
         assert_eq!(b.standing(t0 + S), Standing::Deciding);
         // Lost and won again: a late handover of the old term changes nothing.
-        b.write_failed(true);
+        b.write_failed(&Step::Renew, true, false);
         b.next(t0 + 2 * S, Some(&rec("", "r2", "3")));
         b.wrote(&Step::Acquire, t0 + 2 * S, true);
         assert!(!b.handed_over(term, t0 + 3 * S));
@@ -481,7 +567,7 @@ mod tests {
         assert!(a.resign(t0));
         assert!(matches!(a.standing(t0), Standing::Following(_)));
         // A renew that raced with the release does not bring leadership back.
-        assert!(!a.wrote(&Step::Renew, t0, false));
+        assert_eq!(a.wrote(&Step::Renew, t0, false), None);
         assert!(a.fence().is_none());
         // Released: it never takes the lease again, and it forwards to the next decider.
         assert_eq!(a.next(t0 + S, Some(&rec("", "r1", "2"))), Step::Follow);

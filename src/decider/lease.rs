@@ -47,7 +47,10 @@ enum Wrote {
         handover: Option<String>,
     },
     Conflict,
-    Failed,
+    /// No answer, or an error that does not say whether the write landed.
+    Failed {
+        previous_holder: bool,
+    },
 }
 
 impl LeaseLoop {
@@ -98,14 +101,15 @@ impl LeaseLoop {
                 previous_holder,
                 handover,
             } => {
-                if election.wrote(&step, started, previous_holder) && step != Step::Renew {
-                    if previous_holder {
+                if let Some(acquired) = election.wrote(&step, started, previous_holder) {
+                    if acquired.takeover {
                         self.metrics.takeovers.inc();
                     }
                     tracing::info!(
                         lease = %self.name,
                         identity = election.identity(),
-                        takeover = previous_holder,
+                        takeover = acquired.takeover,
+                        unanswered_write_landed = step == Step::Renew,
                         "acquired the decider lease"
                     );
                     if let (Some(from), Some(term)) = (handover, election.term()) {
@@ -119,8 +123,10 @@ impl LeaseLoop {
                     }
                 }
             }
-            Wrote::Conflict => election.write_failed(true),
-            Wrote::Failed => election.write_failed(false),
+            Wrote::Conflict => election.write_failed(&step, true, false),
+            Wrote::Failed { previous_holder } => {
+                election.write_failed(&step, false, previous_holder)
+            }
         }
     }
 
@@ -180,11 +186,11 @@ impl LeaseLoop {
             }
             Ok(Err(e)) => {
                 tracing::warn!(lease = %self.name, error = %e, "cannot write the decider lease");
-                Wrote::Failed
+                Wrote::Failed { previous_holder }
             }
             Err(_) => {
                 tracing::warn!(lease = %self.name, "writing the decider lease timed out");
-                Wrote::Failed
+                Wrote::Failed { previous_holder }
             }
         }
     }
