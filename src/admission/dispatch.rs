@@ -5,6 +5,7 @@
 use serde_json::Value;
 
 use super::envelope::Envelope;
+use super::status::Response;
 use super::{Admission, DecisionRequest, Endpoint, Here, Outcome, Route};
 use crate::cluster::Caller;
 use crate::field::Verdict;
@@ -205,12 +206,12 @@ pub(super) fn verdict_rules(v: &std::thread::Result<Judged>) -> Vec<String> {
     }
 }
 
-pub(super) fn fill_outcome(o: &mut Outcome, response: &Value, rules: &[String]) {
-    o.allowed = response["allowed"].as_bool().unwrap_or(false);
-    o.code = response["status"]["code"].as_u64().unwrap_or(0) as u16;
-    o.warnings = response["warnings"].as_array().map_or(0, Vec::len);
-    o.patched = response.get("patch").is_some();
-    o.rules = rules.to_vec();
+pub(super) fn fill_outcome(o: &mut Outcome, response: &Response, rules: Vec<String>) {
+    o.allowed = response.allowed;
+    o.code = response.status.as_ref().map_or(0, |s| s.code);
+    o.warnings = response.warnings.len();
+    o.patched = response.patch.is_some();
+    o.rules = rules;
 }
 
 #[cfg(test)]

@@ -28,7 +28,7 @@ use dispatch::{
     NOT_DECIDER, VIEW_NOT_READY_WARNING,
 };
 use envelope::{decode, Envelope};
-use status::{allow, fault, respond};
+use status::{allow, fault, respond, ReviewOut};
 
 /// Which webhook path a review came in on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -155,7 +155,7 @@ impl Admission {
             Stage::Done(judged) => judged,
             Stage::Validate(kind, req) => Judged::Verdict(kind, self.validate_here(&req, caller)),
         }));
-        self.finish(&env, verdict)
+        self.finish(env, verdict)
     }
 
     /// `review_as`, sending the X2 step to the elected decider when this replica is not it; the
@@ -200,7 +200,7 @@ impl Admission {
             Ok(Err(judged)) => Ok(judged),
             Err(panic) => Err(panic),
         };
-        self.finish(&env, verdict)
+        self.finish(env, verdict)
     }
 
     /// The decider's side of a forwarded decision: judge under the decision lock, record what is
@@ -234,38 +234,52 @@ impl Admission {
         }
     }
 
-    fn finish(&self, env: &Envelope, verdict: std::thread::Result<Judged>) -> Answer {
-        let outcome_base = Outcome {
-            uid: env.uid.clone(),
-            group: env.group.clone(),
-            kind: env.kind.clone(),
-            namespace: env.namespace.clone(),
-            name: env.name.clone(),
-            operation: env.operation.clone(),
-            dry_run: env.dry_run,
-            user: env.user.clone(),
-            groups: env.groups.clone(),
-            ..Outcome::default()
-        };
+    fn finish(&self, env: Envelope, verdict: std::thread::Result<Judged>) -> Answer {
         let response = match &verdict {
             Ok(Judged::Untouched) => allow(&env.uid),
-            Ok(Judged::Verdict(kind, v)) => respond(env, *kind, v),
+            Ok(Judged::Verdict(kind, v)) => respond(&env, *kind, v),
             Err(_) => {
                 tracing::error!(uid = %env.uid, kind = %env.kind, "internal fault while judging a review");
                 fault(&env.uid, 500, "InternalError", "internal error in ipam-guard while judging this request; the write is refused to stay safe, retry it")
             }
         };
-        let mut outcome = outcome_base;
-        fill_outcome(&mut outcome, &response, &verdict_rules(&verdict));
-        let review = json!({
-            "apiVersion": env.api_version,
-            "kind": "AdmissionReview",
-            "response": response,
-        });
+        let body = serde_json::to_vec(&ReviewOut {
+            api_version: &env.api_version,
+            kind: "AdmissionReview",
+            response: &response,
+        })
+        .unwrap_or_default();
+        let mut outcome = Outcome::default();
+        fill_outcome(&mut outcome, &response, verdict_rules(&verdict));
+        drop(response);
+        // The envelope's strings move into the outcome: it is not needed past the answer.
+        let Envelope {
+            uid,
+            group,
+            kind,
+            namespace,
+            name,
+            operation,
+            dry_run,
+            user,
+            groups,
+            ..
+        } = env;
         Answer {
             http_status: 200,
-            body: serde_json::to_vec(&review).unwrap_or_default(),
-            outcome: Some(outcome),
+            body,
+            outcome: Some(Outcome {
+                uid,
+                group,
+                kind,
+                namespace,
+                name,
+                operation,
+                dry_run,
+                user,
+                groups,
+                ..outcome
+            }),
         }
     }
 }
@@ -563,7 +577,7 @@ mod tests {
             user: String::new(),
             groups: Vec::new(),
         };
-        let response = respond(&env, Kind::InClusterIPPool, &v);
+        let response = serde_json::to_value(respond(&env, Kind::InClusterIPPool, &v)).unwrap();
         let warnings = response["warnings"].as_array().unwrap();
         assert_eq!(warnings.len(), MAX_SHOWN + 1);
         assert_eq!(warnings[0], "spec.x: w [ipam-guard P7]");

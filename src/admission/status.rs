@@ -4,6 +4,7 @@
 use base64::Engine as _;
 use kube::core::response::{StatusCause, StatusDetails, StatusSummary};
 use kube::core::Status;
+use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::envelope::Envelope;
@@ -11,30 +12,72 @@ use crate::field::{DenyReason, Verdict};
 use crate::kinds::Kind;
 use crate::rule_id::RuleId;
 
-pub(super) fn allow(uid: &str) -> Value {
-    json!({ "uid": uid, "allowed": true })
+/// The `response` of an AdmissionReview, in the order of Kubernetes' `AdmissionResponse`.
+/// Serialized straight from this struct: an answer is written on every review, and building it
+/// as a `Value` tree first cost a map per level and a copy of every string.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct Response<'a> {
+    pub(super) uid: &'a str,
+    pub(super) allowed: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) status: Option<Status>,
+    /// Base64 of the JSON Patch, as the API documents it (a string, not an array of bytes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) patch: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) patch_type: Option<&'static str>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(super) warnings: Vec<String>,
 }
 
-pub(super) fn fault(uid: &str, code: u16, reason: &str, message: &str) -> Value {
-    let status = Status {
-        status: Some(StatusSummary::Failure),
-        code,
-        message: message.to_string(),
-        reason: reason.to_string(),
-        metadata: None,
-        details: None,
-    };
-    json!({ "uid": uid, "allowed": false, "status": status })
+/// The whole answer body around a `Response`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct ReviewOut<'a> {
+    pub(super) api_version: &'a str,
+    pub(super) kind: &'static str,
+    pub(super) response: &'a Response<'a>,
+}
+
+pub(super) fn allow(uid: &str) -> Response<'_> {
+    Response {
+        uid,
+        allowed: true,
+        status: None,
+        patch: None,
+        patch_type: None,
+        warnings: Vec::new(),
+    }
+}
+
+pub(super) fn fault<'a>(uid: &'a str, code: u16, reason: &str, message: &str) -> Response<'a> {
+    Response {
+        allowed: false,
+        status: Some(Status {
+            status: Some(StatusSummary::Failure),
+            code,
+            message: message.to_string(),
+            reason: reason.to_string(),
+            metadata: None,
+            details: None,
+        }),
+        ..allow(uid)
+    }
 }
 
 /// Builds the `response` of a review from a verdict (SPEC §8).
-pub(super) fn respond(env: &Envelope, kind: Kind, v: &Verdict) -> Value {
+pub(super) fn respond<'a>(env: &'a Envelope, kind: Kind, v: &Verdict) -> Response<'a> {
     let mut response = if let Some(why) = &v.unavailable {
         fault(&env.uid, 503, "ServiceUnavailable", why)
     } else if v.errors.is_empty() {
         allow(&env.uid)
     } else {
-        json!({ "uid": env.uid, "allowed": false, "status": denial_status(&env.name, kind, v) })
+        Response {
+            allowed: false,
+            status: Some(denial_status(&env.name, kind, v)),
+            ..allow(&env.uid)
+        }
     };
     if !v.warnings.is_empty() {
         let mut warnings: Vec<String> = v
@@ -49,7 +92,7 @@ pub(super) fn respond(env: &Envelope, kind: Kind, v: &Verdict) -> Value {
                 hidden.iter().map(|w| w.rule),
             ));
         }
-        response["warnings"] = json!(warnings);
+        response.warnings = warnings;
     }
     if v.allowed() && !v.patch.is_empty() {
         let ops: Vec<Value> = v
@@ -58,8 +101,8 @@ pub(super) fn respond(env: &Envelope, kind: Kind, v: &Verdict) -> Value {
             .map(|op| json!({ "op": "add", "path": op.path, "value": op.value }))
             .collect();
         let bytes = serde_json::to_vec(&ops).unwrap_or_default();
-        response["patchType"] = json!("JSONPatch");
-        response["patch"] = json!(base64::engine::general_purpose::STANDARD.encode(bytes));
+        response.patch_type = Some("JSONPatch");
+        response.patch = Some(base64::engine::general_purpose::STANDARD.encode(bytes));
     }
     response
 }
