@@ -171,8 +171,9 @@ impl Schemas {
         if let (Some(schema), Some(fields)) = (schema, object.as_object()) {
             let mut w = Walk {
                 errors: &mut errors,
+                path: String::new(),
             };
-            w.properties(schema, fields, "", true);
+            w.properties(schema, fields, true);
         }
         Some(errors)
     }
@@ -360,16 +361,11 @@ impl Node {
 
 // === Walking an object ===
 
+/// One walk of an object. `path` is the field being looked at, grown and cut back as the walk
+/// descends: most fields are valid, and a string per field was a tenth of `check`'s schema time.
 struct Walk<'e> {
     errors: &'e mut Vec<SchemaError>,
-}
-
-fn child(path: &str, key: &str) -> String {
-    if path.is_empty() {
-        key.to_string()
-    } else {
-        format!("{path}.{key}")
-    }
+    path: String,
 }
 
 /// How `field.Invalid` prints a value: strings quoted, numbers and booleans bare.
@@ -395,25 +391,50 @@ fn json_type(v: &Value) -> &'static str {
 }
 
 impl Walk<'_> {
-    fn push(&mut self, path: &str, message: String) {
+    /// A finding at the current path.
+    fn push(&mut self, message: String) {
+        let path = self.path.clone();
+        self.push_at(path, message);
+    }
+
+    fn push_at(&mut self, path: String, message: String) {
         self.errors.push(SchemaError {
-            path: path.to_string(),
+            path,
             message,
             warning: false,
         });
     }
 
-    fn invalid(&mut self, path: &str, value: &Value, detail: String) {
-        self.push(path, format!("Invalid value: {}: {detail}", shown(value)));
+    fn invalid(&mut self, value: &Value, detail: String) {
+        self.push(format!("Invalid value: {}: {detail}", shown(value)));
     }
 
-    fn node(&mut self, n: &Node, v: &Value, path: &str) {
+    /// Runs `f` with `segment` appended to the path (`.key`, or `[i]`), then cuts it back.
+    fn within(&mut self, segment: std::fmt::Arguments, f: impl FnOnce(&mut Self)) {
+        use std::fmt::Write as _;
+        let len = self.path.len();
+        let _ = self.path.write_fmt(segment);
+        f(self);
+        self.path.truncate(len);
+    }
+
+    fn within_key(&mut self, key: &str, f: impl FnOnce(&mut Self)) {
+        let len = self.path.len();
+        if len > 0 {
+            self.path.push('.');
+        }
+        self.path.push_str(key);
+        f(self);
+        self.path.truncate(len);
+    }
+
+    fn node(&mut self, n: &Node, v: &Value) {
         // The API server prunes a null of a non-nullable field before validating (apiextensions
         // v1): it is as if the field were not written.
         if v.is_null() {
             return;
         }
-        if !self.type_ok(n, v, path) {
+        if !self.type_ok(n, v) {
             return;
         }
         if let Some(allowed) = &n.enumeration {
@@ -426,57 +447,52 @@ impl Walk<'_> {
                         other => format!("{:?}", other.to_string()),
                     })
                     .collect();
-                self.push(
-                    path,
-                    format!(
-                        "Unsupported value: {}: supported values: {}",
-                        shown(v),
-                        list.join(", ")
-                    ),
-                );
+                self.push(format!(
+                    "Unsupported value: {}: supported values: {}",
+                    shown(v),
+                    list.join(", ")
+                ));
             }
         }
         match v {
             Value::Object(fields) => {
-                self.properties(n, fields, path, false);
+                self.properties(n, fields, false);
                 if let Some(min) = n.min_properties {
                     if (fields.len() as u64) < min {
-                        self.invalid(
-                            path,
-                            &Value::from(fields.len()),
-                            format!("{path} in body should have at least {min} properties"),
+                        let detail = format!(
+                            "{} in body should have at least {min} properties",
+                            self.path
                         );
+                        self.invalid(&Value::from(fields.len()), detail);
                     }
                 }
                 if let Some(max) = n.max_properties {
                     if fields.len() as u64 > max {
-                        self.push(
-                            path,
-                            format!("Too many: {}: must have at most {max} items", fields.len()),
-                        );
+                        self.push(format!(
+                            "Too many: {}: must have at most {max} items",
+                            fields.len()
+                        ));
                     }
                 }
             }
-            Value::Array(list) => self.array(n, list, path),
-            Value::String(s) => self.string(n, v, s, path),
-            Value::Number(_) => self.number(n, v, path),
+            Value::Array(list) => self.array(n, list),
+            Value::String(s) => self.string(n, v, s),
+            Value::Number(_) => self.number(n, v),
             _ => {}
         }
     }
 
-    fn type_ok(&mut self, n: &Node, v: &Value, path: &str) -> bool {
+    fn type_ok(&mut self, n: &Node, v: &Value) -> bool {
         if n.int_or_string {
             if v.is_string() || v.as_i64().is_some() || v.as_u64().is_some() {
                 return true;
             }
-            self.invalid(
-                path,
-                &Value::from(json_type(v)),
-                format!(
-                    "{path} in body must be of type integer,string: {:?}",
-                    json_type(v)
-                ),
+            let detail = format!(
+                "{} in body must be of type integer,string: {:?}",
+                self.path,
+                json_type(v)
             );
+            self.invalid(&Value::from(json_type(v)), detail);
             return false;
         }
         let Some(ty) = n.ty else { return true };
@@ -492,77 +508,74 @@ impl Walk<'_> {
             }
         };
         if !ok {
-            self.invalid(
-                path,
-                &Value::from(json_type(v)),
-                format!(
-                    "{path} in body must be of type {}: {:?}",
-                    ty.name(),
-                    json_type(v)
-                ),
+            let detail = format!(
+                "{} in body must be of type {}: {:?}",
+                self.path,
+                ty.name(),
+                json_type(v)
             );
+            self.invalid(&Value::from(json_type(v)), detail);
         }
         ok
     }
 
     /// The members of an object: required ones present, each known one valid, unknown ones
     /// reported (strict decoding) unless the schema keeps unknown fields or is a map.
-    fn properties(&mut self, n: &Node, fields: &Map<String, Value>, path: &str, root: bool) {
+    fn properties(&mut self, n: &Node, fields: &Map<String, Value>, root: bool) {
         for r in &n.required {
             if !fields.contains_key(r) || fields[r].is_null() {
-                self.push(&child(path, r), "Required value".into());
+                self.within_key(r, |w| w.push("Required value".into()));
             }
         }
         for (k, v) in fields {
-            let at = child(path, k);
             if let Some(p) = n.properties.get(k) {
                 // metadata is ObjectMeta whatever the CRD says (`validate_metadata`).
                 if root && k == "metadata" {
                     continue;
                 }
-                self.node(p, v, &at);
+                self.within_key(k, |w| w.node(p, v));
             } else if let Some(a) = &n.additional {
-                self.node(a, v, &at);
+                self.within_key(k, |w| w.node(a, v));
             } else {
                 // Every object (and an embedded one) has apiVersion, kind and metadata whether
                 // or not its schema lists them.
                 let type_meta = (root || n.embedded_resource)
                     && matches!(k.as_str(), "apiVersion" | "kind" | "metadata");
                 if !(type_meta || n.additional_any || n.preserve_unknown) {
-                    self.push(&at, format!("unknown field {at:?}"));
+                    self.within_key(k, |w| {
+                        let message = format!("unknown field {:?}", w.path);
+                        w.push(message);
+                    });
                 }
             }
         }
     }
 
-    fn array(&mut self, n: &Node, list: &[Value], path: &str) {
+    fn array(&mut self, n: &Node, list: &[Value]) {
         if let Some(items) = &n.items {
             for (i, v) in list.iter().enumerate() {
-                self.node(items, v, &format!("{path}[{i}]"));
+                self.within(format_args!("[{i}]"), |w| w.node(items, v));
             }
         }
         if let Some(min) = n.min_items {
             if (list.len() as u64) < min {
-                self.invalid(
-                    path,
-                    &Value::from(list.len()),
-                    format!("{path} in body should have at least {min} items"),
-                );
+                let detail = format!("{} in body should have at least {min} items", self.path);
+                self.invalid(&Value::from(list.len()), detail);
             }
         }
         if let Some(max) = n.max_items {
             if list.len() as u64 > max {
-                self.push(
-                    path,
-                    format!("Too many: {}: must have at most {max} items", list.len()),
-                );
+                self.push(format!(
+                    "Too many: {}: must have at most {max} items",
+                    list.len()
+                ));
             }
         }
         if n.list_set {
             for (i, v) in list.iter().enumerate() {
                 if list[..i].contains(v) {
-                    self.push(
-                        &format!("{path}[{i}]"),
+                    self.push_at(
+                        format!("{}[{i}]", self.path),
                         format!("Duplicate value: {}", shown(v)),
                     );
                 }
@@ -584,8 +597,8 @@ impl Walk<'_> {
                         .zip(&keys[i])
                         .map(|(k, v)| format!("{k}: {}", shown(v)))
                         .collect();
-                    self.push(
-                        &format!("{path}[{i}]"),
+                    self.push_at(
+                        format!("{}[{i}]", self.path),
                         format!("Duplicate value: {{{}}}", shown_key.join(", ")),
                     );
                 }
@@ -593,35 +606,34 @@ impl Walk<'_> {
         }
     }
 
-    fn string(&mut self, n: &Node, v: &Value, s: &str, path: &str) {
+    fn string(&mut self, n: &Node, v: &Value, s: &str) {
         let len = s.chars().count() as u64;
         if let Some(max) = n.max_length {
             if len > max {
-                self.push(path, format!("Too long: may not be longer than {max}"));
+                self.push(format!("Too long: may not be longer than {max}"));
             }
         }
         if let Some(min) = n.min_length {
             if len < min {
-                self.invalid(
-                    path,
-                    v,
-                    format!("{path} in body should be at least {min} chars long"),
-                );
+                let detail = format!("{} in body should be at least {min} chars long", self.path);
+                self.invalid(v, detail);
             }
         }
         if let Some((text, re)) = &n.pattern {
             if !re.is_match(s) {
-                self.invalid(path, v, format!("{path} in body should match '{text}'"));
+                let detail = format!("{} in body should match '{text}'", self.path);
+                self.invalid(v, detail);
             }
         }
         if let Some(format) = &n.format {
             if let Some(why) = check_format(format, s) {
-                self.invalid(path, v, format!("{path} in body must be of type {why}"));
+                let detail = format!("{} in body must be of type {why}", self.path);
+                self.invalid(v, detail);
             }
         }
     }
 
-    fn number(&mut self, n: &Node, v: &Value, path: &str) {
+    fn number(&mut self, n: &Node, v: &Value) {
         let Some(x) = v.as_f64() else { return };
         if let Some(min) = n.minimum {
             let (bad, word) = if n.exclusive_minimum {
@@ -630,11 +642,8 @@ impl Walk<'_> {
                 (x < min, "greater than or equal to")
             };
             if bad {
-                self.invalid(
-                    path,
-                    v,
-                    format!("{path} in body should be {word} {}", trim(min)),
-                );
+                let detail = format!("{} in body should be {word} {}", self.path, trim(min));
+                self.invalid(v, detail);
             }
         }
         if let Some(max) = n.maximum {
@@ -644,11 +653,8 @@ impl Walk<'_> {
                 (x > max, "less than or equal to")
             };
             if bad {
-                self.invalid(
-                    path,
-                    v,
-                    format!("{path} in body should be {word} {}", trim(max)),
-                );
+                let detail = format!("{} in body should be {word} {}", self.path, trim(max));
+                self.invalid(v, detail);
             }
         }
     }
