@@ -3,7 +3,8 @@
 #
 #   benches/measure.sh                      # everything, into /tmp/ipam-guard-bench
 #   OUT=/tmp/run2 STEPS="lg-1 lg-1-base" benches/measure.sh
-#   STEPS="hot hot-cg apiserver" benches/measure.sh   # issue 14 (apiserver needs KUBEBUILDER_ASSETS)
+#   STEPS="hot hot-wrk hot-cg apiserver" benches/measure.sh   # issue 14 (apiserver needs
+#                                                    # KUBEBUILDER_ASSETS, hot-wrk needs wrk)
 #
 # The machine is shared: each output records the load average before and after, and the CPU
 # other processes used while it ran (from /proc/stat, minus this step's own user + system time).
@@ -78,7 +79,7 @@ serve_rss() {
   wait $pid || true
 }
 
-for s in ${STEPS:-lg-1 lg-1-base lg-16 lg-16-base lg-new lg-new-base lg-16-h2 lg-16-h2-base address index review memory hot hot-cg apiserver check-yaml check-json rss-idle rss-state}; do
+for s in ${STEPS:-lg-1 lg-1-base lg-16 lg-16-base lg-new lg-new-base lg-16-h2 lg-16-h2-base address index review memory hot hot-wrk hot-cg apiserver check-yaml check-json rss-idle rss-state}; do
   case $s in
     lg-1) step "$s" $LG --connections 1 --requests 20000 ;;
     lg-1-base) step "$s" $LG --baseline --connections 1 --requests 20000 ;;
@@ -91,6 +92,8 @@ for s in ${STEPS:-lg-1 lg-1-base lg-16 lg-16-base lg-new lg-new-base lg-16-h2 lg
     address | index | review | memory) step "$s" cargo bench --bench "$s" ;;
     # Issue 14: ipam-guard serve beside the echo webhook, external processes (wall, 3 runs each).
     hot) step "$s" env OUT="$OUT/hot" NO_BUILD=1 benches/hot-path.sh ;;
+    # Issue 14 as the issue measured it: wrk posting one admitted IPAddress CREATE (3 runs each).
+    hot-wrk) step "$s" env OUT="$OUT/hot" NO_BUILD=1 benches/hot-path-wrk.sh ;;
     # Issue 14: instructions per request of both servers (callgrind).
     hot-cg) step "$s" env OUT="$OUT/hot-cg" NO_BUILD=1 benches/hot-path-callgrind.sh ;;
     # Issue 14: create latency through a real kube-apiserver, ipam-guard beside the echo.

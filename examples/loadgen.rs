@@ -97,6 +97,10 @@ struct Args {
     /// Write the state (for `serve --state-from`) to this directory and exit.
     #[arg(long)]
     write_state: Option<PathBuf>,
+    /// Write the first body of each case to `DIR/CASE.json` and exit: for `wrk`
+    /// (`benches/hot-path-wrk.sh`), on the state `--write-state` writes with the same sizes.
+    #[arg(long)]
+    write_bodies: Option<PathBuf>,
     /// Worker threads of the in-process server's runtime (`serve` has one per core).
     #[arg(long, default_value_t = 2)]
     server_threads: usize,
@@ -123,6 +127,18 @@ fn main() -> anyhow::Result<()> {
         return Ok(());
     }
     let bodies = state.bodies(args.variants);
+    if let Some(dir) = &args.write_bodies {
+        std::fs::create_dir_all(dir)?;
+        for case in Case::ALL {
+            let body = bodies
+                .iter()
+                .find(|b| b.case == case)
+                .context("a case without a body")?;
+            std::fs::write(dir.join(format!("{}.json", case.name())), &body.bytes)?;
+        }
+        eprintln!("wrote one body per case to {}", dir.display());
+        return Ok(());
+    }
     let objects = state.object_count();
     let index = std::mem::take(&mut state.index);
     drop(state);
