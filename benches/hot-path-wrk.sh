@@ -26,21 +26,8 @@ mkdir -p "$OUT"
 [ -f "$OUT/bodies/$CASE.json" ] || $LG --write-bodies "$OUT/bodies" 2>&1 | tail -1
 export BODY="$OUT/bodies/$CASE.json"
 
-PIDS=()
-trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done' EXIT
-$GUARD serve --dev --shutdown-delay 0s --cert-dir "$OUT/certs" --state-from "$OUT/state" \
-  --listen 127.0.0.1:51000 --probe-listen 127.0.0.1:51001 --metrics-listen 127.0.0.1:51002 \
-  >"$OUT/guard.log" 2>&1 &
-GUARD_PID=$!
-PIDS+=("$GUARD_PID")
-until curl -sf http://127.0.0.1:51001/readyz >/dev/null; do
-  kill -0 "$GUARD_PID" || { cat "$OUT/guard.log"; exit 1; }
-  sleep 0.5
-done
-$ECHO --cert-dir "$OUT/certs" --listen 127.0.0.1:51010 >"$OUT/echo.log" 2>&1 &
-ECHO_PID=$!
-PIDS+=("$ECHO_PID")
-sleep 0.5
+. benches/hot-path-lib.sh
+start_servers
 echo "rss_after_load_kib=$(awk '/VmRSS/ {print $2}' /proc/$GUARD_PID/status)"
 
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
@@ -60,7 +47,7 @@ for conns in $CONNS; do
       echo "$line" | awk -v t=$target -v c="$conns" -v r="$run" -v l="$load" \
         -v cpu="$((after - before))" -v hz="$hz" '
         { for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
-          printf "%s conns=%s run=%s load=%s rps=%s p50_us=%s p99_us=%s not_allowed=%s errors=%s server_cpu_us=%.1f\n",
+          printf "%s conns=%s run=%s load=%s reviews/s=%s p50=%s p99=%s not_allowed=%s errors=%s server_cpu_us=%.1f\n",
             t, c, r, l, v["rps"], v["p50"], v["p99"], v["not_allowed"], v["errors"],
             cpu / hz / v["requests"] * 1e6 }' | tee -a "$OUT/wrk-summary.txt"
     done
@@ -68,21 +55,4 @@ for conns in $CONNS; do
 done
 echo "rss_after_traffic_kib=$(awk '/VmRSS/ {print $2}' /proc/$GUARD_PID/status)"
 
-awk '
-  $1 == "guard" || $1 == "echo" {
-    for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
-    key = $1 " " f["conns"]; i = ++cnt[key]
-    rps[key, i] = f["rps"]; p50[key, i] = f["p50_us"]; p99[key, i] = f["p99_us"]; cpu[key, i] = f["server_cpu_us"] }
-  function median(arr, key, k,   v, j, m, t) {
-    for (j = 1; j <= k; j++) v[j] = arr[key, j]
-    for (j = 1; j <= k; j++) for (m = j + 1; m <= k; m++) if (v[m] < v[j]) { t = v[j]; v[j] = v[m]; v[m] = t }
-    return (k % 2) ? v[(k + 1) / 2] : (v[k / 2] + v[k / 2 + 1]) / 2
-  }
-  END {
-    for (key in cnt) { split(key, kc, " "); if (kc[1] != "guard") continue
-      e = "echo " kc[2]; k = cnt[key]
-      printf "conns=%s medians over %d runs: throughput %.2fx echo, p50 %.2fx echo, p99 %.2fx echo, server CPU per request %.2fx echo\n", kc[2], k,
-        median(rps, key, k) / median(rps, e, k), median(p50, key, k) / median(p50, e, k), median(p99, key, k) / median(p99, e, k),
-        median(cpu, key, k) / median(cpu, e, k)
-    }
-  }' "$OUT/wrk-summary.txt" | sort | tee -a "$OUT/wrk-summary.txt"
+median_ratios "$OUT/wrk-summary.txt" | tee -a "$OUT/wrk-summary.txt"

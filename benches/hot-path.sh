@@ -21,21 +21,8 @@ ECHO=target/release/examples/echo
 mkdir -p "$OUT"
 [ -d "$OUT/state" ] || $LG --write-state "$OUT/state" 2>&1 | tail -1
 
-PIDS=()
-trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done' EXIT
-$GUARD serve --dev --shutdown-delay 0s --cert-dir "$OUT/certs" --state-from "$OUT/state" \
-  --listen 127.0.0.1:51000 --probe-listen 127.0.0.1:51001 --metrics-listen 127.0.0.1:51002 \
-  >"$OUT/guard.log" 2>&1 &
-GUARD_PID=$!
-PIDS+=("$GUARD_PID")
-until curl -sf http://127.0.0.1:51001/readyz >/dev/null; do
-  kill -0 "$GUARD_PID" || { cat "$OUT/guard.log"; exit 1; }
-  sleep 0.5
-done
-$ECHO --cert-dir "$OUT/certs" --listen 127.0.0.1:51010 >"$OUT/echo.log" 2>&1 &
-ECHO_PID=$!
-PIDS+=("$ECHO_PID")
-sleep 0.5
+. benches/hot-path-lib.sh
+start_servers
 
 requests() { if [ "$1" = 1 ]; then echo 20000; else echo 100000; fi; }
 
@@ -66,21 +53,4 @@ for conns in $CONNS; do
 done
 
 # Ratios of the medians over the runs: guard / echo.
-awk '
-  $1 == "guard" || $1 == "echo" {
-    split($2, c, "="); split($5, q, "="); split($6, p, "="); split($7, n, "="); split($10, u, "=")
-    key = $1 " " c[2]; i = ++cnt[key]; rps[key, i] = q[2]; p50[key, i] = p[2]; p99[key, i] = n[2]
-    cpu[key, i] = u[2] }
-  function median(arr, key, k,   v, j, m, t) {
-    for (j = 1; j <= k; j++) v[j] = arr[key, j]
-    for (j = 1; j <= k; j++) for (m = j + 1; m <= k; m++) if (v[m] < v[j]) { t = v[j]; v[j] = v[m]; v[m] = t }
-    return (k % 2) ? v[(k + 1) / 2] : (v[k / 2] + v[k / 2 + 1]) / 2
-  }
-  END {
-    for (key in cnt) { split(key, kc, " "); if (kc[1] != "guard") continue
-      e = "echo " kc[2]; k = cnt[key]
-      printf "conns=%s medians over %d runs: throughput %.2fx echo, p50 %.2fx echo, p99 %.2fx echo, server CPU per request %.2fx echo\n", kc[2], k,
-        median(rps, key, k) / median(rps, e, k), median(p50, key, k) / median(p50, e, k), median(p99, key, k) / median(p99, e, k),
-        median(cpu, key, k) / median(cpu, e, k)
-    }
-  }' "$OUT/summary.txt" | sort | tee -a "$OUT/summary.txt"
+median_ratios "$OUT/summary.txt" | tee -a "$OUT/summary.txt"

@@ -253,31 +253,19 @@ impl Admission {
         fill_outcome(&mut outcome, &response, verdict_rules(&verdict));
         drop(response);
         // The envelope's strings move into the outcome: it is not needed past the answer.
-        let Envelope {
-            uid,
-            group,
-            kind,
-            namespace,
-            name,
-            operation,
-            dry_run,
-            user,
-            groups,
-            ..
-        } = env;
         Answer {
             http_status: 200,
             body,
             outcome: Some(Outcome {
-                uid,
-                group,
-                kind,
-                namespace,
-                name,
-                operation,
-                dry_run,
-                user,
-                groups,
+                uid: env.uid,
+                group: env.group,
+                kind: env.kind,
+                namespace: env.namespace,
+                name: env.name,
+                operation: env.operation,
+                dry_run: env.dry_run,
+                user: env.user,
+                groups: env.groups,
                 ..outcome
             }),
         }
