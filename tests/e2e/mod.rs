@@ -48,13 +48,42 @@ pub fn assets_for(test: &str) -> Option<PathBuf> {
     found
 }
 
-/// A loopback port nothing listens on right now. The OS picks it; a race with another process
-/// binding it before our child does is possible but shows up as a clear start failure.
+/// A loopback port nothing listens on right now, for a child process to listen on.
+///
+/// Taken below the kernel's ephemeral range: a port the OS picks from that range can be handed,
+/// between our check and the child's bind, to an outgoing connection (the API server's to etcd,
+/// a client's to the API server), and the child then fails with "Address already in use" (seen
+/// with the machine's cores oversubscribed). A counter keeps the tests of one binary, which run
+/// in parallel, from being handed the same port.
 pub fn free_port() -> u16 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    const FIRST: u32 = 10_000;
+    let span = ephemeral_low().saturating_sub(FIRST);
+    if span >= 1024 {
+        // Binaries run one after another, but a fresh start per process keeps a port a previous
+        // binary's child may still hold in TIME_WAIT or shutdown out of the way.
+        let base = std::process::id().wrapping_mul(211) % span;
+        for _ in 0..span {
+            let n = NEXT.fetch_add(1, Ordering::Relaxed);
+            let port = (FIRST + (base + n) % span) as u16;
+            if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+                return port;
+            }
+        }
+    }
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .expect("a free loopback port")
+}
+
+/// The first port of the kernel's ephemeral range (32768 when it cannot be read).
+fn ephemeral_low() -> u32 {
+    fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32768)
 }
 
 /// A child process killed (and reaped) on drop, its output in a log file.
