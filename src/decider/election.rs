@@ -184,11 +184,16 @@ impl Election {
         if record.holder == self.identity {
             return Step::Renew;
         }
+        // Someone else holds it (or nobody does): whatever we believed, we are not leading. A
+        // term of ours from before must not live on: if the acquisition below loses its answer
+        // but lands, the next read finds the lease naming us, and that renew must start a new
+        // term that waits out the pending TTL, not extend the old one.
+        self.leading = None;
         if record.holder.is_empty() || self.expired(now) {
             return Step::Acquire;
         }
-        // Someone else holds it: whatever we believed, we are not leading.
-        self.leading = None;
+        // Our own earlier write, if one was unanswered, did not land or was overwritten.
+        self.unanswered = None;
         Step::Follow
     }
 
@@ -466,6 +471,29 @@ mod tests {
         assert_eq!(b.standing(t2), Standing::Waiting(t2 + 30 * S));
         // Only once: the next renew extends the same term.
         assert_eq!(b.wrote(&Step::Renew, t2 + 2 * S, false), None);
+    }
+
+    /// A holder whose next read finds the lease released by another (taken and given back
+    /// between two of its reads) starts a new term when it takes it: had its old term lived on,
+    /// a lost answer to the acquisition would make the next renew extend it, and the replica
+    /// would decide at once without the admissions of the holder in between.
+    #[test]
+    fn taking_the_lease_back_starts_a_new_term_even_when_the_answer_was_lost() {
+        let t0 = Instant::now();
+        let mut a = Election::new("a", timing());
+        a.next(t0, None);
+        a.wrote(&Step::Create, t0, false);
+        let t1 = t0 + S;
+        assert_eq!(a.next(t1, Some(&rec("", "r5", "5"))), Step::Acquire);
+        assert!(a.fence().is_none(), "a released lease is no term of ours");
+        a.write_failed(&Step::Acquire, false, true);
+        let t2 = t1 + S;
+        assert_eq!(a.next(t2, Some(&rec("a", "r6", "6"))), Step::Renew);
+        assert_eq!(
+            a.wrote(&Step::Renew, t2, false),
+            Some(Acquired { takeover: true })
+        );
+        assert_eq!(a.standing(t2), Standing::Waiting(t2 + 30 * S));
     }
 
     #[test]
