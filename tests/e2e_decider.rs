@@ -335,6 +335,15 @@ impl Setup {
         }
     }
 
+    /// Every replica's election lines, for a failure message.
+    fn election_logs(&self) -> String {
+        self.replicas
+            .iter()
+            .map(|r| format!("--- {}:\n{}", r.name, r.election_log()))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
     /// Which replica the Lease names as the decider.
     async fn decider(&self) -> usize {
         let leases: Api<Lease> = Api::namespaced(self.client.clone(), LEASE_NS);
@@ -837,7 +846,12 @@ async fn x2_a_paused_decider_that_wakes_up_does_not_decide() {
     })
     .await;
     let new = s.decider().await;
-    assert_ne!(new, d);
+    assert_ne!(
+        new,
+        d,
+        "the lease still names the paused replica:\n{}",
+        s.election_logs()
+    );
     // Woken, the old decider gets its share of a conflicting burst. Twice: once with the API
     // server frozen, so its election loop cannot learn that it lost the lease and only the time
     // fence stands between it and a stale decision; then with the API server running.
