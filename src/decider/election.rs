@@ -11,7 +11,8 @@
 //!
 //! Times, as client-go's leader election uses them (15 s lease, 10 s renew deadline, 2 s retry):
 //! - another replica treats the lease as expired once the record has not changed, by its own
-//!   monotonic clock, for the lease duration;
+//!   monotonic clock, for the lease duration, counted from when its read of the record returned
+//!   (`next`'s `now`: never an instant from before the read was answered);
 //! - the holder decides only until `start of its last successful renew + renew deadline`, which
 //!   is earlier than any other replica can see the lease expire (they saw that renew after it
 //!   started). So a paused holder that wakes finds its window closed before it looks at anything.
@@ -155,7 +156,9 @@ impl Election {
         self.timing
     }
 
-    /// Reads the Lease as it is now (`None`: there is none) and says what to do.
+    /// Reads the Lease as it is now (`None`: there is none) and says what to do. `now` must not
+    /// be earlier than the answer to the read: a record dated back before it was written could
+    /// look expired while its holder still decides.
     pub fn next(&mut self, now: Instant, lease: Option<&Record>) -> Step {
         let Some(record) = lease else {
             self.observed = None;

@@ -74,7 +74,6 @@ impl LeaseLoop {
 
     /// One read and at most one write.
     async fn round(&self) {
-        let started = Instant::now();
         // A call that hangs must not outlive the window it is meant to extend.
         let budget = self.lock().timing().retry;
         let current = match tokio::time::timeout(budget, self.api.get_opt(&self.name)).await {
@@ -89,6 +88,14 @@ impl LeaseLoop {
             }
         };
         let record = current.as_ref().map(record);
+        // Everything this round does is dated after the read was answered, never from the start
+        // of the round: under load the API server may answer a read long after it was sent, with
+        // a record written meanwhile. Dated back, that record could look expired while its
+        // holder's fence is still open, and a takeover's wait would end before the old holder's
+        // last admissions expire (the likely cause of a CI run where a replica still decided
+        // while the lease already named another). The instant is still before any write below
+        // is sent, so a fence counted from it is never longer than the write allows.
+        let started = Instant::now();
         let step = self.lock().next(started, record.as_ref());
         let written = match step {
             Step::Follow => return,
