@@ -335,11 +335,18 @@ impl Setup {
         }
     }
 
-    /// Every replica's election lines, for a failure message.
+    /// Every replica's election lines and the end of its log, for a failure message.
     fn election_logs(&self) -> String {
         self.replicas
             .iter()
-            .map(|r| format!("--- {}:\n{}", r.name, r.election_log()))
+            .map(|r| {
+                format!(
+                    "--- {}:\n{}\n(last lines)\n{}",
+                    r.name,
+                    r.election_log(),
+                    r.log_tail()
+                )
+            })
             .collect::<Vec<_>>()
             .join("\n")
     }
@@ -467,8 +474,20 @@ async fn send(addr: SocketAddr, ca: &CertificateDer<'static>, body: &Value) -> A
         Ok(r) => r,
         Err(e) => return Answer::Failed(e.to_string()),
     };
+    // Only an AdmissionReview answer is a decision: a transport-level error (a 4xx/5xx with a
+    // `{"message"}` body) would otherwise read as a denial with code 0.
+    if reply.status != 200 {
+        return Answer::Failed(format!(
+            "HTTP {}: {}",
+            reply.status,
+            String::from_utf8_lossy(&reply.body)
+        ));
+    }
     let out = reply.json();
     let response = &out["response"];
+    if !response.is_object() {
+        return Answer::Failed(format!("not an AdmissionReview answer: {out}"));
+    }
     if response["allowed"] == true {
         return Answer::Allowed;
     }
@@ -837,19 +856,27 @@ async fn x2_a_paused_decider_that_wakes_up_does_not_decide() {
     // Another replica takes over and decides (after the lease expired and the pending TTL).
     let others = s.webhooks(&[d]);
     let mut i = 0;
+    let last = Arc::new(std::sync::Mutex::new(None));
     eventually("another replica to decide", WAIT, || {
         i += 1;
         let body = review(&pool(&format!("probe-{i}"), "10.95.0.1-10.95.0.2"), true);
         let addr = others[i % others.len()];
         let ca = ca.clone();
-        async move { send(addr, &ca, &body).await.is_decided() }
+        let last = last.clone();
+        async move {
+            let answer = send(addr, &ca, &body).await;
+            let decided = answer.is_decided();
+            *last.lock().unwrap() = Some((addr, answer));
+            decided
+        }
     })
     .await;
     let new = s.decider().await;
     assert_ne!(
         new,
         d,
-        "the lease still names the paused replica:\n{}",
+        "the lease still names the paused replica, yet {:?} was decided:\n{}",
+        last.lock().unwrap(),
         s.election_logs()
     );
     // Woken, the old decider gets its share of a conflicting burst. Twice: once with the API
