@@ -185,6 +185,9 @@ impl Replica {
             .status()
             .unwrap();
         assert!(ok.success(), "kill {sig} {}", self.name);
+        if sig == "-STOP" {
+            wait_stopped(&self.pid());
+        }
     }
 
     fn kill(&mut self) {
@@ -247,6 +250,39 @@ fn signal_pid(sig: &str, pid: &str) {
         .status()
         .unwrap()
         .success());
+    if sig == "-STOP" {
+        wait_stopped(pid);
+    }
+}
+
+/// Waits until every thread of `pid` is stopped. `kill -STOP` returns once the signal is
+/// pending; the threads stop as the kernel gets to them (the group stop starts from one thread),
+/// so on a loaded machine the process can still answer a request sent right after the kill: a
+/// stressed run showed the "paused" decider deciding a probe 18 ms after the signal, with the
+/// lease still naming it (the same assertion failed once in a fresh-clone CI run).
+fn wait_stopped(pid: &str) {
+    let start = Instant::now();
+    loop {
+        let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("the process exists");
+        let stopped = tasks.flatten().all(|t| {
+            std::fs::read_to_string(t.path().join("stat"))
+                .ok()
+                .and_then(|stat| {
+                    // The state follows the command name in parentheses, which may hold spaces.
+                    let after = stat.rsplit_once(')')?.1;
+                    after
+                        .split_whitespace()
+                        .next()
+                        .map(|st| st == "T" || st == "t")
+                })
+                .unwrap_or(true)
+        });
+        if stopped {
+            return;
+        }
+        assert!(start.elapsed() < WAIT, "process {pid} did not stop");
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
 
 async fn http_get(addr: SocketAddr, path: &str) -> std::io::Result<(u16, String)> {
