@@ -362,7 +362,8 @@ impl Node {
 // === Walking an object ===
 
 /// One walk of an object. `path` is the field being looked at, grown and cut back as the walk
-/// descends: most fields are valid, and a string per field was a tenth of `check`'s schema time.
+/// descends: most fields are valid, and formatting a path for each was 2% of `check`'s
+/// instructions (BENCHMARKS.md).
 struct Walk<'e> {
     errors: &'e mut Vec<SchemaError>,
     path: String,

@@ -454,8 +454,9 @@ mod tests {
         assert_eq!(b.standing(t1 + 30 * S), Standing::Deciding);
     }
 
-    /// CI saw this: under load the acquiring replace timed out on our side but landed, so the
-    /// next read found the lease naming us. That is still a takeover: counted, and waited out.
+    /// Under load an acquiring replace can time out on our side but land, so the next read finds
+    /// the lease naming us (the likely cause of a CI run that counted no takeover). That is still
+    /// a takeover: counted, and waited out.
     #[test]
     fn a_takeover_whose_answer_was_lost_is_found_by_the_next_read() {
         let t0 = Instant::now();
