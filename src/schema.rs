@@ -8,12 +8,14 @@
 //! `x-kubernetes-int-or-string`, `x-kubernetes-embedded-resource`, list types, `nullable` with
 //! null pruning), unknown fields are errors only under strict decoding, and the messages must read
 //! as the API server writes them (`spec.prefix in body must be of type integer: "string"`), at
-//! Kubernetes field paths. Not evaluated: `x-kubernetes-validations` (CEL; none of the embedded
-//! CRDs carries any, and the API server this project tests against, v1.24, predates them in GA),
+//! Kubernetes field paths. Not evaluated: `x-kubernetes-validations` (CEL; none of the providers'
+//! CRDs of the judged kinds carries any, and the API server this project tests against, v1.24, predates them in GA),
 //! string formats other than the ones listed in `check_format`, and defaults (the API server
 //! fills them in before validating; a missing defaulted field is therefore never reported).
 //!
-//! Pure: no I/O. The embedded CRDs are the upstream files the project tests against (`crds/`).
+//! Pure: no I/O. Without a CRD from the user (`--crd-dir`) or the cluster (`--kubeconfig`), the
+//! schemas are the project's own description of the kinds it judges (`builtin.fields`, read by
+//! `builtin`), compared field by field with the providers' real CRDs by its test.
 
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
@@ -21,19 +23,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::{Map, Value};
 
-/// The CRDs compiled in: the same upstream files the e2e suite installs in a real API server.
-const EMBEDDED: &[&str] = &[
-    include_str!("../crds/ipam.cluster.x-k8s.io_ipaddressclaims.yaml"),
-    include_str!("../crds/ipam.cluster.x-k8s.io_ipaddresses.yaml"),
-    include_str!("../crds/ipam.cluster.x-k8s.io_inclusterippools.yaml"),
-    include_str!("../crds/ipam.cluster.x-k8s.io_globalinclusterippools.yaml"),
-    include_str!("../crds/ipam.metal3.io_ippools.yaml"),
-    include_str!("../crds/ipam.metal3.io_ipclaims.yaml"),
-    include_str!("../crds/ipam.metal3.io_ipaddresses.yaml"),
-    include_str!("../crds/spiderpool.spidernet.io_spiderippools.yaml"),
-    include_str!("../crds/infrastructure.cluster.x-k8s.io_vspheremachines.yaml"),
-    include_str!("../crds/infrastructure.cluster.x-k8s.io_vspheremachinetemplates.yaml"),
-];
+mod builtin;
 
 /// One schema problem, as the API server would report it: the field path and the cause body
 /// (`Invalid value: "x": …`, `Required value`, `unknown field "spec.gatway"`). `warning`: the
@@ -70,18 +60,32 @@ pub enum Lookup<'a> {
 }
 
 impl Schemas {
-    /// The CRDs compiled into the binary.
-    pub fn embedded() -> &'static Schemas {
+    /// The project's own description of the kinds it judges (`builtin.fields`), read once.
+    pub fn builtin() -> &'static Schemas {
         static SCHEMAS: LazyLock<Schemas> = LazyLock::new(|| {
             let mut s = Schemas::default();
-            for text in EMBEDDED {
-                let crd: Value =
-                    serde_yaml_ng::from_str(text).expect("embedded CRDs are valid YAML");
-                s.add_crd(&crd).expect("embedded CRDs are valid");
+            // The text is part of the binary and its test parses it: it cannot fail at run time
+            // unless the build itself is broken.
+            for d in builtin::parse(builtin::TEXT).expect("src/schema/builtin.fields parses") {
+                let versions = d.versions.into_iter().map(|v| (v, Some(d.root.clone())));
+                s.kinds
+                    .entry((d.group, d.kind))
+                    .or_default()
+                    .extend(versions);
             }
             s
         });
         &SCHEMAS
+    }
+
+    /// Adds, from `other`, every kind these schemas do not have (a cluster's CRDs first, the
+    /// built-in description for the judged kinds the cluster does not serve).
+    pub fn fill_from(&mut self, other: &Schemas) {
+        for (key, versions) in &other.kinds {
+            self.kinds
+                .entry(key.clone())
+                .or_insert_with(|| versions.clone());
+        }
     }
 
     /// Adds one CustomResourceDefinition (`apiextensions.k8s.io/v1`); a later CRD of the same
@@ -241,8 +245,18 @@ impl Type {
     }
 }
 
-/// One node of a structural schema, with its patterns compiled once.
-#[derive(Debug)]
+/// `x-kubernetes-list-type`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum ListType {
+    Atomic,
+    Set,
+    Map(Vec<String>),
+}
+
+/// One node of a structural schema, with its patterns compiled once. Every keyword that bears
+/// on validation is kept, including those the walk does not act on (defaults, nullable, list
+/// and map types): the built-in description is compared with real CRDs node by node.
+#[derive(Debug, Clone, Default)]
 pub struct Node {
     ty: Option<Type>,
     int_or_string: bool,
@@ -268,8 +282,11 @@ pub struct Node {
     max_items: Option<u64>,
     min_properties: Option<u64>,
     max_properties: Option<u64>,
-    list_set: bool,
-    list_map_keys: Vec<String>,
+    list_type: Option<ListType>,
+    /// `x-kubernetes-map-type`.
+    map_type: Option<String>,
+    nullable: bool,
+    default: Option<Value>,
 }
 
 impl Node {
@@ -348,13 +365,19 @@ impl Node {
             max_items: count("maxItems"),
             min_properties: count("minProperties"),
             max_properties: count("maxProperties"),
-            list_set: o.get("x-kubernetes-list-type").and_then(Value::as_str) == Some("set"),
-            list_map_keys: if o.get("x-kubernetes-list-type").and_then(Value::as_str) == Some("map")
-            {
-                strings("x-kubernetes-list-map-keys")
-            } else {
-                Vec::new()
+            list_type: match o.get("x-kubernetes-list-type").and_then(Value::as_str) {
+                Some("atomic") => Some(ListType::Atomic),
+                Some("set") => Some(ListType::Set),
+                Some("map") => Some(ListType::Map(strings("x-kubernetes-list-map-keys"))),
+                Some(other) => return Err(format!("unknown x-kubernetes-list-type {other:?}")),
+                None => None,
             },
+            map_type: o
+                .get("x-kubernetes-map-type")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            nullable: flag("nullable"),
+            default: o.get("default").cloned(),
         })
     }
 }
@@ -572,7 +595,7 @@ impl Walk<'_> {
                 ));
             }
         }
-        if n.list_set {
+        if n.list_type == Some(ListType::Set) {
             for (i, v) in list.iter().enumerate() {
                 if list[..i].contains(v) {
                     self.push_at(
@@ -582,9 +605,13 @@ impl Walk<'_> {
                 }
             }
         }
-        if !n.list_map_keys.is_empty() {
+        let map_keys = match &n.list_type {
+            Some(ListType::Map(keys)) => keys.as_slice(),
+            _ => &[],
+        };
+        if !map_keys.is_empty() {
             let key_of = |v: &Value| -> Vec<Value> {
-                n.list_map_keys
+                map_keys
                     .iter()
                     .map(|k| v.get(k).cloned().unwrap_or(Value::Null))
                     .collect()
@@ -592,8 +619,7 @@ impl Walk<'_> {
             let keys: Vec<Vec<Value>> = list.iter().map(key_of).collect();
             for i in 0..keys.len() {
                 if keys[..i].contains(&keys[i]) {
-                    let shown_key: Vec<String> = n
-                        .list_map_keys
+                    let shown_key: Vec<String> = map_keys
                         .iter()
                         .zip(&keys[i])
                         .map(|(k, v)| format!("{k}: {}", shown(v)))

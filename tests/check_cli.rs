@@ -529,13 +529,34 @@ fn sarif_and_junit_carry_rule_file_and_line() {
 #[test]
 fn crd_dir_validates_against_ones_own_crds() {
     let dir = tempfile::tempdir().unwrap();
-    // Another release of the in-cluster provider, where the field is spelt `gatway`.
-    let crd = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("crds/ipam.cluster.x-k8s.io_inclusterippools.yaml"),
-    )
-    .unwrap()
-    .replace("\n              gateway:\n", "\n              gatway:\n");
+    // Another release of the in-cluster provider, where the field is spelt `gatway`: the pool's
+    // CRD as a user might keep it, cut down to the fields this test writes.
+    let crd = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: inclusterippools.ipam.cluster.x-k8s.io}
+spec:
+  group: ipam.cluster.x-k8s.io
+  names: {kind: InClusterIPPool, plural: inclusterippools}
+  scope: Namespaced
+  versions:
+  - name: v1alpha2
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          apiVersion: {type: string}
+          kind: {type: string}
+          metadata: {type: object}
+          spec:
+            type: object
+            required: [addresses, prefix]
+            properties:
+              addresses: {type: array, items: {type: string}}
+              prefix: {type: integer, minimum: 0, maximum: 128}
+              gatway: {type: string}
+"#;
     std::fs::write(dir.path().join("pools.yaml"), crd).unwrap();
     let crd_dir = dir.path().to_str().unwrap();
     let f = format!("{REPO}/typos/fields.yaml");
@@ -588,4 +609,45 @@ fn an_unreachable_api_server_is_named_with_the_likely_cause() {
         );
         assert!(err.contains("nothing answered"), "{args:?}: {err}");
     }
+}
+
+/// The built-in description and the providers' real CRDs (`--crd-dir`) give the same findings,
+/// byte for byte, on every fixture, example and captured manifest.
+#[test]
+fn the_builtin_description_judges_as_the_providers_crds_do() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let shared = root.join("../shared/fixtures");
+    if !shared.join("crds").is_dir() {
+        eprintln!("skipped: ../shared/fixtures/crds is absent; the built-in description is not compared with the providers' CRDs");
+        return;
+    }
+    // Only the kinds ipam-guard judges: a CRD of another kind would change which kinds are
+    // known (and so the "did you mean" hints), not the schemas compared.
+    let crds = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(shared.join("crds")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "yaml") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let crd: Value = serde_yaml_ng::from_str(&text).unwrap();
+        let judged = ipam_guard::kinds::KINDS
+            .iter()
+            .any(|k| k.group == crd["spec"]["group"] && k.name == crd["spec"]["names"]["kind"]);
+        if judged {
+            std::fs::write(crds.path().join(path.file_name().unwrap()), text).unwrap();
+        }
+    }
+    let crd_dir = crds.path().to_str().unwrap();
+    let manifests = shared.join("manifests");
+    let manifests = manifests.to_str().unwrap();
+    for input in [FIXTURES, "examples", manifests] {
+        let builtin = check(&["-o", "json", input]);
+        let real = check(&["-o", "json", "--crd-dir", crd_dir, input]);
+        assert_eq!(stdout(&builtin), stdout(&real), "{input}");
+        assert_eq!(code(&builtin), code(&real), "{input}");
+        assert!(!stdout(&builtin).is_empty(), "{input}: nothing judged");
+    }
+    // And the comparison has something to compare: the fixtures hold schema findings.
+    assert!(stdout(&check(&["-o", "json", FIXTURES])).contains("\"SCHEMA\""));
 }

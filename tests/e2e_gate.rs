@@ -338,7 +338,7 @@ async fn schema_agrees_with_the_api_server() {
     .await;
     assert_eq!(status, 201);
 
-    let schemas = Schemas::embedded();
+    let schemas = Schemas::builtin();
     let mut report = Vec::new();
     let mut failures = Vec::new();
     for (what, object) in cases() {

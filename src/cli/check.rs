@@ -50,7 +50,7 @@ pub struct Outcome {
 pub struct Gate {
     pub exclude: GlobSet,
     pub strict: bool,
-    /// None: the CRDs built into the binary.
+    /// None: the built-in description of the judged kinds.
     pub schemas: Option<Schemas>,
     /// What a cluster already stores (`--kubeconfig`): judged against, never reported.
     pub stored: Vec<Manifest>,
@@ -81,7 +81,7 @@ impl Gate {
     }
 
     fn schemas(&self) -> &Schemas {
-        self.schemas.as_ref().unwrap_or_else(|| Schemas::embedded())
+        self.schemas.as_ref().unwrap_or_else(|| Schemas::builtin())
     }
 }
 
