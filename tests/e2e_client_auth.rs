@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine;
-use e2e::{eventually, ControlPlane, CRDS};
+use e2e::{eventually, ControlPlane};
 use http::{Method, Request};
 use ipam_guard::admission::Admission;
 use ipam_guard::cluster::Shared;
@@ -243,10 +243,7 @@ async fn client_certificate_from_the_apiserver_is_required() {
     )
     .await;
     let client = cp.client().await;
-    let (_, crd) = CRDS
-        .iter()
-        .find(|(what, _)| *what == "inclusterippools")
-        .unwrap();
+    let crd = &e2e::crd(ipam_guard::kinds::Kind::InClusterIPPool).text;
     let crd: Value = serde_yaml_ng::from_str(crd).unwrap();
     let (status, body) = call(
         &client,

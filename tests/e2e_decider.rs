@@ -18,7 +18,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use e2e::{eventually, free_port, ControlPlane, CRDS};
+use e2e::{eventually, free_port, ControlPlane};
 use http::Request;
 use http_body_util::BodyExt;
 use k8s_openapi::api::coordination::v1::Lease;
@@ -589,7 +589,8 @@ fn collection(obj: &Value) -> String {
 
 async fn install_crds(client: &kube::Client) {
     let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
-    for (what, text) in CRDS {
+    for c in e2e::crds().expect("the upstream CRDs") {
+        let (what, text) = (&c.file, &c.text);
         let crd: Value = serde_yaml_ng::from_str(text).unwrap_or_else(|e| panic!("{what}: {e}"));
         let (status, body) = create(client, crds, &crd).await;
         assert_eq!(status, 201, "CRD {what}: {body}");

@@ -44,7 +44,8 @@ fn plural_path(obj: &Value) -> String {
 /// Creates every CRD the project tests against (not waiting: `post_when_served` does).
 async fn install_crds(client: &kube::Client) {
     let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
-    for (what, text) in e2e::CRDS {
+    for c in e2e::crds().expect("the upstream CRDs") {
+        let (what, text) = (&c.file, &c.text);
         let crd: Value = serde_yaml_ng::from_str(text).unwrap_or_else(|e| panic!("{what}: {e}"));
         assert_eq!(post(client, crds, &crd).await.0, 201, "{what}");
     }

@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use e2e::api::*;
-use e2e::{eventually, ControlPlane, CRDS};
+use e2e::{eventually, ControlPlane};
 use futures::StreamExt;
 use ipam_guard::cluster::live::LiveOptions;
 use ipam_guard::cluster::ClusterView;
@@ -182,7 +182,7 @@ async fn e2e_live_crd_installed_after_start_is_watched_at_once() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let cp = ControlPlane::start(&assets).await;
     let client = cp.client().await;
-    install_crds_but(&client, &["spiderippools"]).await;
+    install_crds_but(&client, &[Kind::SpiderIPPool]).await;
     namespace(&client, NS).await;
     // Discovery alone would look again in an hour: only the CRD watch can start the new watch.
     let (guard, ca_pem) = start_ipam_guard_with(
@@ -200,8 +200,8 @@ async fn e2e_live_crd_installed_after_start_is_watched_at_once() {
         .iter()
         .any(|(k, _, _)| *k == Kind::SpiderIPPool));
 
-    let (what, text) = CRDS.iter().find(|(w, _)| *w == "spiderippools").unwrap();
-    install_crd(&client, what, text).await;
+    let spider_crd = e2e::crd(Kind::SpiderIPPool);
+    install_crd(&client, &spider_crd.file, &spider_crd.text).await;
     let spider = |name: &str, range: &str| {
         json!({
             "apiVersion": "spiderpool.spidernet.io/v2beta1", "kind": "SpiderIPPool",

@@ -9,7 +9,7 @@ mod e2e;
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use e2e::{eventually, ControlPlane, CRDS};
+use e2e::{eventually, ControlPlane};
 use ipam_guard::cluster::live::{self, api_resource};
 use ipam_guard::kinds::KINDS;
 use ipam_guard::manifests;
@@ -67,7 +67,8 @@ async fn install_crds(client: &kube::Client) {
             plural: "customresourcedefinitions".into(),
         },
     );
-    for (what, text) in CRDS {
+    for c in e2e::crds().expect("the upstream CRDs") {
+        let (what, text) = (&c.file, &c.text);
         let crd: DynamicObject =
             serde_yaml_ng::from_str(text).unwrap_or_else(|e| panic!("{what}: {e}"));
         crds.create(&PostParams::default(), &crd)

@@ -17,7 +17,7 @@ use ipam_guard::rules::Options;
 use ipam_guard::server::{self, Listen, Server};
 use serde_json::{json, Value};
 
-use super::{eventually, ControlPlane, CRDS};
+use super::{crds, eventually, ControlPlane};
 
 pub const WAIT: Duration = Duration::from_secs(60);
 
@@ -204,12 +204,12 @@ pub async fn install_crds(client: &kube::Client) {
     install_crds_but(client, &[]).await;
 }
 
-/// Installs the CRDs of `CRDS` except those named in `skip`, each established, and waits until
+/// Installs the CRDs of every kind but those in `skip`, each established, and waits until
 /// discovery serves every installed kind, so the live view's first discovery sees them all.
-pub async fn install_crds_but(client: &kube::Client, skip: &[&str]) {
-    for (what, text) in CRDS {
-        if !skip.contains(what) {
-            install_crd(client, what, text).await;
+pub async fn install_crds_but(client: &kube::Client, skip: &[Kind]) {
+    for c in crds().expect("the upstream CRDs") {
+        if !skip.contains(&c.kind) {
+            install_crd(client, &c.file, &c.text).await;
         }
     }
     let want = KINDS.len() - skip.len();

@@ -28,12 +28,14 @@ pub fn assets() -> Option<PathBuf> {
 /// `.ci/run` shows that file after the one test run, so CI says whether the real API server was used.
 pub fn assets_for(test: &str) -> Option<PathBuf> {
     let found = assets();
-    let line = match &found {
-        Some(dir) => format!("ran: {test} against {}", dir.display()),
-        None => format!(
+    let line = match (&found, crds()) {
+        (Some(dir), Ok(_)) => format!("ran: {test} against {}", dir.display()),
+        (None, _) => format!(
             "skipped: {test}: KUBEBUILDER_ASSETS not set (or it holds no kube-apiserver and etcd)"
         ),
+        (Some(_), Err(why)) => format!("skipped: {test}: {why}"),
     };
+    let found = found.filter(|_| crds().is_ok());
     println!("{line}");
     let report = Path::new(env!("CARGO_TARGET_TMPDIR")).join("e2e-report.txt");
     if let Ok(mut f) = fs::OpenOptions::new()
@@ -329,47 +331,58 @@ where
     }
 }
 
-/// The upstream CRDs (unmodified, see crds/SOURCES.txt), compiled in so the test reads nothing
-/// outside the crate at run time.
-pub const CRDS: &[(&str, &str)] = &[
-    (
-        "ipaddressclaims",
-        include_str!("../../crds/ipam.cluster.x-k8s.io_ipaddressclaims.yaml"),
-    ),
-    (
-        "ipaddresses",
-        include_str!("../../crds/ipam.cluster.x-k8s.io_ipaddresses.yaml"),
-    ),
-    (
-        "inclusterippools",
-        include_str!("../../crds/ipam.cluster.x-k8s.io_inclusterippools.yaml"),
-    ),
-    (
-        "globalinclusterippools",
-        include_str!("../../crds/ipam.cluster.x-k8s.io_globalinclusterippools.yaml"),
-    ),
-    (
-        "metal3 ippools",
-        include_str!("../../crds/ipam.metal3.io_ippools.yaml"),
-    ),
-    (
-        "metal3 ipclaims",
-        include_str!("../../crds/ipam.metal3.io_ipclaims.yaml"),
-    ),
-    (
-        "metal3 ipaddresses",
-        include_str!("../../crds/ipam.metal3.io_ipaddresses.yaml"),
-    ),
-    (
-        "spiderippools",
-        include_str!("../../crds/spiderpool.spidernet.io_spiderippools.yaml"),
-    ),
-    (
-        "vspheremachines",
-        include_str!("../../crds/infrastructure.cluster.x-k8s.io_vspheremachines.yaml"),
-    ),
-    (
-        "vspheremachinetemplates",
-        include_str!("../../crds/infrastructure.cluster.x-k8s.io_vspheremachinetemplates.yaml"),
-    ),
-];
+/// One upstream CRD the e2e suites install: the kind of the table it defines, read unmodified
+/// from `../shared/fixtures/crds/` (see SOURCES.txt there).
+pub struct Crd {
+    pub kind: ipam_guard::kinds::Kind,
+    /// The file name, for messages.
+    pub file: String,
+    pub text: String,
+}
+
+/// Where the upstream CRDs are: `../shared` beside the project root, read in place at run time
+/// (the repository holds no upstream file).
+pub fn crd_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/crds")
+}
+
+/// The CRD of every kind of the table (`{group}_{plural}.yaml`), or why they cannot be had: the
+/// suites skip without `../shared`. A kind whose file is missing there is an error, not a skip.
+pub fn crds() -> Result<&'static [Crd], String> {
+    use std::sync::OnceLock;
+    static CRDS: OnceLock<Result<Vec<Crd>, String>> = OnceLock::new();
+    CRDS.get_or_init(|| {
+        let dir = crd_dir();
+        if !dir.is_dir() {
+            return Err(format!(
+                "{} is not there (the upstream CRDs the e2e suites install are read there, in place)",
+                dir.display()
+            ));
+        }
+        Ok(ipam_guard::kinds::KINDS
+            .iter()
+            .map(|k| {
+                let file = format!("{}_{}.yaml", k.group, k.plural);
+                let text = fs::read_to_string(dir.join(&file)).unwrap_or_else(|e| {
+                    panic!("the CRD of {} ({}): {e}", k.name, dir.join(&file).display())
+                });
+                Crd {
+                    kind: k.kind,
+                    file,
+                    text,
+                }
+            })
+            .collect())
+    })
+    .as_deref()
+    .map_err(Clone::clone)
+}
+
+/// The CRD of one kind (the suites call it after `assets_for`, which skips without them).
+pub fn crd(kind: ipam_guard::kinds::Kind) -> &'static Crd {
+    crds()
+        .expect("assets_for skips without the CRDs")
+        .iter()
+        .find(|c| c.kind == kind)
+        .expect("every kind of the table has a CRD")
+}
