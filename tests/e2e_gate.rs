@@ -478,6 +478,111 @@ async fn check_kubeconfig_judges_files_against_the_live_cluster() {
     );
 }
 
+/// `check --kubeconfig` takes each kind's schema from the CRDs the cluster has installed: here a
+/// release of the in-cluster provider that serves only v1alpha2 and spells the field `gatway`.
+/// A kind the cluster does not serve (SpiderIPPool) is checked against the built-in description.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_kubeconfig_takes_schemas_from_the_clusters_crds() {
+    let Some(assets) = e2e::assets_for("check_kubeconfig_takes_schemas_from_the_clusters_crds")
+    else {
+        return;
+    };
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let cp = e2e::ControlPlane::start(&assets).await;
+    let client = cp.client().await;
+    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    for c in e2e::crds().expect("the upstream CRDs") {
+        let mut crd: Value = serde_yaml_ng::from_str(&c.text).unwrap();
+        match crd["spec"]["names"]["kind"].as_str().unwrap() {
+            "SpiderIPPool" => continue,
+            "InClusterIPPool" => {
+                let versions = crd["spec"]["versions"].as_array_mut().unwrap();
+                versions.retain(|v| v["name"] == "v1alpha2");
+                versions[0]["storage"] = true.into();
+                let spec = versions[0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+                    ["properties"]
+                    .as_object_mut()
+                    .unwrap();
+                let gateway = spec.remove("gateway").unwrap();
+                spec.insert("gatway".into(), gateway);
+            }
+            _ => {}
+        }
+        assert_eq!(post(&client, crds, &crd).await.0, 201, "{}", c.file);
+    }
+    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "gitops"}});
+    assert_eq!(post(&client, "/api/v1/namespaces", &ns).await.0, 201);
+    // The cluster's own answer on the renamed field, once the kind is served.
+    let pool = |name: &str, version: &str, field: &str| {
+        json!({"apiVersion": format!("ipam.cluster.x-k8s.io/{version}"), "kind": "InClusterIPPool",
+            "metadata": {"name": name, "namespace": "gitops"},
+            "spec": {"addresses": [format!("10.60.{}.10-10.60.{}.20", name.len(), name.len())],
+                     "prefix": 24, field: format!("10.60.{}.1", name.len())}})
+    };
+    // Names of different lengths: pools that do not overlap.
+    let stored = pool("stored-pool", "v1alpha2", "gatway");
+    let (status, body) = post_when_served(&client, &plural_path(&stored), &stored).await;
+    assert_eq!(status, 201, "{body}");
+    let (status, _) = post(
+        &client,
+        "/apis/ipam.cluster.x-k8s.io/v1alpha1/namespaces/gitops/inclusterippools",
+        &pool("old", "v1alpha1", "gateway"),
+    )
+    .await;
+    assert_eq!(status, 404, "v1alpha1 is not served by this cluster");
+
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, v: &Value| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, serde_json::to_string(v).unwrap()).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let renamed = write("renamed.json", &pool("renamed", "v1alpha2", "gatway"));
+    let upstream = write("upstream.json", &pool("upstream", "v1alpha2", "gateway"));
+    let old = write("old.json", &pool("old", "v1alpha1", "gateway"));
+    let spider = write(
+        "spider.json",
+        &json!({"apiVersion": "spiderpool.spidernet.io/v2beta1", "kind": "SpiderIPPool",
+            "metadata": {"name": "sp"}, "spec": {"subnet": "10.70.0.0/24", "ipVersion": 5}}),
+    );
+    let kc = cp.kubeconfig.to_str().unwrap();
+    let run = |args: &[&str]| {
+        let o = run_check(args);
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).to_string(),
+            String::from_utf8_lossy(&o.stderr).to_string(),
+        )
+    };
+
+    let (code, out, err) = run(&["--kubeconfig", kc, &renamed]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let (code, out, _) = run(&[&renamed]);
+    assert_eq!(code, Some(1), "the built-in description knows no gatway");
+    assert!(out.contains("unknown field \"spec.gatway\""), "{out}");
+
+    let (code, out, err) = run(&["--kubeconfig", kc, &upstream]);
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert_eq!(
+        out,
+        format!("{upstream}: InClusterIPPool gitops/upstream: spec.gateway: unknown field \"spec.gateway\" [SCHEMA]\n")
+    );
+
+    let (code, out, err) = run(&["--kubeconfig", kc, &old]);
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(
+        out.contains("no matches for kind \"InClusterIPPool\" in version \"ipam.cluster.x-k8s.io/v1alpha1\"; served versions: v1alpha2"),
+        "{out}"
+    );
+
+    let (code, out, err) = run(&["--kubeconfig", kc, &spider]);
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(
+        out.contains("spec.ipVersion: Unsupported value: 5: supported values: \"4\", \"6\""),
+        "{out}"
+    );
+}
+
 fn run_audit(args: &[&str]) -> (Option<i32>, String, String) {
     let o = std::process::Command::new(env!("CARGO_BIN_EXE_ipam-guard"))
         .arg("audit")

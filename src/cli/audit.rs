@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube::api::ListParams;
+use kube::core::ApiResource;
 use kube::{Api, Client};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::family::Family;
@@ -266,7 +267,15 @@ async fn list_kind(
     kind: Kind,
     version: &str,
 ) -> Result<Vec<WatchedObject>, kube::Error> {
-    let api: Api<WatchedObject> = Api::all_with(client.clone(), &api_resource(kind, version));
+    list_resource(client, &api_resource(kind, version)).await
+}
+
+/// Every object of `resource` in the cluster, page by page.
+pub async fn list_resource(
+    client: &Client,
+    resource: &ApiResource,
+) -> Result<Vec<WatchedObject>, kube::Error> {
+    let api: Api<WatchedObject> = Api::all_with(client.clone(), resource);
     let mut params = ListParams::default().match_any().limit(PAGE);
     let mut items = Vec::new();
     // Bounded: a server that keeps handing out continue tokens cannot keep us here forever.

@@ -50,25 +50,33 @@ pub struct Outcome {
 pub struct Gate {
     pub exclude: GlobSet,
     pub strict: bool,
-    /// None: the built-in description of the judged kinds.
+    /// Where each kind's schema comes from: `--crd-dir` alone when given; else, with
+    /// `--kubeconfig`, the CRDs the cluster has installed, and for the judged kinds it does not
+    /// serve the built-in description. None: the built-in description alone.
     pub schemas: Option<Schemas>,
     /// What a cluster already stores (`--kubeconfig`): judged against, never reported.
     pub stored: Vec<Manifest>,
 }
 
 impl Gate {
-    /// From the flags: compiles `--exclude` and reads `--crd-dir`.
+    /// From the flags: compiles `--exclude`, reads `--crd-dir` and, with `--kubeconfig`, the
+    /// cluster's objects and CRDs.
     pub fn from_args(args: &CheckArgs) -> Result<Gate, String> {
         let mut globs = GlobSetBuilder::new();
         for g in &args.exclude {
             globs.add(Glob::new(g).map_err(|e| format!("--exclude {g:?}: {e}"))?);
         }
-        let schemas = match &args.crd_dir {
+        let mut schemas = match &args.crd_dir {
             Some(dir) => Some(read_crds(dir)?),
             None => None,
         };
         let stored = if args.kubeconfig.is_some() || args.context.is_some() {
-            stored_objects(args)?
+            let (stored, installed) = read_cluster(args, schemas.is_none())?;
+            if let Some(mut installed) = installed {
+                installed.fill_from(Schemas::builtin());
+                schemas = Some(installed);
+            }
+            stored
         } else {
             Vec::new()
         };
@@ -85,9 +93,12 @@ impl Gate {
     }
 }
 
-/// Lists the cluster of `--kubeconfig`/`--context`. `check` is synchronous; the listing runs on
-/// the binary's runtime when there is one (blocking this thread only), else on its own.
-fn stored_objects(args: &CheckArgs) -> Result<Vec<Manifest>, String> {
+/// Lists the cluster of `--kubeconfig`/`--context`: the objects it stores and the schemas of
+/// its installed CRDs (the truth for that cluster: the versions it serves, the fields its
+/// providers' releases define). `check` is synchronous; the listing runs on the binary's
+/// runtime when there is one (blocking this thread only), else on its own. The CRDs are read
+/// only when `crds` (`--crd-dir` names the schemas otherwise).
+fn read_cluster(args: &CheckArgs, crds: bool) -> Result<(Vec<Manifest>, Option<Schemas>), String> {
     let list = async {
         let (client, server) = crate::cluster::live::client_and_server(
             args.kubeconfig.as_deref(),
@@ -97,10 +108,31 @@ fn stored_objects(args: &CheckArgs) -> Result<Vec<Manifest>, String> {
         .map_err(|e| format!("{e:#}"))?;
         let (stored, errors) = super::audit::list_cluster(&client, &server).await;
         // Judging against a partial cluster could pass what the whole would refuse.
-        match errors.first() {
-            Some(e) => Err(e.clone()),
-            None => Ok(stored),
+        if let Some(e) = errors.first() {
+            return Err(e.clone());
         }
+        if !crds {
+            return Ok((stored, None));
+        }
+        let crds = super::audit::list_resource(&client, &crate::cluster::live::crd_resource())
+            .await
+            .map_err(|e| {
+                format!(
+                    "cannot list CustomResourceDefinitions: {}",
+                    crate::cluster::live::explain(&server, &e)
+                )
+            })?;
+        let mut schemas = Schemas::default();
+        for crd in crds {
+            let name = crd.metadata.name.clone().unwrap_or_default();
+            // A list's items carry no kind; what `add_crd` reads is the spec.
+            let mut value = Value::Object(crd.rest);
+            value["kind"] = "CustomResourceDefinition".into();
+            schemas
+                .add_crd(&value)
+                .map_err(|e| format!("CustomResourceDefinition {name} in the cluster: {e}"))?;
+        }
+        Ok((stored, Some(schemas)))
     };
     match tokio::runtime::Handle::try_current() {
         Ok(handle) => tokio::task::block_in_place(|| handle.block_on(list)),

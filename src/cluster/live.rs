@@ -20,6 +20,7 @@ mod health;
 pub mod list;
 mod watch;
 
+pub use crds::resource as crd_resource;
 pub use health::{ListCause, Source};
 
 use std::collections::{BTreeMap, HashMap, HashSet};
