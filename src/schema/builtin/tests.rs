@@ -198,7 +198,7 @@ fn compare(crd: &Value, described: &[Described], compared: &mut Vec<String>) -> 
         return Vec::new();
     }
     let mut theirs = Schemas::default();
-    theirs.add_crd(&crd).unwrap();
+    theirs.add_crd(crd).unwrap();
     let served = &theirs.kinds[&(group.to_string(), kind.to_string())];
     let mut ours_versions: Vec<&str> = ours
         .iter()
