@@ -264,12 +264,14 @@ pub struct CheckArgs {
     /// Fail (exit 2) on objects of kinds ipam-guard does not judge instead of skipping them.
     #[arg(long)]
     pub strict: bool,
-    /// Validate against the CRDs in this directory (YAML/JSON) instead of the ones built in, for
-    /// clusters that run other releases of the IPAM providers.
+    /// Validate against the CRDs in this directory (YAML/JSON) alone, for instance the provider
+    /// releases a cluster runs; by default (and for kinds the cluster of --kubeconfig does not
+    /// serve) ipam-guard's own description of the kinds it judges.
     #[arg(long, value_name = "DIR")]
     pub crd_dir: Option<PathBuf>,
     /// Judge the files as if created into this cluster: its stored pools, claims and addresses
     /// count (files win over stored objects of the same identity); only the files are reported.
+    /// Each kind's schema is that of the CRD the cluster has installed (unless --crd-dir).
     #[arg(long, value_name = "PATH")]
     pub kubeconfig: Option<PathBuf>,
     /// The kubeconfig context to use with --kubeconfig (or the default kubeconfig).
