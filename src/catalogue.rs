@@ -1039,6 +1039,82 @@ spec:
     },
 ];
 
+/// The id `check` gives what a kind's CRD schema refuses: not a rule of ipam-guard's, the API
+/// server's own validation, which runs before any webhook.
+pub const SCHEMA: &str = "SCHEMA";
+
+/// An id that names how ipam-guard works rather than one rule: it appears in findings (SCHEMA),
+/// in messages and the docs (X1, X2, X5), and `explain` knows it like a rule's.
+#[derive(Debug, Clone, Copy)]
+pub struct Principle {
+    pub id: &'static str,
+    pub title: &'static str,
+    /// Paragraphs, blank-line separated (Markdown).
+    pub text: &'static str,
+}
+
+pub const PRINCIPLES: &[Principle] = &[
+    Principle {
+        id: SCHEMA,
+        title: "the kind's CRD schema (ipam-guard check)",
+        text: "\
+What the API server refuses on its own, before any webhook runs: the object against the \
+`openAPIV3Schema` of the version named in `apiVersion` (unknown fields as strict field validation \
+reports them, types, required fields, enums, patterns, bounds) and the metadata name rules. \
+`ipam-guard check` reports these with the id `SCHEMA` and the API server's own wording, so a \
+folder kubectl would reject does not pass a CI gate.
+
+The order is the API server's: mutating admission first (a field M1 fills in is not missing), \
+then the schema, then the validating rules. Where the schema and a rule flag the same field, the \
+rule's finding is the one reported.
+
+The schema comes from `--crd-dir DIR` (the CRDs you install), or is the one built in for the \
+kinds ipam-guard judges. An object of a kind ipam-guard does not judge is checked against its \
+CRD when one is at hand, and only against that; without one it is skipped and counted \
+(`--strict` fails on it).",
+    },
+    Principle {
+        id: "X1",
+        title: "rules that read other objects read a view",
+        text: "\
+Rules that read other objects (A6–A9, C3, P8–P10, MP4, MA4, S5, V1: each entry says \
+\"Reads other objects: yes\") read an in-memory view of the cluster fed by watches, never the \
+API server on the request path: an answer costs no API call, and its latency does not depend \
+on the API server's.",
+    },
+    Principle {
+        id: "X2",
+        title: "race safety: one decision at a time, pending admissions count",
+        text: "\
+Decisions that read other objects are serialised per address space, and an object admitted \
+but not yet seen through the watch counts as existing (a pending entry) until the watch shows \
+it or `--pending-ttl` (30 s) passes: of two racing creates of overlapping pools only the first \
+is admitted. A retried CREATE of the same object replaces its own pending entry; dry runs \
+never make one.
+
+With two or more replicas, the replicas elect one decider through the Lease \
+`ipam-guard-decider` in their namespace. Every replica answers each review itself but sends \
+that one serialised step to the decider over mutual TLS and relays its answer; while no \
+decider can be reached within `--decider-timeout` (2 s), a write that needs that step is \
+refused with 503 (fail closed; retry). `--decider=off` (one replica), `--dev` and \
+`--state-from` decide in-process.",
+    },
+    Principle {
+        id: "X5",
+        title: "ratchet: an update is judged on what it changes",
+        text: "\
+On UPDATE, validity rules judge only what the update changes: an object whose spec is \
+unchanged is never denied for a spec problem it already had, so metadata, finalizer and label \
+updates pass (except C5 and P10's address-space annotation case). `ipam-guard audit` reports \
+such stored objects instead.",
+    },
+];
+
+/// The principle with `id` (any case), if there is one.
+pub fn principle(id: &str) -> Option<&'static Principle> {
+    PRINCIPLES.iter().find(|p| p.id.eq_ignore_ascii_case(id))
+}
+
 impl Rule {
     /// What the rule does to a write (`RuleId::effect`).
     pub fn effect(&self) -> Effect {
@@ -1057,9 +1133,12 @@ pub fn rule(id: &str) -> Option<&'static Rule> {
     RULES.iter().find(|r| r.id == id)
 }
 
-/// Every id, in catalogue order.
+/// Every id `explain` knows: the rules in catalogue order, then the principles.
 pub fn ids() -> impl Iterator<Item = &'static str> {
-    RULES.iter().map(|r| r.id.as_str())
+    RULES
+        .iter()
+        .map(|r| r.id.as_str())
+        .chain(PRINCIPLES.iter().map(|p| p.id))
 }
 
 #[cfg(test)]

@@ -217,6 +217,142 @@ impl Kind {
     }
 }
 
+/// What an object of a kind ipam-guard does not judge is to `check`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unjudged {
+    /// A kind the API server serves itself (core, `apps`, `rbac.authorization.k8s.io`, …): not
+    /// IPAM, nothing to say about it.
+    BuiltIn,
+    /// Any other kind (a provider's Metal3MachineTemplate, another team's CRD): skipped unless
+    /// its CRD is at hand.
+    Other,
+    /// Almost the name of a kind ipam-guard serves in that group (a case slip, a couple of
+    /// letters), and no provider publishes it: a typo the API server would refuse with "no
+    /// matches for kind".
+    NearMiss(&'static str),
+}
+
+/// Groups the API server serves without any CRD (Kubernetes' own APIs).
+const BUILT_IN_GROUPS: &[&str] = &[
+    "",
+    "admissionregistration.k8s.io",
+    "apiextensions.k8s.io",
+    "apiregistration.k8s.io",
+    "apps",
+    "authentication.k8s.io",
+    "authorization.k8s.io",
+    "autoscaling",
+    "batch",
+    "certificates.k8s.io",
+    "coordination.k8s.io",
+    "discovery.k8s.io",
+    "events.k8s.io",
+    "extensions",
+    "flowcontrol.apiserver.k8s.io",
+    "internal.apiserver.k8s.io",
+    "networking.k8s.io",
+    "node.k8s.io",
+    "policy",
+    "rbac.authorization.k8s.io",
+    "resource.k8s.io",
+    "scheduling.k8s.io",
+    "storage.k8s.io",
+    "storagemigration.k8s.io",
+];
+
+/// Kinds the providers README names publish in the groups ipam-guard serves, besides the ones it
+/// judges: never taken for a typo of a served kind. Read from each provider's API types (CAPI
+/// core `api/ipam`, the in-cluster provider and CAPI's Infoblox provider, Metal3's
+/// ip-address-manager, CAPM3 `api/`, CAPV `apis/`, Spiderpool `pkg/k8s/apis`).
+const PUBLISHED: &[(&str, &[&str])] = &[
+    (
+        CAPI_IPAM,
+        &[
+            "InClusterPrefixPool",
+            "GlobalInClusterPrefixPool",
+            "InfobloxIPPool",
+            "InfobloxInstance",
+        ],
+    ),
+    (CAPV, CAPV_AND_CAPM3_KINDS),
+    (
+        SPIDERPOOL,
+        &[
+            "SpiderSubnet",
+            "SpiderMultusConfig",
+            "SpiderReservedIP",
+            "SpiderEndpoint",
+            "SpiderCoordinator",
+            "SpiderClaimParameter",
+            "SpiderCNIConfig",
+            "SpiderNode",
+        ],
+    ),
+];
+
+// CAPV and CAPM3 share the infrastructure group (so do every other infrastructure provider's
+// kinds, which is why a near miss must be a near one).
+const CAPV_AND_CAPM3_KINDS: &[&str] = &[
+    "VSphereCluster",
+    "VSphereClusterTemplate",
+    "VSphereClusterIdentity",
+    "VSphereDeploymentZone",
+    "VSphereFailureDomain",
+    "VSphereVM",
+    "HAProxyLoadBalancer",
+    "BareMetalCluster",
+    "BareMetalMachine",
+    "BareMetalMachineTemplate",
+    "Metal3Cluster",
+    "Metal3ClusterTemplate",
+    "Metal3Machine",
+    "Metal3MachineTemplate",
+    "Metal3Data",
+    "Metal3DataClaim",
+    "Metal3DataTemplate",
+    "Metal3Remediation",
+    "Metal3RemediationTemplate",
+];
+
+/// Sorts a kind ipam-guard does not judge (`group` None or `""`: the core group).
+pub fn unjudged(group: Option<&str>, kind: &str) -> Unjudged {
+    let group = group.unwrap_or("");
+    if BUILT_IN_GROUPS.contains(&group) {
+        return Unjudged::BuiltIn;
+    }
+    let published = PUBLISHED
+        .iter()
+        .any(|(g, kinds)| *g == group && kinds.contains(&kind));
+    if published {
+        return Unjudged::Other;
+    }
+    let lower = kind.to_ascii_lowercase();
+    KINDS
+        .iter()
+        .filter(|k| k.group == group)
+        .map(|k| (edit_distance(&lower, &k.name.to_ascii_lowercase()), k.name))
+        // Two edits at most, and never more than a fifth of the name: `IPPoolClaim` is not
+        // `IPClaim` misspelt.
+        .filter(|(d, name)| *d <= 2.min(name.len() / 5))
+        .min()
+        .map_or(Unjudged::Other, |(_, name)| Unjudged::NearMiss(name))
+}
+
+/// Levenshtein distance, for "did you mean" hints.
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != *cb);
+            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
 impl std::fmt::Display for Kind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.display_name())
@@ -246,5 +382,38 @@ mod tests {
             Some(Kind::Metal3IPAddress)
         );
         assert_eq!(Kind::from_group_kind("example.com", "IPAddress"), None);
+    }
+
+    #[test]
+    fn kinds_not_judged_are_sorted() {
+        use Unjudged::*;
+        for (group, kind) in [(None, "Namespace"), (Some("apps"), "Deployment")] {
+            assert_eq!(unjudged(group, kind), BuiltIn, "{kind}");
+        }
+        // Published by the providers: never a typo, however close to a served kind.
+        for (group, kind) in [
+            (CAPV, "Metal3MachineTemplate"),
+            (CAPV, "Metal3DataTemplate"),
+            (CAPV, "Metal3Cluster"),
+            (CAPV, "VSphereCluster"),
+            (CAPI_IPAM, "InClusterPrefixPool"),
+            (CAPI_IPAM, "GlobalInClusterPrefixPool"),
+            (CAPI_IPAM, "InfobloxIPPool"),
+            (SPIDERPOOL, "SpiderMultusConfig"),
+            (SPIDERPOOL, "SpiderSubnet"),
+            (CAPV, "AWSMachineTemplate"),
+            ("example.com", "Widget"),
+        ] {
+            assert_eq!(unjudged(Some(group), kind), Other, "{kind}");
+        }
+        for (group, kind, meant) in [
+            (CAPI_IPAM, "InclusterIPPool", "InClusterIPPool"),
+            (CAPI_IPAM, "IPAdressClaim", "IPAddressClaim"),
+            (CAPI_IPAM, "InClusterIPPol", "InClusterIPPool"),
+            (SPIDERPOOL, "SpiderIpPool", "SpiderIPPool"),
+            (CAPV, "VsphereMachine", "VSphereMachine"),
+        ] {
+            assert_eq!(unjudged(Some(group), kind), NearMiss(meant), "{kind}");
+        }
     }
 }

@@ -516,7 +516,7 @@ impl Walk<'_> {
                 self.path,
                 json_type(v)
             );
-            self.invalid(&Value::from(json_type(v)), detail);
+            self.invalid(v, detail);
             return false;
         }
         let Some(ty) = n.ty else { return true };
@@ -538,7 +538,9 @@ impl Walk<'_> {
                 ty.name(),
                 json_type(v)
             );
-            self.invalid(&Value::from(json_type(v)), detail);
+            // The API server puts the type's name where the value goes; a reader needs the
+            // value (the detail still names the type, in the API server's words).
+            self.invalid(v, detail);
         }
         ok
     }

@@ -42,9 +42,9 @@ fn review(a: &Admission, endpoint: Endpoint, body: &Value) -> Value {
     out["response"].clone()
 }
 
-/// What kubectl prints for `kubectl create -f <name>.yaml` answered with `response`: the
-/// rendering of shared/fixtures/kubectl-denied.txt (`The <Kind> "<name>" is invalid: ` then
-/// `* field: message` lines), the same one docs/rules.md and `ipam-guard explain` use.
+/// What kubectl prints for `kubectl create -f <name>.yaml` answered with `response`: the one
+/// renderer docs/rules.md and `ipam-guard explain` use, which tests/e2e_live.rs compares byte for
+/// byte with real kubectl against a real API server.
 fn kubectl_render(response: &Value) -> String {
     let d = &response["status"]["details"];
     let kind = Kind::from_group_kind(d["group"].as_str().unwrap(), d["kind"].as_str().unwrap())
@@ -254,8 +254,7 @@ fn edited_captures_break_each_rule_family() {
     let rendered = kubectl_render(&resp);
     assert_eq!(
         rendered,
-        "The InClusterIPPool \"pool-b\" is invalid: \n\
-         * spec.addresses[0]: Invalid value: \"10.10.0.0/24\": overlaps InClusterIPPool capture-ns/pool-a (10.10.0.10-10.10.0.20, 10.10.0.32-10.10.0.47) [ipam-guard P10]\n"
+        "The InClusterIPPool \"pool-b\" is invalid: spec.addresses[0]: Invalid value: \"10.10.0.0/24\": overlaps InClusterIPPool capture-ns/pool-a (10.10.0.10-10.10.0.20, 10.10.0.32-10.10.0.47) [ipam-guard P10]\n"
     );
     // The README shows exactly this, after the command that caused it.
     let readme =

@@ -118,7 +118,7 @@ fn x4_valid_examples_pass_with_a_summary_on_stderr() {
         "{err}"
     );
     assert!(
-        err.contains("skipped 1 object of unknown kinds: 1 Namespace"),
+        err.contains("1 object skipped: not IPAM: 1 Namespace"),
         "{err}"
     );
     assert!(err.contains("0 denials, 0 warnings"), "{err}");
@@ -228,7 +228,13 @@ fn x4_reads_lists_multi_document_yaml_and_json_and_counts_unknown_kinds() {
         "{err}"
     );
     assert!(
-        err.contains("skipped 2 objects of unknown kinds: 1 Cluster.cluster.x-k8s.io, 1 ConfigMap"),
+        err.contains(
+            "1 object skipped: kinds ipam-guard does not judge, no CRD at hand: 1 Cluster.cluster.x-k8s.io"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("1 object skipped: not IPAM: 1 ConfigMap"),
         "{err}"
     );
 }
@@ -459,7 +465,7 @@ fn a_real_repository_checks_cleanly_with_its_templates_excluded() {
         "{err}"
     );
     assert!(
-        err.contains("skipped 1 object of unknown kinds: 1 ConfigMap"),
+        err.contains("1 object skipped: not IPAM: 1 ConfigMap"),
         "{err}"
     );
     // values.yaml and renovate.json; the README is not a manifest file at all.
@@ -476,18 +482,46 @@ fn a_real_repository_checks_cleanly_with_its_templates_excluded() {
 }
 
 #[test]
-fn strict_turns_skipped_kinds_into_errors() {
+fn strict_turns_skipped_kinds_into_errors_but_not_kubernetes_own() {
+    // A ConfigMap is not IPAM: --strict has nothing to say about it.
     let dir = format!("{REPO}/clusters");
     let o = check(&["--strict", &dir]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("1 object skipped: not IPAM: 1 ConfigMap"),
+        "{}",
+        stderr(&o)
+    );
+
+    // A provider's kind ipam-guard does not judge, with no CRD at hand, is what it fails on.
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("machines.yaml");
+    std::fs::write(
+        &file,
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: racks\n---\n\
+         apiVersion: infrastructure.cluster.x-k8s.io/v1beta1\nkind: Metal3MachineTemplate\n\
+         metadata:\n  name: rack-workers\n  namespace: racks\nspec:\n  template:\n    spec: {}\n",
+    )
+    .unwrap();
+    let f = file.to_str().unwrap();
+    let o = check(&["--strict", f]);
     assert_eq!(code(&o), 2, "{}", stderr(&o));
     assert!(
         stderr(&o).contains(&format!(
-            "error: {dir}/mgmt/pools.yaml: document 2: ConfigMap is not a kind ipam-guard judges (--strict)"
+            "error: {f}: document 2: Metal3MachineTemplate.infrastructure.cluster.x-k8s.io is not a kind ipam-guard judges (--strict)"
         )),
         "{}",
         stderr(&o)
     );
-    assert_eq!(code(&check(&[&dir])), 0);
+    let o = check(&[f]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(
+            "1 object skipped: kinds ipam-guard does not judge, no CRD at hand: 1 Metal3MachineTemplate.infrastructure.cluster.x-k8s.io"
+        ),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -650,4 +684,233 @@ fn the_builtin_description_judges_as_the_providers_crds_do() {
     }
     // And the comparison has something to compare: the fixtures hold schema findings.
     assert!(stdout(&check(&["-o", "json", FIXTURES])).contains("\"SCHEMA\""));
+}
+
+/// Files shaped like the providers' own examples and cluster templates (written here): every kind
+/// ipam-guard does not judge is skipped and counted, never taken for a typo of one it serves.
+const PROVIDER_TEMPLATES: &str = r#"apiVersion: cluster.x-k8s.io/v1beta1
+kind: Cluster
+metadata: {name: rack-a, namespace: metal}
+spec:
+  infrastructureRef: {apiVersion: infrastructure.cluster.x-k8s.io/v1beta1, kind: Metal3Cluster, name: rack-a}
+---
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+kind: Metal3Cluster
+metadata: {name: rack-a, namespace: metal}
+spec:
+  controlPlaneEndpoint: {host: 192.0.2.10, port: 6443}
+---
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+kind: Metal3MachineTemplate
+metadata: {name: rack-a-cp, namespace: metal}
+spec:
+  template:
+    spec:
+      dataTemplate: {name: rack-a-cp}
+      image: {url: http://192.0.2.1/img.qcow2, checksum: http://192.0.2.1/img.qcow2.sum}
+---
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+kind: Metal3DataTemplate
+metadata: {name: rack-a-cp, namespace: metal}
+spec:
+  clusterName: rack-a
+  networkData:
+    networks:
+      ipv4:
+      - id: provisioning
+        link: enp1s0
+        ipAddressFromIPPool: provisioning-pool
+---
+apiVersion: ipam.metal3.io/v1alpha1
+kind: IPPool
+metadata: {name: provisioning-pool, namespace: metal}
+spec:
+  clusterName: rack-a
+  namePrefix: rack-a-prov
+  pools:
+  - {start: 192.0.2.100, end: 192.0.2.120}
+  prefix: 24
+  gateway: 192.0.2.1
+---
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
+kind: VSphereCluster
+metadata: {name: vs-a, namespace: metal}
+spec:
+  server: vcenter.example.com
+---
+apiVersion: ipam.cluster.x-k8s.io/v1alpha2
+kind: InClusterPrefixPool
+metadata: {name: prefixes, namespace: metal}
+spec:
+  prefixes: ["fd00:10::/56"]
+  prefixLength: 64
+---
+apiVersion: ipam.cluster.x-k8s.io/v1alpha2
+kind: GlobalInClusterPrefixPool
+metadata: {name: global-prefixes}
+spec:
+  prefixes: ["fd00:20::/56"]
+  prefixLength: 64
+---
+apiVersion: ipam.cluster.x-k8s.io/v1beta1
+kind: InfobloxIPPool
+metadata: {name: ib, namespace: metal}
+spec:
+  instance: {name: ib-prod}
+  networkView: default
+  subnets: [{cidr: 198.51.100.0/24, gateway: 198.51.100.1}]
+---
+apiVersion: spiderpool.spidernet.io/v2beta1
+kind: SpiderSubnet
+metadata: {name: pods-subnet}
+spec:
+  subnet: 172.30.0.0/16
+  ips: [172.30.0.10-172.30.0.200]
+---
+apiVersion: spiderpool.spidernet.io/v2beta1
+kind: SpiderMultusConfig
+metadata: {name: macvlan-eth1, namespace: kube-system}
+spec:
+  cniType: macvlan
+  macvlan: {master: [eth1]}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: metal}
+"#;
+
+#[test]
+fn x4_provider_kinds_are_skipped_and_counted_never_typos() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("cluster-template.yaml");
+    std::fs::write(&file, PROVIDER_TEMPLATES).unwrap();
+    let f = file.to_str().unwrap();
+    let o = check(&[f]);
+    let err = stderr(&o);
+    assert_eq!(code(&o), 0, "{}{err}", stdout(&o));
+    assert!(!err.contains("did you mean"), "{err}");
+    assert!(
+        err.contains("read 1 object from 1 file: 1 IPPool.ipam.metal3.io"),
+        "{err}"
+    );
+    assert!(
+        err.contains(
+            "10 objects skipped: kinds ipam-guard does not judge, no CRD at hand: \
+             1 Cluster.cluster.x-k8s.io, 1 GlobalInClusterPrefixPool.ipam.cluster.x-k8s.io, \
+             1 InClusterPrefixPool.ipam.cluster.x-k8s.io, 1 InfobloxIPPool.ipam.cluster.x-k8s.io, \
+             1 Metal3Cluster.infrastructure.cluster.x-k8s.io, \
+             1 Metal3DataTemplate.infrastructure.cluster.x-k8s.io, \
+             1 Metal3MachineTemplate.infrastructure.cluster.x-k8s.io, \
+             1 SpiderMultusConfig.spiderpool.spidernet.io, 1 SpiderSubnet.spiderpool.spidernet.io, \
+             1 VSphereCluster.infrastructure.cluster.x-k8s.io"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("1 object skipped: not IPAM: 1 Namespace"),
+        "{err}"
+    );
+
+    // A near miss of a served kind that no provider publishes is still a typo.
+    std::fs::write(
+        &file,
+        "apiVersion: ipam.cluster.x-k8s.io/v1beta2\nkind: IPAdressClaim\nmetadata: {name: c}\n",
+    )
+    .unwrap();
+    let o = check(&[f]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("(did you mean \"IPAddressClaim\"?)"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// With its CRD at hand, a kind ipam-guard does not judge is checked against that schema, and
+/// nothing else.
+#[test]
+fn schema_a_kind_not_judged_is_checked_against_its_crd_when_given() {
+    let tmp = tempfile::tempdir().unwrap();
+    let crds = tmp.path().join("crds");
+    std::fs::create_dir(&crds).unwrap();
+    // A CRD written for this test: a data template with two known fields.
+    std::fs::write(
+        crds.join("datatemplates.yaml"),
+        r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: metal3datatemplates.infrastructure.cluster.x-k8s.io}
+spec:
+  group: infrastructure.cluster.x-k8s.io
+  names: {kind: Metal3DataTemplate, plural: metal3datatemplates}
+  scope: Namespaced
+  versions:
+  - name: v1beta1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          apiVersion: {type: string}
+          kind: {type: string}
+          metadata: {type: object}
+          spec:
+            type: object
+            required: [clusterName]
+            properties:
+              clusterName: {type: string}
+              templateReference: {type: string}
+"#,
+    )
+    .unwrap();
+    let file = tmp.path().join("templates.yaml");
+    std::fs::write(
+        &file,
+        "apiVersion: infrastructure.cluster.x-k8s.io/v1beta1\nkind: Metal3DataTemplate\n\
+         metadata: {name: dt, namespace: metal}\nspec:\n  clusterName: rack-a\n  clusterNmae: rack-b\n",
+    )
+    .unwrap();
+    let (d, f) = (crds.to_str().unwrap(), file.to_str().unwrap());
+    let o = check(&["--crd-dir", d, f]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        format!(
+            "{f}: Metal3DataTemplate.infrastructure.cluster.x-k8s.io metal/dt: spec.clusterNmae: unknown field \"spec.clusterNmae\" [SCHEMA]\n"
+        )
+    );
+    assert!(
+        stderr(&o).contains(
+            "1 object checked against their CRD's schema only: 1 Metal3DataTemplate.infrastructure.cluster.x-k8s.io"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    // --strict has nothing to say about a kind checked against its CRD.
+    let o = check(&["--strict", "--crd-dir", d, f]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+}
+
+/// The API server runs mutating admission before it checks the schema: a v1beta2 claim that names
+/// an in-cluster pool kind without `poolRef.apiGroup` is completed by M1 and then holds. `check`
+/// agrees: M1's patch is reported, the schema does not call the group missing.
+#[test]
+fn m1_fills_the_group_before_the_schema_is_checked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("claim.yaml");
+    std::fs::write(
+        &file,
+        "apiVersion: ipam.cluster.x-k8s.io/v1beta2\nkind: IPAddressClaim\n\
+         metadata: {name: web-0, namespace: apps}\n\
+         spec:\n  poolRef: {kind: InClusterIPPool, name: nodes}\n",
+    )
+    .unwrap();
+    let f = file.to_str().unwrap();
+    let o = check(&[f]);
+    let out = stdout(&o);
+    assert!(!out.contains("[SCHEMA]"), "{out}");
+    assert!(
+        out.contains("spec.poolRef.apiGroup: not set; the mutating webhook sets it to \"ipam.cluster.x-k8s.io\" [M1]"),
+        "{out}"
+    );
 }

@@ -299,8 +299,8 @@ async fn e2e_webhook_against_a_real_apiserver() {
         outcome.findings.iter().any(|f| {
             f.rule == rule
                 && f.severity == Severity::Deny
-                && f.subject.key.namespace.as_deref() == Some(PRE)
-                && &*f.subject.key.name == name
+                && f.subject.key.namespace() == Some(PRE)
+                && f.subject.key.name() == name
                 && f.subject.file.as_deref() == Some("cluster")
         })
     };

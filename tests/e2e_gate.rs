@@ -374,13 +374,23 @@ async fn schema_agrees_with_the_api_server() {
                 }
                 continue;
             }
-            // The API server names every field check names, with the same words.
+            // The API server names every field check names, with the same words; only a wrong
+            // type differs: check shows the value where the API server shows the type's name,
+            // so the words after the value are compared.
             let cause = if e.message.starts_with("unknown field") {
                 e.message.clone()
+            } else if let Some(at) = e.message.find(" in body must be of type ") {
+                // `<path> in body must be of type …`: where the path starts before `at`.
+                let start = at.saturating_sub(e.path.len());
+                format!("{}: Invalid value: \0{}", e.path, &e.message[start..])
             } else {
                 format!("{}: {}", e.path, e.message)
             };
-            if !message.contains(&cause) {
+            let found = match cause.split_once('\0') {
+                Some((head, tail)) => message.contains(head) && message.contains(tail),
+                None => message.contains(&cause),
+            };
+            if !found {
                 failures.push(format!(
                     "{what}: the API server's message lacks {cause:?}:\n{message}"
                 ));
@@ -843,4 +853,127 @@ async fn trial_page_works_as_written() {
             .any(|l| l.contains("listed") && l.contains("objects=")),
         "no sync progress in the log:\n{log}"
     );
+}
+
+/// `dev-webhooks` touches only the trial: against a real API server, with its configurations
+/// applied and nothing but a connection counter at the URL (`serve` down), another team's
+/// cluster-scoped pools are created without the API server ever calling the URL; a pool that opts
+/// in with the trial label is sent (and, failing open, created all the same).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trial_webhooks_leave_other_teams_cluster_scoped_objects_alone() {
+    let Some(assets) =
+        e2e::assets_for("trial_webhooks_leave_other_teams_cluster_scoped_objects_alone")
+    else {
+        return;
+    };
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let cp = e2e::ControlPlane::start(&assets).await;
+    let client = cp.client().await;
+    install_crds(&client).await;
+    let dir = tempfile::tempdir().unwrap();
+    let certs =
+        ipam_guard::server::dev::ensure(&dir.path().join("certs")).expect("dev certificates");
+    let cert_dir = certs.ca_cert.parent().unwrap().to_path_buf();
+
+    // Where `serve` would listen: a socket that only counts who connects.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = calls.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            drop(conn);
+        }
+    });
+
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ipam-guard"))
+        .args([
+            "dev-webhooks",
+            "--url",
+            &format!("https://127.0.0.1:{port}"),
+        ])
+        .args(["--namespace", "ipam-trial", "--cert-dir"])
+        .arg(&cert_dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let file = dir.path().join("dev-webhooks.yaml");
+    std::fs::write(&file, &out.stdout).unwrap();
+    let kubectl = |args: &[&str], stdin: Option<&str>| {
+        let mut cmd = std::process::Command::new("kubectl");
+        cmd.arg("--kubeconfig").arg(&cp.kubeconfig).args(args);
+        if let Some(text) = stdin {
+            let path = dir.path().join("obj.yaml");
+            std::fs::write(&path, text).unwrap();
+            cmd.arg("-f").arg(path);
+        }
+        cmd.output().unwrap()
+    };
+    let o = kubectl(&["apply", "-f", file.to_str().unwrap()], None);
+    assert!(o.status.success(), "{o:?}");
+
+    let global = |name: &str, labels: &str| {
+        format!(
+            "apiVersion: ipam.cluster.x-k8s.io/v1alpha2\nkind: GlobalInClusterIPPool\n\
+             metadata:\n  name: {name}\n  labels: {{{labels}}}\n\
+             spec:\n  addresses: [10.200.0.10-10.200.0.20]\n  prefix: 24\n  gateway: 10.200.0.1\n"
+        )
+    };
+    let spider = "apiVersion: spiderpool.spidernet.io/v2beta1\nkind: SpiderIPPool\n\
+                  metadata: {name: other-team-pods}\n\
+                  spec:\n  subnet: 172.19.0.0/24\n  ips: [172.19.0.10-172.19.0.20]\n";
+    // A configuration takes a moment to reach the API server's webhook cache: the labelled pool
+    // is created (and deleted) until the URL has been called once.
+    let start = std::time::Instant::now();
+    loop {
+        let o = kubectl(
+            &["create"],
+            Some(&global("opted-in", "ipam-guard.io/trial: \"true\"")),
+        );
+        assert!(o.status.success(), "{o:?}");
+        let o = kubectl(
+            &[
+                "delete",
+                "globalinclusterippools.ipam.cluster.x-k8s.io",
+                "opted-in",
+            ],
+            None,
+        );
+        assert!(o.status.success(), "{o:?}");
+        if calls.load(std::sync::atomic::Ordering::SeqCst) > 0 {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the API server never called the trial's URL for a labelled pool"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let before = calls.load(std::sync::atomic::Ordering::SeqCst);
+    for text in [global("other-team", "team: b"), spider.to_string()] {
+        let o = kubectl(&["create"], Some(&text));
+        assert!(o.status.success(), "{o:?}");
+        assert!(
+            o.stderr.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    // Updates and deletes of those objects are not sent either.
+    let o = kubectl(
+        &[
+            "delete",
+            "spiderippools.spiderpool.spidernet.io",
+            "other-team-pods",
+        ],
+        None,
+    );
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(
+        calls.load(std::sync::atomic::Ordering::SeqCst),
+        before,
+        "an unlabelled cluster-scoped object was sent to the trial"
+    );
+    drop(cp);
 }

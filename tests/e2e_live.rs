@@ -22,6 +22,7 @@ use bytes::Bytes;
 use e2e::api::*;
 use e2e::{eventually, ControlPlane};
 use futures::StreamExt;
+use ipam_guard::cli::explain::{kubectl_output, KubectlCall, Verb};
 use ipam_guard::cluster::live::LiveOptions;
 use ipam_guard::cluster::ClusterView;
 use ipam_guard::kinds::Kind;
@@ -240,25 +241,6 @@ async fn e2e_live_crd_installed_after_start_is_watched_at_once() {
     drop(cp);
 }
 
-/// Runs kubectl on `manifest`; returns (exit ok, stderr).
-fn kubectl_create(cp: &ControlPlane, manifest: &Value) -> Option<(bool, String)> {
-    let path = cp.dir.path().join(format!(
-        "{}.json",
-        manifest["metadata"]["name"].as_str().unwrap()
-    ));
-    std::fs::write(&path, serde_json::to_vec(manifest).unwrap()).unwrap();
-    let out = std::process::Command::new("kubectl")
-        .arg("--kubeconfig")
-        .arg(&cp.kubeconfig)
-        .arg("create")
-        .arg("-f")
-        .arg(&path)
-        .output()
-        .ok()?;
-    let stderr = String::from_utf8_lossy(&out.stderr).replace(&path.display().to_string(), "FILE");
-    Some((out.status.success(), stderr))
-}
-
 /// Drops the ` [ipam-guard <ID>]` suffix SPEC §8 may add to each cause message.
 fn without_rule_suffix(text: &str) -> String {
     let mut out = String::new();
@@ -309,32 +291,170 @@ async fn e2e_live_kubectl_renders_one_and_many_cause_denials() {
     })
     .await;
 
+    // Each case: what real kubectl prints (stderr, then stdout) against the real API server,
+    // byte for byte equal to what the one renderer (`explain::kubectl_output`, behind docs/rules.md,
+    // `explain`, README and docs/trial.md) makes of ipam-guard's own answer to the same request.
     let one = in_cluster_pool(NS, "pool-b", "10.0.0.25-10.0.0.40", "10.0.0.1");
-    let (ok, stderr) = kubectl_create(&cp, &one).expect("kubectl runs");
+    let (ok, printed) = kubectl(&cp, "create", &one).expect("kubectl runs");
     assert!(!ok);
     assert_eq!(
-        without_rule_suffix(&stderr),
+        without_rule_suffix(&printed),
         "The InClusterIPPool \"pool-b\" is invalid: spec.addresses[0]: Invalid value: \
          \"10.0.0.25-10.0.0.40\": overlaps InClusterIPPool live/pool-a (10.0.0.25-10.0.0.30)\n",
-        "{stderr}"
+        "{printed}"
     );
+    let answer = review_as(&guard, &ca_pem, "CREATE", &one).await;
+    assert_eq!(printed, rendered(Verb::Create, &one, &answer), "one cause");
 
     let mut many = in_cluster_pool(NS, "pool-c", "10.5.0.20-10.5.0.10", "10.5.0.1");
     many["spec"]["addresses"] = json!(["10.5.0.20-10.5.0.10", "10.5.1.20-10.5.1.10"]);
-    let (ok, stderr) = kubectl_create(&cp, &many).expect("kubectl runs");
+    let (ok, printed) = kubectl(&cp, "create", &many).expect("kubectl runs");
     assert!(!ok);
     // Several causes: kubectl lists one per line under the object's name.
     assert_eq!(
-        without_rule_suffix(&stderr),
+        without_rule_suffix(&printed),
         "The InClusterIPPool \"pool-c\" is invalid: \n\
          * spec.addresses[0]: Invalid value: \"10.5.0.20-10.5.0.10\": provided address is not a \
          valid IP, range, nor CIDR: range start 10.5.0.20 is after range end 10.5.0.10\n\
          * spec.addresses[1]: Invalid value: \"10.5.1.20-10.5.1.10\": provided address is not a \
          valid IP, range, nor CIDR: range start 10.5.1.20 is after range end 10.5.1.10\n",
-        "{stderr}"
+        "{printed}"
     );
+    let answer = review_as(&guard, &ca_pem, "CREATE", &many).await;
+    assert_eq!(
+        printed,
+        rendered(Verb::Create, &many, &answer),
+        "many causes"
+    );
+
+    // A warning (C3: the claim's pool does not exist), and the object created.
+    let lonely = claim(NS, "lonely", "no-such-pool");
+    let answer = review_as(&guard, &ca_pem, "CREATE", &lonely).await;
+    let (ok, printed) = kubectl(&cp, "create", &lonely).expect("kubectl runs");
+    assert!(ok, "{printed}");
+    assert!(printed.starts_with("Warning: "), "{printed}");
+    assert_eq!(
+        printed,
+        rendered(Verb::Create, &lonely, &answer),
+        "a warning"
+    );
+
+    // A 403: deleting a pool that still holds an address (P9).
+    create(&client, &claim(NS, "held", "pool-a"), false)
+        .await
+        .expect(201);
+    create(
+        &client,
+        &ip_address(NS, "held", "held", "10.0.0.12", "pool-a"),
+        false,
+    )
+    .await
+    .expect(201);
+    eventually("the view to hold the address", WAIT, || {
+        let n = count(&guard, Kind::IPAddress);
+        async move { n == 1 }
+    })
+    .await;
+    let pool_a = in_cluster_pool(NS, "pool-a", "10.0.0.10-10.0.0.30", "10.0.0.1");
+    let answer = review_as(&guard, &ca_pem, "DELETE", &pool_a).await;
+    assert_eq!(answer["status"]["code"], 403, "{answer:#}");
+    let (ok, printed) = kubectl(&cp, "delete", &pool_a).expect("kubectl runs");
+    assert!(!ok);
+    assert!(
+        printed.starts_with("Error from server (Forbidden): "),
+        "{printed}"
+    );
+    assert_eq!(printed, rendered(Verb::Delete, &pool_a, &answer), "a 403");
     drop(guard);
     drop(cp);
+}
+
+/// Runs `kubectl <verb>` on `manifest` (`create -f FILE`; `delete <resource> <name> -n <ns>`)
+/// and returns whether it succeeded and what it printed: stderr, then stdout (a warning comes
+/// before the line that says the object was created). The file's path reads `FILE`.
+fn kubectl(cp: &ControlPlane, verb: &str, manifest: &Value) -> Option<(bool, String)> {
+    let name = manifest["metadata"]["name"].as_str().unwrap();
+    let mut cmd = std::process::Command::new("kubectl");
+    cmd.arg("--kubeconfig").arg(&cp.kubeconfig);
+    let path = cp.dir.path().join(format!("{name}.json"));
+    if verb == "create" {
+        std::fs::write(&path, serde_json::to_vec(manifest).unwrap()).unwrap();
+        cmd.arg("create").arg("-f").arg(&path);
+    } else {
+        let kind = kind_of(manifest);
+        cmd.arg(verb)
+            .arg(format!("{}.{}", kind.plural(), kind.group()))
+            .arg(name);
+        if let Some(ns) = manifest["metadata"]["namespace"].as_str() {
+            cmd.arg("-n").arg(ns);
+        }
+    }
+    let out = cmd.output().ok()?;
+    let printed = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    Some((
+        out.status.success(),
+        printed.replace(&path.display().to_string(), "FILE"),
+    ))
+}
+
+/// What the renderer makes of ipam-guard's `answer` to `verb` on `manifest`.
+fn rendered(verb: Verb, manifest: &Value, answer: &Value) -> String {
+    let call = KubectlCall {
+        verb,
+        kind: kind_of(manifest),
+        namespace: manifest["metadata"]["namespace"]
+            .as_str()
+            .map(str::to_string),
+        name: manifest["metadata"]["name"].as_str().unwrap().to_string(),
+        file: "FILE".to_string(),
+    };
+    kubectl_output(&call, answer)
+}
+
+/// An AdmissionReview for `operation` on `object` (as the stored object for DELETE), in its own
+/// apiVersion, sent straight to the webhook; returns the `response`.
+async fn review_as(guard: &Guard, ca_pem: &[u8], operation: &str, object: &Value) -> Value {
+    let ca = CertificateDer::from_pem_slice(ca_pem).expect("the dev CA");
+    let mut conn = Conn::open(guard.addr, &ca, Proto::H1)
+        .await
+        .expect("connect to the webhook");
+    let kind = kind_of(object);
+    let version = object["apiVersion"]
+        .as_str()
+        .unwrap()
+        .rsplit_once('/')
+        .unwrap()
+        .1;
+    let gvk = json!({"group": kind.group(), "version": version, "kind": kind.name()});
+    let gvr = json!({"group": kind.group(), "version": version, "resource": kind.plural()});
+    let (new, old) = if operation == "DELETE" {
+        (Value::Null, object.clone())
+    } else {
+        (object.clone(), Value::Null)
+    };
+    let review = json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {
+            "uid": "render-1", "kind": gvk, "resource": gvr, "requestKind": gvk, "requestResource": gvr,
+            "name": object["metadata"]["name"], "namespace": object["metadata"]["namespace"],
+            "operation": operation, "userInfo": {"username": "admin"},
+            "object": new, "oldObject": old, "dryRun": true
+        }
+    });
+    let reply = conn
+        .send(post(
+            "/validate",
+            Some("application/json"),
+            Bytes::from(serde_json::to_vec(&review).unwrap()),
+        ))
+        .await
+        .expect("the webhook answers");
+    assert_eq!(reply.status, 200);
+    reply.json()["response"].clone()
 }
 
 /// `apiserver_request_total` summed over the series of one group, resource and verb.

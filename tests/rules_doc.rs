@@ -33,13 +33,16 @@ fn every_example_triggers_its_rule() {
             Effect::Deny | Effect::DenyOrWarn => {
                 let r = shown.response.as_ref().unwrap();
                 assert_eq!(r["allowed"], false, "{}: {t}", rule.id);
-                // X3's 503 carries a message, not a cause: it names the view instead.
+                // X3's 503 carries a message, not a cause, signed all the same.
                 if rule.id == "X3" {
                     assert_eq!(r["status"]["code"], 503, "{t}");
+                    assert!(t.trim_end().ends_with(&signed), "{t}");
                 } else {
+                    // One cause on kubectl's `is invalid:` line, several each on a `* ` line.
                     assert!(
                         t.lines().any(|l| (l.starts_with("* ")
-                            || l.starts_with("Error from server"))
+                            || l.starts_with("Error from server")
+                            || (l.contains(" is invalid: ") && !l.ends_with("is invalid: ")))
                             && l.ends_with(&signed)),
                         "{}: {t}",
                         rule.id
@@ -226,7 +229,7 @@ fn explain_prints_the_entry_of_docs_rules_md() {
     assert_eq!(text, entry);
     assert!(explain::document().contains(&entry));
     assert!(
-        text.contains("* spec.addresses[0]: Invalid value: \"10.0.0.0/24\": overlaps InClusterIPPool team-a/nodes"),
+        text.contains("is invalid: spec.addresses[0]: Invalid value: \"10.0.0.0/24\": overlaps InClusterIPPool team-a/nodes"),
         "{text}"
     );
 }
@@ -287,5 +290,51 @@ fn user_facing_text_cites_no_spec() {
                 i + 1
             );
         }
+    }
+}
+
+/// Every id a user can meet has an entry in `explain` and docs/rules.md: every `RuleId`, the id
+/// `check` gives schema findings, and every `X<n>` the code, the docs, the manifests and the
+/// help texts name (X1, X2, X5 are principles, not rules; they are cited all the same).
+#[test]
+fn every_id_a_user_can_meet_is_explained() {
+    let mut ids: BTreeSet<String> = RuleId::ALL.iter().map(|r| r.as_str().to_string()).collect();
+    ids.insert(ipam_guard::catalogue::SCHEMA.to_string());
+    let mut files: Vec<PathBuf> = ["README.md", "certs/README.md", "examples/README.md"]
+        .iter()
+        .map(|f| root().join(f))
+        .collect();
+    files_under(&root().join("manifests"), "yaml", &mut files);
+    files_under(&root().join("manifests"), "md", &mut files);
+    files_under(&root().join("src"), "rs", &mut files);
+    let x_id = regex::Regex::new(r"\bX[0-9]+\b").unwrap();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        for m in x_id.find_iter(&text) {
+            ids.insert(m.as_str().to_string());
+        }
+    }
+    for id in ["X1", "X2", "X3", "X4", "X5"] {
+        assert!(ids.contains(id), "{id} is cited nowhere any more: {ids:?}");
+    }
+    let doc = std::fs::read_to_string(root().join("docs/rules.md")).unwrap();
+    let bin = env!("CARGO_BIN_EXE_ipam-guard");
+    for id in &ids {
+        assert!(
+            doc.contains(&format!("\n## {id}\n")),
+            "docs/rules.md has no entry for {id}"
+        );
+        let out = Command::new(bin).args(["explain", id]).output().unwrap();
+        assert!(out.status.success(), "explain {id}: {out:?}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(
+            text.starts_with(&format!("## {id}\n")),
+            "explain {id}: {text}"
+        );
+        // The page's last entry has its trailing blank line trimmed.
+        assert!(
+            doc.contains(text.trim_end()),
+            "explain {id} is not docs/rules.md's entry"
+        );
     }
 }

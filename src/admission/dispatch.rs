@@ -43,7 +43,7 @@ impl Admission {
                 if !self.inner.view.synced()
                     && rules::denies_from_view(kind, operation, &self.inner.options)
                 {
-                    return Stage::Done(Judged::Verdict(kind, not_synced()));
+                    return Stage::Done(Judged::Verdict(kind, not_synced(self.inner.local)));
                 }
                 Stage::Validate(kind, req)
             }
@@ -169,15 +169,25 @@ pub(super) fn admitted(req: &Request, verdict: &Verdict) -> Option<Projection> {
 pub(super) const VIEW_NOT_READY_WARNING: &str =
     "ipam-guard has not finished reading the cluster yet; checks against other objects were skipped";
 
-pub(super) fn not_synced() -> Verdict {
+/// The 503 of a view-dependent write while the view is not in sync (X3). It names the view it
+/// waits for: a `serve --dev` trial's own process (`local`), or the pods of an install.
+pub(super) fn not_synced(local: bool) -> Verdict {
+    let why = if local {
+        "ipam-guard's local view of pools and addresses (the `ipam-guard serve --dev` process on \
+         your machine, watching the cluster of its --kubeconfig) is not in sync with the cluster \
+         (it is still reading it, or a watch on it failed or went silent), so it cannot check this \
+         write against other objects; retry in a few seconds. If this persists, read what `serve \
+         --dev` prints and check that its kubeconfig's user may get/list/watch the IPAM kinds \
+         [ipam-guard X3]"
+    } else {
+        "ipam-guard's view of pools and addresses (the watches of the ipam-guard pods) is not in \
+         sync with the cluster (it is still reading it, or a watch on it failed or went silent), \
+         so it cannot check this write against other objects; retry in a few seconds. If this \
+         persists, check the ipam-guard pods' logs, their RBAC (get/list/watch on the IPAM kinds) \
+         and that they reach the API server [ipam-guard X3]"
+    };
     Verdict {
-        unavailable: Some(
-            "ipam-guard's view of pools and addresses is not in sync with the cluster (it is still \
-             reading it, or a watch on it failed or went silent), so it cannot check this write \
-             against other objects; retry in a few seconds. If this persists, check the ipam-guard \
-             pods' logs, their RBAC (get/list/watch on the IPAM kinds) and that they reach the API server."
-                .to_string(),
-        ),
+        unavailable: Some(why.to_string()),
         ..Verdict::default()
     }
 }

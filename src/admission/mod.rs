@@ -100,6 +100,9 @@ struct Inner {
     options: Options,
     /// Set when replicas share one decider (SPEC X2 across replicas); None decides locally.
     route: Option<Arc<dyn Route>>,
+    /// The view is this process's on a user's machine (`serve --dev`), not an install's pods:
+    /// what a 503 tells the user to look at.
+    local: bool,
 }
 
 impl Admission {
@@ -109,6 +112,19 @@ impl Admission {
                 view,
                 options,
                 route: None,
+                local: false,
+            }),
+        }
+    }
+
+    /// As `new`, for a view held by this process on a user's machine (`serve --dev`).
+    pub fn local(view: Arc<dyn ClusterView>, options: Options) -> Self {
+        Admission {
+            inner: Arc::new(Inner {
+                view,
+                options,
+                route: None,
+                local: true,
             }),
         }
     }
@@ -120,6 +136,7 @@ impl Admission {
                 view,
                 options,
                 route: Some(route),
+                local: false,
             }),
         }
     }
@@ -221,7 +238,7 @@ impl Admission {
             Some(Here::Decide) | None => {}
         }
         if !self.inner.view.synced() {
-            return DecisionAnswer::from_verdict(&not_synced());
+            return DecisionAnswer::from_verdict(&not_synced(self.inner.local));
         }
         let caller = request.caller();
         let verdict = catch_unwind(AssertUnwindSafe(|| self.validate_here(&req, &caller)));

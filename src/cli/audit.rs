@@ -103,7 +103,7 @@ fn select(findings: &[Finding], args: &AuditArgs) -> Vec<Finding> {
     findings
         .iter()
         .filter(|f| match &args.namespace {
-            Some(ns) => f.subject.key.namespace.as_deref() == Some(ns.as_str()),
+            Some(ns) => f.subject.key.namespace() == Some(ns.as_str()),
             None => true,
         })
         .filter(|f| args.rules_only.is_empty() || args.rules_only.iter().any(|r| r == f.rule))
@@ -133,13 +133,7 @@ impl Table {
             ..Table::default()
         };
         for f in findings {
-            let ns = f
-                .subject
-                .key
-                .namespace
-                .as_deref()
-                .unwrap_or("(cluster)")
-                .to_string();
+            let ns = f.subject.key.namespace().unwrap_or("(cluster)").to_string();
             *t.rows.entry((f.rule, f.severity, ns)).or_default() += 1;
             *t.per_rule.entry(f.rule).or_default() += 1;
         }

@@ -18,7 +18,7 @@ mod phases;
 
 use phases::{Phases, Step, Steps};
 
-use super::report::{self, Finding, Problem, Report, Severity, Subject, Summary};
+use super::report::{self, Finding, OtherKey, Problem, Report, Severity, Subject, Summary, Who};
 use super::{CheckArgs, OverlapScope};
 use crate::cluster::{index_of, judge_as_create, upsert_all, Identified};
 use crate::field::{format_value, PatchOp, Verdict, Warning};
@@ -251,23 +251,37 @@ fn check_keeping_view(
     // that read it: between reading and judging only the packed document waits for the others.
     let schemas = gate.schemas();
     let steps = Steps::new();
-    let loaded = manifests::read_paths_each(paths, &gate.exclude, |mut m| {
-        let found = steps.time(Step::Schema, || {
-            if schemas.is_empty() {
-                Vec::new()
-            } else {
-                schema_findings(&m, &Subject::at(&m.source, m.key.clone()), schemas)
-            }
-        });
-        if !crate::model::reads_status(m.kind) {
-            if let Some(o) = m.object.as_object_mut() {
-                o.remove("status");
-            }
-        }
-        let held = hold(&m, found, &steps);
-        steps.time(Step::Drop, || drop(m));
-        held
-    });
+    let has_schema = |group: &str, kind: &str| {
+        !matches!(
+            schemas.lookup(group, kind, ""),
+            Lookup::UnknownKind { .. } | Lookup::UnknownGroup
+        )
+    };
+    let loaded = manifests::read_paths_keeping(
+        paths,
+        &gate.exclude,
+        |m| {
+            // The API server's order: mutating admission, then the schema (of the patched
+            // object), then validating admission.
+            let schema = |patched: &Value| {
+                steps.time(Step::Schema, || {
+                    let subject = Subject::at(&m.source, m.key.clone());
+                    schema_findings(
+                        m.kind.group(),
+                        m.kind.name(),
+                        &m.version,
+                        patched,
+                        &subject,
+                        schemas,
+                    )
+                })
+            };
+            let held = hold(&m, schema, &steps);
+            steps.time(Step::Drop, || drop(m));
+            held
+        },
+        has_schema,
+    );
     phases.done("read");
     steps.report();
     let mut errors: Vec<Problem> = loaded.errors.iter().map(Problem::from).collect();
@@ -282,6 +296,30 @@ fn check_keeping_view(
             ),
         }));
     }
+    // Kinds ipam-guard does not judge but has a CRD for: that schema is all they are judged by.
+    let mut schema_only: BTreeMap<String, usize> = BTreeMap::new();
+    let mut other_findings: Vec<Vec<Finding>> = Vec::new();
+    let mut other_subjects = Vec::new();
+    for o in &loaded.others {
+        let label = if o.group.is_empty() {
+            o.kind.clone()
+        } else {
+            format!("{}.{}", o.kind, o.group)
+        };
+        *schema_only.entry(label).or_default() += 1;
+        let meta = o.object.get("metadata");
+        let text = |k: &str| meta.and_then(|m| m.get(k)).and_then(Value::as_str);
+        let who = Who::Other(std::sync::Arc::new(OtherKey {
+            group: o.group.clone(),
+            kind: o.kind.clone(),
+            namespace: text("namespace").map(str::to_string),
+            name: text("name").unwrap_or_default().to_string(),
+        }));
+        let subject = Subject::at_who(&o.source, who);
+        let found = schema_findings(&o.group, &o.kind, &o.version, &o.object, &subject, schemas);
+        other_findings.push(found);
+        other_subjects.push(subject);
+    }
     let mut summary = Summary {
         files: Some(loaded.files),
         skipped: if gate.strict {
@@ -289,6 +327,8 @@ fn check_keeping_view(
         } else {
             loaded.skipped
         },
+        not_ipam: loaded.not_ipam,
+        schema_only,
         not_objects: loaded.not_objects,
         excluded: loaded.excluded,
         unreadable: errors.len(),
@@ -296,11 +336,17 @@ fn check_keeping_view(
     };
     let (held, projections): (Vec<Held>, Vec<Option<Projection>>) =
         loaded.manifests.into_iter().unzip();
-    let subjects: Vec<Subject> = held
+    let mut subjects: Vec<Subject> = held
         .iter()
         .map(|h| Subject::at(&h.source, h.key.clone()))
         .collect();
-    let (objects, findings, index) = judge_held(held, projections, options, &gate.stored, phases);
+    subjects.extend(other_subjects);
+    let (objects, mut findings, index) =
+        judge_held(held, projections, options, &gate.stored, phases);
+    if !other_findings.is_empty() {
+        findings.extend(other_findings.into_iter().flatten());
+        sort_by_place(&mut findings, &loaded.file_names);
+    }
     summary.objects = objects;
     summary.count(&findings);
     let outcome = Outcome {
@@ -312,13 +358,29 @@ fn check_keeping_view(
     (outcome, index)
 }
 
+/// Findings in the order of the files (as read) and documents they are about. Stable: within
+/// one object the order stays schema, mutation, denials, warnings.
+fn sort_by_place(findings: &mut [Finding], files: &[std::sync::Arc<str>]) {
+    let rank: HashMap<&str, usize> = files.iter().enumerate().map(|(i, f)| (&**f, i)).collect();
+    findings.sort_by_key(|f| {
+        let file = f.subject.file.as_deref().and_then(|f| rank.get(f).copied());
+        (file, f.subject.document)
+    });
+}
+
 /// What the API server itself would refuse before any webhook runs: the object against its CRD
 /// schema (rule id `SCHEMA`), or an `apiVersion` whose version the CRD does not serve.
-fn schema_findings(m: &Manifest, subject: &Subject, schemas: &Schemas) -> Vec<Finding> {
-    let (group, kind) = (m.kind.group(), m.kind.name());
-    match schemas.lookup(group, kind, &m.version) {
+fn schema_findings(
+    group: &str,
+    kind: &str,
+    version: &str,
+    object: &Value,
+    subject: &Subject,
+    schemas: &Schemas,
+) -> Vec<Finding> {
+    match schemas.lookup(group, kind, version) {
         Lookup::Found(_) => schemas
-            .validate(group, kind, &m.version, &m.object)
+            .validate(group, kind, version, object)
             .unwrap_or_default()
             .into_iter()
             .map(|e| {
@@ -327,18 +389,17 @@ fn schema_findings(m: &Manifest, subject: &Subject, schemas: &Schemas) -> Vec<Fi
                 } else {
                     Severity::Deny
                 };
-                Finding::new(subject, e.path, e.message, "SCHEMA", severity)
+                Finding::new(subject, e.path, e.message, crate::catalogue::SCHEMA, severity)
             })
             .collect(),
         Lookup::UnservedVersion { served } => vec![Finding::new(
             subject,
             "apiVersion",
             format!(
-                "Unsupported value: \"{group}/{v}\": no matches for kind \"{kind}\" in version \"{group}/{v}\"; served versions: {}",
+                "Unsupported value: \"{group}/{version}\": no matches for kind \"{kind}\" in version \"{group}/{version}\"; served versions: {}",
                 served.join(", "),
-                v = m.version
             ),
-            "SCHEMA",
+            crate::catalogue::SCHEMA,
             Severity::Deny,
         )],
         // A --crd-dir without this kind: nothing to validate against, as on a cluster without
@@ -353,7 +414,9 @@ fn schema_findings(m: &Manifest, subject: &Subject, schemas: &Schemas) -> Vec<Fi
 pub fn judge(manifests: Vec<Manifest>, options: Options) -> (BTreeMap<Kind, usize>, Vec<Finding>) {
     let mut phases = Phases::start();
     let steps = Steps::default();
-    let held = par::map(&manifests, HOLD_PER_THREAD, |m| hold(m, Vec::new(), &steps));
+    let held = par::map(&manifests, HOLD_PER_THREAD, |m| {
+        hold(m, |_| Vec::new(), &steps)
+    });
     drop(manifests);
     phases.done("mutate");
     let (held, projections) = held.into_iter().unzip();
@@ -387,10 +450,15 @@ impl Identified for Held {
     }
 }
 
-/// The API server runs mutating webhooks before validating ones, and stores what they produce:
-/// the object is patched here (judged against the others, and they against it, patched), then
-/// projected for the index and packed until its turn to be judged. No other object is needed.
-fn hold(m: &Manifest, schema: Vec<Finding>, steps: &Steps) -> (Held, Option<Projection>) {
+/// The API server runs mutating webhooks first, then checks the schema, then runs validating
+/// webhooks, and stores what they produce: the object is patched here, `schema` judges the
+/// patched object (a field M1 fills is not missing), and it is projected for the index and
+/// packed until its turn to be judged. No other object is needed.
+fn hold(
+    m: &Manifest,
+    schema: impl FnOnce(&Value) -> Vec<Finding>,
+    steps: &Steps,
+) -> (Held, Option<Projection>) {
     let mut mutation = Vec::new();
     let mut object = Cow::Borrowed(&m.object);
     steps.time(Step::Mutate, || {
@@ -418,6 +486,13 @@ fn hold(m: &Manifest, schema: Vec<Finding>, steps: &Steps) -> (Held, Option<Proj
             }
         }
     });
+    let schema = schema(&object);
+    // Status the rules never read is not carried into judging (a create drops it anyway).
+    if !crate::model::reads_status(m.kind) && object.get("status").is_some() {
+        if let Some(o) = object.to_mut().as_object_mut() {
+            o.remove("status");
+        }
+    }
     let projection = steps.time(Step::Project, || crate::model::project(m.kind, &object));
     let held = Held {
         source: m.source.clone(),
@@ -501,6 +576,20 @@ fn judge_held(
         found
     });
     for (found, more) in per_object.iter_mut().zip(judged) {
+        // One finding per problem: where a rule denies a field the schema refuses too, the
+        // rule's words stand (they say what is wrong in IPAM terms; the schema's say only that a
+        // pattern failed). A rule's warning never hides a schema denial.
+        let denied: std::collections::HashSet<&str> = more
+            .iter()
+            .filter(|f| f.severity == Severity::Deny)
+            .map(|f| f.field.as_str())
+            .collect();
+        if !denied.is_empty() {
+            found.retain(|f| {
+                f.rule != crate::catalogue::SCHEMA || !denied.contains(f.field.as_str())
+            });
+        }
+        drop(denied);
         found.extend(more);
     }
     let findings = per_object.into_iter().flatten().collect();

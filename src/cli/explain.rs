@@ -5,8 +5,10 @@
 //!
 //! kubectl's rendering (from `tests/fixtures/captures`, recorded with kubectl 1.32 against a real
 //! API server): each `response.warnings` entry is a `Warning: <text>` line on stderr; a 422
-//! Invalid Status with kind, name and causes prints `The <Kind> "<name>" is invalid: ` and one
-//! `* <field>: <message>` line per cause (nothing else: not the webhook, not `status.message`);
+//! Invalid Status with kind, name and causes prints `The <Kind> "<name>" is invalid: ` followed,
+//! for one cause, by `<field>: <message>` on the same line, and for several by one
+//! `* <field>: <message>` line per cause (kubectl's `MultilineError`; nothing else: not the
+//! webhook, not `status.message`);
 //! any other denial prints `Error from server (<reason>): [error when creating "<file>": ]admission
 //! webhook "<webhook>" denied the request: <message>`.
 
@@ -39,9 +41,14 @@ pub fn run(args: &ExplainArgs) -> i32 {
         return 0;
     }
     let id = args.id.as_deref().unwrap_or_default();
-    match catalogue::rule(id) {
-        Some(rule) => {
-            let _ = out.write_all(entry(rule).as_bytes());
+    let text = match (catalogue::rule(id), catalogue::principle(id)) {
+        (Some(rule), _) => Some(entry(rule)),
+        (None, Some(p)) => Some(principle_entry(p)),
+        (None, None) => None,
+    };
+    match text {
+        Some(text) => {
+            let _ = out.write_all(text.as_bytes());
             0
         }
         None => {
@@ -135,13 +142,28 @@ pub fn kubectl_output(call: &KubectlCall, response: &Value) -> String {
         };
         match causes {
             Some(causes) => {
-                out.push_str(&format!("{subject} is invalid: \n"));
+                // kubectl's statusCausesToAggrError: `field: message`, a repeated one once.
+                let mut lines: Vec<String> = Vec::with_capacity(causes.len());
                 for c in causes {
-                    out.push_str(&format!(
-                        "* {}: {}\n",
+                    let line = format!(
+                        "{}: {}",
                         c["field"].as_str().unwrap_or_default(),
                         c["message"].as_str().unwrap_or_default()
-                    ));
+                    );
+                    if !lines.contains(&line) {
+                        lines.push(line);
+                    }
+                }
+                // kubectl's MultilineError: one cause on the prefix's line, several each on a
+                // `* ` line under it (the prefix line keeps its trailing space).
+                match lines.as_slice() {
+                    [one] => out.push_str(&format!("{subject} is invalid: {one}\n")),
+                    many => {
+                        out.push_str(&format!("{subject} is invalid: \n"));
+                        for line in many {
+                            out.push_str(&format!("* {line}\n"));
+                        }
+                    }
                 }
             }
             None => out.push_str(&format!("{subject} is invalid\n")),
@@ -401,6 +423,24 @@ pub fn entry(rule: &Rule) -> String {
     s
 }
 
+/// The entry of an id that names how ipam-guard works (SCHEMA, X1, X2, X5) rather than a rule.
+pub fn principle_entry(p: &catalogue::Principle) -> String {
+    format!(
+        "## {}\n\n**{}.**\n\n{}\n\n",
+        p.id,
+        capitalised(p.title),
+        p.text
+    )
+}
+
+fn capitalised(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(first) => first.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
+}
+
 /// The whole of `docs/rules.md`.
 pub fn document() -> String {
     let mut s = String::from(
@@ -430,9 +470,20 @@ pub fn document() -> String {
             first
         ));
     }
+    for p in catalogue::PRINCIPLES {
+        s.push_str(&format!(
+            "| [{}](#{}) | - | - | {}. |\n",
+            p.id,
+            p.id.to_ascii_lowercase(),
+            capitalised(p.title)
+        ));
+    }
     s.push('\n');
     for r in catalogue::RULES {
         s.push_str(&entry(r));
+    }
+    for p in catalogue::PRINCIPLES {
+        s.push_str(&principle_entry(p));
     }
     s.truncate(s.trim_end().len());
     s.push('\n');

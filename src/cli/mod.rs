@@ -277,7 +277,8 @@ pub struct CheckArgs {
     /// The kubeconfig context to use with --kubeconfig (or the default kubeconfig).
     #[arg(long)]
     pub context: Option<String>,
-    /// Files or directories of YAML/JSON manifests (multi-document YAML and `kind: List` are read).
+    /// Files or directories of YAML/JSON manifests (multi-document YAML and `kind: List` are
+    /// read); `-` reads standard input (e.g. `kustomize build . | ipam-guard check -`).
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
 }

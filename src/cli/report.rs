@@ -28,7 +28,69 @@ pub struct Subject {
     pub file: Option<Arc<str>>,
     pub document: Option<usize>,
     pub line: Option<usize>,
-    pub key: ObjKey,
+    pub key: Who,
+}
+
+/// Which object: one of a kind ipam-guard judges, or one of another kind `check` validated
+/// against its CRD only.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Who {
+    Served(ObjKey),
+    Other(Arc<OtherKey>),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct OtherKey {
+    pub group: String,
+    pub kind: String,
+    pub namespace: Option<String>,
+    pub name: String,
+}
+
+impl Who {
+    pub fn namespace(&self) -> Option<&str> {
+        match self {
+            Who::Served(k) => k.namespace.as_deref(),
+            Who::Other(o) => o.namespace.as_deref(),
+        }
+    }
+    pub fn name(&self) -> &str {
+        match self {
+            Who::Served(k) => &k.name,
+            Who::Other(o) => &o.name,
+        }
+    }
+    pub fn group(&self) -> &str {
+        match self {
+            Who::Served(k) => k.kind.group(),
+            Who::Other(o) => &o.group,
+        }
+    }
+    pub fn kind_name(&self) -> &str {
+        match self {
+            Who::Served(k) => k.kind.name(),
+            Who::Other(o) => &o.kind,
+        }
+    }
+}
+
+impl fmt::Display for Who {
+    /// As `ObjKey` reads: `Kind.group ns/name` outside the CAPI IPAM group.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Who::Served(k) => k.fmt(f),
+            Who::Other(o) => {
+                write!(f, "{}", o.kind)?;
+                if !o.group.is_empty() {
+                    write!(f, ".{}", o.group)?;
+                }
+                match &o.namespace {
+                    Some(ns) => write!(f, " {ns}/{}", o.name),
+                    None => write!(f, " {}", o.name),
+                }
+            }
+        }
+    }
 }
 
 impl Subject {
@@ -37,11 +99,15 @@ impl Subject {
             file,
             document: None,
             line: None,
-            key,
+            key: Who::Served(key),
         }
     }
 
     pub fn at(source: &Source, key: ObjKey) -> Self {
+        Self::at_who(source, Who::Served(key))
+    }
+
+    pub fn at_who(source: &Source, key: Who) -> Self {
         Subject {
             file: Some(source.file.clone()),
             document: source.document,
@@ -137,8 +203,12 @@ impl Finding {
         }
     }
 
-    pub fn kind(&self) -> Kind {
-        self.subject.key.kind
+    /// The kind, when ipam-guard judges it.
+    pub fn kind(&self) -> Option<Kind> {
+        match &self.subject.key {
+            Who::Served(k) => Some(k.kind),
+            Who::Other(_) => None,
+        }
     }
 }
 
@@ -169,8 +239,8 @@ struct Wire<'a> {
     file: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     source: Option<&'a str>,
-    group: Option<&'static str>,
-    kind: Option<&'static str>,
+    group: Option<&'a str>,
+    kind: Option<&'a str>,
     namespace: Option<&'a str>,
     name: Option<&'a str>,
     field: &'a str,
@@ -187,10 +257,10 @@ impl<'a> From<&'a Finding> for Wire<'a> {
         Wire {
             file: f.subject.file.as_deref(),
             source: None,
-            group: Some(key.kind.group()),
-            kind: Some(key.kind.name()),
-            namespace: key.namespace.as_deref(),
-            name: Some(&key.name),
+            group: Some(key.group()),
+            kind: Some(key.kind_name()),
+            namespace: key.namespace(),
+            name: Some(key.name()),
             field: &f.field,
             message: &f.message,
             rule: Some(f.rule),
@@ -372,7 +442,7 @@ fn xml_escape(s: &str) -> String {
 /// be judged.
 fn junit(out: &mut dyn Write, r: &Report) -> io::Result<()> {
     let mut cases: Vec<(&Subject, Vec<&Finding>)> = Vec::new();
-    let mut at: std::collections::HashMap<(&Option<Arc<str>>, &ObjKey), usize> =
+    let mut at: std::collections::HashMap<(&Option<Arc<str>>, &Who), usize> =
         std::collections::HashMap::new();
     for s in r.subjects {
         at.entry((&s.file, &s.key)).or_insert_with(|| {
@@ -491,8 +561,12 @@ pub struct Summary {
     pub files: Option<usize>,
     /// Objects judged, per kind.
     pub objects: BTreeMap<Kind, usize>,
-    /// Objects of unknown kinds skipped, by `Kind.group`.
+    /// Objects of kinds ipam-guard does not judge and has no CRD for, skipped, by `Kind.group`.
     pub skipped: BTreeMap<String, usize>,
+    /// Objects of Kubernetes' own kinds (Namespace, Deployment.apps), skipped: not IPAM.
+    pub not_ipam: BTreeMap<String, usize>,
+    /// Objects of kinds ipam-guard does not judge, checked against their CRD's schema only.
+    pub schema_only: BTreeMap<String, usize>,
     /// Documents that are not Kubernetes objects, skipped.
     pub not_objects: usize,
     /// Files left out by `--exclude`.
@@ -528,7 +602,9 @@ impl Summary {
 impl fmt::Display for Summary {
     /// ```text
     /// read 7 objects from 3 files: 1 InClusterIPPool, 2 IPAddressClaim, …
-    /// skipped 2 objects of unknown kinds: 1 ConfigMap, 1 Cluster.cluster.x-k8s.io
+    /// 1 object checked against their CRD's schema only: 1 Metal3DataTemplate.infrastructure…
+    /// 1 object skipped: kinds ipam-guard does not judge, no CRD at hand: 1 Cluster.cluster.x-k8s.io
+    /// 1 object skipped: not IPAM: 1 ConfigMap
     /// 1 denial, 2 warnings
     /// ```
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -546,20 +622,25 @@ impl fmt::Display for Summary {
             write!(f, ": {}", by_kind.join(", "))?;
         }
         writeln!(f)?;
-        let skipped: usize = self.skipped.values().sum();
-        if skipped > 0 {
-            let by_kind: Vec<String> = self
-                .skipped
-                .iter()
-                .map(|(k, n)| format!("{n} {k}"))
-                .collect();
-            writeln!(
-                f,
-                "skipped {} of unknown kinds: {}",
-                plural(skipped, "object"),
-                by_kind.join(", ")
-            )?;
-        }
+        let counted = |f: &mut fmt::Formatter<'_>, what: &str, map: &BTreeMap<String, usize>| {
+            let n: usize = map.values().sum();
+            if n == 0 {
+                return Ok(());
+            }
+            let by_kind: Vec<String> = map.iter().map(|(k, n)| format!("{n} {k}")).collect();
+            writeln!(f, "{} {what}: {}", plural(n, "object"), by_kind.join(", "))
+        };
+        counted(
+            f,
+            "checked against their CRD's schema only",
+            &self.schema_only,
+        )?;
+        counted(
+            f,
+            "skipped: kinds ipam-guard does not judge, no CRD at hand",
+            &self.skipped,
+        )?;
+        counted(f, "skipped: not IPAM", &self.not_ipam)?;
         if self.not_objects > 0 {
             writeln!(
                 f,
@@ -658,12 +739,14 @@ mod tests {
         };
         s.objects.insert(Kind::IPAddress, 3);
         s.objects.insert(Kind::Metal3IPPool, 1);
-        s.skipped.insert("ConfigMap".into(), 1);
+        s.not_ipam.insert("ConfigMap".into(), 1);
+        s.skipped.insert("Cluster.cluster.x-k8s.io".into(), 2);
         s.warnings = 1;
         assert_eq!(
             s.to_string(),
             "read 4 objects from 2 files: 3 IPAddress, 1 IPPool.ipam.metal3.io\n\
-             skipped 1 object of unknown kinds: 1 ConfigMap\n\
+             2 objects skipped: kinds ipam-guard does not judge, no CRD at hand: 2 Cluster.cluster.x-k8s.io\n\
+             1 object skipped: not IPAM: 1 ConfigMap\n\
              0 denials, 1 warning\n"
         );
         assert_eq!(s.exit_code(), 0);

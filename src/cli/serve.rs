@@ -92,6 +92,7 @@ pub async fn run_with(
             decider.serve_peers(admission.clone());
             (admission, Some(decider))
         }
+        _ if args.dev => (Admission::local(view, options), None),
         _ => (Admission::new(view, options), None),
     };
     let server = Server::bind(config, admission, registry).await?;
@@ -101,8 +102,9 @@ pub async fn run_with(
     // The decider steps down as soon as the shutdown starts, while this replica still serves
     // (forwarding to the next decider) and can hand its admissions over.
     let stepping_down = decider.clone();
+    let dev = args.dev;
     let shutdown = async move {
-        shutdown_signal(term, int).await;
+        shutdown_signal(term, int, dev).await;
         if let Some(decider) = stepping_down {
             decider.step_down().await;
         }
@@ -243,12 +245,19 @@ fn init_logging(format: LogFormat) {
     };
 }
 
-/// The first SIGTERM/SIGINT starts the graceful shutdown; a second one exits at once.
-async fn shutdown_signal(mut term: Signal, mut int: Signal) {
+/// The first SIGTERM/SIGINT starts the graceful shutdown; a second one exits at once. Under
+/// `--dev`, Ctrl-C (SIGINT) exits at once: nothing routes traffic away from a process on a
+/// laptop, so the shutdown delay would only keep the user waiting. SIGTERM (a pod's stop) drains
+/// either way.
+async fn shutdown_signal(mut term: Signal, mut int: Signal, dev: bool) {
     let name = tokio::select! {
         _ = term.recv() => "SIGTERM",
         _ = int.recv() => "SIGINT",
     };
+    if dev && name == "SIGINT" {
+        tracing::info!("SIGINT under --dev: exiting without the shutdown delay");
+        std::process::exit(0);
+    }
     tracing::info!(signal = name, "shutdown signal received");
     tokio::spawn(async move {
         tokio::select! {

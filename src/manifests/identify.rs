@@ -4,8 +4,8 @@
 use serde_json::Value;
 
 use super::parse::{Each, FileResult};
-use super::{LoadError, Manifest, Problem, Source};
-use crate::kinds::{Kind, KINDS};
+use super::{LoadError, Manifest, Other, Problem, Source};
+use crate::kinds::{unjudged, Kind, Unjudged, KINDS};
 use crate::model::ObjKey;
 
 pub(super) fn dispatch<T>(source: &Source, doc: Value, out: &mut FileResult<T>, each: &Each<T>) {
@@ -96,26 +96,37 @@ fn object<T>(
         (Ok(api_version), Ok(kind)) => match Kind::from_api_version(api_version, kind) {
             Some(known) => known,
             None => {
-                let group = api_version.rsplit_once('/').map(|(g, _)| g);
-                let served: Vec<&'static str> = KINDS
-                    .iter()
-                    .filter(|k| Some(k.group) == group)
-                    .map(|k| k.name)
-                    .collect();
-                if !served.is_empty() {
-                    let hint = crate::schema::closest(kind, &served);
-                    out.errors.push(LoadError::new(
+                let (group, version) = match api_version.rsplit_once('/') {
+                    Some((g, v)) => (g, v),
+                    None => ("", api_version),
+                };
+                let label = if group.is_empty() {
+                    kind.to_string()
+                } else {
+                    format!("{kind}.{group}")
+                };
+                // Its CRD at hand: the caller validates it against that, nothing else.
+                if (each.keep_other)(group, kind) {
+                    out.others.push(Other {
                         source,
-                        unknown_kind(api_version, kind, hint),
-                    ));
+                        group: group.to_string(),
+                        version: version.to_string(),
+                        kind: kind.to_string(),
+                        object,
+                    });
                     return;
                 }
-                let label = match group {
-                    Some(group) => format!("{kind}.{group}"),
-                    None => kind.to_string(),
-                };
-                *out.skipped.entry(label.clone()).or_default() += 1;
-                out.skipped_at.push((source, label));
+                match unjudged(Some(group), kind) {
+                    Unjudged::BuiltIn => *out.not_ipam.entry(label).or_default() += 1,
+                    Unjudged::NearMiss(meant) => out.errors.push(LoadError::new(
+                        source,
+                        unknown_kind(api_version, kind, Some(meant)),
+                    )),
+                    Unjudged::Other => {
+                        *out.skipped.entry(label.clone()).or_default() += 1;
+                        out.skipped_at.push((source, label));
+                    }
+                }
                 return;
             }
         },
@@ -145,7 +156,7 @@ fn object<T>(
         }
     };
     match identify(kind, &mut object) {
-        Ok(key) => out.manifests.push(each(Manifest {
+        Ok(key) => out.manifests.push((each.manifest)(Manifest {
             source,
             kind,
             version,

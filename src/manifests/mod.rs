@@ -110,6 +110,16 @@ impl Manifest {
     }
 }
 
+/// An object of a kind ipam-guard does not judge, kept whole (see `read_paths_keeping`).
+#[derive(Debug, Clone)]
+pub struct Other {
+    pub source: Source,
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+    pub object: Value,
+}
+
 /// What is wrong with an input, without where (see `LoadError`).
 #[derive(Debug, thiserror::Error)]
 pub enum Problem {
@@ -121,8 +131,9 @@ pub enum Problem {
     Json(String),
     #[error("expected an object, found {0}")]
     NotAnObject(&'static str),
-    /// `apiVersion` names a group ipam-guard serves, but not this kind: a typo the API server
-    /// would refuse with "no matches for kind". The text is built once (`unknown_kind`).
+    /// `apiVersion` names a group ipam-guard serves and, instead of one of its kinds, a near miss
+    /// of one that no provider publishes: a typo the API server would refuse with "no matches
+    /// for kind". The text is built once (`unknown_kind`).
     #[error("{0}")]
     UnknownKind(Box<str>),
     #[error("{0} is missing")]
@@ -179,10 +190,15 @@ pub struct Loaded<T = Manifest> {
     /// document order (as made by `read_paths_each`'s `each`, when read that way).
     pub manifests: Vec<T>,
     pub errors: Vec<LoadError>,
-    /// Objects of kinds outside `kinds::KINDS`, by `Kind.group` (`Kind` for the core group).
+    /// Objects of kinds outside `kinds::KINDS` that are not Kubernetes' own (a provider's
+    /// Metal3MachineTemplate, another CRD), by `Kind.group`, unless kept in `others`.
     pub skipped: BTreeMap<String, usize>,
-    /// Where each skipped object was, with its `Kind.group` (for `check --strict`).
+    /// Where each of `skipped` was, with its `Kind.group` (for `check --strict`).
     pub skipped_at: Vec<(Source, String)>,
+    /// Objects of Kubernetes' own kinds (Namespace, ConfigMap, Deployment.apps): not IPAM.
+    pub not_ipam: BTreeMap<String, usize>,
+    /// Objects of kinds ipam-guard does not judge that the reader asked to keep.
+    pub others: Vec<Other>,
     /// Documents that are not Kubernetes objects (no `apiVersion` and `kind`: Helm values,
     /// Renovate or CI configuration next to the manifests), skipped.
     pub not_objects: usize,
@@ -190,6 +206,8 @@ pub struct Loaded<T = Manifest> {
     pub excluded: usize,
     /// Files read (or attempted).
     pub files: usize,
+    /// Their names, in the order they were read (what "file order" means in reports).
+    pub file_names: Vec<Arc<str>>,
 }
 
 impl<T> Default for Loaded<T> {
@@ -199,9 +217,12 @@ impl<T> Default for Loaded<T> {
             errors: Vec::new(),
             skipped: BTreeMap::new(),
             skipped_at: Vec::new(),
+            not_ipam: BTreeMap::new(),
+            others: Vec::new(),
             not_objects: 0,
             excluded: 0,
             files: 0,
+            file_names: Vec::new(),
         }
     }
 }
@@ -231,19 +252,39 @@ pub fn read_paths_each<T: Send>(
     exclude: &GlobSet,
     each: impl Fn(Manifest) -> T + Sync,
 ) -> Loaded<T> {
+    read_paths_keeping(paths, exclude, each, |_, _| false)
+}
+
+/// As `read_paths_each`, keeping in `Loaded::others` the objects of kinds ipam-guard does not
+/// judge for which `keep_other(group, kind)` holds (`check`: the kinds it has a CRD schema for).
+pub fn read_paths_keeping<T: Send>(
+    paths: &[PathBuf],
+    exclude: &GlobSet,
+    each: impl Fn(Manifest) -> T + Sync,
+    keep_other: impl Fn(&str, &str) -> bool + Sync,
+) -> Loaded<T> {
     let mut loaded = Loaded::default();
     let (inputs, excluded) = find::inputs(paths, exclude, &mut loaded.errors);
     loaded.files = inputs.len();
+    loaded.file_names = inputs.iter().map(|i| i.name.clone()).collect();
     loaded.excluded = excluded;
 
+    let each = parse::Each {
+        manifest: &each,
+        keep_other: &keep_other,
+    };
     let results = parse::parse_all(&inputs, &each);
     for r in results {
         loaded.manifests.extend(r.manifests);
         loaded.errors.extend(r.errors);
         loaded.not_objects += r.not_objects;
         loaded.skipped_at.extend(r.skipped_at);
+        loaded.others.extend(r.others);
         for (k, n) in r.skipped {
             *loaded.skipped.entry(k).or_default() += n;
+        }
+        for (k, n) in r.not_ipam {
+            *loaded.not_ipam.entry(k).or_default() += n;
         }
     }
     loaded
@@ -252,14 +293,17 @@ pub fn read_paths_each<T: Send>(
 /// Reads one string of YAML (or JSON) as if it were a file named `name`.
 pub fn read_str(name: &str, text: &str) -> Loaded {
     let file: Arc<str> = Arc::from(name);
-    let r = parse::parse_yaml(&file, text, &|m| m);
+    let r = parse::parse_yaml(&file, text, &parse::Each::served(&|m| m));
     Loaded {
         manifests: r.manifests,
         errors: r.errors,
         skipped: r.skipped,
         skipped_at: r.skipped_at,
+        not_ipam: r.not_ipam,
+        others: r.others,
         not_objects: r.not_objects,
         excluded: 0,
         files: 1,
+        file_names: vec![file],
     }
 }

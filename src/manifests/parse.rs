@@ -11,7 +11,7 @@ use serde::de::DeserializeSeed;
 use super::find::{Format, Input};
 use super::identify::dispatch;
 use super::to_json::ToJson;
-use super::{LoadError, Manifest, Problem, Source};
+use super::{LoadError, Manifest, Other, Problem, Source};
 
 /// What one file gave: its objects, each already through the caller's `each`.
 #[derive(Debug)]
@@ -20,6 +20,8 @@ pub(super) struct FileResult<T = Manifest> {
     pub(super) errors: Vec<LoadError>,
     pub(super) skipped: BTreeMap<String, usize>,
     pub(super) skipped_at: Vec<(Source, String)>,
+    pub(super) not_ipam: BTreeMap<String, usize>,
+    pub(super) others: Vec<Other>,
     pub(super) not_objects: usize,
 }
 
@@ -30,13 +32,29 @@ impl<T> Default for FileResult<T> {
             errors: Vec::new(),
             skipped: BTreeMap::new(),
             skipped_at: Vec::new(),
+            not_ipam: BTreeMap::new(),
+            others: Vec::new(),
             not_objects: 0,
         }
     }
 }
 
-/// What a caller makes of each object, on the worker that read it.
-pub(super) type Each<'a, T> = dyn Fn(Manifest) -> T + Sync + 'a;
+/// What a caller makes of each object, on the worker that read it, and which objects of kinds
+/// ipam-guard does not judge it wants kept (by group and kind: those it has a CRD schema for).
+pub(super) struct Each<'a, T> {
+    pub(super) manifest: &'a (dyn Fn(Manifest) -> T + Sync + 'a),
+    pub(super) keep_other: &'a (dyn Fn(&str, &str) -> bool + Sync + 'a),
+}
+
+impl<'a, T> Each<'a, T> {
+    /// Every object of a served kind through `manifest`; no other object kept.
+    pub(super) fn served(manifest: &'a (dyn Fn(Manifest) -> T + Sync + 'a)) -> Self {
+        Each {
+            manifest,
+            keep_other: &|_, _| false,
+        }
+    }
+}
 
 /// Parses inputs on every core (one file at a time per worker); results come back in input order.
 pub(super) fn parse_all<T: Send>(inputs: &[Input], each: &Each<T>) -> Vec<FileResult<T>> {

@@ -2,7 +2,7 @@ use super::parse::{json_value_lines, yaml_document_lines, FileResult};
 use super::*;
 
 fn parse_json(file: &Arc<str>, text: &str) -> FileResult {
-    super::parse::parse_json(file, text, &|m| m)
+    super::parse::parse_json(file, text, &super::parse::Each::served(&|m| m))
 }
 
 fn errors(l: &Loaded) -> Vec<String> {
@@ -46,8 +46,10 @@ items:
         l.manifests[1].source.to_string(),
         "x.yaml: document 4: items[0]"
     );
-    assert_eq!(l.skipped.get("ConfigMap"), Some(&1));
+    // Kubernetes' own kinds are not IPAM; a provider's kind is one ipam-guard does not judge.
+    assert_eq!(l.not_ipam.get("ConfigMap"), Some(&1));
     assert_eq!(l.skipped.get("Cluster.cluster.x-k8s.io"), Some(&1));
+    assert!(l.skipped_at.iter().all(|(_, k)| k != "ConfigMap"));
 }
 
 #[test]
@@ -72,8 +74,8 @@ fn bad_documents_name_file_and_document() {
             "x.yaml: document 1: no matches for kind \"IPAdress\" in version \"ipam.cluster.x-k8s.io/v1beta2\" (did you mean \"IPAddress\"?)",
         ),
         (
-            "apiVersion: ipam.metal3.io/v1alpha1\nkind: Whatever\nmetadata: {name: a}\n",
-            "x.yaml: document 1: no matches for kind \"Whatever\" in version \"ipam.metal3.io/v1alpha1\"\n",
+            "apiVersion: ipam.metal3.io/v1alpha1\nkind: IPclaim\nmetadata: {name: a}\n",
+            "x.yaml: document 1: no matches for kind \"IPclaim\" in version \"ipam.metal3.io/v1alpha1\" (did you mean \"IPClaim\"?)\n",
         ),
         (
             "apiVersion: ipam.cluster.x-k8s.io/v1beta2\nkind: IPAddress\nmetadata: {namespace: n}\n",
@@ -139,7 +141,7 @@ fn documents_that_are_not_kubernetes_objects_are_counted_not_errors() {
 
 #[test]
 fn every_object_knows_the_line_its_document_starts_on() {
-    let text = "# pools\n\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n---\n\
+    let text = "# pools\n\napiVersion: cluster.x-k8s.io/v1beta1\nkind: Cluster\nmetadata: {name: c}\n---\n\
                 apiVersion: ipam.cluster.x-k8s.io/v1beta2\nkind: IPAddress\nmetadata: {name: a}\n\
                 --- # next\nfoo: bar\n...\n---\napiVersion: v1\nkind: List\n\
                 items:\n- apiVersion: ipam.cluster.x-k8s.io/v1beta2\n  kind: IPAddress\n  metadata: {name: b}\n";
@@ -236,9 +238,9 @@ fn json_numbers_are_checked_and_streams_read() {
         "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\"}\n\n{\"apiVersion\":\"v1\",\"kind\":\"Secret\"}\n  ",
     );
     assert!(r.errors.is_empty(), "{:?}", r.errors);
-    assert_eq!(r.skipped.len(), 2);
+    assert_eq!(r.not_ipam.len(), 2);
     let r = parse_json(&file, "");
-    assert!(r.errors.is_empty() && r.skipped.is_empty());
+    assert!(r.errors.is_empty() && r.skipped.is_empty() && r.not_ipam.is_empty());
     let r = parse_json(&file, "{\"apiVersion\": \"v1\", \"kind\": \"Secret\"} x");
     assert_eq!(r.errors.len(), 1);
     assert!(

@@ -84,12 +84,12 @@ fn types_required_and_bounds_read_as_the_api_server_writes_them() {
         vec![
             (
                 "spec.addresses".to_string(),
-                "Invalid value: \"string\": spec.addresses in body must be of type array: \"string\""
+                "Invalid value: \"10.0.0.1\": spec.addresses in body must be of type array: \"string\""
                     .to_string()
             ),
             (
                 "spec.prefix".to_string(),
-                "Invalid value: \"string\": spec.prefix in body must be of type integer: \"string\""
+                "Invalid value: \"24\": spec.prefix in body must be of type integer: \"string\""
                     .to_string()
             ),
         ]
