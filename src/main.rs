@@ -36,6 +36,9 @@ async fn main() -> ExitCode {
         Command::DevWebhooks(args) => {
             ExitCode::from(u8::try_from(ipam_guard::cli::dev_webhooks::run(&args)).unwrap_or(2))
         }
+        Command::Policies(args) => {
+            ExitCode::from(u8::try_from(ipam_guard::cli::policies::run(&args)).unwrap_or(2))
+        }
     }
 }
 

@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 
 use super::DevWebhooksArgs;
 use crate::kinds::{Kind, KINDS};
+use crate::rules::conditions;
 
 /// The name both configurations carry: `kubectl delete` of it removes the trial.
 pub const NAME: &str = "ipam-guard-dev";
@@ -46,6 +47,12 @@ pub fn run(args: &DevWebhooksArgs) -> i32 {
             return 2;
         }
     };
+    if let Some(v) = args.kube_version.as_deref() {
+        if super::policies::minor(v).is_none() {
+            eprintln!("error: --kube-version {v:?} is not a Kubernetes version such as 1.31");
+            return 2;
+        }
+    }
     let docs = configurations(args, &ca);
     let mut out = io::stdout().lock();
     for doc in docs {
@@ -145,12 +152,28 @@ pub fn configurations(args: &DevWebhooksArgs, ca_pem: &[u8]) -> [Value; 2] {
     for w in &mut mutate {
         w["reinvocationPolicy"] = json!("Never");
     }
+    let mut validate = webhooks("validate", "/validate", false);
+    // Only a server known to have them gets matchConditions: an older one refuses or drops the
+    // field, and which it does depends on its version and the client's field validation.
+    let conditions = args
+        .kube_version
+        .as_deref()
+        .and_then(super::policies::minor)
+        .is_some_and(|m| m >= super::policies::MATCH_CONDITIONS_SINCE);
+    if conditions {
+        for w in &mut validate {
+            w["matchConditions"] = Value::Array(conditions::validating_conditions());
+        }
+        for w in &mut mutate {
+            w["matchConditions"] = Value::Array(conditions::mutating_conditions());
+        }
+    }
     [
         json!({
             "apiVersion": "admissionregistration.k8s.io/v1",
             "kind": "ValidatingWebhookConfiguration",
             "metadata": meta,
-            "webhooks": webhooks("validate", "/validate", false),
+            "webhooks": validate,
         }),
         json!({
             "apiVersion": "admissionregistration.k8s.io/v1",
@@ -170,6 +193,7 @@ mod tests {
             url: url.into(),
             namespace: vec!["ipam-trial".into()],
             cert_dir: "./certs/dev".into(),
+            kube_version: None,
         }
     }
 

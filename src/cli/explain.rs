@@ -25,6 +25,7 @@ use crate::cluster::{ClusterView, Shared};
 use crate::index::Index;
 use crate::kinds::Kind;
 use crate::manifests::{self, Manifest};
+use crate::rules::backstop::{self, Coverage};
 use crate::rules::Options;
 
 /// The validating webhook's name in `manifests/webhooks.yaml`: the API server quotes it.
@@ -371,6 +372,10 @@ pub fn entry(rule: &Rule) -> String {
             "no"
         }
     ));
+    s.insert_str(
+        s.len() - 1,
+        &format!("- **Without the webhook:** {}\n", backstop_line(rule)),
+    );
     let shown = show(rule);
     let file = manifests("example.yaml", e.object)
         .ok()
@@ -441,6 +446,27 @@ fn capitalised(s: &str) -> String {
     }
 }
 
+/// What keeps the rule when the webhook is not asked (`ipam-guard policies`).
+fn backstop_line(rule: &Rule) -> String {
+    match backstop::coverage(rule.id) {
+        Coverage::Policy {
+            name,
+            since,
+            partial,
+        } => {
+            let mut s = format!(
+                "ValidatingAdmissionPolicy `{name}` (Kubernetes 1.{since}+; `ipam-guard policies`, `manifests/components/cel-backstop`)"
+            );
+            if let Some(p) = partial {
+                s.push_str(&format!(". Only part of the rule: {p}"));
+            }
+            s
+        }
+        Coverage::WebhookOnly(why) => format!("no policy: {why}"),
+        Coverage::NotApplicable(why) => format!("no policy ({why})"),
+    }
+}
+
 /// The whole of `docs/rules.md`.
 pub fn document() -> String {
     let mut s = String::from(
@@ -451,7 +477,12 @@ pub fn document() -> String {
          Each example is run through ipam-guard's admission code when this page is generated; what \
          follows `kubectl prints:` is what kubectl shows for that answer (an API server may refuse a \
          few of these objects on its CRD schema first; ipam-guard judges them the same way in `check` \
-         and `audit`).\n\n",
+         and `audit`).\n\n\
+         **Without the webhook** says what keeps a rule in force when ipam-guard is not asked (the \
+         webhook unreachable, or removed): the rules that read only the object being written have a \
+         ValidatingAdmissionPolicy where CEL can say them without ever refusing what the webhook \
+         allows (`ipam-guard policies`, the kustomize component `manifests/components/cel-backstop`); \
+         the others say why not.\n\n",
     );
     s.push_str(&format!(
         "Generated from the rule catalogue (`src/catalogue.rs`) by `{REFRESH}`; do not edit by hand \

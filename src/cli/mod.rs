@@ -4,6 +4,7 @@ pub mod audit;
 pub mod check;
 pub mod dev_webhooks;
 pub mod explain;
+pub mod policies;
 pub mod report;
 pub mod serve;
 pub mod usage;
@@ -40,6 +41,22 @@ pub enum Command {
     /// Print webhook configurations that send a real cluster's IPAM writes in some namespaces to
     /// a local `serve --dev --kubeconfig` (a trial; see docs/trial.md).
     DevWebhooks(DevWebhooksArgs),
+    /// Print ValidatingAdmissionPolicies and bindings that keep the single-object rules in force
+    /// without the webhook (Kubernetes 1.30+), or the webhooks' matchConditions.
+    Policies(PoliciesArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct PoliciesArgs {
+    /// Only what a server of this version evaluates (e.g. 1.30: no policy that needs CEL's IP
+    /// library, which stored expressions may use from 1.31). Default: every policy.
+    #[arg(long, value_name = "MAJOR.MINOR")]
+    pub kube_version: Option<String>,
+    /// Print instead the kustomize patch that adds matchConditions to the webhook
+    /// configurations of manifests/ (Kubernetes 1.30+): the API server then skips requests no
+    /// rule can deny, warn about or mutate.
+    #[arg(long)]
+    pub webhook_conditions: bool,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -54,6 +71,10 @@ pub struct DevWebhooksArgs {
     /// The `serve --dev` certificate directory holding ca.crt.
     #[arg(long, default_value = "./certs/dev")]
     pub cert_dir: PathBuf,
+    /// The target API server's version (`kubectl version`): from 1.30 the configurations carry
+    /// matchConditions, so requests no rule can judge are not sent. Unset: none (any server).
+    #[arg(long, value_name = "MAJOR.MINOR")]
+    pub kube_version: Option<String>,
 }
 
 pub use crate::rules::OverlapScope;

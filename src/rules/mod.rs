@@ -1,8 +1,10 @@
 //! The rule catalogue of SPEC as pure functions: `(request, old object, cluster view) -> findings`.
 //! No HTTP and no kube client in here.
 
+pub mod backstop;
 pub mod capv;
 pub mod claim;
+pub mod conditions;
 pub mod ipaddress;
 pub mod metal3;
 pub mod mutate;

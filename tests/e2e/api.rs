@@ -301,6 +301,8 @@ pub struct Guard {
     pub addr: SocketAddr,
     /// `/healthz`, `/readyz` (plain HTTP).
     pub probe: SocketAddr,
+    /// `/metrics` (plain HTTP).
+    pub metrics: SocketAddr,
 }
 
 impl Drop for Guard {
@@ -343,6 +345,7 @@ pub async fn start_ipam_guard_with(cp: &ControlPlane, options: LiveOptions) -> (
         .expect("server binds");
     let addr = server.addrs().webhook;
     let probe = server.addrs().probe;
+    let metrics = server.addrs().metrics;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(server.run(async move {
         let _ = stopped.await;
@@ -354,6 +357,7 @@ pub async fn start_ipam_guard_with(cp: &ControlPlane, options: LiveOptions) -> (
             task,
             addr,
             probe,
+            metrics,
         },
         ca_pem,
     )
