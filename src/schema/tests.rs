@@ -25,7 +25,11 @@ const POOL_V: &str = "ipam.cluster.x-k8s.io/v1alpha2";
 #[test]
 fn every_embedded_kind_and_version_is_known() {
     let s = Schemas::embedded();
-    for info in crate::kinds::KINDS {
+    // The prefix pools' schemas are not embedded yet: `check` judges them by the rules alone.
+    for info in crate::kinds::KINDS
+        .iter()
+        .filter(|k| !k.kind.is_prefix_pool())
+    {
         for v in info.versions {
             assert!(
                 matches!(s.lookup(info.group, info.name, v), Lookup::Found(Some(_))),
