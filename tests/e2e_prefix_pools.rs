@@ -56,7 +56,7 @@ fn kubectl(cp: &ControlPlane, args: &[&str], manifest: Option<&Value>) -> (bool,
 fn strip_empty_string_defaults(v: &mut Value) -> usize {
     match v {
         Value::Object(map) => {
-            let mut n = usize::from(map.get("default") == Some(&json!("")));
+            let n = usize::from(map.get("default") == Some(&json!("")));
             if n == 1 {
                 map.remove("default");
             }
