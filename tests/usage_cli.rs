@@ -133,8 +133,8 @@ fn prefix_pools_are_counted_in_sub_prefixes() {
     assert_eq!(
         stdout(&o),
         "\
-POOL                                  ALLOCATABLE  USED  FREE  USED%
-InClusterPrefixPool team-a/nodes-v6             3     1     2  33.3%  [#######.............] /64 sub-prefixes (+1 held, not allocatable)
+POOL                                 ALLOCATABLE  USED  FREE  USED%
+InClusterPrefixPool team-a/nodes-v6            3     1     2  33.3%  [#######.............] /64 sub-prefixes (+1 held, not allocatable)
 "
     );
     let o = usage(&["-o", "json", FILE]);
