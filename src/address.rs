@@ -477,6 +477,49 @@ impl AddrSet {
             .fold(0u128, |n, r| n.saturating_add(r.size()))
     }
 
+    /// The aligned blocks of `prefix` (every `/64`, say) that lie wholly inside the set: what a
+    /// pool handing out whole sub-prefixes can allocate. A block the set only partly covers is
+    /// left out. Each run is trimmed inward to block boundaries, so this is O(runs).
+    pub fn whole_blocks(&self, prefix: u8) -> AddrSet {
+        let mask = block_mask(self.family, prefix);
+        let ranges = self
+            .ranges
+            .iter()
+            .filter_map(|r| {
+                let start = if r.start & mask == 0 {
+                    r.start
+                } else {
+                    (r.start | mask).checked_add(1)?
+                };
+                let end = if r.end & mask == mask {
+                    r.end
+                } else {
+                    (r.end & !mask).checked_sub(1)?
+                };
+                (start <= end).then_some(IpRange { start, end })
+            })
+            .collect();
+        AddrSet {
+            family: self.family,
+            ranges,
+        }
+    }
+
+    /// How many aligned blocks of `prefix` lie wholly inside the set; exact where `len` would
+    /// saturate (`::/0` holds 2^64 blocks of /64), saturating only past `u128::MAX`.
+    pub fn count_blocks(&self, prefix: u8) -> u128 {
+        let mask = block_mask(self.family, prefix);
+        let shift = mask.count_ones();
+        self.whole_blocks(prefix).ranges.iter().fold(0u128, |n, r| {
+            let blocks = if shift >= 128 {
+                1
+            } else {
+                ((r.end - r.start) >> shift).saturating_add(1)
+            };
+            n.saturating_add(blocks)
+        })
+    }
+
     /// Like `Display`, but at most `max_runs` runs (at least one) followed by `and N more`, for
     /// messages that must stay short whatever the pool looks like.
     pub fn display_limited(&self, max_runs: usize) -> String {
@@ -494,6 +537,22 @@ impl AddrSet {
             self.ranges.len() - max_runs
         )
     }
+}
+
+/// The host bits of a block of `prefix` in `family` (a prefix past the family's width means a
+/// single address).
+pub fn block_mask(family: Family, prefix: u8) -> u128 {
+    let shift = u32::from(family.bits().saturating_sub(prefix));
+    if shift >= 128 {
+        u128::MAX
+    } else {
+        (1u128 << shift) - 1
+    }
+}
+
+/// Whether `ip` is the first address of its block of `prefix` (a sub-prefix's network address).
+pub fn is_block_start(ip: Ip, prefix: u8) -> bool {
+    ip.value & block_mask(ip.family, prefix) == 0
 }
 
 /// Puts bounds in order and cuts the run to the family; `None` when nothing is left.
@@ -1653,5 +1712,41 @@ mod tests {
             .value
             .to_set();
         assert_eq!(wide.len(), 1 << 96);
+    }
+
+    #[test]
+    fn whole_blocks_keep_only_sub_prefixes_the_set_covers_entirely() {
+        let d = |s: &str| v6(s);
+        // fd00::/62 minus one address of its second /64: three /64s stay whole.
+        let declared = set(
+            Family::V6,
+            &[(d("fd00::"), d("fd00:0:0:3:ffff:ffff:ffff:ffff"))],
+        );
+        let mut free = declared.clone();
+        free.remove(IpRange::single(d("fd00:0:0:1::5")));
+        let blocks = free.whole_blocks(64);
+        assert_eq!(
+            blocks.to_string(),
+            "fd00::-fd00::ffff:ffff:ffff:ffff, fd00:0:0:2::-fd00::3:ffff:ffff:ffff:ffff"
+        );
+        assert_eq!(free.count_blocks(64), 3);
+        assert_eq!(declared.count_blocks(64), 4);
+        // A run smaller than one block holds none; /128 blocks are single addresses.
+        let small = set(Family::V6, &[(d("fd00::1"), d("fd00::ff"))]);
+        assert!(small.whole_blocks(64).is_empty());
+        assert_eq!(small.count_blocks(128), 255);
+        // The whole family, at either end of the value range, without overflow.
+        let all = AddrSet::full(Family::V6);
+        assert_eq!(all.count_blocks(64), 1u128 << 64);
+        assert_eq!(all.count_blocks(1), 2);
+        assert_eq!(all.count_blocks(0), 1);
+        assert_eq!(all.count_blocks(128), u128::MAX);
+        let top = set(Family::V6, &[(u128::MAX - 5, u128::MAX)]);
+        assert_eq!(
+            top.whole_blocks(127).to_string(),
+            "ffff:ffff:ffff:ffff:ffff:ffff:ffff:fffa-ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"
+        );
+        assert!(is_block_start(Ip::new(Family::V6, d("fd00:0:0:1::")), 64));
+        assert!(!is_block_start(Ip::new(Family::V6, d("fd00:0:0:1::1")), 64));
     }
 }

@@ -167,6 +167,16 @@ spec:
   poolRef: {apiGroup: ipam.cluster.x-k8s.io, kind: InClusterIPPool, name: nodes}
 ";
 
+const PREFIX_POOL: &str = "\
+apiVersion: ipam.cluster.x-k8s.io/v1alpha2
+kind: InClusterPrefixPool
+metadata: {name: nodes-v6, namespace: team-a}
+spec:
+  prefixes: ['fd00:10::/48']
+  allocationPrefixLength: 64
+  gateway: 'fd00:10::1'
+";
+
 const METAL3_POOL: &str = "\
 apiVersion: ipam.metal3.io/v1alpha1
 kind: IPPool
@@ -339,7 +349,7 @@ spec:
         kinds: "IPAddress",
         operations: "CREATE",
         field: "spec.gateway",
-        summary: "The gateway, when set, is a valid IP of the address's family, not the address itself, and inside `address/prefix` when the prefix leaves room for a subnet (IPv6 link-local gateways are exempt).",
+        summary: "The gateway, when set, is a valid IP of the address's family, not the address itself, and inside `address/prefix` when the prefix leaves room for a subnet (IPv6 link-local gateways are exempt, and so is every address of a prefix pool, whose one gateway is informational).",
         example: with_cluster(ex("CREATE", "\
 apiVersion: ipam.cluster.x-k8s.io/v1beta2
 kind: IPAddress
@@ -356,7 +366,7 @@ spec:
         kinds: "IPAddress",
         operations: "CREATE",
         field: "spec.address",
-        summary: "The address is the network address (IPv4 up to /30, IPv6 up to /126) or the IPv4 broadcast address of its own subnet.",
+        summary: "The address is the network address (IPv4 up to /30, IPv6 up to /126) or the IPv4 broadcast address of its own subnet Not for addresses of a prefix pool: a sub-prefix is handed out at its network address.",
         example: with_cluster(ex("CREATE", "\
 apiVersion: ipam.cluster.x-k8s.io/v1beta2
 kind: IPAddress
@@ -425,7 +435,7 @@ spec:
         kinds: "IPAddress",
         operations: "CREATE",
         field: "spec.address (denial), spec.prefix, spec.gateway (warnings)",
-        summary: "When the pool is known and found, the address lies in what the pool can hand out (declared - excluded - gateway - reserved); a prefix or gateway other than the pool's is a warning.",
+        summary: "When the pool is known and found, the address lies in what the pool can hand out (declared - excluded - gateway - reserved); a prefix or gateway other than the pool's is a warning. For a prefix pool the address is the network address of one whole allocatable sub-prefix and `prefix` is the pool's `allocationPrefixLength` (both denials), as the provider writes them.",
         example: with_cluster(ex("CREATE", "\
 apiVersion: ipam.cluster.x-k8s.io/v1beta2
 kind: IPAddress
@@ -585,10 +595,10 @@ spec:
     },
     Rule {
         id: RuleId::P8,
-        kinds: "InClusterIPPool, GlobalInClusterIPPool",
+        kinds: "InClusterIPPool, GlobalInClusterIPPool, InClusterPrefixPool, GlobalInClusterPrefixPool",
         operations: "UPDATE (spec changed)",
-        field: "spec.addresses",
-        summary: "Every IPAddress referencing the pool stays inside its new allocatable set; the offenders are named (at most 5, then `and N more`).",
+        field: "spec.addresses (prefix pools: spec.prefixes)",
+        summary: "Every IPAddress referencing the pool stays inside its new allocatable set (for a prefix pool: its sub-prefix stays a whole allocatable sub-prefix); the offenders are named (at most 5, then `and N more`).",
         example: with_cluster(with_old(ex("UPDATE", "\
 apiVersion: ipam.cluster.x-k8s.io/v1alpha2
 kind: InClusterIPPool
@@ -601,7 +611,7 @@ spec:
     },
     Rule {
         id: RuleId::P9,
-        kinds: "InClusterIPPool, GlobalInClusterIPPool",
+        kinds: "InClusterIPPool, GlobalInClusterIPPool, InClusterPrefixPool, GlobalInClusterPrefixPool",
         operations: "DELETE",
         field: "metadata.name (403 Forbidden)",
         summary: "A pool is not deleted while IPAddresses reference it (a namespaced pool: from its namespace; a global pool: from any); the answer names the holders. Skipped with annotation `ipam.cluster.x-k8s.io/skip-validate-delete-webhook` or `clusterctl.cluster.x-k8s.io/delete-for-move`.",
@@ -611,8 +621,8 @@ spec:
         id: RuleId::P10,
         kinds: "every pool kind",
         operations: "CREATE; UPDATE when the allocatable set or the address-space annotation changes",
-        field: "the entry that overlaps (spec.addresses[i], spec.pools[i], spec.ips[i])",
-        summary: "What the pool can hand out shares no address with any other pool, of any known kind, in the same address space (annotation `ipam-guard.io/address-space`, default `default`; see `--overlap-scope`). The cause names the other pool and the shared range.",
+        field: "the entry that overlaps (spec.addresses[i], spec.prefixes[i], spec.pools[i], spec.ips[i])",
+        summary: "What the pool can hand out shares no address with any other pool, of any known kind, in the same address space (annotation `ipam-guard.io/address-space`, default `default`; see `--overlap-scope`). A prefix pool's set is the whole sub-prefixes it can hand out. The cause names the other pool and the shared range.",
         example: with_cluster(ex("CREATE", "\
 apiVersion: ipam.cluster.x-k8s.io/v1alpha2
 kind: GlobalInClusterIPPool
@@ -645,6 +655,116 @@ spec:
   gateway: 10.0.0.1
   prefix: 24
 "), POOL_AND_ADDRESS),
+    },
+    // === In-cluster prefix pools ===
+    Rule {
+        id: RuleId::PP1,
+        kinds: "InClusterPrefixPool, GlobalInClusterPrefixPool",
+        operations: "CREATE, UPDATE",
+        field: "spec.prefixes",
+        summary: "The pool declares at least one prefix.",
+        example: ex("CREATE", "\
+apiVersion: ipam.cluster.x-k8s.io/v1alpha2
+kind: InClusterPrefixPool
+metadata: {name: nodes-v6, namespace: team-a}
+spec:
+  prefixes: []
+  allocationPrefixLength: 64
+"),
+    },
+    Rule {
+        id: RuleId::PP2,
+        kinds: "InClusterPrefixPool, GlobalInClusterPrefixPool",
+        operations: "CREATE, UPDATE",
+        field: "spec.prefixes[i]",
+        summary: "Every entry is an IPv6 CIDR with no host bits set (`fd00::/48`, not `fd00::1/48`); IPv6 not in canonical form is a warning.",
+        example: ex("CREATE", "\
+apiVersion: ipam.cluster.x-k8s.io/v1alpha2
+kind: InClusterPrefixPool
+metadata: {name: nodes-v6, namespace: team-a}
+spec:
+  prefixes: ['fd00:10::1/48']
+  allocationPrefixLength: 64
+"),
+    },
+    Rule {
+        id: RuleId::PP3,
+        kinds: "InClusterPrefixPool, GlobalInClusterPrefixPool",
+        operations: "CREATE, UPDATE",
+        field: "spec.allocationPrefixLength, spec.prefixes[i]",
+        summary: "`allocationPrefixLength` is between 1 and 128 and at least the length of every entry (a /72 entry has no whole /64 to hand out).",
+        example: ex("CREATE", "\
+apiVersion: ipam.cluster.x-k8s.io/v1alpha2
+kind: InClusterPrefixPool
+metadata: {name: nodes-v6, namespace: team-a}
+spec:
+  prefixes: ['fd00:10::/72']
+  allocationPrefixLength: 64
+"),
+    },
+    Rule {
+        id: RuleId::PP4,
+        kinds: "InClusterPrefixPool, GlobalInClusterPrefixPool",
+        operations: "CREATE, UPDATE",
+        field: "spec.excludedPrefixes[i]",
+        summary: "Every excluded entry is an IPv6 IP, range or CIDR lying inside `spec.prefixes`. A sub-prefix an exclusion touches at all is not handed out.",
+        example: ex("CREATE", "\
+apiVersion: ipam.cluster.x-k8s.io/v1alpha2
+kind: InClusterPrefixPool
+metadata: {name: nodes-v6, namespace: team-a}
+spec:
+  prefixes: ['fd00:10::/48']
+  excludedPrefixes: ['fd00:11::/64']
+  allocationPrefixLength: 64
+"),
+    },
+    Rule {
+        id: RuleId::PP5,
+        kinds: "InClusterPrefixPool, GlobalInClusterPrefixPool",
+        operations: "CREATE, UPDATE",
+        field: "spec.gateway",
+        summary: "The gateway, when set, is an IPv6 address. It blocks no sub-prefix: the provider copies it into every IPAddress.",
+        example: ex("CREATE", "\
+apiVersion: ipam.cluster.x-k8s.io/v1alpha2
+kind: InClusterPrefixPool
+metadata: {name: nodes-v6, namespace: team-a}
+spec:
+  prefixes: ['fd00:10::/48']
+  allocationPrefixLength: 64
+  gateway: 10.0.0.1
+"),
+    },
+    Rule {
+        id: RuleId::PP6,
+        kinds: "InClusterPrefixPool, GlobalInClusterPrefixPool",
+        operations: "CREATE, UPDATE",
+        field: "spec.excludedPrefixes, spec.allocationPrefixLength, spec.gateway",
+        summary: "The pool hands out other than its author most likely expects: no whole sub-prefix is left after the exclusions, `/128` allocations (single addresses, an InClusterIPPool's job), or a gateway that a `/128` allocation may hand out.",
+        example: ex("CREATE", "\
+apiVersion: ipam.cluster.x-k8s.io/v1alpha2
+kind: InClusterPrefixPool
+metadata: {name: nodes-v6, namespace: team-a}
+spec:
+  prefixes: ['fd00:10::/64']
+  excludedPrefixes: ['fd00:10::1']
+  allocationPrefixLength: 64
+"),
+    },
+    Rule {
+        id: RuleId::PP7,
+        kinds: "InClusterPrefixPool, GlobalInClusterPrefixPool",
+        operations: "UPDATE (spec changed)",
+        field: "spec.allocationPrefixLength",
+        summary: "`allocationPrefixLength` is immutable: every sub-prefix already handed out has the old length.",
+        example: with_old(ex("UPDATE", "\
+apiVersion: ipam.cluster.x-k8s.io/v1alpha2
+kind: InClusterPrefixPool
+metadata: {name: nodes-v6, namespace: team-a}
+spec:
+  prefixes: ['fd00:10::/48']
+  allocationPrefixLength: 56
+  gateway: 'fd00:10::1'
+"), PREFIX_POOL),
     },
     // === Metal3 ===
     Rule {
@@ -954,7 +1074,7 @@ spec:
         kinds: "IPAddressClaim, IPAddress",
         operations: "CREATE (mutating webhook)",
         field: "spec.poolRef.apiGroup",
-        summary: "An absent or empty `spec.poolRef.apiGroup` with kind `InClusterIPPool` or `GlobalInClusterIPPool` is set to `ipam.cluster.x-k8s.io`. Never on UPDATE (the spec is immutable).",
+        summary: "An absent or empty `spec.poolRef.apiGroup` with kind `InClusterIPPool`, `GlobalInClusterIPPool`, `InClusterPrefixPool` or `GlobalInClusterPrefixPool` is set to `ipam.cluster.x-k8s.io`. Never on UPDATE (the spec is immutable).",
         example: with_cluster(ex("CREATE", "\
 apiVersion: ipam.cluster.x-k8s.io/v1beta1
 kind: IPAddressClaim

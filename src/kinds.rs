@@ -12,7 +12,12 @@ pub const ADDRESS_SPACE_ANNOTATION: &str = "ipam-guard.io/address-space";
 pub const DEFAULT_ADDRESS_SPACE: &str = "default";
 
 /// Pool kinds whose group M1 may fill in: the in-cluster provider serves exactly these.
-const IN_CLUSTER_POOL_KINDS: [&str; 2] = ["InClusterIPPool", "GlobalInClusterIPPool"];
+const IN_CLUSTER_POOL_KINDS: [&str; 4] = [
+    "InClusterIPPool",
+    "GlobalInClusterIPPool",
+    "InClusterPrefixPool",
+    "GlobalInClusterPrefixPool",
+];
 
 /// The group M1 would write for a pool reference that names no group, if any. Readers use it too,
 /// so the index and `check` see a reference the way the API server stores it after mutation.
@@ -32,6 +37,8 @@ pub enum Kind {
     SpiderIPPool,
     VSphereMachine,
     VSphereMachineTemplate,
+    InClusterPrefixPool,
+    GlobalInClusterPrefixPool,
 }
 
 /// Static facts about a kind (SPEC §1).
@@ -139,10 +146,28 @@ pub const KINDS: &[KindInfo] = &[
         namespaced: true,
         pool: false,
     },
+    KindInfo {
+        kind: Kind::InClusterPrefixPool,
+        group: CAPI_IPAM,
+        name: "InClusterPrefixPool",
+        plural: "inclusterprefixpools",
+        versions: &["v1alpha2"],
+        namespaced: true,
+        pool: true,
+    },
+    KindInfo {
+        kind: Kind::GlobalInClusterPrefixPool,
+        group: CAPI_IPAM,
+        name: "GlobalInClusterPrefixPool",
+        plural: "globalinclusterprefixpools",
+        versions: &["v1alpha2"],
+        namespaced: false,
+        pool: true,
+    },
 ];
 
 impl Kind {
-    pub const ALL: [Kind; 10] = [
+    pub const ALL: [Kind; 12] = [
         Kind::IPAddressClaim,
         Kind::IPAddress,
         Kind::InClusterIPPool,
@@ -153,6 +178,8 @@ impl Kind {
         Kind::SpiderIPPool,
         Kind::VSphereMachine,
         Kind::VSphereMachineTemplate,
+        Kind::InClusterPrefixPool,
+        Kind::GlobalInClusterPrefixPool,
     ];
 
     /// A kind is always matched together with its group: Metal3's `IPAddress` is not CAPI's.
@@ -201,6 +228,14 @@ impl Kind {
         } else {
             &["CREATE", "UPDATE"]
         }
+    }
+    /// Pools that hand out whole IPv6 sub-prefixes (the in-cluster provider's prefix pools): their
+    /// allocatable set is counted, and their addresses judged, in sub-prefixes.
+    pub fn is_prefix_pool(self) -> bool {
+        matches!(
+            self,
+            Kind::InClusterPrefixPool | Kind::GlobalInClusterPrefixPool
+        )
     }
     /// Kinds the mutating webhook patches (M1, M2).
     pub fn mutated(self) -> bool {
@@ -268,8 +303,6 @@ const PUBLISHED: &[(&str, &[&str])] = &[
     (
         CAPI_IPAM,
         &[
-            "InClusterPrefixPool",
-            "GlobalInClusterPrefixPool",
             "InfobloxIPPool",
             "InfobloxInstance",
         ],

@@ -65,6 +65,13 @@ pub enum RuleId {
     P9,
     P10,
     P11,
+    PP1,
+    PP2,
+    PP3,
+    PP4,
+    PP5,
+    PP6,
+    PP7,
     MP1,
     MP2,
     MP3,
@@ -97,7 +104,7 @@ pub enum RuleId {
 
 impl RuleId {
     /// Every id this build reports, in catalogue order.
-    pub const ALL: [RuleId; 51] = [
+    pub const ALL: [RuleId; 58] = [
         RuleId::C1,
         RuleId::C2,
         RuleId::C3,
@@ -124,6 +131,13 @@ impl RuleId {
         RuleId::P9,
         RuleId::P10,
         RuleId::P11,
+        RuleId::PP1,
+        RuleId::PP2,
+        RuleId::PP3,
+        RuleId::PP4,
+        RuleId::PP5,
+        RuleId::PP6,
+        RuleId::PP7,
         RuleId::MP1,
         RuleId::MP2,
         RuleId::MP3,
@@ -180,6 +194,13 @@ impl RuleId {
             RuleId::P9 => "P9",
             RuleId::P10 => "P10",
             RuleId::P11 => "P11",
+            RuleId::PP1 => "PP1",
+            RuleId::PP2 => "PP2",
+            RuleId::PP3 => "PP3",
+            RuleId::PP4 => "PP4",
+            RuleId::PP5 => "PP5",
+            RuleId::PP6 => "PP6",
+            RuleId::PP7 => "PP7",
             RuleId::MP1 => "MP1",
             RuleId::MP2 => "MP2",
             RuleId::MP3 => "MP3",
@@ -221,10 +242,12 @@ impl RuleId {
         use RuleId::*;
         match self {
             C1 | C2 | C4 | C5 | A2 | A3 | A5 | A7 | A9 | A10 | P1 | P3 | P4 | P5 | P6 | P8 | P9
-            | P10 | MP3 | MP4 | MC1 | MC2 | MC3 | MA2 | MA3 | MA4 | S1 | S2 | S4 | S5 | S6
-            | REQ => Effect::Deny,
-            C3 | A1 | A6 | A8 | P2 | MP1 | MP2 | MC4 | MA1 | S3 | X3 => Effect::DenyOrWarn,
-            A4 | P7 | V1 | K1 => Effect::Warn,
+            | P10 | PP1 | PP3 | PP7 | MP3 | MP4 | MC1 | MC2 | MC3 | MA2 | MA3 | MA4 | S1 | S2
+            | S4 | S5 | S6 | REQ => Effect::Deny,
+            C3 | A1 | A6 | A8 | P2 | PP2 | PP4 | PP5 | MP1 | MP2 | MC4 | MA1 | S3 | X3 => {
+                Effect::DenyOrWarn
+            }
+            A4 | P7 | PP6 | V1 | K1 => Effect::Warn,
             P11 => Effect::Allow,
             M1 | M2 => Effect::Mutate,
             X4 => Effect::CheckOnly,
@@ -240,8 +263,9 @@ impl RuleId {
         match self {
             C3 | A6 | A7 | A8 | A9 | P8 | P9 | P10 | MP4 | MC4 | MA4 | S5 | V1 => true,
             C1 | C2 | C4 | C5 | A1 | A2 | A3 | A4 | A5 | A10 | P1 | P2 | P3 | P4 | P5 | P6 | P7
-            | P11 | MP1 | MP2 | MP3 | MC1 | MC2 | MC3 | MA1 | MA2 | MA3 | S1 | S2 | S3 | S4
-            | S6 | M1 | M2 | K1 | REQ | X3 | X4 | Foreign(_) => false,
+            | P11 | PP1 | PP2 | PP3 | PP4 | PP5 | PP6 | PP7 | MP1 | MP2 | MP3 | MC1 | MC2 | MC3
+            | MA1 | MA2 | MA3 | S1 | S2 | S3 | S4 | S6 | M1 | M2 | K1 | REQ | X3 | X4
+            | Foreign(_) => false,
         }
     }
 }

@@ -738,20 +738,6 @@ metadata: {name: vs-a, namespace: metal}
 spec:
   server: vcenter.example.com
 ---
-apiVersion: ipam.cluster.x-k8s.io/v1alpha2
-kind: InClusterPrefixPool
-metadata: {name: prefixes, namespace: metal}
-spec:
-  prefixes: ["fd00:10::/56"]
-  prefixLength: 64
----
-apiVersion: ipam.cluster.x-k8s.io/v1alpha2
-kind: GlobalInClusterPrefixPool
-metadata: {name: global-prefixes}
-spec:
-  prefixes: ["fd00:20::/56"]
-  prefixLength: 64
----
 apiVersion: ipam.cluster.x-k8s.io/v1beta1
 kind: InfobloxIPPool
 metadata: {name: ib, namespace: metal}
@@ -795,9 +781,8 @@ fn x4_provider_kinds_are_skipped_and_counted_never_typos() {
     );
     assert!(
         err.contains(
-            "10 objects skipped: kinds ipam-guard does not judge, no CRD at hand: \
-             1 Cluster.cluster.x-k8s.io, 1 GlobalInClusterPrefixPool.ipam.cluster.x-k8s.io, \
-             1 InClusterPrefixPool.ipam.cluster.x-k8s.io, 1 InfobloxIPPool.ipam.cluster.x-k8s.io, \
+            "8 objects skipped: kinds ipam-guard does not judge, no CRD at hand: \
+             1 Cluster.cluster.x-k8s.io, 1 InfobloxIPPool.ipam.cluster.x-k8s.io, \
              1 Metal3Cluster.infrastructure.cluster.x-k8s.io, \
              1 Metal3DataTemplate.infrastructure.cluster.x-k8s.io, \
              1 Metal3MachineTemplate.infrastructure.cluster.x-k8s.io, \

@@ -11,7 +11,6 @@ use std::time::Duration;
 
 use e2e::{eventually, ControlPlane};
 use ipam_guard::cluster::live::{self, api_resource};
-use ipam_guard::kinds::KINDS;
 use ipam_guard::manifests;
 use kube::api::{Api, DynamicObject, PostParams};
 use serde_json::{json, Value};
@@ -78,7 +77,7 @@ async fn install_crds(client: &kube::Client) {
     eventually("discovery to serve every kind", WAIT, || async {
         live::discover(client)
             .await
-            .is_ok_and(|served| served.len() == KINDS.len())
+            .is_ok_and(|served| served.len() == CRDS.len())
     })
     .await;
 }

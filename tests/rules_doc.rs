@@ -126,7 +126,7 @@ fn looks_like_an_id(s: &str) -> bool {
     s == "REQ"
         || (matches!(
             letters,
-            "A" | "C" | "P" | "MP" | "MC" | "MA" | "S" | "V" | "M" | "K" | "X"
+            "A" | "C" | "P" | "PP" | "MP" | "MC" | "MA" | "S" | "V" | "M" | "K" | "X"
         ) && letters.len() < s.len())
 }
 

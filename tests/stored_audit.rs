@@ -27,6 +27,8 @@ fn examples() -> Vec<PathBuf> {
         "ma4-duplicate-of-capi-address.yaml",
         "p10-overlapping-pools.yaml",
         "p10-metal3-overlaps-spiderpool.yaml",
+        "a8-sub-prefix-not-its-network-address.yaml",
+        "p10-prefix-pool-overlaps-ip-pool.yaml",
     ]
     .iter()
     .map(|f| dir.join(f))

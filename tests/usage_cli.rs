@@ -123,3 +123,25 @@ fn kubeconfig_and_paths_do_not_mix() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("cannot be used with"), "{}", stderr(&o));
 }
+
+/// Prefix pools are counted in the sub-prefixes they hand out, and the output says so.
+#[test]
+fn prefix_pools_are_counted_in_sub_prefixes() {
+    const FILE: &str = "tests/fixtures/usage/prefix-pools.yaml";
+    let o = usage(&[FILE]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        "\
+POOL                                 ALLOCATABLE  USED  FREE  USED%
+InClusterPrefixPool team-a/nodes-v6            3     1     2  33.3%  [#######.............] /64 sub-prefixes (+1 held, not allocatable)
+"
+    );
+    let o = usage(&["-o", "json", FILE]);
+    let out: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(out[0]["unit"], "sub-prefixes");
+    assert_eq!(out[0]["allocation_prefix_length"], 64);
+    assert_eq!(out[0]["allocatable"], 3);
+    assert_eq!(out[0]["used"], 1);
+    assert_eq!(out[0]["outside"], 1);
+}

@@ -83,6 +83,10 @@ pub struct UsageEntry {
     pub share_used: f64,
     /// Addresses held by objects referencing the pool outside what it hands out.
     pub outside: u128,
+    /// What the figures count: `addresses`, or `sub-prefixes` for a prefix pool.
+    pub unit: &'static str,
+    /// For a prefix pool, the length of the sub-prefixes counted; else null.
+    pub allocation_prefix_length: Option<u8>,
 }
 
 impl From<&PoolUsage> for UsageEntry {
@@ -99,6 +103,12 @@ impl From<&PoolUsage> for UsageEntry {
             free: u.free(),
             share_used: u.share_used(),
             outside: u.outside,
+            unit: if u.sub_prefix.is_some() {
+                "sub-prefixes"
+            } else {
+                "addresses"
+            },
+            allocation_prefix_length: u.sub_prefix,
         }
     }
 }
@@ -178,6 +188,10 @@ fn bar(u: &PoolUsage) -> String {
         filled = BAR - 1;
     }
     let mut s = format!("[{}{}]", "#".repeat(filled), ".".repeat(BAR - filled));
+    if let Some(len) = u.sub_prefix {
+        // The figures of a prefix pool are sub-prefixes: say so on its own line.
+        s.push_str(&format!(" /{len} sub-prefixes"));
+    }
     if u.outside > 0 {
         s.push_str(&format!(" (+{} held, not allocatable)", u.outside));
     }
@@ -199,6 +213,7 @@ mod tests {
             allocatable,
             used,
             outside,
+            sub_prefix: None,
         }
     }
 
@@ -226,6 +241,25 @@ InClusterIPPool ns/huge   18446744073709551615     1  18446744073709551614   <0.
 InClusterIPPool ns/empty                     0     0                     0  100.0%  [####################]
 "
         );
+    }
+
+    #[test]
+    fn prefix_pools_say_they_count_sub_prefixes() {
+        let mut p = u("v6", 65536, 2, 0);
+        p.key = ObjKey::new(Kind::InClusterPrefixPool, Some("ns"), "v6");
+        p.sub_prefix = Some(64);
+        let mut out = Vec::new();
+        write_table(&mut out, &[p.clone()]).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.ends_with("[#...................] /64 sub-prefixes\n"),
+            "{text}"
+        );
+        let mut out = Vec::new();
+        write_json(&mut out, &[p]).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("\"unit\": \"sub-prefixes\""), "{text}");
+        assert!(text.contains("\"allocation_prefix_length\": 64"), "{text}");
     }
 
     #[test]

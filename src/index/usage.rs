@@ -8,7 +8,7 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use crate::address::{Family, Ip};
+use crate::address::{is_block_start, Family, Ip};
 use crate::model::{ObjKey, PoolProj};
 
 use super::Index;
@@ -29,6 +29,9 @@ pub struct PoolUsage {
     /// hand out (the gateway, an excluded or reserved address, or outside its ranges altogether:
     /// what slipped in before the webhook, A8 / P8).
     pub outside: u128,
+    /// For a pool that hands out whole sub-prefixes (a prefix pool), their length: then every
+    /// figure above counts sub-prefixes of that length, not addresses.
+    pub sub_prefix: Option<u8>,
 }
 
 impl PoolUsage {
@@ -66,6 +69,9 @@ impl Index {
     }
 
     fn usage_of(&self, pool: &PoolProj) -> PoolUsage {
+        if let Some(len) = pool.prefix.filter(|_| pool.key.kind.is_prefix_pool()) {
+            return self.sub_prefix_usage_of(pool, len);
+        }
         let family = pool.allocatable.family();
         let mut inside: Vec<u128> = Vec::new();
         let mut outside: Vec<Ip> = Vec::new();
@@ -104,6 +110,42 @@ impl Index {
             allocatable: pool.allocatable.len(),
             used,
             outside: outside.len() as u128,
+            sub_prefix: None,
+        }
+    }
+
+    /// A prefix pool counted in its sub-prefixes of `len`: an address object holds the one whose
+    /// network address it carries (what the provider writes); one at any other address, or at a
+    /// sub-prefix the pool does not hand out, counts as outside.
+    fn sub_prefix_usage_of(&self, pool: &PoolProj, len: u8) -> PoolUsage {
+        let family = pool.allocatable.family();
+        let mut inside: Vec<u128> = Vec::new();
+        let mut outside: Vec<Ip> = Vec::new();
+        let held = self
+            .by_pool
+            .get(&pool.key)
+            .into_iter()
+            .flatten()
+            .filter_map(|&id| self.addresses.get(id).proj.ip);
+        for ip in held {
+            if ip.family == family && pool.allocatable.contains(ip) && is_block_start(ip, len) {
+                inside.push(ip.value);
+            } else {
+                outside.push(ip);
+            }
+        }
+        inside.sort_unstable();
+        inside.dedup();
+        outside.sort_unstable();
+        outside.dedup();
+        PoolUsage {
+            key: pool.key.clone(),
+            space: pool.space.clone(),
+            family: pool.family,
+            allocatable: pool.allocatable.count_blocks(len),
+            used: inside.len() as u128,
+            outside: outside.len() as u128,
+            sub_prefix: Some(len),
         }
     }
 }

@@ -75,6 +75,13 @@ impl<'a> RefReading<'a> {
         }
     }
 
+    /// Whether the reference names a prefix pool kind (whose addresses are sub-prefixes).
+    pub fn names_prefix_pool(&self) -> bool {
+        self.kind
+            .and_then(|k| Kind::from_group_kind(self.effective_group(), k))
+            .is_some_and(Kind::is_prefix_pool)
+    }
+
     /// The key of the referenced pool, when the reference names a known pool kind.
     pub fn pool_key(&self, namespace: Option<&str>) -> Option<ObjKey> {
         let kind = Kind::from_group_kind(self.effective_group(), self.kind?)?;

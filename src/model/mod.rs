@@ -9,6 +9,7 @@ pub mod incluster;
 pub mod metal3;
 pub mod numbers;
 pub mod pool;
+pub mod prefix;
 pub mod read;
 pub mod review_body;
 pub mod spider;
@@ -139,9 +140,12 @@ pub struct PoolProj {
     pub space: Arc<str>,
     /// None when the spec names no valid address at all.
     pub family: Option<Family>,
-    /// declared − excluded − gateway − reserved: what the pool can really hand out.
+    /// declared − excluded − gateway − reserved: what the pool can really hand out. For a prefix
+    /// pool, the union of the whole sub-prefixes it can hand out.
     pub allocatable: AddrSet,
     pub gateway: Option<Ip>,
+    /// The prefix of the pool's subnet; for a prefix pool, the length of each sub-prefix it hands
+    /// out (`allocationPrefixLength`).
     pub prefix: Option<u8>,
     pub deleting: bool,
     /// Annotations that switch off delete protection (P9): skip-validate-delete-webhook, delete-for-move.
@@ -247,6 +251,7 @@ impl Projection {
 pub fn read_pool(kind: Kind, obj: &Value) -> PoolReading {
     match kind {
         Kind::InClusterIPPool | Kind::GlobalInClusterIPPool => incluster::read(kind, obj),
+        Kind::InClusterPrefixPool | Kind::GlobalInClusterPrefixPool => prefix::read(kind, obj),
         Kind::Metal3IPPool => metal3::read_pool(obj),
         Kind::SpiderIPPool => spider::read_pool(obj),
         _ => PoolReading::empty(kind, &Meta::read(obj)),
@@ -268,6 +273,8 @@ pub fn project(kind: Kind, obj: &Value) -> Option<Projection> {
     match kind {
         Kind::InClusterIPPool
         | Kind::GlobalInClusterIPPool
+        | Kind::InClusterPrefixPool
+        | Kind::GlobalInClusterPrefixPool
         | Kind::Metal3IPPool
         | Kind::SpiderIPPool => Some(Projection::Pool(read_pool(kind, obj).proj)),
         Kind::IPAddress => Some(Projection::Address(capi::project_address(

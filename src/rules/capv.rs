@@ -232,7 +232,7 @@ mod tests {
             [
                 format!("{base}[0]: apiGroup is required"),
                 format!("{base}[0]: namespace is not part of the reference: CAPV looks the pool up in the machine's namespace"),
-                format!("{base}[1]: IPPoolX is not a pool kind of ipam.cluster.x-k8s.io (pool kinds: InClusterIPPool, GlobalInClusterIPPool)"),
+                format!("{base}[1]: IPPoolX is not a pool kind of ipam.cluster.x-k8s.io (pool kinds: InClusterIPPool, GlobalInClusterIPPool, InClusterPrefixPool, GlobalInClusterPrefixPool)"),
                 format!("{base}[2]: NetboxPool.example.com is not a pool kind ipam-guard knows; the reference was not checked"),
                 format!("{base}[3]: must be an object with apiGroup, kind and name"),
             ]

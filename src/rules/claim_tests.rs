@@ -124,7 +124,7 @@ fn c3_known_group_with_unknown_kind_warns() {
     let v = create(Kind::IPAddressClaim, &obj, &Index::new());
     assert_eq!(
         warnings(&v),
-        ["spec.poolRef.kind: InClusterPool is not a pool kind of ipam.cluster.x-k8s.io (pool kinds: InClusterIPPool, GlobalInClusterIPPool)"]
+        ["spec.poolRef.kind: InClusterPool is not a pool kind of ipam.cluster.x-k8s.io (pool kinds: InClusterIPPool, GlobalInClusterIPPool, InClusterPrefixPool, GlobalInClusterPrefixPool)"]
     );
     // Another provider's group is none of our business.
     let mut obj = claim(NS, "c", "InfobloxIPPool", "p");

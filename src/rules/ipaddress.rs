@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::address::{subnet_of, Family, Ip};
+use crate::address::{is_block_start, subnet_of, Family, Ip};
 use crate::field::{FieldError, Verdict, Warning};
 use crate::kinds::{Kind, DEFAULT_ADDRESS_SPACE};
 use crate::model::capi::{read_address, AddressReading};
@@ -96,18 +96,25 @@ fn findings(r: &AddressReading) -> (Vec<FieldError>, Vec<Warning>) {
     };
     let family = addr.family;
     let subnet = r.prefix.map(|p| (p, subnet_of(addr, p)));
+    // A sub-prefix of a prefix pool is handed out at its network address, with the pool's one
+    // gateway (informational, usually outside the sub-prefix): A3's subnet check and A4 would
+    // refuse or flag every address the provider writes.
+    let sub_prefix = r.pool_ref.names_prefix_pool();
 
     // A3: the gateway against the address.
     errors.extend(gateway_findings(
         RuleId::A3,
         addr,
-        r.prefix,
+        r.prefix.filter(|_| !sub_prefix),
         r.gateway,
         r.gateway_text,
     ));
 
     // A4: network and broadcast addresses are legal but almost never meant.
-    if let Some((p, net)) = subnet.filter(|(p, _)| has_room_for_subnet(family, *p)) {
+    if let Some((p, net)) = subnet
+        .filter(|(p, _)| has_room_for_subnet(family, *p))
+        .filter(|_| !sub_prefix)
+    {
         let cidr = subnet_text(family, net, p);
         if addr.value == net.start {
             warnings.push(Warning::new(
@@ -217,7 +224,11 @@ fn cross_object(r: &AddressReading, own: &ObjKey, ctx: &Ctx, v: &mut Verdict) {
     // A8: inside what the pool can hand out; the pool's prefix and gateway are expected.
     if let Some(pool) = pool_key.as_ref().and_then(|k| index.pool(k)) {
         v.errors.extend(outside_pool(RuleId::A8, pool, addr, text));
-        if let (Some(pp), Some(ap)) = (pool.prefix, r.prefix) {
+        if pool.key.kind.is_prefix_pool() {
+            sub_prefix_length(pool, r, v);
+        }
+        if let (Some(pp), Some(ap), false) = (pool.prefix, r.prefix, pool.key.kind.is_prefix_pool())
+        {
             if pp != ap {
                 v.warn(
                     RuleId::A8,
@@ -257,14 +268,57 @@ fn cross_object(r: &AddressReading, own: &ObjKey, ctx: &Ctx, v: &mut Verdict) {
     ));
 }
 
-/// A8, and MA4 for Metal3 addresses: the address is one the pool can hand out. The finding
-/// carries `rule`.
+/// A8 for an address of a prefix pool: `prefix` is the pool's allocation length (what the
+/// provider writes), a denial rather than the warning other pools get.
+fn sub_prefix_length(pool: &PoolProj, r: &AddressReading, v: &mut Verdict) {
+    let Some(len) = pool.prefix else {
+        // The pool's length is broken: nothing can be said about its sub-prefixes.
+        return;
+    };
+    match r.prefix {
+        Some(p) if p == len => {}
+        Some(p) => v.deny(FieldError::invalid(
+            RuleId::A8,
+            "spec.prefix",
+            p,
+            format!("must be {len}, the allocationPrefixLength of {}", pool.key),
+        )),
+        // A prefix that is there but wrong has its own cause (A2).
+        None if r.errors.iter().any(|e| e.path == "spec.prefix") => {}
+        None => v.deny(FieldError::required(
+            RuleId::A8,
+            "spec.prefix",
+            format!("{} hands out /{len} sub-prefixes", pool.key),
+        )),
+    }
+}
+
+/// A8, and MA4 for Metal3 addresses: the address is one the pool can hand out; for a prefix
+/// pool, the network address of one whole allocatable sub-prefix. The finding carries `rule`.
 pub(crate) fn outside_pool(
     rule: RuleId,
     pool: &PoolProj,
     addr: Ip,
     text: &str,
 ) -> Option<FieldError> {
+    if let Some(len) = pool.prefix.filter(|_| pool.key.kind.is_prefix_pool()) {
+        let detail = if !pool.allocatable.contains(addr) {
+            format!(
+                "not inside an allocatable /{len} of {}: {}",
+                pool.key,
+                pool.allocatable.display_limited(MAX_LISTED)
+            )
+        } else if !is_block_start(addr, len) {
+            let net = Ip::new(addr.family, subnet_of(addr, len).start);
+            format!(
+                "must be the network address of its /{len} sub-prefix of {} ({net})",
+                pool.key
+            )
+        } else {
+            return None;
+        };
+        return Some(FieldError::invalid(rule, "spec.address", text, detail));
+    }
     (!pool.allocatable.contains(addr)).then(|| {
         FieldError::invalid(
             rule,

@@ -10,8 +10,9 @@ use serde_json::Value;
 use crate::address::{AddrSet, Ip};
 use crate::field::{DenyReason, FieldError, Verdict};
 use crate::model::pool::PoolReading;
+use crate::model::prefix::allocation_length;
 use crate::model::read_pool;
-use crate::model::{read, Meta, ObjKey, Operation};
+use crate::model::{read, Meta, ObjKey, Operation, PoolProj};
 use crate::rule_id::RuleId;
 use crate::rules::util::{join_limited, join_shown, ratchet, spec_changed, MAX_LISTED};
 use crate::rules::OverlapScope;
@@ -70,6 +71,38 @@ impl PoolKind for InCluster {
 pub(crate) struct Pools<K>(pub(crate) PhantomData<K>);
 
 pub(crate) static IN_CLUSTER: Pools<InCluster> = Pools(PhantomData);
+
+/// `InClusterPrefixPool` and `GlobalInClusterPrefixPool`: held, like the in-cluster IP pools, by
+/// the IPAddresses referencing them (each holding one sub-prefix at its network address), so
+/// P8 and P9 apply as they are. The allocation length never changes (PP7): every sub-prefix
+/// handed out has it, and the provider refuses the change too.
+pub(crate) struct InClusterPrefix;
+
+impl PoolKind for InClusterPrefix {
+    const KEEPS_HELD: RuleId = RuleId::P8;
+    const DELETE: RuleId = RuleId::P9;
+    const HOLDERS_IN_VIEW: bool = true;
+
+    fn immutable(obj: &Value, old: &Value, out: &mut Vec<FieldError>) {
+        let (new_len, old_len) = (allocation_length(obj), allocation_length(old));
+        if new_len != old_len {
+            let shown = |v: Option<i64>, o: &Value| match v {
+                Some(n) => Value::from(n),
+                None => read::get(o, "spec.allocationPrefixLength")
+                    .cloned()
+                    .unwrap_or(Value::Null),
+            };
+            out.push(FieldError::immutable(
+                RuleId::PP7,
+                "spec.allocationPrefixLength",
+                &shown(new_len, obj),
+                &shown(old_len, old),
+            ));
+        }
+    }
+}
+
+pub(crate) static IN_CLUSTER_PREFIX: Pools<InClusterPrefix> = Pools(PhantomData);
 
 // === impl validate ===
 
@@ -159,7 +192,7 @@ pub(crate) fn keeps_held<I, F>(
         if removed.contains(ip) {
             total += 1;
             if shown.len() < MAX_LISTED {
-                shown.push(format!("{} {ip}", label()));
+                shown.push(format!("{} {}", label(), held_text(&r.proj, ip)));
             }
         }
     }
@@ -173,6 +206,15 @@ pub(crate) fn keeps_held<I, F>(
             value,
             format!("{RELEASES_HELD}: {}", join_shown(&shown, total)),
         ));
+    }
+}
+
+/// What an address object holds of `pool`: the address, or for a prefix pool the sub-prefix
+/// (`fd00:0:0:1::/64`) whose network address it carries.
+fn held_text(pool: &PoolProj, ip: Ip) -> String {
+    match pool.prefix.filter(|_| pool.key.kind.is_prefix_pool()) {
+        Some(len) => format!("{ip}/{len}"),
+        None => ip.to_string(),
     }
 }
 
@@ -266,11 +308,12 @@ fn delete_held_in_view(rule: RuleId, call: &Call, old: &Value, ctx: &Ctx) -> Ver
         if holders.is_empty() {
             return None;
         }
+        let pool = read_pool(call.kind, old).proj;
         let shown: Vec<String> = holders
             .iter()
             .take(MAX_LISTED)
             .map(|a| match a.ip {
-                Some(ip) => format!("{} ({ip})", a.key.ns_name()),
+                Some(ip) => format!("{} ({})", a.key.ns_name(), held_text(&pool, ip)),
                 None => a.key.ns_name(),
             })
             .collect();
@@ -303,3 +346,7 @@ pub(crate) fn refuse_delete(
 #[cfg(test)]
 #[path = "pool_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "prefix_tests.rs"]
+mod prefix_tests;

@@ -73,6 +73,9 @@ fn webhooks(kind: Kind) -> (&'static dyn Validator, &'static dyn Mutator) {
         Kind::InClusterIPPool | Kind::GlobalInClusterIPPool => {
             (&pool::IN_CLUSTER, &mutate::NoDefaults)
         }
+        Kind::InClusterPrefixPool | Kind::GlobalInClusterPrefixPool => {
+            (&pool::IN_CLUSTER_PREFIX, &mutate::NoDefaults)
+        }
         Kind::Metal3IPPool => (&metal3::POOL, &mutate::NoDefaults),
         Kind::Metal3IPClaim => (&metal3::Claim, &mutate::NoDefaults),
         Kind::Metal3IPAddress => (&metal3::Address, &mutate::NoDefaults),

@@ -12,12 +12,13 @@ use std::fmt;
 use std::sync::Arc;
 
 use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric, MetricEncoder};
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
 use crate::cluster::ClusterView;
+use crate::index::usage::PoolUsage;
 
 /// At most this many pools are exported (two series each).
 pub const POOL_SERIES_LIMIT: usize = 5_000;
@@ -61,17 +62,21 @@ impl Collector for PoolCollector {
             MetricType::Gauge,
         )?;
         // `usage` comes fullest first: the cut keeps the pools closest to running out.
-        for u in &usage[..kept] {
-            for (state, value) in [("allocatable", u.allocatable), ("used", u.used)] {
-                let labels = PoolLabels {
-                    kind: u.key.kind.display_name(),
-                    namespace: u.key.namespace.as_deref().unwrap_or_default().to_string(),
-                    pool: u.key.name.to_string(),
-                    state,
-                };
-                // A float: a /64 holds 2^64 addresses, beyond any integer gauge.
-                ConstGauge::new(value as f64).encode(family.encode_family(&labels)?)?;
-            }
+        let (prefixes, addresses): (Vec<&PoolUsage>, Vec<&PoolUsage>) =
+            usage[..kept].iter().partition(|u| u.sub_prefix.is_some());
+        for u in addresses {
+            encode_pool(&mut family, u)?;
+        }
+        // Prefix pools count sub-prefixes: a series of their own, so no sum over
+        // ipam_guard_pool_addresses adds prefixes to addresses.
+        let mut family = encoder.encode_descriptor(
+            "ipam_guard_pool_prefixes",
+            "Sub-prefixes of each prefix pool (InClusterPrefixPool, GlobalInClusterPrefixPool): allocatable (whole sub-prefixes of spec.prefixes less exclusions) and used (held by an IPAddress)",
+            None,
+            MetricType::Gauge,
+        )?;
+        for u in prefixes {
+            encode_pool(&mut family, u)?;
         }
         let omitted = ConstGauge::new((usage.len() - kept) as i64);
         let metric = encoder.encode_descriptor(
@@ -82,6 +87,21 @@ impl Collector for PoolCollector {
         )?;
         omitted.encode(metric)
     }
+}
+
+/// Two series of one pool: allocatable and used.
+fn encode_pool(family: &mut MetricEncoder, u: &PoolUsage) -> Result<(), fmt::Error> {
+    for (state, value) in [("allocatable", u.allocatable), ("used", u.used)] {
+        let labels = PoolLabels {
+            kind: u.key.kind.display_name(),
+            namespace: u.key.namespace.as_deref().unwrap_or_default().to_string(),
+            pool: u.key.name.to_string(),
+            state,
+        };
+        // A float: a /64 holds 2^64 addresses, beyond any integer gauge.
+        ConstGauge::new(value as f64).encode(family.encode_family(&labels)?)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -167,5 +187,33 @@ mod tests {
         // half is 50% used; then the empty ones with the fewest free addresses: g (1 free).
         assert_eq!(pools, ["half", "g"], "{text}");
         assert!(text.contains("ipam_guard_pool_metrics_omitted 2"), "{text}");
+    }
+
+    #[test]
+    fn prefix_pools_are_counted_in_sub_prefixes_under_their_own_name() {
+        let mut index = Index::new();
+        let pool = json!({"apiVersion": "ipam.cluster.x-k8s.io/v1alpha2", "kind": "GlobalInClusterPrefixPool",
+            "metadata": {"name": "v6"}, "spec": {"prefixes": ["fd00::/62"], "allocationPrefixLength": 64}});
+        index.upsert(project(Kind::GlobalInClusterPrefixPool, &pool).unwrap());
+        let address = json!({"apiVersion": "ipam.cluster.x-k8s.io/v1beta2", "kind": "IPAddress",
+            "metadata": {"name": "a", "namespace": "ns"},
+            "spec": {"address": "fd00:0:0:2::", "prefix": 64, "claimRef": {"name": "a"},
+                "poolRef": {"apiGroup": "ipam.cluster.x-k8s.io", "kind": "GlobalInClusterPrefixPool", "name": "v6"}}});
+        index.upsert(project(Kind::IPAddress, &address).unwrap());
+        let mut registry = Registry::default();
+        register(
+            &mut registry,
+            Arc::new(Shared::new(index)),
+            POOL_SERIES_LIMIT,
+        );
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        for line in [
+            r#"ipam_guard_pool_prefixes{kind="GlobalInClusterPrefixPool",namespace="",pool="v6",state="allocatable"} 4.0"#,
+            r#"ipam_guard_pool_prefixes{kind="GlobalInClusterPrefixPool",namespace="",pool="v6",state="used"} 1.0"#,
+        ] {
+            assert!(text.contains(line), "missing {line} in\n{text}");
+        }
+        assert!(!text.contains("ipam_guard_pool_addresses{"), "{text}");
     }
 }
