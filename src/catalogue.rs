@@ -928,6 +928,25 @@ status:
         summary: "The pool is not deleted while `status.allocatedIPCount > 0` or `status.allocatedIPs` (a JSON string holding a map) has a key; a value that does not parse counts as held.",
         example: ex("DELETE", SPIDER_POOL_IN_USE),
     },
+    Rule {
+        id: RuleId::S7,
+        kinds: "SpiderIPPool",
+        operations: "CREATE, UPDATE",
+        field: "spec.routes[i].dst, spec.routes[i].gw",
+        summary: "Routes hold no default route (`0.0.0.0/0`, `::/0`: that is what `spec.gateway` is for) and no destination twice; each `dst` is a CIDR of the pool's family and each `gw` an IP inside `spec.subnet`.",
+        example: ex("CREATE", "\
+apiVersion: spiderpool.spidernet.io/v2beta1
+kind: SpiderIPPool
+metadata: {name: pods-a}
+spec:
+  subnet: 172.18.41.0/24
+  ips: [172.18.41.40-172.18.41.50]
+  gateway: 172.18.41.1
+  routes:
+    - {dst: 0.0.0.0/0, gw: 172.18.41.1}
+    - {dst: 192.168.40.0/24, gw: 172.18.42.1}
+"),
+    },
     // === CAPV ===
     Rule {
         id: RuleId::V1,

@@ -83,6 +83,7 @@ pub enum RuleId {
     S4,
     S5,
     S6,
+    S7,
     V1,
     M1,
     M2,
@@ -97,7 +98,7 @@ pub enum RuleId {
 
 impl RuleId {
     /// Every id this build reports, in catalogue order.
-    pub const ALL: [RuleId; 51] = [
+    pub const ALL: [RuleId; 52] = [
         RuleId::C1,
         RuleId::C2,
         RuleId::C3,
@@ -142,6 +143,7 @@ impl RuleId {
         RuleId::S4,
         RuleId::S5,
         RuleId::S6,
+        RuleId::S7,
         RuleId::V1,
         RuleId::M1,
         RuleId::M2,
@@ -198,6 +200,7 @@ impl RuleId {
             RuleId::S4 => "S4",
             RuleId::S5 => "S5",
             RuleId::S6 => "S6",
+            RuleId::S7 => "S7",
             RuleId::V1 => "V1",
             RuleId::M1 => "M1",
             RuleId::M2 => "M2",
@@ -223,7 +226,7 @@ impl RuleId {
             C1 | C2 | C4 | C5 | A2 | A3 | A5 | A7 | A9 | A10 | P1 | P3 | P4 | P5 | P6 | P8 | P9
             | P10 | MP3 | MP4 | MC1 | MC2 | MC3 | MA2 | MA3 | MA4 | S1 | S2 | S4 | S5 | S6
             | REQ => Effect::Deny,
-            C3 | A1 | A6 | A8 | P2 | MP1 | MP2 | MC4 | MA1 | S3 | X3 => Effect::DenyOrWarn,
+            S7 | C3 | A1 | A6 | A8 | P2 | MP1 | MP2 | MC4 | MA1 | S3 | X3 => Effect::DenyOrWarn,
             A4 | P7 | V1 | K1 => Effect::Warn,
             P11 => Effect::Allow,
             M1 | M2 => Effect::Mutate,
@@ -239,9 +242,9 @@ impl RuleId {
         use RuleId::*;
         match self {
             C3 | A6 | A7 | A8 | A9 | P8 | P9 | P10 | MP4 | MC4 | MA4 | S5 | V1 => true,
-            C1 | C2 | C4 | C5 | A1 | A2 | A3 | A4 | A5 | A10 | P1 | P2 | P3 | P4 | P5 | P6 | P7
-            | P11 | MP1 | MP2 | MP3 | MC1 | MC2 | MC3 | MA1 | MA2 | MA3 | S1 | S2 | S3 | S4
-            | S6 | M1 | M2 | K1 | REQ | X3 | X4 | Foreign(_) => false,
+            S7 | C1 | C2 | C4 | C5 | A1 | A2 | A3 | A4 | A5 | A10 | P1 | P2 | P3 | P4 | P5 | P6
+            | P7 | P11 | MP1 | MP2 | MP3 | MC1 | MC2 | MC3 | MA1 | MA2 | MA3 | S1 | S2 | S3
+            | S4 | S6 | M1 | M2 | K1 | REQ | X3 | X4 | Foreign(_) => false,
         }
     }
 }

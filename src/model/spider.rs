@@ -1,5 +1,6 @@
 //! Reader for Spiderpool's `SpiderIPPool` (`spiderpool.spidernet.io` v2beta1, cluster-scoped):
-//! SPEC §5 table and rules S1–S4, plus the allocation record in `status` that S5 and S6 read.
+//! SPEC §5 table and rules S1–S4, S7 (routes) and S8 (podAffinity), plus the allocation record in
+//! `status` that S5 and S6 read.
 //!
 //! Spiderpool keeps who holds which address in `status.allocatedIPs`, a JSON object serialised
 //! into a *string* (`{"172.18.41.40":{"pod":"default/web-0",…}}`), so it is decoded here, once.
@@ -226,6 +227,8 @@ pub(crate) fn read_pool(obj: &Value) -> PoolReading {
         }
     }
 
+    routes(obj, family, subnet, &mut errors, &mut warnings);
+
     let pool_entries = pool_entries(fam, &ips);
     let mut proj = projection(kind, &meta, family, alloc, gateway, prefix);
     proj.recorded = AddrSet::from_ranges(
@@ -246,6 +249,113 @@ pub(crate) fn read_pool(obj: &Value) -> PoolReading {
         declared_path: "spec.ips",
         errors,
         warnings,
+    }
+}
+
+// === routes ===
+
+/// S7: `spec.routes`, as Spiderpool's webhook reads them: no default route (that is what
+/// `spec.gateway` is for), no destination twice, each destination a CIDR of the pool's family,
+/// each `gw` an IP inside `spec.subnet`. Destinations are compared as networks, so
+/// `192.168.40.1/24` repeats `192.168.40.0/24`.
+fn routes(
+    obj: &Value,
+    family: Option<Family>,
+    subnet: Option<Cidr>,
+    errors: &mut Vec<FieldError>,
+    warnings: &mut Vec<Warning>,
+) {
+    let list = read::keep(read::array(RuleId::S7, obj, "spec.routes"), errors).unwrap_or_default();
+    let mut seen: Vec<(Cidr, usize)> = Vec::new();
+    let before = errors.len();
+    for (i, route) in list.iter().enumerate() {
+        if read::list_full(RuleId::S7, "spec.routes", errors, before, list.len() - i) {
+            break;
+        }
+        let path = format!("spec.routes[{i}]");
+        if !route.is_object() {
+            errors.push(FieldError::invalid(
+                RuleId::S7,
+                path,
+                Value::String(route.to_string()),
+                "must be an object",
+            ));
+            continue;
+        }
+        let dst_path = format!("{path}.dst");
+        match read::keep(
+            read::at(read::string(RuleId::S7, route, "dst"), &dst_path),
+            errors,
+        ) {
+            None => {
+                if !errors.iter().any(|e| e.path == dst_path) {
+                    errors.push(FieldError::required(RuleId::S7, dst_path, ""));
+                }
+            }
+            Some(text) => {
+                let parsed = parse_cidr(text);
+                if let Some(dst) =
+                    read::parsed(RuleId::S7, &dst_path, text, parsed, errors, warnings)
+                {
+                    if family.is_some_and(|f| f != dst.family()) {
+                        let of = match subnet {
+                            Some(c) => format!("spec.subnet {c}"),
+                            None => "spec.ipVersion".to_string(),
+                        };
+                        errors.push(FieldError::invalid(
+                            RuleId::S7,
+                            dst_path,
+                            text,
+                            format!("IP family does not match {of}"),
+                        ));
+                    } else if dst.prefix == 0 {
+                        errors.push(FieldError::invalid(
+                            RuleId::S7,
+                            dst_path,
+                            text,
+                            "is a default route: set spec.gateway instead",
+                        ));
+                    } else if let Some((_, first)) = seen
+                        .iter()
+                        .find(|(c, _)| c.network == dst.network && c.prefix == dst.prefix)
+                    {
+                        errors.push(FieldError::duplicate(
+                            RuleId::S7,
+                            dst_path,
+                            text,
+                            format!("spec.routes[{first}] already routes {dst}"),
+                        ));
+                    } else {
+                        seen.push((dst, i));
+                    }
+                }
+            }
+        }
+        let gw_path = format!("{path}.gw");
+        let (text, gw) = read::ip_at(RuleId::S7, route, "gw", &gw_path, errors, warnings);
+        let (Some(text), Some(gw)) = (text, gw) else {
+            if text.is_none() && !errors.iter().any(|e| e.path == gw_path) {
+                errors.push(FieldError::required(RuleId::S7, gw_path, ""));
+            }
+            continue;
+        };
+        if family.is_some_and(|f| f != gw.family) {
+            errors.push(FieldError::invalid(
+                RuleId::S7,
+                gw_path,
+                text,
+                "provided gateway and addresses are of mixed IP families",
+            ));
+        } else if let Some(c) = subnet {
+            if !is_link_local_gateway(gw) && !c.network.contains(gw.value) {
+                errors.push(FieldError::invalid(
+                    RuleId::S7,
+                    gw_path,
+                    text,
+                    format!("must be inside spec.subnet {c}"),
+                ));
+            }
+        }
     }
 }
 

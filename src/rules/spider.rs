@@ -275,4 +275,116 @@ mod tests {
         let ix = index(&[(Kind::GlobalInClusterIPPool, &narrow)]);
         assert_eq!(update(&obj, &old, &ix).rules(), ["P10"]);
     }
+
+    // === S7: routes (Spiderpool's own webhook cases, in our words) ===
+
+    /// A pool as Spiderpool's webhook tests write it: 172.18.40.0/24, a few IPs.
+    fn spider(spec: Value) -> Value {
+        let mut base = json!({"subnet": "172.18.40.0/24", "ipVersion": 4,
+            "ips": ["172.18.40.2-172.18.40.3", "172.18.40.10"]});
+        for (k, v) in spec.as_object().unwrap() {
+            base[k] = v.clone();
+        }
+        json!({"apiVersion": "spiderpool.spidernet.io/v2beta1", "kind": "SpiderIPPool",
+            "metadata": {"name": "ippool-1"}, "spec": base})
+    }
+
+    #[test]
+    fn s7_routes_table_on_create_and_update() {
+        let r = |dst: &str, gw: &str| json!({"dst": dst, "gw": gw});
+        let cases: &[(&str, Value, Option<&str>)] = &[
+            (
+                "default route",
+                json!([r("0.0.0.0/0", "172.18.40.1")]),
+                Some(
+                    r#"spec.routes[0].dst: Invalid value: "0.0.0.0/0": is a default route: set spec.gateway instead"#,
+                ),
+            ),
+            (
+                "same dst twice",
+                json!([
+                    r("192.168.40.0/24", "172.18.40.1"),
+                    r("192.168.40.0/24", "172.18.40.2")
+                ]),
+                Some(
+                    r#"spec.routes[1].dst: Duplicate value: "192.168.40.0/24": spec.routes[0] already routes 192.168.40.0/24"#,
+                ),
+            ),
+            (
+                "dst not a CIDR",
+                json!([r("invalid CIDR", "172.18.40.1")]),
+                Some(r#"spec.routes[0].dst: Invalid value: "invalid CIDR": "#),
+            ),
+            (
+                "dst of the other family",
+                json!([r("fd00:40::/120", "172.18.40.1")]),
+                Some(
+                    r#"spec.routes[0].dst: Invalid value: "fd00:40::/120": IP family does not match spec.subnet 172.18.40.0/24"#,
+                ),
+            ),
+            (
+                "gw not an IP",
+                json!([r("192.168.40.0/24", "invalid IP")]),
+                Some(r#"spec.routes[0].gw: Invalid value: "invalid IP": "#),
+            ),
+            (
+                "gw outside the subnet",
+                json!([r("192.168.40.0/24", "172.18.41.1")]),
+                Some(
+                    r#"spec.routes[0].gw: Invalid value: "172.18.41.1": must be inside spec.subnet 172.18.40.0/24"#,
+                ),
+            ),
+            (
+                "a valid route",
+                json!([r("192.168.40.0/24", "172.18.40.40")]),
+                None,
+            ),
+        ];
+        for (what, routes, want) in cases {
+            let obj = spider(json!({"routes": routes}));
+            let old = spider(json!({}));
+            for v in [
+                create(&obj, &Index::new()),
+                update(&obj, &old, &Index::new()),
+            ] {
+                match want {
+                    Some(want) => {
+                        let t = texts(&v);
+                        assert_eq!(t.len(), 1, "{what}: {t:?}");
+                        assert!(t[0].starts_with(want), "{what}: {t:?}");
+                        assert_eq!(v.rules(), ["S7"], "{what}");
+                    }
+                    None => assert!(v.allowed(), "{what}: {:?}", texts(&v)),
+                }
+            }
+        }
+        // IPv6: a default route is `::/0`; a gw inside the subnet passes.
+        let v6 = |routes: Value| {
+            let mut o = spider(json!({"subnet": "abcd:1234::/120", "ipVersion": 6,
+                "ips": ["abcd:1234::2-abcd:1234::3"], "routes": routes}));
+            o["spec"]["gateway"] = json!("abcd:1234::1");
+            o
+        };
+        assert_eq!(
+            create(&v6(json!([r("::/0", "abcd:1234::1")])), &Index::new()).rules(),
+            ["S7"]
+        );
+        assert!(create(
+            &v6(json!([r("fd00:40::/120", "abcd:1234::28")])),
+            &Index::new()
+        )
+        .allowed());
+    }
+
+    #[test]
+    fn x5_s7_unchanged_routes_are_never_denied() {
+        let bad = spider(json!({"routes": [{"dst": "0.0.0.0/0", "gw": "172.18.40.1"}]}));
+        let mut relabelled = bad.clone();
+        relabelled["metadata"]["labels"] = json!({"team": "a"});
+        assert!(update(&relabelled, &bad, &Index::new()).allowed());
+        // A spec change elsewhere leaves the old finding to the audit.
+        let mut grown = bad.clone();
+        grown["spec"]["ips"] = json!(["172.18.40.2-172.18.40.5", "172.18.40.10"]);
+        assert!(update(&grown, &bad, &Index::new()).allowed());
+    }
 }
