@@ -947,6 +947,23 @@ spec:
     - {dst: 192.168.40.0/24, gw: 172.18.42.1}
 "),
     },
+    Rule {
+        id: RuleId::S8,
+        kinds: "SpiderIPPool",
+        operations: "CREATE, UPDATE",
+        field: "spec.podAffinity (matchLabels, matchExpressions[i])",
+        summary: "`spec.podAffinity` is a valid label selector (keys qualified names, values label values, known operators) that is not empty; on a pool Spiderpool created for an application (label `ipam.spidernet.io/owner-application-name`) it holds only the `ipam.spidernet.io/app-*` keys Spiderpool derives, and no matchExpressions.",
+        example: ex("CREATE", "\
+apiVersion: spiderpool.spidernet.io/v2beta1
+kind: SpiderIPPool
+metadata: {name: pods-a}
+spec:
+  subnet: 172.18.41.0/24
+  ips: [172.18.41.40-172.18.41.50]
+  podAffinity:
+    matchLabels: {app: .starts.with.dot}
+"),
+    },
     // === CAPV ===
     Rule {
         id: RuleId::V1,

@@ -387,4 +387,90 @@ mod tests {
         grown["spec"]["ips"] = json!(["172.18.40.2-172.18.40.5", "172.18.40.10"]);
         assert!(update(&grown, &bad, &Index::new()).allowed());
     }
+
+    // === S8: podAffinity ===
+
+    #[test]
+    fn s8_pod_affinity_table_on_create_and_update() {
+        let cases: &[(&str, Value, Option<&str>)] = &[
+            ("label value starting with a dot", json!({"matchLabels": {"key": ".starts.with.dot"}}),
+                Some(r#"spec.podAffinity.matchLabels: Invalid value: ".starts.with.dot": a valid label must be"#)),
+            ("empty selector", json!({"matchLabels": {}, "matchExpressions": []}),
+                Some("spec.podAffinity: Invalid value: {\"matchExpressions\":[],\"matchLabels\":{}}: an empty selector")),
+            ("no fields at all", json!({}),
+                Some("spec.podAffinity: Invalid value: {}: an empty selector")),
+            ("bad key", json!({"matchLabels": {"a/b/c": "x"}}),
+                Some(r#"spec.podAffinity.matchLabels: Invalid value: "a/b/c": a qualified name"#)),
+            ("In without values", json!({"matchExpressions": [{"key": "app", "operator": "In"}]}),
+                Some("spec.podAffinity.matchExpressions[0].values: Required value")),
+            ("Exists with values", json!({"matchExpressions": [{"key": "app", "operator": "Exists", "values": ["a"]}]}),
+                Some("spec.podAffinity.matchExpressions[0].values: Forbidden")),
+            ("unknown operator", json!({"matchExpressions": [{"key": "app", "operator": "Near", "values": ["a"]}]}),
+                Some(r#"spec.podAffinity.matchExpressions[0].operator: Invalid value: "Near""#)),
+            ("bad value in an expression", json!({"matchExpressions": [{"key": "app", "operator": "In", "values": ["-x"]}]}),
+                Some(r#"spec.podAffinity.matchExpressions[0].values[0]: Invalid value: "-x""#)),
+            ("a valid selector", json!({"matchLabels": {"key": "value"}}), None),
+            ("a valid expression", json!({"matchExpressions": [{"key": "app", "operator": "NotIn", "values": ["a", "b"]}]}), None),
+        ];
+        for (what, affinity, want) in cases {
+            let obj = spider(json!({"podAffinity": affinity}));
+            let old = spider(json!({}));
+            for v in [
+                create(&obj, &Index::new()),
+                update(&obj, &old, &Index::new()),
+            ] {
+                match want {
+                    Some(want) => {
+                        let t = texts(&v);
+                        assert_eq!(t.len(), 1, "{what}: {t:?}");
+                        assert!(t[0].starts_with(want), "{what}: {t:?}");
+                        assert_eq!(v.rules(), ["S8"], "{what}");
+                    }
+                    None => assert!(v.allowed(), "{what}: {:?}", texts(&v)),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn s8_an_application_pool_keeps_the_affinity_spiderpool_derived() {
+        let derived = json!({"matchLabels": {
+            "ipam.spidernet.io/app-api-group": "apps", "ipam.spidernet.io/app-api-version": "v1",
+            "ipam.spidernet.io/app-kind": "Deployment", "ipam.spidernet.io/app-namespace": "test-ns",
+            "ipam.spidernet.io/app-name": "test-name"}});
+        let mut auto = spider(json!({"ips": ["172.18.40.1"], "podAffinity": derived}));
+        auto["metadata"]["labels"] = json!({
+            "ipam.spidernet.io/owner-application-gv": "apps_v1",
+            "ipam.spidernet.io/owner-application-kind": "Deployment",
+            "ipam.spidernet.io/owner-application-namespace": "test-ns",
+            "ipam.spidernet.io/owner-application-name": "test-name"});
+        assert!(
+            create(&auto, &Index::new()).allowed(),
+            "{:?}",
+            texts(&create(&auto, &Index::new()))
+        );
+        let mut changed = auto.clone();
+        changed["spec"]["podAffinity"] = json!({"matchLabels": {"key": "value"},
+            "matchExpressions": [{"key": "key", "operator": "In", "values": ["value"]}]});
+        for v in [
+            create(&changed, &Index::new()),
+            update(&changed, &auto, &Index::new()),
+        ] {
+            assert_eq!(
+                texts(&v),
+                [
+                    r#"spec.podAffinity.matchLabels: Invalid value: "key": a pool Spiderpool created for an application (ipam.spidernet.io/owner-application-name) selects its Pods by the ipam.spidernet.io/app-* keys only"#,
+                    r#"spec.podAffinity.matchExpressions: Invalid value: [{"key":"key","operator":"In","values":["value"]}]: a pool Spiderpool created for an application (ipam.spidernet.io/owner-application-name) takes no matchExpressions"#,
+                ]
+            );
+        }
+    }
+
+    #[test]
+    fn x5_s8_an_unchanged_selector_is_never_denied() {
+        let bad = spider(json!({"podAffinity": {"matchLabels": {"key": ".starts.with.dot"}}}));
+        let mut grown = bad.clone();
+        grown["spec"]["ips"] = json!(["172.18.40.2-172.18.40.5", "172.18.40.10"]);
+        assert!(update(&grown, &bad, &Index::new()).allowed());
+    }
 }
