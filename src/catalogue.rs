@@ -709,6 +709,23 @@ spec:
         example: with_cluster(ex("DELETE", METAL3_POOL), METAL3_POOL_AND_ADDRESS),
     },
     Rule {
+        id: RuleId::MP5,
+        kinds: "IPPool.ipam.metal3.io",
+        operations: "CREATE, UPDATE",
+        field: "spec.pools[i]",
+        summary: "With `allocationStrategy: random`, each entry has a size ip-address-manager can pick from: a start with an end or a subnet, or a subnet alone, holding at most 2^63-1 addresses (a start alone, or `2001:db8::/32`, is refused).",
+        example: ex("CREATE", "\
+apiVersion: ipam.metal3.io/v1alpha1
+kind: IPPool
+metadata: {name: provisioning, namespace: team-a}
+spec:
+  namePrefix: prov
+  allocationStrategy: random
+  pools:
+    - {subnet: '2001:db8::/32', prefix: 64}
+"),
+    },
+    Rule {
         id: RuleId::MC1,
         kinds: "IPClaim.ipam.metal3.io",
         operations: "CREATE",

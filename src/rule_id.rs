@@ -69,6 +69,7 @@ pub enum RuleId {
     MP2,
     MP3,
     MP4,
+    MP5,
     MC1,
     MC2,
     MC3,
@@ -99,7 +100,7 @@ pub enum RuleId {
 
 impl RuleId {
     /// Every id this build reports, in catalogue order.
-    pub const ALL: [RuleId; 53] = [
+    pub const ALL: [RuleId; 54] = [
         RuleId::C1,
         RuleId::C2,
         RuleId::C3,
@@ -130,6 +131,7 @@ impl RuleId {
         RuleId::MP2,
         RuleId::MP3,
         RuleId::MP4,
+        RuleId::MP5,
         RuleId::MC1,
         RuleId::MC2,
         RuleId::MC3,
@@ -188,6 +190,7 @@ impl RuleId {
             RuleId::MP2 => "MP2",
             RuleId::MP3 => "MP3",
             RuleId::MP4 => "MP4",
+            RuleId::MP5 => "MP5",
             RuleId::MC1 => "MC1",
             RuleId::MC2 => "MC2",
             RuleId::MC3 => "MC3",
@@ -226,9 +229,9 @@ impl RuleId {
     pub fn effect(self) -> Effect {
         use RuleId::*;
         match self {
-            S8 | C1 | C2 | C4 | C5 | A2 | A3 | A5 | A7 | A9 | A10 | P1 | P3 | P4 | P5 | P6 | P8
-            | P9 | P10 | MP3 | MP4 | MC1 | MC2 | MC3 | MA2 | MA3 | MA4 | S1 | S2 | S4 | S5 | S6
-            | REQ => Effect::Deny,
+            MP5 | S8 | C1 | C2 | C4 | C5 | A2 | A3 | A5 | A7 | A9 | A10 | P1 | P3 | P4 | P5
+            | P6 | P8 | P9 | P10 | MP3 | MP4 | MC1 | MC2 | MC3 | MA2 | MA3 | MA4 | S1 | S2 | S4
+            | S5 | S6 | REQ => Effect::Deny,
             S7 | C3 | A1 | A6 | A8 | P2 | MP1 | MP2 | MC4 | MA1 | S3 | X3 => Effect::DenyOrWarn,
             A4 | P7 | V1 | K1 => Effect::Warn,
             P11 => Effect::Allow,
@@ -245,9 +248,9 @@ impl RuleId {
         use RuleId::*;
         match self {
             C3 | A6 | A7 | A8 | A9 | P8 | P9 | P10 | MP4 | MC4 | MA4 | S5 | V1 => true,
-            S7 | S8 | C1 | C2 | C4 | C5 | A1 | A2 | A3 | A4 | A5 | A10 | P1 | P2 | P3 | P4 | P5
-            | P6 | P7 | P11 | MP1 | MP2 | MP3 | MC1 | MC2 | MC3 | MA1 | MA2 | MA3 | S1 | S2
-            | S3 | S4 | S6 | M1 | M2 | K1 | REQ | X3 | X4 | Foreign(_) => false,
+            MP5 | S7 | S8 | C1 | C2 | C4 | C5 | A1 | A2 | A3 | A4 | A5 | A10 | P1 | P2 | P3
+            | P4 | P5 | P6 | P7 | P11 | MP1 | MP2 | MP3 | MC1 | MC2 | MC3 | MA1 | MA2 | MA3
+            | S1 | S2 | S3 | S4 | S6 | M1 | M2 | K1 | REQ | X3 | X4 | Foreign(_) => false,
         }
     }
 }

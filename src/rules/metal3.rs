@@ -842,4 +842,99 @@ mod tests {
         ]);
         assert!(create(Kind::Metal3IPAddress, &m3a, &ix).allowed());
     }
+
+    // === MP5: random allocation (ip-address-manager's own cases, in our words) ===
+
+    #[test]
+    fn mp5_random_needs_an_entry_the_provider_can_size() {
+        let pool = |strategy: &str, pools: Value| {
+            m3pool(
+                "foo",
+                "p",
+                json!({"namePrefix": "p", "allocationStrategy": strategy, "pools": pools}),
+            )
+        };
+        let ok = [
+            json!([{"start": "192.168.0.1", "end": "192.168.0.10"}]),
+            json!([{"subnet": "192.168.0.0/24"}]),
+            json!([{"start": "192.168.0.1", "subnet": "192.168.0.0/24"}]),
+            // 2^63-1 addresses after the network address: the largest a /65 offers.
+            json!([{"subnet": "2001:db8::/65"}]),
+        ];
+        for pools in ok {
+            let v = create(
+                Kind::Metal3IPPool,
+                &pool("random", pools.clone()),
+                &Index::new(),
+            );
+            assert!(
+                !v.rules().contains(&RuleId::MP5),
+                "{pools}: {:?}",
+                texts(&v)
+            );
+        }
+        let refused = [
+            (json!([{"start": "192.168.0.1"}]), "spec.pools[0]", "a start without an end or a subnet has no size to pick from"),
+            (json!([{"start": "192.168.0.1", "end": "192.168.0.10"}, {"start": "192.168.0.1"}]), "spec.pools[1]", "a start without"),
+            (json!([{"subnet": "2001:db8::/32"}]), "spec.pools[0]", "it holds 79228162514264337593543950335 addresses, more than the 9223372036854775807"),
+            (json!([{"subnet": "2001:db8::/64"}]), "spec.pools[0]", "it holds 18446744073709551615 addresses"),
+            (json!([{"end": "192.168.0.10"}]), "spec.pools[0]", "an end without a start or a subnet"),
+        ];
+        for (pools, at, why) in refused {
+            let v = create(
+                Kind::Metal3IPPool,
+                &pool("random", pools.clone()),
+                &Index::new(),
+            );
+            let mp5: Vec<&FieldError> = v.errors.iter().filter(|e| e.rule == RuleId::MP5).collect();
+            assert_eq!(mp5.len(), 1, "{pools}: {:?}", texts(&v));
+            assert_eq!(mp5[0].path, at);
+            assert!(
+                mp5[0]
+                    .detail
+                    .starts_with("cannot be used with allocationStrategy \"random\": "),
+                "{}",
+                mp5[0].detail
+            );
+            assert!(mp5[0].detail.contains(why), "{}", mp5[0].detail);
+            // The same pools are fine when handed out in order.
+            let v = create(
+                Kind::Metal3IPPool,
+                &pool("sequential", pools.clone()),
+                &Index::new(),
+            );
+            assert!(
+                !v.rules().contains(&RuleId::MP5),
+                "{pools}: {:?}",
+                texts(&v)
+            );
+        }
+        // An entry already broken (MP1) is not sized as well.
+        let v = create(
+            Kind::Metal3IPPool,
+            &pool(
+                "random",
+                json!([{"start": "192.168.0.9", "end": "192.168.0.1"}]),
+            ),
+            &Index::new(),
+        );
+        assert_eq!(v.rules(), ["MP1"]);
+    }
+
+    #[test]
+    fn x5_mp5_an_unchanged_random_entry_is_never_denied() {
+        let old = m3pool(
+            "foo",
+            "p",
+            json!({"namePrefix": "p", "allocationStrategy": "random",
+            "pools": [{"subnet": "2001:db8::/32"}]}),
+        );
+        let mut obj = old.clone();
+        obj["spec"]["pools"] = json!([{"subnet": "2001:db8::/32"}, {"subnet": "2001:db9::/120"}]);
+        let v = update(Kind::Metal3IPPool, &obj, &old, &Index::new());
+        assert!(v.allowed(), "{:?}", texts(&v));
+        obj["spec"]["pools"] = json!([{"subnet": "2001:db8::/32"}, {"subnet": "2001:db9::/48"}]);
+        let v = update(Kind::Metal3IPPool, &obj, &old, &Index::new());
+        assert_eq!(v.rules(), ["MP5"], "{:?}", texts(&v));
+    }
 }
