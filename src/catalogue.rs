@@ -855,6 +855,27 @@ spec:
   claim: {name: host-1, namespace: team-a}
 "), METAL3_POOL),
     },
+    Rule {
+        id: RuleId::MA5,
+        kinds: "IPAddress.ipam.metal3.io",
+        operations: "CREATE, UPDATE (when the annotation changes)",
+        field: "metadata.annotations[ipAddress]",
+        summary: "The `ipAddress` annotation, when set, is a valid IP (as MC4 on the claim).",
+        example: ex("CREATE", "\
+apiVersion: ipam.metal3.io/v1alpha1
+kind: IPAddress
+metadata:
+  name: prov-host-0
+  namespace: team-a
+  annotations: {ipAddress: not-an-ip}
+spec:
+  address: 192.168.20.11
+  prefix: 24
+  gateway: 192.168.20.1
+  pool: {name: provisioning, namespace: team-a}
+  claim: {name: host-0, namespace: team-a}
+"),
+    },
     // === Spiderpool ===
     Rule {
         id: RuleId::S1,

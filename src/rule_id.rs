@@ -78,6 +78,7 @@ pub enum RuleId {
     MA2,
     MA3,
     MA4,
+    MA5,
     S1,
     S2,
     S3,
@@ -100,7 +101,7 @@ pub enum RuleId {
 
 impl RuleId {
     /// Every id this build reports, in catalogue order.
-    pub const ALL: [RuleId; 54] = [
+    pub const ALL: [RuleId; 55] = [
         RuleId::C1,
         RuleId::C2,
         RuleId::C3,
@@ -140,6 +141,7 @@ impl RuleId {
         RuleId::MA2,
         RuleId::MA3,
         RuleId::MA4,
+        RuleId::MA5,
         RuleId::S1,
         RuleId::S2,
         RuleId::S3,
@@ -199,6 +201,7 @@ impl RuleId {
             RuleId::MA2 => "MA2",
             RuleId::MA3 => "MA3",
             RuleId::MA4 => "MA4",
+            RuleId::MA5 => "MA5",
             RuleId::S1 => "S1",
             RuleId::S2 => "S2",
             RuleId::S3 => "S3",
@@ -232,7 +235,9 @@ impl RuleId {
             MP5 | S8 | C1 | C2 | C4 | C5 | A2 | A3 | A5 | A7 | A9 | A10 | P1 | P3 | P4 | P5
             | P6 | P8 | P9 | P10 | MP3 | MP4 | MC1 | MC2 | MC3 | MA2 | MA3 | MA4 | S1 | S2 | S4
             | S5 | S6 | REQ => Effect::Deny,
-            S7 | C3 | A1 | A6 | A8 | P2 | MP1 | MP2 | MC4 | MA1 | S3 | X3 => Effect::DenyOrWarn,
+            MA5 | S7 | C3 | A1 | A6 | A8 | P2 | MP1 | MP2 | MC4 | MA1 | S3 | X3 => {
+                Effect::DenyOrWarn
+            }
             A4 | P7 | V1 | K1 => Effect::Warn,
             P11 => Effect::Allow,
             M1 | M2 => Effect::Mutate,
@@ -248,9 +253,9 @@ impl RuleId {
         use RuleId::*;
         match self {
             C3 | A6 | A7 | A8 | A9 | P8 | P9 | P10 | MP4 | MC4 | MA4 | S5 | V1 => true,
-            MP5 | S7 | S8 | C1 | C2 | C4 | C5 | A1 | A2 | A3 | A4 | A5 | A10 | P1 | P2 | P3
-            | P4 | P5 | P6 | P7 | P11 | MP1 | MP2 | MP3 | MC1 | MC2 | MC3 | MA1 | MA2 | MA3
-            | S1 | S2 | S3 | S4 | S6 | M1 | M2 | K1 | REQ | X3 | X4 | Foreign(_) => false,
+            MA5 | MP5 | S7 | S8 | C1 | C2 | C4 | C5 | A1 | A2 | A3 | A4 | A5 | A10 | P1 | P2
+            | P3 | P4 | P5 | P6 | P7 | P11 | MP1 | MP2 | MP3 | MC1 | MC2 | MC3 | MA1 | MA2
+            | MA3 | S1 | S2 | S3 | S4 | S6 | M1 | M2 | K1 | REQ | X3 | X4 | Foreign(_) => false,
         }
     }
 }

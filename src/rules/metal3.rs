@@ -164,6 +164,7 @@ impl Validator for Address {
         let r = read_address(obj);
         v.errors = findings(&r, ns);
         v.warnings.clone_from(&r.warnings);
+        ma5(obj, &mut v);
         let own = ObjKey::new(Kind::Metal3IPAddress, ns, call.name);
         ma4(&r, &own, ctx, &mut v);
         v
@@ -171,6 +172,10 @@ impl Validator for Address {
 
     fn update(&self, obj: &Value, old: &Value, call: &Call, _ctx: &Ctx) -> Verdict {
         let mut v = Verdict::default();
+        let annotation = |o| read::entry(o, "metadata.annotations", IP_ADDRESS_ANNOTATION);
+        if !same(annotation(obj), annotation(old)) {
+            ma5(obj, &mut v);
+        }
         // X5: the finalizer removal (both objects deleting, spec unchanged) and every other
         // metadata-only write pass whatever the spec holds.
         if !spec_changed(obj, old) {
@@ -198,6 +203,36 @@ impl Validator for Address {
             Operation::Create => vec![RuleId::MA4, RuleId::A9],
             _ => Vec::new(),
         }
+    }
+}
+
+/// MA5: the `ipAddress` annotation on an IPAddress, when set, is an IP. ip-address-manager's
+/// webhook refuses one that is not (it copies the annotation of the claim the address serves);
+/// an empty annotation is no request at all.
+fn ma5(obj: &Value, v: &mut Verdict) {
+    let path = format!("metadata.annotations[{IP_ADDRESS_ANNOTATION}]");
+    let Some(given) = read::entry(obj, "metadata.annotations", IP_ADDRESS_ANNOTATION) else {
+        return;
+    };
+    let Some(text) = given.as_str() else {
+        v.deny(FieldError::invalid(
+            RuleId::MA5,
+            path,
+            given.clone(),
+            "must be a string",
+        ));
+        return;
+    };
+    if text.is_empty() {
+        return;
+    }
+    match parse_ip(text) {
+        Ok(p) => {
+            for w in p.warnings {
+                v.warn(RuleId::MA5, path.clone(), w);
+            }
+        }
+        Err(e) => v.deny(FieldError::invalid(RuleId::MA5, path, text, e.to_string())),
     }
 }
 
@@ -936,5 +971,42 @@ mod tests {
         obj["spec"]["pools"] = json!([{"subnet": "2001:db8::/32"}, {"subnet": "2001:db9::/48"}]);
         let v = update(Kind::Metal3IPPool, &obj, &old, &Index::new());
         assert_eq!(v.rules(), ["MP5"], "{:?}", texts(&v));
+    }
+
+    // === MA5: the ipAddress annotation on an IPAddress ===
+
+    #[test]
+    fn ma5_ip_address_annotation_must_be_an_ip_on_create_and_when_changed() {
+        let mut base = m3addr("ns", "a-0", "10.0.0.11", "p");
+        base["spec"]["prefix"] = json!(24);
+        let with = |value: Value| {
+            let mut o = base.clone();
+            o["metadata"]["annotations"] = json!({"ipAddress": value});
+            o
+        };
+        for (value, allowed) in [
+            (json!("192.168.1.100"), true),
+            (json!("2001:db8::1"), true),
+            (json!(""), true),
+            (json!("not-an-ip"), false),
+            (json!("256.256.256.256"), false),
+        ] {
+            let obj = with(value.clone());
+            let v = create(Kind::Metal3IPAddress, &obj, &Index::new());
+            assert_eq!(v.allowed(), allowed, "{value}: {:?}", texts(&v));
+            let u = update(Kind::Metal3IPAddress, &obj, &base, &Index::new());
+            assert_eq!(u.allowed(), allowed, "{value}: {:?}", texts(&u));
+            if !allowed {
+                assert_eq!(v.rules(), ["MA5"]);
+                assert!(texts(&v)[0].starts_with(&format!(
+                    "metadata.annotations[ipAddress]: Invalid value: {value}: "
+                )));
+            }
+        }
+        // X5: an annotation that was already there, unchanged, is the audit's to report.
+        let bad = with(json!("not-an-ip"));
+        let mut relabelled = bad.clone();
+        relabelled["metadata"]["labels"] = json!({"x": "y"});
+        assert!(update(Kind::Metal3IPAddress, &relabelled, &bad, &Index::new()).allowed());
     }
 }
