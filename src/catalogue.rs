@@ -1002,6 +1002,21 @@ spec:
     matchLabels: {app: .starts.with.dot}
 "),
     },
+    Rule {
+        id: RuleId::S9,
+        kinds: "SpiderIPPool",
+        operations: "CREATE, UPDATE (when the subnet or the address space changes)",
+        field: "spec.subnet",
+        summary: "SpiderIPPools whose subnets overlap declare the same subnet (Spiderpool groups pools by subnet): `172.18.41.0/25` beside another pool's `172.18.41.0/24` is refused whatever their `ips`. Within one address space; off with `--overlap-scope off`.",
+        example: with_cluster(ex("CREATE", "\
+apiVersion: spiderpool.spidernet.io/v2beta1
+kind: SpiderIPPool
+metadata: {name: pods-b}
+spec:
+  subnet: 172.18.41.0/25
+  ips: [172.18.41.100-172.18.41.110]
+"), SPIDER_POOL_IN_USE),
+    },
     // === CAPV ===
     Rule {
         id: RuleId::V1,

@@ -87,6 +87,7 @@ pub enum RuleId {
     S6,
     S7,
     S8,
+    S9,
     V1,
     M1,
     M2,
@@ -101,7 +102,7 @@ pub enum RuleId {
 
 impl RuleId {
     /// Every id this build reports, in catalogue order.
-    pub const ALL: [RuleId; 55] = [
+    pub const ALL: [RuleId; 56] = [
         RuleId::C1,
         RuleId::C2,
         RuleId::C3,
@@ -150,6 +151,7 @@ impl RuleId {
         RuleId::S6,
         RuleId::S7,
         RuleId::S8,
+        RuleId::S9,
         RuleId::V1,
         RuleId::M1,
         RuleId::M2,
@@ -210,6 +212,7 @@ impl RuleId {
             RuleId::S6 => "S6",
             RuleId::S7 => "S7",
             RuleId::S8 => "S8",
+            RuleId::S9 => "S9",
             RuleId::V1 => "V1",
             RuleId::M1 => "M1",
             RuleId::M2 => "M2",
@@ -232,9 +235,9 @@ impl RuleId {
     pub fn effect(self) -> Effect {
         use RuleId::*;
         match self {
-            MP5 | S8 | C1 | C2 | C4 | C5 | A2 | A3 | A5 | A7 | A9 | A10 | P1 | P3 | P4 | P5
-            | P6 | P8 | P9 | P10 | MP3 | MP4 | MC1 | MC2 | MC3 | MA2 | MA3 | MA4 | S1 | S2 | S4
-            | S5 | S6 | REQ => Effect::Deny,
+            S9 | MP5 | S8 | C1 | C2 | C4 | C5 | A2 | A3 | A5 | A7 | A9 | A10 | P1 | P3 | P4
+            | P5 | P6 | P8 | P9 | P10 | MP3 | MP4 | MC1 | MC2 | MC3 | MA2 | MA3 | MA4 | S1 | S2
+            | S4 | S5 | S6 | REQ => Effect::Deny,
             MA5 | S7 | C3 | A1 | A6 | A8 | P2 | MP1 | MP2 | MC4 | MA1 | S3 | X3 => {
                 Effect::DenyOrWarn
             }
@@ -252,7 +255,7 @@ impl RuleId {
     pub fn reads_view(self) -> bool {
         use RuleId::*;
         match self {
-            C3 | A6 | A7 | A8 | A9 | P8 | P9 | P10 | MP4 | MC4 | MA4 | S5 | V1 => true,
+            S9 | C3 | A6 | A7 | A8 | A9 | P8 | P9 | P10 | MP4 | MC4 | MA4 | S5 | V1 => true,
             MA5 | MP5 | S7 | S8 | C1 | C2 | C4 | C5 | A1 | A2 | A3 | A4 | A5 | A10 | P1 | P2
             | P3 | P4 | P5 | P6 | P7 | P11 | MP1 | MP2 | MP3 | MC1 | MC2 | MC3 | MA1 | MA2
             | MA3 | S1 | S2 | S3 | S4 | S6 | M1 | M2 | K1 | REQ | X3 | X4 | Foreign(_) => false,

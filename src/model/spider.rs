@@ -233,6 +233,7 @@ pub(crate) fn read_pool(obj: &Value) -> PoolReading {
 
     let pool_entries = pool_entries(fam, &ips);
     let mut proj = projection(kind, &meta, family, alloc, gateway, prefix);
+    proj.declared_subnet = subnet;
     proj.recorded = AddrSet::from_ranges(
         fam,
         allocation(obj)

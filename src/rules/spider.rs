@@ -8,13 +8,16 @@
 
 use serde_json::Value;
 
+use crate::address::Cidr;
 use crate::field::{FieldError, Verdict};
+use crate::kinds::Kind;
 use crate::model::pool::PoolReading;
 use crate::model::spider::{allocation, Allocation};
-use crate::model::Meta;
+use crate::model::{Meta, ObjKey};
 use crate::rule_id::RuleId;
 use crate::rules::pool::{keeps_held, refuse_delete, PoolKind, Pools};
 use crate::rules::util::{immutable_fields, join_shown, MAX_LISTED};
+use crate::rules::OverlapScope;
 use crate::rules::{Call, Ctx};
 
 /// S6's text, in P9's words.
@@ -30,6 +33,58 @@ impl PoolKind for SpiderIPPool {
     const DELETE: RuleId = RuleId::S6;
     /// Its status records the holders: S5 and S6 read the stored object, not the view.
     const HOLDERS_IN_VIEW: bool = false;
+
+    const VIEW_RULES: &'static [RuleId] = &[RuleId::S9];
+
+    /// S9: Spiderpool groups pools by their subnet (its `ipam.spidernet.io/ippool-cidr` label),
+    /// so two SpiderIPPools whose subnets overlap must declare the very same subnet: a /25 inside
+    /// another pool's /24 is refused whatever their `ips`. Within one address space, like P10.
+    fn against_view(r: &PoolReading, before: Option<&PoolReading>, ctx: &Ctx, v: &mut Verdict) {
+        if ctx.options.overlap_scope == OverlapScope::Off {
+            return;
+        }
+        let Some(mine) = r.proj.declared_subnet else {
+            return;
+        };
+        // X5: an update that keeps its subnet keeps the neighbours it already had.
+        if before.is_some_and(|b| b.proj.declared_subnet == Some(mine)) {
+            return;
+        }
+        let same = |c: &Cidr| c.network == mine.network && c.prefix == mine.prefix;
+        let mut clashes: Vec<(&ObjKey, Cidr)> = ctx
+            .index
+            .pools()
+            .filter(|p| p.key.kind == Kind::SpiderIPPool && p.key != r.proj.key)
+            .filter(|p| *p.space == *r.proj.space)
+            .filter_map(|p| p.declared_subnet.map(|c| (&p.key, c)))
+            .filter(|(_, c)| {
+                c.family() == mine.family()
+                    && c.network.start <= mine.network.end
+                    && mine.network.start <= c.network.end
+                    && !same(c)
+            })
+            .collect();
+        if clashes.is_empty() {
+            return;
+        }
+        clashes.sort_by(|a, b| a.0.cmp(b.0));
+        let total = clashes.len();
+        let shown: Vec<String> = clashes
+            .iter()
+            .take(MAX_LISTED)
+            .map(|(key, c)| format!("{key} ({c})"))
+            .collect();
+        let written = read_subnet_text(r).unwrap_or_else(|| mine.to_string());
+        v.deny(FieldError::invalid(
+            RuleId::S9,
+            "spec.subnet",
+            written,
+            format!(
+                "overlaps the subnet of {}; SpiderIPPools whose subnets overlap must declare the same subnet",
+                join_shown(&shown, total)
+            ),
+        ));
+    }
 
     /// S5: Spiderpool keys everything it hands out by subnet and family.
     fn immutable(obj: &Value, old: &Value, out: &mut Vec<FieldError>) {
@@ -70,6 +125,11 @@ impl PoolKind for SpiderIPPool {
     }
 }
 
+/// `spec.subnet` as the reading parsed it: the canonical text (S1 refuses any other).
+fn read_subnet_text(r: &PoolReading) -> Option<String> {
+    r.proj.declared_subnet.map(|c| c.to_string())
+}
+
 /// Who holds the pool, as far as its status tells.
 fn holders(a: &Allocation) -> String {
     if a.unreadable {
@@ -96,9 +156,11 @@ mod tests {
     use crate::field::{DenyReason, ErrorType};
     use crate::index::Index;
     use crate::kinds::Kind;
+    use crate::model::Operation;
     use crate::rules::test_support::{
         self as ts, eco_object as object, eco_old_object as old_object, errors as texts, index,
     };
+    use crate::rules::Options;
     use serde_json::json;
 
     fn create(obj: &Value, ix: &Index) -> Verdict {
@@ -472,5 +534,78 @@ mod tests {
         let mut grown = bad.clone();
         grown["spec"]["ips"] = json!(["172.18.40.2-172.18.40.5", "172.18.40.10"]);
         assert!(update(&grown, &bad, &Index::new()).allowed());
+    }
+
+    // === S9: overlapping subnets are the same subnet ===
+
+    fn named(name: &str, subnet: &str, ips: &[&str]) -> Value {
+        json!({"apiVersion": "spiderpool.spidernet.io/v2beta1", "kind": "SpiderIPPool",
+            "metadata": {"name": name}, "spec": {"subnet": subnet, "ips": ips}})
+    }
+
+    #[test]
+    fn s9_overlapping_subnets_must_be_identical() {
+        // Spiderpool's case: a /25 exists, a /24 holding it is created (disjoint ips).
+        let existing = named("z-exist", "172.18.40.0/25", &["172.18.40.40"]);
+        let ix = index(&[(Kind::SpiderIPPool, &existing)]);
+        let v = create(
+            &named(
+                "ippool-1",
+                "172.18.40.0/24",
+                &["172.18.40.1-172.18.40.2", "172.18.40.10"],
+            ),
+            &ix,
+        );
+        assert_eq!(
+            texts(&v),
+            [
+                r#"spec.subnet: Invalid value: "172.18.40.0/24": overlaps the subnet of SpiderIPPool.spiderpool.spidernet.io z-exist (172.18.40.0/25); SpiderIPPools whose subnets overlap must declare the same subnet"#
+            ]
+        );
+        assert_eq!(v.rules(), ["S9"]);
+        // The same subnet, disjoint ips: fine. A disjoint subnet: fine.
+        assert!(create(&named("ippool-2", "172.18.40.0/25", &["172.18.40.10"]), &ix).allowed());
+        assert!(create(&named("ippool-3", "172.18.41.0/24", &["172.18.41.10"]), &ix).allowed());
+        // An empty pool still declares its subnet.
+        assert_eq!(
+            create(&named("ippool-4", "172.18.0.0/16", &[]), &ix).rules(),
+            ["S9"]
+        );
+        // Another address space, or --overlap-scope off: not this pool's neighbour.
+        let mut apart = named("ippool-5", "172.18.40.0/24", &["172.18.40.10"]);
+        apart["metadata"]["annotations"] = json!({"ipam-guard.io/address-space": "dc2"});
+        assert!(create(&apart, &ix).allowed());
+        let off = Options {
+            overlap_scope: OverlapScope::Off,
+            ..Options::default()
+        };
+        let v = ts::judge(
+            Kind::SpiderIPPool,
+            Operation::Create,
+            Some(&named("ippool-6", "172.18.40.0/24", &["172.18.40.10"])),
+            None,
+            &ix,
+            off,
+        );
+        assert!(v.allowed(), "{:?}", texts(&v));
+    }
+
+    #[test]
+    fn x5_s9_an_update_that_keeps_its_subnet_keeps_its_neighbours() {
+        let a = named("a", "172.18.40.0/25", &["172.18.40.40"]);
+        let b = named("b", "172.18.40.0/24", &["172.18.40.200"]);
+        let ix = index(&[(Kind::SpiderIPPool, &a), (Kind::SpiderIPPool, &b)]);
+        let mut grown = b.clone();
+        grown["spec"]["ips"] = json!(["172.18.40.200-172.18.40.210"]);
+        assert!(
+            update(&grown, &b, &ix).allowed(),
+            "{:?}",
+            texts(&update(&grown, &b, &ix))
+        );
+        // Moving into the space of the other pool meets it.
+        let mut moved = b.clone();
+        moved["metadata"]["annotations"] = json!({"ipam-guard.io/address-space": "dc2"});
+        let ix2 = index(&[(Kind::SpiderIPPool, &a), (Kind::SpiderIPPool, &moved)]);
+        assert_eq!(update(&b, &moved, &ix2).rules(), ["S9"]);
     }
 }
