@@ -98,6 +98,7 @@ fn pool(layout: &Layout, key: ObjKey, range: IpRange) -> PoolProj {
         deleting: false,
         skip_delete_check: false,
         recorded: AddrSet::empty(Family::V4),
+        declared_subnet: None,
     }
 }
 

@@ -829,6 +829,23 @@ spec:
         example: with_cluster(ex("DELETE", METAL3_POOL), METAL3_POOL_AND_ADDRESS),
     },
     Rule {
+        id: RuleId::MP5,
+        kinds: "IPPool.ipam.metal3.io",
+        operations: "CREATE, UPDATE",
+        field: "spec.pools[i]",
+        summary: "With `allocationStrategy: random`, each entry has a size ip-address-manager can pick from: a start with an end or a subnet, or a subnet alone, holding at most 2^63-1 addresses (a start alone, or `2001:db8::/32`, is refused).",
+        example: ex("CREATE", "\
+apiVersion: ipam.metal3.io/v1alpha1
+kind: IPPool
+metadata: {name: provisioning, namespace: team-a}
+spec:
+  namePrefix: prov
+  allocationStrategy: random
+  pools:
+    - {subnet: '2001:db8::/32', prefix: 64}
+"),
+    },
+    Rule {
         id: RuleId::MC1,
         kinds: "IPClaim.ipam.metal3.io",
         operations: "CREATE",
@@ -958,6 +975,27 @@ spec:
   claim: {name: host-1, namespace: team-a}
 "), METAL3_POOL),
     },
+    Rule {
+        id: RuleId::MA5,
+        kinds: "IPAddress.ipam.metal3.io",
+        operations: "CREATE, UPDATE (when the annotation changes)",
+        field: "metadata.annotations[ipAddress]",
+        summary: "The `ipAddress` annotation, when set, is a valid IP (as MC4 on the claim).",
+        example: ex("CREATE", "\
+apiVersion: ipam.metal3.io/v1alpha1
+kind: IPAddress
+metadata:
+  name: prov-host-0
+  namespace: team-a
+  annotations: {ipAddress: not-an-ip}
+spec:
+  address: 192.168.20.11
+  prefix: 24
+  gateway: 192.168.20.1
+  pool: {name: provisioning, namespace: team-a}
+  claim: {name: host-0, namespace: team-a}
+"),
+    },
     // === Spiderpool ===
     Rule {
         id: RuleId::S1,
@@ -1047,6 +1085,57 @@ status:
         field: "metadata.name (403 Forbidden)",
         summary: "The pool is not deleted while `status.allocatedIPCount > 0` or `status.allocatedIPs` (a JSON string holding a map) has a key; a value that does not parse counts as held.",
         example: ex("DELETE", SPIDER_POOL_IN_USE),
+    },
+    Rule {
+        id: RuleId::S7,
+        kinds: "SpiderIPPool",
+        operations: "CREATE, UPDATE",
+        field: "spec.routes[i].dst, spec.routes[i].gw",
+        summary: "Routes hold no default route (`0.0.0.0/0`, `::/0`: that is what `spec.gateway` is for) and no destination twice; each `dst` is a CIDR of the pool's family and each `gw` an IP inside `spec.subnet`.",
+        example: ex("CREATE", "\
+apiVersion: spiderpool.spidernet.io/v2beta1
+kind: SpiderIPPool
+metadata: {name: pods-a}
+spec:
+  subnet: 172.18.41.0/24
+  ips: [172.18.41.40-172.18.41.50]
+  gateway: 172.18.41.1
+  routes:
+    - {dst: 0.0.0.0/0, gw: 172.18.41.1}
+    - {dst: 192.168.40.0/24, gw: 172.18.42.1}
+"),
+    },
+    Rule {
+        id: RuleId::S8,
+        kinds: "SpiderIPPool",
+        operations: "CREATE, UPDATE",
+        field: "spec.podAffinity (matchLabels, matchExpressions[i])",
+        summary: "`spec.podAffinity` is a valid label selector (keys qualified names, values label values, known operators) that is not empty; on a pool Spiderpool created for an application (label `ipam.spidernet.io/owner-application-name`) it holds only the `ipam.spidernet.io/app-*` keys Spiderpool derives, and no matchExpressions.",
+        example: ex("CREATE", "\
+apiVersion: spiderpool.spidernet.io/v2beta1
+kind: SpiderIPPool
+metadata: {name: pods-a}
+spec:
+  subnet: 172.18.41.0/24
+  ips: [172.18.41.40-172.18.41.50]
+  podAffinity:
+    matchLabels: {app: .starts.with.dot}
+"),
+    },
+    Rule {
+        id: RuleId::S9,
+        kinds: "SpiderIPPool",
+        operations: "CREATE, UPDATE (when the subnet or the address space changes)",
+        field: "spec.subnet",
+        summary: "SpiderIPPools whose subnets overlap declare the same subnet (Spiderpool groups pools by subnet): `172.18.41.0/25` beside another pool's `172.18.41.0/24` is refused whatever their `ips`. Within one address space; off with `--overlap-scope off`.",
+        example: with_cluster(ex("CREATE", "\
+apiVersion: spiderpool.spidernet.io/v2beta1
+kind: SpiderIPPool
+metadata: {name: pods-b}
+spec:
+  subnet: 172.18.41.0/25
+  ips: [172.18.41.100-172.18.41.110]
+"), SPIDER_POOL_IN_USE),
     },
     // === CAPV ===
     Rule {
@@ -1234,6 +1323,147 @@ such stored objects instead.",
 pub fn principle(id: &str) -> Option<&'static Principle> {
     PRINCIPLES.iter().find(|p| p.id.eq_ignore_ascii_case(id))
 }
+
+// === differences from the providers' own webhooks ===
+
+/// One place where ipam-guard deliberately answers otherwise than a provider's own webhook.
+#[derive(Debug, Clone, Copy)]
+pub struct Difference {
+    /// Whose webhook: `Cluster API`, `in-cluster provider`, `Metal3 IPAM`, `Spiderpool`.
+    pub provider: &'static str,
+    /// The write, in a few words.
+    pub case: &'static str,
+    /// What the provider's webhook answers.
+    pub provider_answer: &'static str,
+    /// What ipam-guard answers (with the rule id when it speaks).
+    pub ipam_guard: &'static str,
+    /// Why.
+    pub why: &'static str,
+}
+
+const fn diff(
+    provider: &'static str,
+    case: &'static str,
+    provider_answer: &'static str,
+    ipam_guard: &'static str,
+    why: &'static str,
+) -> Difference {
+    Difference {
+        provider,
+        case,
+        provider_answer,
+        ipam_guard,
+        why,
+    }
+}
+
+const ALL_PROVIDERS: &str = "all four";
+const POOL_PROVIDERS: &str = "in-cluster provider, Metal3 IPAM, Spiderpool";
+
+/// Every deliberate difference, rendered into docs/rules.md ("Differences from the providers' own
+/// webhooks"): a reader deciding whether to keep both webhooks needs it.
+pub const DIFFERENCES: &[Difference] = &[
+    diff(POOL_PROVIDERS, "an UPDATE that leaves a spec problem the stored object already had (a broken pool relabelled, or grown elsewhere)",
+        "judges the whole new object and refuses it",
+        "allows it; `ipam-guard audit` reports the stored problem (X5)",
+        "an object stored before the webhook existed must stay editable (finalizers, labels, the fix itself); refusing edits to it blocks deletion and repair"),
+    diff(ALL_PROVIDERS, "addresses with a zone (`fe80::1%eth0`), IPv4-mapped IPv6 (`::ffff:10.0.0.1`)",
+        "accepted where Go's parsers accept them",
+        "refused under the rule that reads the field (A1, A3, P2, MP1, S3, ...)",
+        "one strict grammar (the one Kubernetes CEL `ip()` uses) so every component reads an address the same way"),
+    diff(ALL_PROVIDERS, "a pool whose addresses overlap a pool of another kind or namespace in the same address space",
+        "allowed (each provider looks at its own pools at most)",
+        "refused (P10)",
+        "two pools handing out one address is the duplicate-IP outage ipam-guard exists to stop"),
+    diff(ALL_PROVIDERS, "IPv6 gateways in `fe80::/10` outside the pool's subnet (pool gateway, Spiderpool route `gw`)",
+        "refused by Spiderpool (outside `spec.subnet`)",
+        "allowed (S4, S7 exempt link-local gateways)",
+        "router advertisements make the link-local router the usual IPv6 gateway"),
+    diff("Cluster API", "IPAddressClaim CREATE with an incomplete, namespaced or missing pool reference",
+        "allowed (the claim webhook checks only immutability)",
+        "refused (C1, C2; C3 with `--require-existing-pool`), warned otherwise (C3)",
+        "a claim no provider will ever serve leaves a machine waiting forever"),
+    diff("Cluster API", "IPAddress CREATE: gateway of the other family, equal to the address or outside `address/prefix`; a second address for one claim; an address outside its pool or held by another IPAddress",
+        "allowed (it checks syntax, prefix bounds and the claim's pool only)",
+        "refused (A3, A7, A8, A9)",
+        "these are the writes that give one address to two machines or route through a gateway that cannot be reached"),
+    diff("Cluster API", "IPAddress / IPAddressClaim spec change",
+        "refused as one `spec: Forbidden` cause with a diff",
+        "refused with one Invalid cause per changed field (A10, C4)",
+        "kubectl shows exactly which field changed, as Kubernetes' `ValidateImmutableField` does"),
+    diff("in-cluster provider", "UPDATE of a pool whose `deletionTimestamp` is set",
+        "judged like any update",
+        "allowed (P11)",
+        "a pool on its way out must be able to lose its finalizers even if its spec is broken"),
+    diff("in-cluster provider", "an update that drops an address an IPAddress holds; DELETE of a pool with IPAddresses",
+        "refused with HTTP 400 (BadRequest)",
+        "refused with 422 naming the holders (P8) and 403 naming the holders (P9)",
+        "the answer says who holds the pool, so the person reading kubectl knows what to remove"),
+    diff("in-cluster provider", "DELETE of a held pool annotated `clusterctl.cluster.x-k8s.io/delete-for-move`",
+        "refused (only `skip-validate-delete-webhook` skips)",
+        "allowed",
+        "`clusterctl move` deletes the source objects after copying them; refusing breaks the move"),
+    diff("in-cluster provider", "a gateway outside the pool's subnet; excluded addresses outside the pool; a /31 or /32 pool without `allocateReservedIPAddresses`",
+        "allowed",
+        "refused (P6), warned (P7)",
+        "a pool whose gateway is off-link hands out addresses that cannot route; the warnings point at pools that hand out nothing"),
+    diff("in-cluster provider", "negative `spec.addressReuseGracePeriodSeconds`",
+        "refused by its webhook",
+        "not judged (the CRD schema's `minimum: 0` refuses it at the API server first)",
+        "the API server validates the schema before any webhook is called"),
+    diff("Metal3 IPAM", "IPAddress spec change other than address, pool or claim (prefix, gateway, DNS servers)",
+        "allowed",
+        "refused: the whole spec is immutable (MA3)",
+        "the provider never rewrites an IPAddress; a changed gateway or prefix on a live address diverges from what the host was given"),
+    diff("Metal3 IPAM", "IPPool entries whose start or end lie outside their subnet, entries of mixed families, prefixes beyond the family, gateways of the other family",
+        "allowed (it checks each field's syntax and start <= end)",
+        "refused (MP1, MP2)",
+        "the provider would hand out addresses outside the network it tells the host about"),
+    diff("Metal3 IPAM", "an IPPool update that strands an address held by a Metal3 IPAddress",
+        "refused from the pool's `status.allocations`",
+        "refused from the IPAddresses in the view (MP4), also for CAPI IPAddresses served from the pool",
+        "the status can lag; the IPAddress objects are the record of who holds what"),
+    diff("Metal3 IPAM", "DELETE of an IPPool that IPAddresses still name",
+        "allowed",
+        "refused with 403 naming the holders (MP4)",
+        "deleting a pool under live hosts loses the record of their addresses"),
+    diff("Spiderpool", "UPDATE of a terminating SpiderIPPool that still has Spiderpool's finalizer",
+        "refused (Forbidden: cannot update a terminating IPPool)",
+        "allowed (P11)",
+        "as for every pool kind: a pool on its way out is never held up"),
+    diff("Spiderpool", "`spec.ipVersion` missing, or IPv4/IPv6 disabled in Spiderpool's configuration",
+        "refused (its mutating webhook normally fills ipVersion; the families come from its config)",
+        "allowed; S2 checks ipVersion against the subnet when it is set",
+        "ipam-guard cannot see Spiderpool's configuration and never relies on another webhook's mutation"),
+    diff("Spiderpool", "a valid new pool while another stored pool of the same subnet is itself broken",
+        "refused (it re-parses every pool of that subnet and fails on the broken one)",
+        "allowed",
+        "a broken stored pool must not block an unrelated valid one; `audit` reports the broken pool"),
+    diff("Spiderpool", "CREATE of a pool that already exists",
+        "refused by the webhook as AlreadyExists",
+        "not judged as such: the API server answers AlreadyExists itself",
+        "same outcome for the user"),
+    diff("Spiderpool", "pools owned by a SpiderSubnet (`EnableSpiderSubnet`): IPs outside the subnet's IPs, an application pool's IPs edited by hand",
+        "refused",
+        "not judged",
+        "ipam-guard does not watch SpiderSubnet objects"),
+    diff("Spiderpool", "two routes whose `dst` texts differ but name one network (`192.168.40.0/24`, `192.168.40.1/24`); a default route written `0.0.0.1/0`",
+        "allowed (compares texts)",
+        "refused (S7 compares networks)",
+        "both mean one route table entry twice, or a default route"),
+    diff("Spiderpool", "a gateway or a reserved (network, broadcast) address in `spec.ips`",
+        "gateway refused; network and broadcast allowed",
+        "gateway refused (S4); network and broadcast warned about (S3)",
+        "a Pod given either cannot talk on the subnet"),
+    diff("Spiderpool", "overlapping subnets (S9) and overlapping IPs between pools",
+        "compared across all SpiderIPPools of one IP version",
+        "compared within one address space (S9, P10)",
+        "pools on separate networks opt out by naming different spaces (`ipam-guard.io/address-space`)"),
+    diff("Spiderpool", "DELETE of a pool whose `status.allocatedIPs` still has keys while `allocatedIPCount` is 0, or whose `allocatedIPs` does not parse",
+        "allowed (it reads only the count, and only with `EnableValidatingResourcesDeletedWebhook`)",
+        "refused with 403 (S6)",
+        "a pool with recorded holders is in use whatever the counter says"),
+];
 
 impl Rule {
     /// What the rule does to a write (`RuleId::effect`).

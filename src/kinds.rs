@@ -300,13 +300,7 @@ const BUILT_IN_GROUPS: &[&str] = &[
 /// core `api/ipam`, the in-cluster provider and CAPI's Infoblox provider, Metal3's
 /// ip-address-manager, CAPM3 `api/`, CAPV `apis/`, Spiderpool `pkg/k8s/apis`).
 const PUBLISHED: &[(&str, &[&str])] = &[
-    (
-        CAPI_IPAM,
-        &[
-            "InfobloxIPPool",
-            "InfobloxInstance",
-        ],
-    ),
+    (CAPI_IPAM, &["InfobloxIPPool", "InfobloxInstance"]),
     (CAPV, CAPV_AND_CAPM3_KINDS),
     (
         SPIDERPOOL,

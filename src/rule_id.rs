@@ -76,6 +76,7 @@ pub enum RuleId {
     MP2,
     MP3,
     MP4,
+    MP5,
     MC1,
     MC2,
     MC3,
@@ -84,12 +85,16 @@ pub enum RuleId {
     MA2,
     MA3,
     MA4,
+    MA5,
     S1,
     S2,
     S3,
     S4,
     S5,
     S6,
+    S7,
+    S8,
+    S9,
     V1,
     M1,
     M2,
@@ -104,7 +109,7 @@ pub enum RuleId {
 
 impl RuleId {
     /// Every id this build reports, in catalogue order.
-    pub const ALL: [RuleId; 58] = [
+    pub const ALL: [RuleId; 63] = [
         RuleId::C1,
         RuleId::C2,
         RuleId::C3,
@@ -142,6 +147,7 @@ impl RuleId {
         RuleId::MP2,
         RuleId::MP3,
         RuleId::MP4,
+        RuleId::MP5,
         RuleId::MC1,
         RuleId::MC2,
         RuleId::MC3,
@@ -150,12 +156,16 @@ impl RuleId {
         RuleId::MA2,
         RuleId::MA3,
         RuleId::MA4,
+        RuleId::MA5,
         RuleId::S1,
         RuleId::S2,
         RuleId::S3,
         RuleId::S4,
         RuleId::S5,
         RuleId::S6,
+        RuleId::S7,
+        RuleId::S8,
+        RuleId::S9,
         RuleId::V1,
         RuleId::M1,
         RuleId::M2,
@@ -205,6 +215,7 @@ impl RuleId {
             RuleId::MP2 => "MP2",
             RuleId::MP3 => "MP3",
             RuleId::MP4 => "MP4",
+            RuleId::MP5 => "MP5",
             RuleId::MC1 => "MC1",
             RuleId::MC2 => "MC2",
             RuleId::MC3 => "MC3",
@@ -213,12 +224,16 @@ impl RuleId {
             RuleId::MA2 => "MA2",
             RuleId::MA3 => "MA3",
             RuleId::MA4 => "MA4",
+            RuleId::MA5 => "MA5",
             RuleId::S1 => "S1",
             RuleId::S2 => "S2",
             RuleId::S3 => "S3",
             RuleId::S4 => "S4",
             RuleId::S5 => "S5",
             RuleId::S6 => "S6",
+            RuleId::S7 => "S7",
+            RuleId::S8 => "S8",
+            RuleId::S9 => "S9",
             RuleId::V1 => "V1",
             RuleId::M1 => "M1",
             RuleId::M2 => "M2",
@@ -241,12 +256,11 @@ impl RuleId {
     pub fn effect(self) -> Effect {
         use RuleId::*;
         match self {
-            C1 | C2 | C4 | C5 | A2 | A3 | A5 | A7 | A9 | A10 | P1 | P3 | P4 | P5 | P6 | P8 | P9
-            | P10 | PP1 | PP3 | PP7 | MP3 | MP4 | MC1 | MC2 | MC3 | MA2 | MA3 | MA4 | S1 | S2
-            | S4 | S5 | S6 | REQ => Effect::Deny,
-            C3 | A1 | A6 | A8 | P2 | PP2 | PP4 | PP5 | MP1 | MP2 | MC4 | MA1 | S3 | X3 => {
-                Effect::DenyOrWarn
-            }
+            S9 | MP5 | S8 | C1 | C2 | C4 | C5 | A2 | A3 | A5 | A7 | A9 | A10 | P1 | P3 | P4
+            | P5 | P6 | P8 | P9 | P10 | PP1 | PP3 | PP7 | MP3 | MP4 | MC1 | MC2 | MC3 | MA2
+            | MA3 | MA4 | S1 | S2 | S4 | S5 | S6 | REQ => Effect::Deny,
+            MA5 | S7 | C3 | A1 | A6 | A8 | P2 | PP2 | PP4 | PP5 | MP1 | MP2 | MC4 | MA1 | S3
+            | X3 => Effect::DenyOrWarn,
             A4 | P7 | PP6 | V1 | K1 => Effect::Warn,
             P11 => Effect::Allow,
             M1 | M2 => Effect::Mutate,
@@ -261,11 +275,11 @@ impl RuleId {
     pub fn reads_view(self) -> bool {
         use RuleId::*;
         match self {
-            C3 | A6 | A7 | A8 | A9 | P8 | P9 | P10 | MP4 | MC4 | MA4 | S5 | V1 => true,
-            C1 | C2 | C4 | C5 | A1 | A2 | A3 | A4 | A5 | A10 | P1 | P2 | P3 | P4 | P5 | P6 | P7
-            | P11 | PP1 | PP2 | PP3 | PP4 | PP5 | PP6 | PP7 | MP1 | MP2 | MP3 | MC1 | MC2 | MC3
-            | MA1 | MA2 | MA3 | S1 | S2 | S3 | S4 | S6 | M1 | M2 | K1 | REQ | X3 | X4
-            | Foreign(_) => false,
+            S9 | C3 | A6 | A7 | A8 | A9 | P8 | P9 | P10 | MP4 | MC4 | MA4 | S5 | V1 => true,
+            MA5 | MP5 | S7 | S8 | C1 | C2 | C4 | C5 | A1 | A2 | A3 | A4 | A5 | A10 | P1 | P2
+            | P3 | P4 | P5 | P6 | P7 | P11 | PP1 | PP2 | PP3 | PP4 | PP5 | PP6 | PP7 | MP1
+            | MP2 | MP3 | MC1 | MC2 | MC3 | MA1 | MA2 | MA3 | S1 | S2 | S3 | S4 | S6 | M1 | M2
+            | K1 | REQ | X3 | X4 | Foreign(_) => false,
         }
     }
 }

@@ -872,7 +872,7 @@ fn is_name_part(s: &str) -> bool {
 const QUALIFIED_NAME_REGEX_MSG: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
 
 /// `validation.IsQualifiedName`: `[prefix/]name`.
-fn label_key_problem(k: &str) -> Option<String> {
+pub(crate) fn label_key_problem(k: &str) -> Option<String> {
     let parts: Vec<&str> = k.split('/').collect();
     let name = match parts.as_slice() {
         [name] => *name,
@@ -901,7 +901,7 @@ fn label_key_problem(k: &str) -> Option<String> {
 }
 
 /// `validation.IsValidLabelValue`: empty, or a name part of at most 63 characters.
-fn label_value_problem(v: &str) -> Option<String> {
+pub(crate) fn label_value_problem(v: &str) -> Option<String> {
     if v.is_empty() {
         return None;
     }

@@ -9,7 +9,7 @@ mod e2e;
 use std::path::{Path, PathBuf};
 
 use e2e::api::*;
-use e2e::{eventually, ControlPlane, CRDS};
+use e2e::{eventually, ControlPlane};
 use ipam_guard::cluster::live;
 use ipam_guard::cluster::ClusterView;
 use ipam_guard::kinds::Kind;
@@ -120,9 +120,11 @@ async fn e2e_prefix_pools_through_kubectl() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let cp = ControlPlane::start(&assets).await;
     let client = cp.client().await;
-    let capi = ["ipaddressclaims", "ipaddresses", "inclusterippools"];
-    for (what, text) in CRDS.iter().filter(|(w, _)| capi.contains(w)) {
-        install_as_served(&client, what, text).await;
+    let capi = [Kind::IPAddressClaim, Kind::IPAddress, Kind::InClusterIPPool];
+    for c in e2e::crds().expect("the upstream CRDs") {
+        if capi.contains(&c.kind) {
+            install_as_served(&client, &c.file, &c.text).await;
+        }
     }
     for (what, text) in &crds {
         install_as_served(&client, what, text).await;

@@ -77,7 +77,7 @@ async fn install_crds(client: &kube::Client) {
     eventually("discovery to serve every kind", WAIT, || async {
         live::discover(client)
             .await
-            .is_ok_and(|served| served.len() == CRDS.len())
+            .is_ok_and(|served| served.len() == e2e::crds().map_or(0, <[_]>::len))
     })
     .await;
 }

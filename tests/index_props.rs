@@ -83,6 +83,7 @@ fn pool_with(key: impl Strategy<Value = ObjKey>) -> impl Strategy<Value = PoolPr
             deleting,
             skip_delete_check: false,
             recorded: AddrSet::empty(Family::V4),
+            declared_subnet: None,
         }
     })
 }

@@ -204,6 +204,37 @@ fn docs_rules_md_is_generated_from_the_catalogue() {
     }
 }
 
+/// The page ends with the table of deliberate differences from the providers' own webhooks, one
+/// row per entry of `catalogue::DIFFERENCES`, covering each provider.
+#[test]
+fn docs_rules_md_lists_the_differences_from_each_providers_webhook() {
+    let page = explain::document();
+    let at = page
+        .find("\n## Differences from the providers' own webhooks\n")
+        .expect("the section");
+    let section = &page[at..];
+    for d in ipam_guard::catalogue::DIFFERENCES {
+        assert!(section.contains(d.case), "{}", d.case);
+    }
+    for provider in [
+        "Cluster API",
+        "in-cluster provider",
+        "Metal3 IPAM",
+        "Spiderpool",
+    ] {
+        assert!(
+            ipam_guard::catalogue::DIFFERENCES
+                .iter()
+                .any(|d| d.provider.contains(provider)),
+            "{provider}"
+        );
+    }
+    // The known deliberate ones: X5's ratchet, P11 on terminating pools, a broken stored pool.
+    for known in ["(X5)", "(P11)", "a broken stored pool must not block"] {
+        assert!(section.contains(known), "{known}");
+    }
+}
+
 #[test]
 fn readme_links_the_rules_reference() {
     let readme = std::fs::read_to_string(root().join("README.md")).unwrap();

@@ -467,6 +467,28 @@ fn backstop_line(rule: &Rule) -> String {
     }
 }
 
+/// The section of `docs/rules.md` on where ipam-guard and the providers' own webhooks answer
+/// differently, from `catalogue::DIFFERENCES`.
+pub fn differences() -> String {
+    let mut s = String::from(
+        "## Differences from the providers' own webhooks\n\n\
+         Where ipam-guard deliberately answers a write otherwise than Cluster API's IPAddress and \
+         IPAddressClaim webhooks, the in-cluster provider's pool webhooks, Metal3 IPAM's or \
+         Spiderpool's own webhook would (stricter or looser), and why. Every other write a provider \
+         webhook's code and test suite (as read for this table) refuses, ipam-guard refuses too. \
+         Keeping both webhooks installed gives the union of their refusals.\n\n\
+         | provider | write | provider's webhook | ipam-guard | why |\n|---|---|---|---|---|\n",
+    );
+    for d in catalogue::DIFFERENCES {
+        s.push_str(&format!(
+            "| {} | {} | {} | {} | {} |\n",
+            d.provider, d.case, d.provider_answer, d.ipam_guard, d.why
+        ));
+    }
+    s.push('\n');
+    s
+}
+
 /// The whole of `docs/rules.md`.
 pub fn document() -> String {
     let mut s = String::from(
@@ -516,6 +538,7 @@ pub fn document() -> String {
     for p in catalogue::PRINCIPLES {
         s.push_str(&principle_entry(p));
     }
+    s.push_str(&differences());
     s.truncate(s.trim_end().len());
     s.push('\n');
     s

@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::address::{AddrSet, Family, Ip};
+use crate::address::{AddrSet, Cidr, Family, Ip};
 use crate::kinds::{Kind, ADDRESS_SPACE_ANNOTATION, DEFAULT_ADDRESS_SPACE};
 use pool::PoolReading;
 
@@ -153,6 +153,9 @@ pub struct PoolProj {
     /// Addresses the pool's own status records as handed out (Spiderpool `status.allocatedIPs`,
     /// which has no address objects); empty for kinds whose addresses are objects of their own.
     pub recorded: AddrSet,
+    /// The subnet the pool declares as a field of its own (SpiderIPPool `spec.subnet`), which S9
+    /// compares across pools; None for kinds that declare none.
+    pub declared_subnet: Option<Cidr>,
 }
 
 /// What the index keeps of an address object (CAPI IPAddress or Metal3 IPAddress).

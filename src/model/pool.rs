@@ -118,6 +118,7 @@ pub(crate) fn projection(
         deleting: meta.deleting,
         skip_delete_check: meta.skips_delete_check(),
         recorded: AddrSet::empty(family.unwrap_or(Family::V4)),
+        declared_subnet: None,
     }
 }
 

@@ -1,5 +1,6 @@
 //! Reader for Spiderpool's `SpiderIPPool` (`spiderpool.spidernet.io` v2beta1, cluster-scoped):
-//! SPEC §5 table and rules S1–S4, plus the allocation record in `status` that S5 and S6 read.
+//! SPEC §5 table and rules S1–S4, S7 (routes) and S8 (podAffinity), plus the allocation record in
+//! `status` that S5 and S6 read.
 //!
 //! Spiderpool keeps who holds which address in `status.allocatedIPs`, a JSON object serialised
 //! into a *string* (`{"172.18.41.40":{"pod":"default/web-0",…}}`), so it is decoded here, once.
@@ -22,6 +23,7 @@ use crate::model::pool::{
 };
 use crate::model::{read, Meta};
 use crate::rule_id::RuleId;
+use crate::schema::{label_key_problem, label_value_problem};
 
 /// S3: a list of IP-or-range entries at `path`; those that parse, of the subnet's family and
 /// inside it.
@@ -226,8 +228,12 @@ pub(crate) fn read_pool(obj: &Value) -> PoolReading {
         }
     }
 
+    routes(obj, family, subnet, &mut errors, &mut warnings);
+    pod_affinity(obj, &meta, &mut errors);
+
     let pool_entries = pool_entries(fam, &ips);
     let mut proj = projection(kind, &meta, family, alloc, gateway, prefix);
+    proj.declared_subnet = subnet;
     proj.recorded = AddrSet::from_ranges(
         fam,
         allocation(obj)
@@ -246,6 +252,272 @@ pub(crate) fn read_pool(obj: &Value) -> PoolReading {
         declared_path: "spec.ips",
         errors,
         warnings,
+    }
+}
+
+// === routes ===
+
+/// S7: `spec.routes`, as Spiderpool's webhook reads them: no default route (that is what
+/// `spec.gateway` is for), no destination twice, each destination a CIDR of the pool's family,
+/// each `gw` an IP inside `spec.subnet`. Destinations are compared as networks, so
+/// `192.168.40.1/24` repeats `192.168.40.0/24`.
+fn routes(
+    obj: &Value,
+    family: Option<Family>,
+    subnet: Option<Cidr>,
+    errors: &mut Vec<FieldError>,
+    warnings: &mut Vec<Warning>,
+) {
+    let list = read::keep(read::array(RuleId::S7, obj, "spec.routes"), errors).unwrap_or_default();
+    let mut seen: Vec<(Cidr, usize)> = Vec::new();
+    let before = errors.len();
+    for (i, route) in list.iter().enumerate() {
+        if read::list_full(RuleId::S7, "spec.routes", errors, before, list.len() - i) {
+            break;
+        }
+        let path = format!("spec.routes[{i}]");
+        if !route.is_object() {
+            errors.push(FieldError::invalid(
+                RuleId::S7,
+                path,
+                Value::String(route.to_string()),
+                "must be an object",
+            ));
+            continue;
+        }
+        let dst_path = format!("{path}.dst");
+        match read::keep(
+            read::at(read::string(RuleId::S7, route, "dst"), &dst_path),
+            errors,
+        ) {
+            None => {
+                if !errors.iter().any(|e| e.path == dst_path) {
+                    errors.push(FieldError::required(RuleId::S7, dst_path, ""));
+                }
+            }
+            Some(text) => {
+                let parsed = parse_cidr(text);
+                if let Some(dst) =
+                    read::parsed(RuleId::S7, &dst_path, text, parsed, errors, warnings)
+                {
+                    if family.is_some_and(|f| f != dst.family()) {
+                        let of = match subnet {
+                            Some(c) => format!("spec.subnet {c}"),
+                            None => "spec.ipVersion".to_string(),
+                        };
+                        errors.push(FieldError::invalid(
+                            RuleId::S7,
+                            dst_path,
+                            text,
+                            format!("IP family does not match {of}"),
+                        ));
+                    } else if dst.prefix == 0 {
+                        errors.push(FieldError::invalid(
+                            RuleId::S7,
+                            dst_path,
+                            text,
+                            "is a default route: set spec.gateway instead",
+                        ));
+                    } else if let Some((_, first)) = seen
+                        .iter()
+                        .find(|(c, _)| c.network == dst.network && c.prefix == dst.prefix)
+                    {
+                        errors.push(FieldError::duplicate(
+                            RuleId::S7,
+                            dst_path,
+                            text,
+                            format!("spec.routes[{first}] already routes {dst}"),
+                        ));
+                    } else {
+                        seen.push((dst, i));
+                    }
+                }
+            }
+        }
+        let gw_path = format!("{path}.gw");
+        let (text, gw) = read::ip_at(RuleId::S7, route, "gw", &gw_path, errors, warnings);
+        let (Some(text), Some(gw)) = (text, gw) else {
+            if text.is_none() && !errors.iter().any(|e| e.path == gw_path) {
+                errors.push(FieldError::required(RuleId::S7, gw_path, ""));
+            }
+            continue;
+        };
+        if family.is_some_and(|f| f != gw.family) {
+            errors.push(FieldError::invalid(
+                RuleId::S7,
+                gw_path,
+                text,
+                "provided gateway and addresses are of mixed IP families",
+            ));
+        } else if let Some(c) = subnet {
+            if !is_link_local_gateway(gw) && !c.network.contains(gw.value) {
+                errors.push(FieldError::invalid(
+                    RuleId::S7,
+                    gw_path,
+                    text,
+                    format!("must be inside spec.subnet {c}"),
+                ));
+            }
+        }
+    }
+}
+
+// === podAffinity ===
+
+/// The label Spiderpool puts on a pool a SpiderSubnet created for one application; such a pool
+/// selects that application's Pods with the keys of [`AUTO_POOL_AFFINITY`] and nothing else.
+pub const OWNER_APPLICATION_LABEL: &str = "ipam.spidernet.io/owner-application-name";
+
+/// The matchLabels keys of the podAffinity Spiderpool derives for an application's pool.
+pub const AUTO_POOL_AFFINITY: [&str; 5] = [
+    "ipam.spidernet.io/app-api-group",
+    "ipam.spidernet.io/app-api-version",
+    "ipam.spidernet.io/app-kind",
+    "ipam.spidernet.io/app-namespace",
+    "ipam.spidernet.io/app-name",
+];
+
+/// S8: `spec.podAffinity` is a label selector Spiderpool can use. On a pool of its own making
+/// (label [`OWNER_APPLICATION_LABEL`]) it may hold only the keys Spiderpool derives; on any other
+/// pool it is a valid selector (keys qualified names, values label values, operators known) that
+/// selects something: an empty selector would match every Pod.
+fn pod_affinity(obj: &Value, meta: &Meta, errors: &mut Vec<FieldError>) {
+    const AT: &str = "spec.podAffinity";
+    let Some(selector) = read::keep(read::object(RuleId::S8, obj, AT), errors) else {
+        return;
+    };
+    let labels = read::keep(read::object(RuleId::S8, selector, "matchLabels"), errors)
+        .and_then(Value::as_object);
+    let expressions = read::keep(
+        read::array(RuleId::S8, selector, "matchExpressions"),
+        errors,
+    )
+    .unwrap_or_default();
+    if meta.labels.contains_key(OWNER_APPLICATION_LABEL) {
+        for key in labels.into_iter().flat_map(|m| m.keys()) {
+            if !AUTO_POOL_AFFINITY.contains(&key.as_str()) {
+                errors.push(FieldError::invalid(
+                    RuleId::S8,
+                    format!("{AT}.matchLabels"),
+                    key.as_str(),
+                    format!("a pool Spiderpool created for an application ({OWNER_APPLICATION_LABEL}) selects its Pods by the ipam.spidernet.io/app-* keys only"),
+                ));
+            }
+        }
+        if !expressions.is_empty() {
+            errors.push(FieldError::invalid(
+                RuleId::S8,
+                format!("{AT}.matchExpressions"),
+                Value::Array(expressions.to_vec()),
+                format!("a pool Spiderpool created for an application ({OWNER_APPLICATION_LABEL}) takes no matchExpressions"),
+            ));
+        }
+        return;
+    }
+    for (key, value) in labels.into_iter().flatten() {
+        let at = format!("{AT}.matchLabels");
+        if let Some(why) = label_key_problem(key) {
+            errors.push(FieldError::invalid(
+                RuleId::S8,
+                at.clone(),
+                key.as_str(),
+                why,
+            ));
+        }
+        match value.as_str() {
+            Some(v) => {
+                if let Some(why) = label_value_problem(v) {
+                    errors.push(FieldError::invalid(RuleId::S8, at, v, why));
+                }
+            }
+            None => errors.push(FieldError::invalid(
+                RuleId::S8,
+                format!("{at}[{key}]"),
+                value.clone(),
+                "must be a string",
+            )),
+        }
+    }
+    for (i, e) in expressions.iter().enumerate() {
+        expression(e, &format!("{AT}.matchExpressions[{i}]"), errors);
+    }
+    if labels.map_or(0, |m| m.len()) + expressions.len() == 0 {
+        errors.push(FieldError::invalid(
+            RuleId::S8,
+            AT,
+            selector.clone(),
+            "an empty selector matches every Pod: give matchLabels or matchExpressions, or leave podAffinity out",
+        ));
+    }
+}
+
+/// One `matchExpressions` requirement, as Kubernetes' `ValidateLabelSelectorRequirement` reads it
+/// with label values checked.
+fn expression(e: &Value, at: &str, errors: &mut Vec<FieldError>) {
+    if !e.is_object() {
+        errors.push(FieldError::invalid(
+            RuleId::S8,
+            at,
+            Value::String(e.to_string()),
+            "must be an object",
+        ));
+        return;
+    }
+    let key_at = format!("{at}.key");
+    match read::keep(
+        read::at(read::string(RuleId::S8, e, "key"), &key_at),
+        errors,
+    ) {
+        None if !errors.iter().any(|x| x.path == key_at) => {
+            errors.push(FieldError::required(RuleId::S8, key_at, ""));
+        }
+        None => {}
+        Some(k) => {
+            if let Some(why) = label_key_problem(k) {
+                errors.push(FieldError::invalid(RuleId::S8, key_at, k, why));
+            }
+        }
+    }
+    let values_at = format!("{at}.values");
+    let values = read::keep(
+        read::at(read::array(RuleId::S8, e, "values"), &values_at),
+        errors,
+    )
+    .unwrap_or_default();
+    let op_at = format!("{at}.operator");
+    match read::keep(read::at(read::string(RuleId::S8, e, "operator"), &op_at), errors) {
+        Some("In" | "NotIn") if values.is_empty() => errors.push(FieldError::required(
+            RuleId::S8,
+            values_at.clone(),
+            "must be specified when `operator` is 'In' or 'NotIn'",
+        )),
+        Some("Exists" | "DoesNotExist") if !values.is_empty() => {
+            errors.push(FieldError::forbidden(
+                RuleId::S8,
+                values_at.clone(),
+                "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+            ));
+        }
+        Some("In" | "NotIn" | "Exists" | "DoesNotExist") => {}
+        Some(other) => errors.push(FieldError::invalid(
+            RuleId::S8,
+            op_at,
+            other,
+            "not a valid selector operator: supported values: \"In\", \"NotIn\", \"Exists\", \"DoesNotExist\"",
+        )),
+        None if !errors.iter().any(|x| x.path == op_at) => {
+            errors.push(FieldError::required(RuleId::S8, op_at, ""));
+        }
+        None => {}
+    }
+    for (j, v) in values.iter().enumerate() {
+        let item = format!("{values_at}[{j}]");
+        let Some(text) = read::item_text(RuleId::S8, v, &item, errors) else {
+            continue;
+        };
+        if let Some(why) = label_value_problem(text) {
+            errors.push(FieldError::invalid(RuleId::S8, item, text, why));
+        }
     }
 }
 

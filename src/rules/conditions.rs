@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 use crate::kinds::{Kind, ADDRESS_SPACE_ANNOTATION, KINDS};
 use crate::model::metal3::IP_ADDRESS_ANNOTATION;
 use crate::model::pool::SKIP_DELETE_ANNOTATIONS;
+use crate::model::spider::OWNER_APPLICATION_LABEL;
 use crate::model::{read, Operation};
 use crate::rules::mutate::CLUSTER_NAME_LABEL;
 use crate::rules::util::same;
@@ -67,13 +68,29 @@ pub fn reads(kind: Kind) -> Reads {
             delete_skipped_by: &[],
             mutates_on_update: true,
         },
-        // A10 and the ratcheted A1–A5; MA3 and the ratcheted MA1–MA2.
-        Kind::IPAddress | Kind::Metal3IPAddress => SPEC_ONLY,
-        // P1–P8/P10 (MP1–MP4, S1–S5) on a spec change, P10 on an address-space move, P11.
+        // A10 and the ratcheted A1–A5.
+        Kind::IPAddress => SPEC_ONLY,
+        // MA3 and the ratcheted MA1–MA2; MA5 (the ipAddress annotation).
+        Kind::Metal3IPAddress => Reads {
+            update: &[Part::Spec, Part::Annotation(IP_ADDRESS_ANNOTATION)],
+            ..SPEC_ONLY
+        },
+        // P1–P8/P10 (MP1–MP5, PP1–PP7) on a spec change, P10 on an address-space move, P11.
         Kind::InClusterIPPool
         | Kind::GlobalInClusterIPPool
-        | Kind::Metal3IPPool
-        | Kind::SpiderIPPool => POOL,
+        | Kind::InClusterPrefixPool
+        | Kind::GlobalInClusterPrefixPool
+        | Kind::Metal3IPPool => POOL,
+        // As the other pools (S1–S9), and S8 reads the owner-application label: a pool that
+        // gains or loses it is judged again.
+        Kind::SpiderIPPool => Reads {
+            update: &[
+                Part::Spec,
+                Part::Annotation(ADDRESS_SPACE_ANNOTATION),
+                Part::Label(OWNER_APPLICATION_LABEL),
+            ],
+            ..POOL
+        },
         // MC3 (spec), MC4 (the ipAddress annotation).
         Kind::Metal3IPClaim => Reads {
             update: &[Part::Spec, Part::Annotation(IP_ADDRESS_ANNOTATION)],

@@ -164,6 +164,7 @@ impl Validator for Address {
         let r = read_address(obj);
         v.errors = findings(&r, ns);
         v.warnings.clone_from(&r.warnings);
+        ma5(obj, &mut v);
         let own = ObjKey::new(Kind::Metal3IPAddress, ns, call.name);
         ma4(&r, &own, ctx, &mut v);
         v
@@ -171,6 +172,10 @@ impl Validator for Address {
 
     fn update(&self, obj: &Value, old: &Value, call: &Call, _ctx: &Ctx) -> Verdict {
         let mut v = Verdict::default();
+        let annotation = |o| read::entry(o, "metadata.annotations", IP_ADDRESS_ANNOTATION);
+        if !same(annotation(obj), annotation(old)) {
+            ma5(obj, &mut v);
+        }
         // X5: the finalizer removal (both objects deleting, spec unchanged) and every other
         // metadata-only write pass whatever the spec holds.
         if !spec_changed(obj, old) {
@@ -198,6 +203,36 @@ impl Validator for Address {
             Operation::Create => vec![RuleId::MA4, RuleId::A9],
             _ => Vec::new(),
         }
+    }
+}
+
+/// MA5: the `ipAddress` annotation on an IPAddress, when set, is an IP. ip-address-manager's
+/// webhook refuses one that is not (it copies the annotation of the claim the address serves);
+/// an empty annotation is no request at all.
+fn ma5(obj: &Value, v: &mut Verdict) {
+    let path = format!("metadata.annotations[{IP_ADDRESS_ANNOTATION}]");
+    let Some(given) = read::entry(obj, "metadata.annotations", IP_ADDRESS_ANNOTATION) else {
+        return;
+    };
+    let Some(text) = given.as_str() else {
+        v.deny(FieldError::invalid(
+            RuleId::MA5,
+            path,
+            given.clone(),
+            "must be a string",
+        ));
+        return;
+    };
+    if text.is_empty() {
+        return;
+    }
+    match parse_ip(text) {
+        Ok(p) => {
+            for w in p.warnings {
+                v.warn(RuleId::MA5, path.clone(), w);
+            }
+        }
+        Err(e) => v.deny(FieldError::invalid(RuleId::MA5, path, text, e.to_string())),
     }
 }
 
@@ -841,5 +876,137 @@ mod tests {
             (Kind::IPAddress, &capi),
         ]);
         assert!(create(Kind::Metal3IPAddress, &m3a, &ix).allowed());
+    }
+
+    // === MP5: random allocation (ip-address-manager's own cases, in our words) ===
+
+    #[test]
+    fn mp5_random_needs_an_entry_the_provider_can_size() {
+        let pool = |strategy: &str, pools: Value| {
+            m3pool(
+                "foo",
+                "p",
+                json!({"namePrefix": "p", "allocationStrategy": strategy, "pools": pools}),
+            )
+        };
+        let ok = [
+            json!([{"start": "192.168.0.1", "end": "192.168.0.10"}]),
+            json!([{"subnet": "192.168.0.0/24"}]),
+            json!([{"start": "192.168.0.1", "subnet": "192.168.0.0/24"}]),
+            // 2^63-1 addresses after the network address: the largest a /65 offers.
+            json!([{"subnet": "2001:db8::/65"}]),
+        ];
+        for pools in ok {
+            let v = create(
+                Kind::Metal3IPPool,
+                &pool("random", pools.clone()),
+                &Index::new(),
+            );
+            assert!(
+                !v.rules().contains(&RuleId::MP5),
+                "{pools}: {:?}",
+                texts(&v)
+            );
+        }
+        let refused = [
+            (json!([{"start": "192.168.0.1"}]), "spec.pools[0]", "a start without an end or a subnet has no size to pick from"),
+            (json!([{"start": "192.168.0.1", "end": "192.168.0.10"}, {"start": "192.168.0.1"}]), "spec.pools[1]", "a start without"),
+            (json!([{"subnet": "2001:db8::/32"}]), "spec.pools[0]", "it holds 79228162514264337593543950335 addresses, more than the 9223372036854775807"),
+            (json!([{"subnet": "2001:db8::/64"}]), "spec.pools[0]", "it holds 18446744073709551615 addresses"),
+            (json!([{"end": "192.168.0.10"}]), "spec.pools[0]", "an end without a start or a subnet"),
+        ];
+        for (pools, at, why) in refused {
+            let v = create(
+                Kind::Metal3IPPool,
+                &pool("random", pools.clone()),
+                &Index::new(),
+            );
+            let mp5: Vec<&FieldError> = v.errors.iter().filter(|e| e.rule == RuleId::MP5).collect();
+            assert_eq!(mp5.len(), 1, "{pools}: {:?}", texts(&v));
+            assert_eq!(mp5[0].path, at);
+            assert!(
+                mp5[0]
+                    .detail
+                    .starts_with("cannot be used with allocationStrategy \"random\": "),
+                "{}",
+                mp5[0].detail
+            );
+            assert!(mp5[0].detail.contains(why), "{}", mp5[0].detail);
+            // The same pools are fine when handed out in order.
+            let v = create(
+                Kind::Metal3IPPool,
+                &pool("sequential", pools.clone()),
+                &Index::new(),
+            );
+            assert!(
+                !v.rules().contains(&RuleId::MP5),
+                "{pools}: {:?}",
+                texts(&v)
+            );
+        }
+        // An entry already broken (MP1) is not sized as well.
+        let v = create(
+            Kind::Metal3IPPool,
+            &pool(
+                "random",
+                json!([{"start": "192.168.0.9", "end": "192.168.0.1"}]),
+            ),
+            &Index::new(),
+        );
+        assert_eq!(v.rules(), ["MP1"]);
+    }
+
+    #[test]
+    fn x5_mp5_an_unchanged_random_entry_is_never_denied() {
+        let old = m3pool(
+            "foo",
+            "p",
+            json!({"namePrefix": "p", "allocationStrategy": "random",
+            "pools": [{"subnet": "2001:db8::/32"}]}),
+        );
+        let mut obj = old.clone();
+        obj["spec"]["pools"] = json!([{"subnet": "2001:db8::/32"}, {"subnet": "2001:db9::/120"}]);
+        let v = update(Kind::Metal3IPPool, &obj, &old, &Index::new());
+        assert!(v.allowed(), "{:?}", texts(&v));
+        obj["spec"]["pools"] = json!([{"subnet": "2001:db8::/32"}, {"subnet": "2001:db9::/48"}]);
+        let v = update(Kind::Metal3IPPool, &obj, &old, &Index::new());
+        assert_eq!(v.rules(), ["MP5"], "{:?}", texts(&v));
+    }
+
+    // === MA5: the ipAddress annotation on an IPAddress ===
+
+    #[test]
+    fn ma5_ip_address_annotation_must_be_an_ip_on_create_and_when_changed() {
+        let mut base = m3addr("ns", "a-0", "10.0.0.11", "p");
+        base["spec"]["prefix"] = json!(24);
+        let with = |value: Value| {
+            let mut o = base.clone();
+            o["metadata"]["annotations"] = json!({"ipAddress": value});
+            o
+        };
+        for (value, allowed) in [
+            (json!("192.168.1.100"), true),
+            (json!("2001:db8::1"), true),
+            (json!(""), true),
+            (json!("not-an-ip"), false),
+            (json!("256.256.256.256"), false),
+        ] {
+            let obj = with(value.clone());
+            let v = create(Kind::Metal3IPAddress, &obj, &Index::new());
+            assert_eq!(v.allowed(), allowed, "{value}: {:?}", texts(&v));
+            let u = update(Kind::Metal3IPAddress, &obj, &base, &Index::new());
+            assert_eq!(u.allowed(), allowed, "{value}: {:?}", texts(&u));
+            if !allowed {
+                assert_eq!(v.rules(), ["MA5"]);
+                assert!(texts(&v)[0].starts_with(&format!(
+                    "metadata.annotations[ipAddress]: Invalid value: {value}: "
+                )));
+            }
+        }
+        // X5: an annotation that was already there, unchanged, is the audit's to report.
+        let bad = with(json!("not-an-ip"));
+        let mut relabelled = bad.clone();
+        relabelled["metadata"]["labels"] = json!({"x": "y"});
+        assert!(update(Kind::Metal3IPAddress, &relabelled, &bad, &Index::new()).allowed());
     }
 }

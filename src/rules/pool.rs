@@ -37,6 +37,15 @@ pub(crate) trait PoolKind {
     /// `DELETE` deny from the view; false when the pool records them itself (Spiderpool).
     const HOLDERS_IN_VIEW: bool;
 
+    /// The kind's own view-reading rules beyond P10 (S9), judged on CREATE and on UPDATE through
+    /// [`PoolKind::against_view`] while overlap checks are on; none by default.
+    const VIEW_RULES: &'static [RuleId] = &[];
+
+    /// The kind's own view-reading checks (S9). `before` is the stored reading on an update within
+    /// one address space (X5: judge what the update changes), None on a create or a move.
+    fn against_view(_r: &PoolReading, _before: Option<&PoolReading>, _ctx: &Ctx, _v: &mut Verdict) {
+    }
+
     /// Spec fields the kind never lets an update change (MP4, S5); none by default.
     fn immutable(_obj: &Value, _old: &Value, _out: &mut Vec<FieldError>) {}
 
@@ -117,6 +126,7 @@ impl<K: PoolKind + Sync> Validator for Pools<K> {
             ..Verdict::default()
         };
         overlap(&r, None, ctx, &mut v);
+        K::against_view(&r, None, ctx, &mut v);
         v
     }
 
@@ -129,10 +139,14 @@ impl<K: PoolKind + Sync> Validator for Pools<K> {
     }
 
     fn view_denials(&self, op: Operation, options: &Options) -> Vec<RuleId> {
-        let overlap = (options.overlap_scope != OverlapScope::Off).then_some(RuleId::P10);
+        let on = options.overlap_scope != OverlapScope::Off;
+        let overlap = on
+            .then_some(RuleId::P10)
+            .into_iter()
+            .chain(K::VIEW_RULES.iter().copied().filter(|_| on));
         let held = |rule| K::HOLDERS_IN_VIEW.then_some(rule);
         match op {
-            Operation::Create => overlap.into_iter().collect(),
+            Operation::Create => overlap.collect(),
             Operation::Update => held(K::KEEPS_HELD).into_iter().chain(overlap).collect(),
             Operation::Delete => held(K::DELETE).into_iter().collect(),
             Operation::Connect => Vec::new(),
@@ -155,6 +169,7 @@ fn update<K: PoolKind>(call: &Call, obj: &Value, old: &Value, ctx: &Ctx) -> Verd
     if !changed {
         // Only the address space moved: the whole pool meets new neighbours.
         overlap(&r, None, ctx, &mut v);
+        K::against_view(&r, None, ctx, &mut v);
         return v;
     }
     let before = read_pool(call.kind, old);
@@ -163,6 +178,7 @@ fn update<K: PoolKind>(call: &Call, obj: &Value, old: &Value, ctx: &Ctx) -> Verd
     v.warnings.clone_from(&r.warnings);
     K::keeps_held(&r, &before, obj, old, ctx, &mut v);
     overlap(&r, (!space_changed).then_some(&before), ctx, &mut v);
+    K::against_view(&r, (!space_changed).then_some(&before), ctx, &mut v);
     v
 }
 

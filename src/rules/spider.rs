@@ -8,13 +8,16 @@
 
 use serde_json::Value;
 
+use crate::address::Cidr;
 use crate::field::{FieldError, Verdict};
+use crate::kinds::Kind;
 use crate::model::pool::PoolReading;
 use crate::model::spider::{allocation, Allocation};
-use crate::model::Meta;
+use crate::model::{Meta, ObjKey};
 use crate::rule_id::RuleId;
 use crate::rules::pool::{keeps_held, refuse_delete, PoolKind, Pools};
 use crate::rules::util::{immutable_fields, join_shown, MAX_LISTED};
+use crate::rules::OverlapScope;
 use crate::rules::{Call, Ctx};
 
 /// S6's text, in P9's words.
@@ -30,6 +33,58 @@ impl PoolKind for SpiderIPPool {
     const DELETE: RuleId = RuleId::S6;
     /// Its status records the holders: S5 and S6 read the stored object, not the view.
     const HOLDERS_IN_VIEW: bool = false;
+
+    const VIEW_RULES: &'static [RuleId] = &[RuleId::S9];
+
+    /// S9: Spiderpool groups pools by their subnet (its `ipam.spidernet.io/ippool-cidr` label),
+    /// so two SpiderIPPools whose subnets overlap must declare the very same subnet: a /25 inside
+    /// another pool's /24 is refused whatever their `ips`. Within one address space, like P10.
+    fn against_view(r: &PoolReading, before: Option<&PoolReading>, ctx: &Ctx, v: &mut Verdict) {
+        if ctx.options.overlap_scope == OverlapScope::Off {
+            return;
+        }
+        let Some(mine) = r.proj.declared_subnet else {
+            return;
+        };
+        // X5: an update that keeps its subnet keeps the neighbours it already had.
+        if before.is_some_and(|b| b.proj.declared_subnet == Some(mine)) {
+            return;
+        }
+        let same = |c: &Cidr| c.network == mine.network && c.prefix == mine.prefix;
+        let mut clashes: Vec<(&ObjKey, Cidr)> = ctx
+            .index
+            .pools()
+            .filter(|p| p.key.kind == Kind::SpiderIPPool && p.key != r.proj.key)
+            .filter(|p| *p.space == *r.proj.space)
+            .filter_map(|p| p.declared_subnet.map(|c| (&p.key, c)))
+            .filter(|(_, c)| {
+                c.family() == mine.family()
+                    && c.network.start <= mine.network.end
+                    && mine.network.start <= c.network.end
+                    && !same(c)
+            })
+            .collect();
+        if clashes.is_empty() {
+            return;
+        }
+        clashes.sort_by(|a, b| a.0.cmp(b.0));
+        let total = clashes.len();
+        let shown: Vec<String> = clashes
+            .iter()
+            .take(MAX_LISTED)
+            .map(|(key, c)| format!("{key} ({c})"))
+            .collect();
+        let written = read_subnet_text(r).unwrap_or_else(|| mine.to_string());
+        v.deny(FieldError::invalid(
+            RuleId::S9,
+            "spec.subnet",
+            written,
+            format!(
+                "overlaps the subnet of {}; SpiderIPPools whose subnets overlap must declare the same subnet",
+                join_shown(&shown, total)
+            ),
+        ));
+    }
 
     /// S5: Spiderpool keys everything it hands out by subnet and family.
     fn immutable(obj: &Value, old: &Value, out: &mut Vec<FieldError>) {
@@ -70,6 +125,11 @@ impl PoolKind for SpiderIPPool {
     }
 }
 
+/// `spec.subnet` as the reading parsed it: the canonical text (S1 refuses any other).
+fn read_subnet_text(r: &PoolReading) -> Option<String> {
+    r.proj.declared_subnet.map(|c| c.to_string())
+}
+
 /// Who holds the pool, as far as its status tells.
 fn holders(a: &Allocation) -> String {
     if a.unreadable {
@@ -96,9 +156,11 @@ mod tests {
     use crate::field::{DenyReason, ErrorType};
     use crate::index::Index;
     use crate::kinds::Kind;
+    use crate::model::Operation;
     use crate::rules::test_support::{
         self as ts, eco_object as object, eco_old_object as old_object, errors as texts, index,
     };
+    use crate::rules::Options;
     use serde_json::json;
 
     fn create(obj: &Value, ix: &Index) -> Verdict {
@@ -274,5 +336,276 @@ mod tests {
             "spec": {"addresses": ["172.18.41.52"], "prefix": 24}});
         let ix = index(&[(Kind::GlobalInClusterIPPool, &narrow)]);
         assert_eq!(update(&obj, &old, &ix).rules(), ["P10"]);
+    }
+
+    // === S7: routes (Spiderpool's own webhook cases, in our words) ===
+
+    /// A pool as Spiderpool's webhook tests write it: 172.18.40.0/24, a few IPs.
+    fn spider(spec: Value) -> Value {
+        let mut base = json!({"subnet": "172.18.40.0/24", "ipVersion": 4,
+            "ips": ["172.18.40.2-172.18.40.3", "172.18.40.10"]});
+        for (k, v) in spec.as_object().unwrap() {
+            base[k] = v.clone();
+        }
+        json!({"apiVersion": "spiderpool.spidernet.io/v2beta1", "kind": "SpiderIPPool",
+            "metadata": {"name": "ippool-1"}, "spec": base})
+    }
+
+    #[test]
+    fn s7_routes_table_on_create_and_update() {
+        let r = |dst: &str, gw: &str| json!({"dst": dst, "gw": gw});
+        let cases: &[(&str, Value, Option<&str>)] = &[
+            (
+                "default route",
+                json!([r("0.0.0.0/0", "172.18.40.1")]),
+                Some(
+                    r#"spec.routes[0].dst: Invalid value: "0.0.0.0/0": is a default route: set spec.gateway instead"#,
+                ),
+            ),
+            (
+                "same dst twice",
+                json!([
+                    r("192.168.40.0/24", "172.18.40.1"),
+                    r("192.168.40.0/24", "172.18.40.2")
+                ]),
+                Some(
+                    r#"spec.routes[1].dst: Duplicate value: "192.168.40.0/24": spec.routes[0] already routes 192.168.40.0/24"#,
+                ),
+            ),
+            (
+                "dst not a CIDR",
+                json!([r("invalid CIDR", "172.18.40.1")]),
+                Some(r#"spec.routes[0].dst: Invalid value: "invalid CIDR": "#),
+            ),
+            (
+                "dst of the other family",
+                json!([r("fd00:40::/120", "172.18.40.1")]),
+                Some(
+                    r#"spec.routes[0].dst: Invalid value: "fd00:40::/120": IP family does not match spec.subnet 172.18.40.0/24"#,
+                ),
+            ),
+            (
+                "gw not an IP",
+                json!([r("192.168.40.0/24", "invalid IP")]),
+                Some(r#"spec.routes[0].gw: Invalid value: "invalid IP": "#),
+            ),
+            (
+                "gw outside the subnet",
+                json!([r("192.168.40.0/24", "172.18.41.1")]),
+                Some(
+                    r#"spec.routes[0].gw: Invalid value: "172.18.41.1": must be inside spec.subnet 172.18.40.0/24"#,
+                ),
+            ),
+            (
+                "a valid route",
+                json!([r("192.168.40.0/24", "172.18.40.40")]),
+                None,
+            ),
+        ];
+        for (what, routes, want) in cases {
+            let obj = spider(json!({"routes": routes}));
+            let old = spider(json!({}));
+            for v in [
+                create(&obj, &Index::new()),
+                update(&obj, &old, &Index::new()),
+            ] {
+                match want {
+                    Some(want) => {
+                        let t = texts(&v);
+                        assert_eq!(t.len(), 1, "{what}: {t:?}");
+                        assert!(t[0].starts_with(want), "{what}: {t:?}");
+                        assert_eq!(v.rules(), ["S7"], "{what}");
+                    }
+                    None => assert!(v.allowed(), "{what}: {:?}", texts(&v)),
+                }
+            }
+        }
+        // IPv6: a default route is `::/0`; a gw inside the subnet passes.
+        let v6 = |routes: Value| {
+            let mut o = spider(json!({"subnet": "abcd:1234::/120", "ipVersion": 6,
+                "ips": ["abcd:1234::2-abcd:1234::3"], "routes": routes}));
+            o["spec"]["gateway"] = json!("abcd:1234::1");
+            o
+        };
+        assert_eq!(
+            create(&v6(json!([r("::/0", "abcd:1234::1")])), &Index::new()).rules(),
+            ["S7"]
+        );
+        assert!(create(
+            &v6(json!([r("fd00:40::/120", "abcd:1234::28")])),
+            &Index::new()
+        )
+        .allowed());
+    }
+
+    #[test]
+    fn x5_s7_unchanged_routes_are_never_denied() {
+        let bad = spider(json!({"routes": [{"dst": "0.0.0.0/0", "gw": "172.18.40.1"}]}));
+        let mut relabelled = bad.clone();
+        relabelled["metadata"]["labels"] = json!({"team": "a"});
+        assert!(update(&relabelled, &bad, &Index::new()).allowed());
+        // A spec change elsewhere leaves the old finding to the audit.
+        let mut grown = bad.clone();
+        grown["spec"]["ips"] = json!(["172.18.40.2-172.18.40.5", "172.18.40.10"]);
+        assert!(update(&grown, &bad, &Index::new()).allowed());
+    }
+
+    // === S8: podAffinity ===
+
+    #[test]
+    fn s8_pod_affinity_table_on_create_and_update() {
+        let cases: &[(&str, Value, Option<&str>)] = &[
+            ("label value starting with a dot", json!({"matchLabels": {"key": ".starts.with.dot"}}),
+                Some(r#"spec.podAffinity.matchLabels: Invalid value: ".starts.with.dot": a valid label must be"#)),
+            ("empty selector", json!({"matchLabels": {}, "matchExpressions": []}),
+                Some("spec.podAffinity: Invalid value: {\"matchExpressions\":[],\"matchLabels\":{}}: an empty selector")),
+            ("no fields at all", json!({}),
+                Some("spec.podAffinity: Invalid value: {}: an empty selector")),
+            ("bad key", json!({"matchLabels": {"a/b/c": "x"}}),
+                Some(r#"spec.podAffinity.matchLabels: Invalid value: "a/b/c": a qualified name"#)),
+            ("In without values", json!({"matchExpressions": [{"key": "app", "operator": "In"}]}),
+                Some("spec.podAffinity.matchExpressions[0].values: Required value")),
+            ("Exists with values", json!({"matchExpressions": [{"key": "app", "operator": "Exists", "values": ["a"]}]}),
+                Some("spec.podAffinity.matchExpressions[0].values: Forbidden")),
+            ("unknown operator", json!({"matchExpressions": [{"key": "app", "operator": "Near", "values": ["a"]}]}),
+                Some(r#"spec.podAffinity.matchExpressions[0].operator: Invalid value: "Near""#)),
+            ("bad value in an expression", json!({"matchExpressions": [{"key": "app", "operator": "In", "values": ["-x"]}]}),
+                Some(r#"spec.podAffinity.matchExpressions[0].values[0]: Invalid value: "-x""#)),
+            ("a valid selector", json!({"matchLabels": {"key": "value"}}), None),
+            ("a valid expression", json!({"matchExpressions": [{"key": "app", "operator": "NotIn", "values": ["a", "b"]}]}), None),
+        ];
+        for (what, affinity, want) in cases {
+            let obj = spider(json!({"podAffinity": affinity}));
+            let old = spider(json!({}));
+            for v in [
+                create(&obj, &Index::new()),
+                update(&obj, &old, &Index::new()),
+            ] {
+                match want {
+                    Some(want) => {
+                        let t = texts(&v);
+                        assert_eq!(t.len(), 1, "{what}: {t:?}");
+                        assert!(t[0].starts_with(want), "{what}: {t:?}");
+                        assert_eq!(v.rules(), ["S8"], "{what}");
+                    }
+                    None => assert!(v.allowed(), "{what}: {:?}", texts(&v)),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn s8_an_application_pool_keeps_the_affinity_spiderpool_derived() {
+        let derived = json!({"matchLabels": {
+            "ipam.spidernet.io/app-api-group": "apps", "ipam.spidernet.io/app-api-version": "v1",
+            "ipam.spidernet.io/app-kind": "Deployment", "ipam.spidernet.io/app-namespace": "test-ns",
+            "ipam.spidernet.io/app-name": "test-name"}});
+        let mut auto = spider(json!({"ips": ["172.18.40.1"], "podAffinity": derived}));
+        auto["metadata"]["labels"] = json!({
+            "ipam.spidernet.io/owner-application-gv": "apps_v1",
+            "ipam.spidernet.io/owner-application-kind": "Deployment",
+            "ipam.spidernet.io/owner-application-namespace": "test-ns",
+            "ipam.spidernet.io/owner-application-name": "test-name"});
+        assert!(
+            create(&auto, &Index::new()).allowed(),
+            "{:?}",
+            texts(&create(&auto, &Index::new()))
+        );
+        let mut changed = auto.clone();
+        changed["spec"]["podAffinity"] = json!({"matchLabels": {"key": "value"},
+            "matchExpressions": [{"key": "key", "operator": "In", "values": ["value"]}]});
+        for v in [
+            create(&changed, &Index::new()),
+            update(&changed, &auto, &Index::new()),
+        ] {
+            assert_eq!(
+                texts(&v),
+                [
+                    r#"spec.podAffinity.matchLabels: Invalid value: "key": a pool Spiderpool created for an application (ipam.spidernet.io/owner-application-name) selects its Pods by the ipam.spidernet.io/app-* keys only"#,
+                    r#"spec.podAffinity.matchExpressions: Invalid value: [{"key":"key","operator":"In","values":["value"]}]: a pool Spiderpool created for an application (ipam.spidernet.io/owner-application-name) takes no matchExpressions"#,
+                ]
+            );
+        }
+    }
+
+    #[test]
+    fn x5_s8_an_unchanged_selector_is_never_denied() {
+        let bad = spider(json!({"podAffinity": {"matchLabels": {"key": ".starts.with.dot"}}}));
+        let mut grown = bad.clone();
+        grown["spec"]["ips"] = json!(["172.18.40.2-172.18.40.5", "172.18.40.10"]);
+        assert!(update(&grown, &bad, &Index::new()).allowed());
+    }
+
+    // === S9: overlapping subnets are the same subnet ===
+
+    fn named(name: &str, subnet: &str, ips: &[&str]) -> Value {
+        json!({"apiVersion": "spiderpool.spidernet.io/v2beta1", "kind": "SpiderIPPool",
+            "metadata": {"name": name}, "spec": {"subnet": subnet, "ips": ips}})
+    }
+
+    #[test]
+    fn s9_overlapping_subnets_must_be_identical() {
+        // Spiderpool's case: a /25 exists, a /24 holding it is created (disjoint ips).
+        let existing = named("z-exist", "172.18.40.0/25", &["172.18.40.40"]);
+        let ix = index(&[(Kind::SpiderIPPool, &existing)]);
+        let v = create(
+            &named(
+                "ippool-1",
+                "172.18.40.0/24",
+                &["172.18.40.1-172.18.40.2", "172.18.40.10"],
+            ),
+            &ix,
+        );
+        assert_eq!(
+            texts(&v),
+            [
+                r#"spec.subnet: Invalid value: "172.18.40.0/24": overlaps the subnet of SpiderIPPool.spiderpool.spidernet.io z-exist (172.18.40.0/25); SpiderIPPools whose subnets overlap must declare the same subnet"#
+            ]
+        );
+        assert_eq!(v.rules(), ["S9"]);
+        // The same subnet, disjoint ips: fine. A disjoint subnet: fine.
+        assert!(create(&named("ippool-2", "172.18.40.0/25", &["172.18.40.10"]), &ix).allowed());
+        assert!(create(&named("ippool-3", "172.18.41.0/24", &["172.18.41.10"]), &ix).allowed());
+        // An empty pool still declares its subnet.
+        assert_eq!(
+            create(&named("ippool-4", "172.18.0.0/16", &[]), &ix).rules(),
+            ["S9"]
+        );
+        // Another address space, or --overlap-scope off: not this pool's neighbour.
+        let mut apart = named("ippool-5", "172.18.40.0/24", &["172.18.40.10"]);
+        apart["metadata"]["annotations"] = json!({"ipam-guard.io/address-space": "dc2"});
+        assert!(create(&apart, &ix).allowed());
+        let off = Options {
+            overlap_scope: OverlapScope::Off,
+            ..Options::default()
+        };
+        let v = ts::judge(
+            Kind::SpiderIPPool,
+            Operation::Create,
+            Some(&named("ippool-6", "172.18.40.0/24", &["172.18.40.10"])),
+            None,
+            &ix,
+            off,
+        );
+        assert!(v.allowed(), "{:?}", texts(&v));
+    }
+
+    #[test]
+    fn x5_s9_an_update_that_keeps_its_subnet_keeps_its_neighbours() {
+        let a = named("a", "172.18.40.0/25", &["172.18.40.40"]);
+        let b = named("b", "172.18.40.0/24", &["172.18.40.200"]);
+        let ix = index(&[(Kind::SpiderIPPool, &a), (Kind::SpiderIPPool, &b)]);
+        let mut grown = b.clone();
+        grown["spec"]["ips"] = json!(["172.18.40.200-172.18.40.210"]);
+        assert!(
+            update(&grown, &b, &ix).allowed(),
+            "{:?}",
+            texts(&update(&grown, &b, &ix))
+        );
+        // Moving into the space of the other pool meets it.
+        let mut moved = b.clone();
+        moved["metadata"]["annotations"] = json!({"ipam-guard.io/address-space": "dc2"});
+        let ix2 = index(&[(Kind::SpiderIPPool, &a), (Kind::SpiderIPPool, &moved)]);
+        assert_eq!(update(&b, &moved, &ix2).rules(), ["S9"]);
     }
 }

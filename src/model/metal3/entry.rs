@@ -70,6 +70,10 @@ pub(super) struct EntryReading<'a> {
     pub(super) prefix: Option<u8>,
     pub(super) gateway: (Option<&'a str>, Option<Ip>),
     pub(super) subnet: Option<Cidr>,
+    /// `start` and `end` as read, when they parse and fit the entry (MP5 sizes the entry).
+    pub(super) bounds: (Option<u128>, Option<u128>),
+    /// Whether reading the entry found no error (MP5 judges only such entries).
+    pub(super) clean: bool,
 }
 
 /// Reads `spec.pools[i]` on its own (MP1; MP2 for its prefix, gateway and DNS servers).
@@ -80,6 +84,7 @@ pub(super) fn read_entry<'a>(
     warnings: &mut Vec<Warning>,
 ) -> Option<EntryReading<'a>> {
     let path = format!("spec.pools[{i}]");
+    let errors_before = errors.len();
     let entry = read::get(obj, "spec.pools")?.get(i)?;
     if !entry.is_object() {
         errors.push(FieldError::invalid(
@@ -251,5 +256,7 @@ pub(super) fn read_entry<'a>(
         prefix,
         gateway,
         subnet,
+        bounds: (start_v, end_v),
+        clean: errors.len() == errors_before,
     })
 }

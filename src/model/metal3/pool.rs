@@ -58,6 +58,8 @@ pub(crate) fn read_pool(obj: &Value) -> PoolReading {
         e.range = None;
     }
 
+    random_sizes(obj, &entries, &mut errors);
+
     // Pool-level defaults (MP2).
     let pool_prefix = prefix_field(obj, "spec.prefix", "spec.prefix", family, &mut errors);
     let pool_gateway = read::ip(RuleId::MP2, obj, "spec.gateway", &mut errors, &mut warnings);
@@ -202,6 +204,51 @@ pub(crate) fn read_pool(obj: &Value) -> PoolReading {
         declared_path: "spec.pools",
         errors,
         warnings,
+    }
+}
+
+/// The most addresses ip-address-manager can pick from at random in one entry: it sizes an entry
+/// as a Go `int` (`GetPoolSize` in its `api/v1alpha1`), 64 bits on the platforms it ships for.
+pub(super) const RANDOM_MAX: u128 = i64::MAX as u128;
+
+/// MP5: with `allocationStrategy: random` the provider picks an offset inside each entry, so an
+/// entry needs a size it can compute: a start with an end or a subnet, or a subnet alone, holding
+/// at most [`RANDOM_MAX`] addresses. Otherwise the pool is accepted and every claim on it fails
+/// later as exhausted. Entries that already have an error (MP1) are not sized.
+fn random_sizes(obj: &Value, entries: &[EntryReading], errors: &mut Vec<FieldError>) {
+    if read::get(obj, "spec.allocationStrategy").and_then(Value::as_str) != Some("random") {
+        return;
+    }
+    for e in entries.iter().filter(|e| e.clean) {
+        // A subnet alone starts at network + 1, as the provider walks it.
+        let size = match (e.bounds, e.subnet) {
+            ((Some(s), Some(end)), _) => Ok((end - s).checked_add(1)),
+            ((Some(s), None), Some(c)) => Ok((c.network.end - s).checked_add(1)),
+            ((Some(_), None), None) => {
+                Err("a start without an end or a subnet has no size to pick from")
+            }
+            ((None, _), Some(c)) => Ok(Some(c.network.end - c.network.start)),
+            ((None, Some(_)), None) => {
+                Err("an end without a start or a subnet holds nothing to pick from")
+            }
+            ((None, None), None) => continue,
+        };
+        let why = match size {
+            Ok(Some(n)) if n <= RANDOM_MAX => continue,
+            Ok(Some(n)) => format!(
+                "it holds {n} addresses, more than the {RANDOM_MAX} ip-address-manager can pick from"
+            ),
+            Ok(None) => format!(
+                "it holds 2^128 addresses, more than the {RANDOM_MAX} ip-address-manager can pick from"
+            ),
+            Err(why) => why.to_string(),
+        };
+        errors.push(FieldError::invalid(
+            RuleId::MP5,
+            e.path.clone(),
+            e.text.clone(),
+            format!("cannot be used with allocationStrategy \"random\": {why}"),
+        ));
     }
 }
 
