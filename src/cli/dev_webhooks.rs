@@ -1,7 +1,9 @@
 //! `ipam-guard dev-webhooks`: the webhook configurations that send a real cluster's IPAM writes
 //! to an ipam-guard running outside it (`serve --dev --kubeconfig`), for a trial before installing
 //! (docs/trial.md). `url:` client configs with the dev CA as caBundle, rules from the kinds
-//! table, and a namespaceSelector so only the namespaces named are judged.
+//! table, and a namespaceSelector so only the namespaces named are judged. The selector reads the
+//! `kubernetes.io/metadata.name` label, which API servers set on every namespace from v1.21 on;
+//! on v1.20 the trial page labels its namespace itself.
 
 use std::io::{self, Write};
 
