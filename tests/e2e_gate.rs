@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use http::{Method, Request};
 use http_body_util::BodyExt;
+use ipam_guard::kube_version::KubeVersion;
 use ipam_guard::schema::Schemas;
 use serde_json::{json, Value};
 
@@ -135,6 +136,10 @@ fn cases() -> Vec<(&'static str, Value)> {
         (
             "bad label keys",
             json!({"apiVersion": pool, "kind": "InClusterIPPool", "metadata": {"name": "k", "namespace": "schema", "labels": {"a/b/c": "x", "-x": "y", "Example.com/ok": "z"}}, "spec": {"addresses": ["10.0.0.10"], "prefix": 24}}),
+        ),
+        (
+            "label key and value too long",
+            json!({"apiVersion": pool, "kind": "InClusterIPPool", "metadata": {"name": "t", "namespace": "schema", "labels": {"k".repeat(64): "x", "v": "v".repeat(64)}}, "spec": {"addresses": ["10.0.0.10"], "prefix": 24}}),
         ),
         (
             "valid claim",
@@ -339,6 +344,8 @@ async fn schema_agrees_with_the_api_server_against(assets: e2e::Server) {
     assert_eq!(status, 201);
 
     let schemas = Schemas::embedded();
+    // `check` as it speaks for this server's release.
+    let target = KubeVersion::parse(&assets.version.to_string()).unwrap();
     let mut report = Vec::new();
     let mut failures = Vec::new();
     for (what, object) in cases() {
@@ -347,7 +354,13 @@ async fn schema_agrees_with_the_api_server_against(assets: e2e::Server) {
         let api_version = object["apiVersion"].as_str().unwrap();
         let (group, version) = api_version.rsplit_once('/').unwrap();
         let ours = schemas
-            .validate(group, object["kind"].as_str().unwrap(), version, &object)
+            .validate_as(
+                target,
+                group,
+                object["kind"].as_str().unwrap(),
+                version,
+                &object,
+            )
             .expect("a served version");
         let message = body["message"].as_str().unwrap_or_default().to_string();
         report.push(format!(
@@ -471,6 +484,32 @@ async fn check_kubeconfig_judges_files_against_the_live_cluster_against(assets: 
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     );
+
+    // `check --kubeconfig` speaks for this server's release (its /version): an unknown metadata
+    // field is refused where the server refuses it and a warning where the server prunes it.
+    let typo = dir.path().join("typo.yaml");
+    std::fs::write(
+        &typo,
+        "apiVersion: ipam.cluster.x-k8s.io/v1alpha2\nkind: InClusterIPPool\n\
+         metadata: {name: typo, namespace: gitops, lables: {a: b}}\n\
+         spec: {addresses: [10.51.0.10-10.51.0.20], prefix: 24, gateway: 10.51.0.1}\n",
+    )
+    .unwrap();
+    let object: Value = serde_yaml_ng::from_str(&std::fs::read_to_string(&typo).unwrap()).unwrap();
+    let strict = format!("{}?dryRun=All&fieldValidation=Strict", plural_path(&object));
+    let (server_status, server_body) = post(&client, &strict, &object).await;
+    let o = run_check(&["--kubeconfig", kc, typo.to_str().unwrap()]);
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    let refused = server_status != 201;
+    assert_eq!(
+        o.status.code(),
+        Some(i32::from(refused)),
+        "the API server ({}) says {server_status} {server_body}, check says:\n{out}{}",
+        assets.version,
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(out.contains("unknown field \"metadata.lables\""), "{out}");
+    assert_eq!(!out.contains("the API server drops it"), refused, "{out}");
 
     let o = run_check(&["--kubeconfig", kc, "--context", "nope", f]);
     assert_eq!(o.status.code(), Some(2));

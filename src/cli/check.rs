@@ -24,6 +24,7 @@ use crate::cluster::{index_of, judge_as_create, upsert_all, Identified};
 use crate::field::{format_value, PatchOp, Verdict, Warning};
 use crate::index::Index;
 use crate::kinds::Kind;
+use crate::kube_version::KubeVersion;
 use crate::manifests::{self, Manifest, Packed, Source};
 use crate::model::{ObjKey, Operation, Projection, Request};
 use crate::par;
@@ -54,6 +55,9 @@ pub struct Gate {
     pub schemas: Option<Schemas>,
     /// What a cluster already stores (`--kubeconfig`): judged against, never reported.
     pub stored: Vec<Manifest>,
+    /// The release whose API server the schema step speaks for: `--kube-version`, else the
+    /// cluster's with `--kubeconfig`, else the newest tested.
+    pub target: KubeVersion,
 }
 
 impl Gate {
@@ -67,16 +71,22 @@ impl Gate {
             Some(dir) => Some(read_crds(dir)?),
             None => None,
         };
-        let stored = if args.kubeconfig.is_some() || args.context.is_some() {
-            stored_objects(args)?
+        let given = match &args.kube_version {
+            Some(v) => Some(KubeVersion::parse(v).map_err(|e| format!("--kube-version: {e}"))?),
+            None => None,
+        };
+        let (stored, cluster) = if args.kubeconfig.is_some() || args.context.is_some() {
+            let (stored, version) = stored_objects(args)?;
+            (stored, Some(version))
         } else {
-            Vec::new()
+            (Vec::new(), None)
         };
         Ok(Gate {
             exclude: globs.build().map_err(|e| format!("--exclude: {e}"))?,
             strict: args.strict,
             schemas,
             stored,
+            target: given.or(cluster).unwrap_or_default(),
         })
     }
 
@@ -85,9 +95,10 @@ impl Gate {
     }
 }
 
-/// Lists the cluster of `--kubeconfig`/`--context`. `check` is synchronous; the listing runs on
-/// the binary's runtime when there is one (blocking this thread only), else on its own.
-fn stored_objects(args: &CheckArgs) -> Result<Vec<Manifest>, String> {
+/// Lists the cluster of `--kubeconfig`/`--context` and reads its release (`/version`). `check`
+/// is synchronous; the listing runs on the binary's runtime when there is one (blocking this
+/// thread only), else on its own.
+fn stored_objects(args: &CheckArgs) -> Result<(Vec<Manifest>, KubeVersion), String> {
     let list = async {
         let (client, server) = crate::cluster::live::client_and_server(
             args.kubeconfig.as_deref(),
@@ -97,10 +108,17 @@ fn stored_objects(args: &CheckArgs) -> Result<Vec<Manifest>, String> {
         .map_err(|e| format!("{e:#}"))?;
         let (stored, errors) = super::audit::list_cluster(&client, &server).await;
         // Judging against a partial cluster could pass what the whole would refuse.
-        match errors.first() {
-            Some(e) => Err(e.clone()),
-            None => Ok(stored),
+        if let Some(e) = errors.first() {
+            return Err(e.clone());
         }
+        // After the listing, whose errors name an unreachable server best.
+        let info = client
+            .apiserver_version()
+            .await
+            .map_err(|e| format!("{server}: reading /version: {e}"))?;
+        let version = KubeVersion::from_version_info(&info.major, &info.minor)
+            .map_err(|e| format!("{server}: {e}"))?;
+        Ok((stored, version))
     };
     match tokio::runtime::Handle::try_current() {
         Ok(handle) => tokio::task::block_in_place(|| handle.block_on(list)),
@@ -170,6 +188,13 @@ pub fn run(args: &CheckArgs) -> i32 {
             return 2;
         }
     };
+    if !gate.target.tested() {
+        let _ = writeln!(
+            err,
+            "note: Kubernetes {} is not a release the project tests against; the schema step follows what is known of it (README, \"Kubernetes versions\")",
+            gate.target
+        );
+    }
     if options.overlap_scope == OverlapScope::Off {
         let _ = writeln!(
             err,
@@ -224,7 +249,8 @@ fn check_keeping_view(
             if schemas.is_empty() {
                 Vec::new()
             } else {
-                schema_findings(&m, &Subject::at(&m.source, m.key.clone()), schemas)
+                let subject = Subject::at(&m.source, m.key.clone());
+                schema_findings(&m, &subject, schemas, gate.target)
             }
         });
         if !crate::model::reads_status(m.kind) {
@@ -282,11 +308,16 @@ fn check_keeping_view(
 
 /// What the API server itself would refuse before any webhook runs: the object against its CRD
 /// schema (rule id `SCHEMA`), or an `apiVersion` whose version the CRD does not serve.
-fn schema_findings(m: &Manifest, subject: &Subject, schemas: &Schemas) -> Vec<Finding> {
+fn schema_findings(
+    m: &Manifest,
+    subject: &Subject,
+    schemas: &Schemas,
+    target: KubeVersion,
+) -> Vec<Finding> {
     let (group, kind) = (m.kind.group(), m.kind.name());
     match schemas.lookup(group, kind, &m.version) {
         Lookup::Found(_) => schemas
-            .validate(group, kind, &m.version, &m.object)
+            .validate_as(target, group, kind, &m.version, &m.object)
             .unwrap_or_default()
             .into_iter()
             .map(|e| {
