@@ -2,7 +2,8 @@
 //!
 //! Module map, by layer (a module may only use lower layers; `tests/layers.rs` checks it):
 //! - 0 `address`: address text → sets of inclusive ranges. `kinds`: the table of served kinds.
-//!   `par`: one parallel map over a slice, results in order.
+//!   `par`: one parallel map over a slice, results in order. `kube_version`: the Kubernetes
+//!   release `check` speaks for, and what differs between releases.
 //!   `rule_id`: `RuleId`, every id with its effect and whether it reads the view.
 //! - 1 `field`: field errors, warnings, verdicts, patches. `schema`: CRD structural schemas (for
 //!   `check`). `catalogue`: the table of rules, rendered into docs/rules.md.
@@ -26,6 +27,7 @@ pub mod decider;
 pub mod field;
 pub mod index;
 pub mod kinds;
+pub mod kube_version;
 pub mod manifests;
 pub mod model;
 pub mod par;

@@ -8,8 +8,8 @@
 //! `x-kubernetes-int-or-string`, `x-kubernetes-embedded-resource`, list types, `nullable` with
 //! null pruning), unknown fields are errors only under strict decoding, and the messages must read
 //! as the API server writes them (`spec.prefix in body must be of type integer: "string"`), at
-//! Kubernetes field paths. Not evaluated: `x-kubernetes-validations` (CEL; none of the providers'
-//! CRDs of the judged kinds carries any, and the API server this project tests against, v1.24, predates them in GA),
+//! Kubernetes field paths, as the target release words them (`kube_version`). Not evaluated:
+//! `x-kubernetes-validations` (CEL; none of the providers' CRDs of the judged kinds carries any),
 //! string formats other than the ones listed in `check_format`, and defaults (the API server
 //! fills them in before validating; a missing defaulted field is therefore never reported).
 //!
@@ -25,10 +25,12 @@ use serde_json::{Map, Value};
 
 mod builtin;
 
+use crate::kube_version::KubeVersion;
+
 /// One schema problem, as the API server would report it: the field path and the cause body
 /// (`Invalid value: "x": …`, `Required value`, `unknown field "spec.gatway"`). `warning`: the
-/// API server accepts the object but drops what is named (an unknown field under `metadata`,
-/// which v1.24's strict validation lets through and prunes).
+/// API server accepts the object but drops what is named (an unknown field, on a release without
+/// strict field validation: see `kube_version`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SchemaError {
     pub path: String,
@@ -158,10 +160,23 @@ impl Schemas {
     }
 
     /// Validates a whole object against the schema of its `apiVersion` and `kind`, plus the
-    /// metadata rules every object meets. None when these CRDs do not define that version (see
-    /// `lookup` for why).
+    /// metadata rules every object meets, as the newest tested API server does (`validate_as`).
+    /// None when these CRDs do not define that version (see `lookup` for why).
     pub fn validate(
         &self,
+        group: &str,
+        kind: &str,
+        version: &str,
+        object: &Value,
+    ) -> Option<Vec<SchemaError>> {
+        self.validate_as(KubeVersion::NEWEST_TESTED, group, kind, version, object)
+    }
+
+    /// `validate` as an API server of release `target` answers: whether unknown fields are
+    /// refused or pruned, and its wording (see `kube_version`).
+    pub fn validate_as(
+        &self,
+        target: KubeVersion,
         group: &str,
         kind: &str,
         version: &str,
@@ -171,11 +186,12 @@ impl Schemas {
             return None;
         };
         let mut errors = Vec::new();
-        validate_metadata(object.get("metadata"), &mut errors);
+        validate_metadata(target, object.get("metadata"), &mut errors);
         if let (Some(schema), Some(fields)) = (schema, object.as_object()) {
             let mut w = Walk {
                 errors: &mut errors,
                 path: String::new(),
+                target,
             };
             w.properties(schema, fields, true);
         }
@@ -390,6 +406,7 @@ impl Node {
 struct Walk<'e> {
     errors: &'e mut Vec<SchemaError>,
     path: String,
+    target: KubeVersion,
 }
 
 /// How `field.Invalid` prints a value: strings quoted, numbers and booleans bare.
@@ -569,8 +586,8 @@ impl Walk<'_> {
                     && matches!(k.as_str(), "apiVersion" | "kind" | "metadata");
                 if !(type_meta || n.additional_any || n.preserve_unknown) {
                     self.within_key(k, |w| {
-                        let message = format!("unknown field {:?}", w.path);
-                        w.push(message);
+                        let unknown = unknown_field(w.target, &w.path);
+                        w.errors.push(unknown);
                     });
                 }
             }
@@ -758,13 +775,29 @@ pub fn is_dns1123_subdomain(s: &str) -> bool {
     s.len() <= 253 && s.split('.').all(is_dns1123_label)
 }
 
-fn validate_metadata(meta: Option<&Value>, errors: &mut Vec<SchemaError>) {
+/// An unknown field: refused under strict field validation, pruned (and only a warning here) by
+/// servers without it.
+fn unknown_field(target: KubeVersion, path: &str) -> SchemaError {
+    let refused = target.refuses_unknown_fields();
+    SchemaError {
+        path: path.to_string(),
+        message: if refused {
+            format!("unknown field {path:?}")
+        } else {
+            format!("unknown field {path:?}; the API server drops it")
+        },
+        warning: !refused,
+    }
+}
+
+fn validate_metadata(target: KubeVersion, meta: Option<&Value>, errors: &mut Vec<SchemaError>) {
     let mut errors_warn = Vec::new();
-    validate_metadata_fields(meta, errors, &mut errors_warn);
+    validate_metadata_fields(target, meta, errors, &mut errors_warn);
     errors.extend(errors_warn);
 }
 
 fn validate_metadata_fields(
+    target: KubeVersion,
     meta: Option<&Value>,
     errors: &mut Vec<SchemaError>,
     errors_warn: &mut Vec<SchemaError>,
@@ -790,12 +823,12 @@ fn validate_metadata_fields(
     };
     for k in meta.keys() {
         if !OBJECT_META.contains(&k.as_str()) {
-            let at = format!("metadata.{k}");
-            errors_warn.push(SchemaError {
-                message: format!("unknown field {at:?}; the API server drops it"),
-                path: at,
-                warning: true,
-            });
+            let unknown = unknown_field(target, &format!("metadata.{k}"));
+            if unknown.warning {
+                errors_warn.push(unknown);
+            } else {
+                push(&unknown.path, unknown.message);
+            }
         }
     }
     if let Some(Value::String(name)) = meta.get("name") {
@@ -837,11 +870,11 @@ fn validate_metadata_fields(
                 }
                 if map == "labels" {
                     for (k, v) in entries {
-                        if let Some(why) = label_key_problem(k) {
+                        if let Some(why) = label_key_problem(target, k) {
                             push("metadata.labels", format!("Invalid value: {k:?}: {why}"));
                         }
                         if let Some(v) = v.as_str() {
-                            if let Some(why) = label_value_problem(v) {
+                            if let Some(why) = label_value_problem(target, v) {
                                 push("metadata.labels", format!("Invalid value: {v:?}: {why}"));
                             }
                         }
@@ -872,7 +905,7 @@ fn is_name_part(s: &str) -> bool {
 const QUALIFIED_NAME_REGEX_MSG: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
 
 /// `validation.IsQualifiedName`: `[prefix/]name`.
-pub(crate) fn label_key_problem(k: &str) -> Option<String> {
+pub(crate) fn label_key_problem(target: KubeVersion, k: &str) -> Option<String> {
     let parts: Vec<&str> = k.split('/').collect();
     let name = match parts.as_slice() {
         [name] => *name,
@@ -886,27 +919,44 @@ pub(crate) fn label_key_problem(k: &str) -> Option<String> {
             *name
         }
         _ => {
+            let what = if target.newer_label_words() {
+                "a valid label key"
+            } else {
+                "a qualified name"
+            };
             return Some(format!(
-                "a qualified name {QUALIFIED_NAME_REGEX_MSG} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-            ))
+                "{what} {QUALIFIED_NAME_REGEX_MSG} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+            ));
         }
     };
     if name.is_empty() {
         return Some("name part must be non-empty".into());
     }
     if name.len() > 63 {
-        return Some("name part must be no more than 63 characters".into());
+        return Some(format!(
+            "name part must be no more than 63 {}",
+            length_unit(target)
+        ));
     }
     (!is_name_part(name)).then(|| format!("name part {QUALIFIED_NAME_REGEX_MSG}"))
 }
 
+/// How the target words a length limit.
+fn length_unit(target: KubeVersion) -> &'static str {
+    if target.newer_label_words() {
+        "bytes"
+    } else {
+        "characters"
+    }
+}
+
 /// `validation.IsValidLabelValue`: empty, or a name part of at most 63 characters.
-pub(crate) fn label_value_problem(v: &str) -> Option<String> {
+pub(crate) fn label_value_problem(target: KubeVersion, v: &str) -> Option<String> {
     if v.is_empty() {
         return None;
     }
     if v.len() > 63 {
-        return Some("must be no more than 63 characters".into());
+        return Some(format!("must be no more than 63 {}", length_unit(target)));
     }
     (!is_name_part(v)).then(|| "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')".to_string())
 }

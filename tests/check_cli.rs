@@ -899,3 +899,63 @@ fn m1_fills_the_group_before_the_schema_is_checked() {
         "{out}"
     );
 }
+
+// === the API server release check speaks for (issue 28) ===
+
+/// Offline `check` speaks for the newest release the project tests against; `--kube-version`
+/// picks another: v1.20 prunes unknown fields (a warning) where v1.36 refuses them.
+#[test]
+fn kube_version_picks_what_the_api_server_would_say() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("typo.yaml");
+    std::fs::write(
+        &file,
+        "apiVersion: ipam.cluster.x-k8s.io/v1alpha2\nkind: InClusterIPPool\n\
+         metadata: {name: typo, namespace: n, lables: {a: b}}\n\
+         spec: {addresses: [10.51.0.10-10.51.0.20], prefix: 24, gatway: 10.51.0.1}\n",
+    )
+    .unwrap();
+    let f = file.to_str().unwrap();
+
+    let o = check(&[f]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert_eq!(
+        lines(&o),
+        vec![
+            format!(
+                r#"{f}: InClusterIPPool n/typo: metadata.lables: unknown field "metadata.lables" [SCHEMA]"#
+            ),
+            format!(
+                r#"{f}: InClusterIPPool n/typo: spec.gatway: unknown field "spec.gatway" [SCHEMA]"#
+            ),
+        ]
+    );
+    assert_eq!(lines(&check(&["--kube-version", "v1.36.2", f])), lines(&o));
+
+    let o = check(&["--kube-version", "1.20", f]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains(
+            r#"metadata.lables: unknown field "metadata.lables"; the API server drops it"#
+        ) && out.contains(r#"spec.gatway: unknown field "spec.gatway"; the API server drops it"#),
+        "{out}"
+    );
+    assert!(!stderr(&o).contains("note: Kubernetes"), "{}", stderr(&o));
+
+    let o = check(&["--kube-version", "1.28", f]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("note: Kubernetes v1.28 is not a release the project tests against"),
+        "{}",
+        stderr(&o)
+    );
+
+    let o = check(&["--kube-version", "latest", f]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("--kube-version: \"latest\" is not a Kubernetes version"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -22,7 +22,6 @@ use e2e::{eventually, ControlPlane};
 use http::Method;
 use ipam_guard::catalogue::{Effect, Rule, RuleId, Setting, RULES};
 use ipam_guard::cli::dev_webhooks::configurations;
-use ipam_guard::cli::policies::minor;
 use ipam_guard::cli::DevWebhooksArgs;
 use ipam_guard::kinds::Kind;
 use ipam_guard::model::Operation;
@@ -31,31 +30,6 @@ use ipam_guard::rules::conditions::matters;
 use serde_json::{json, Value};
 
 const NEEDS: u32 = 30;
-
-/// Every envtest-style directory holding a kube-apiserver and an etcd.
-fn servers() -> Vec<PathBuf> {
-    let mut dirs = Vec::new();
-    if let Some(d) = std::env::var_os("KUBEBUILDER_ASSETS") {
-        dirs.push(PathBuf::from(d));
-    }
-    if let Ok(entries) = std::fs::read_dir("/usr/local/kubebuilder") {
-        let mut found: Vec<PathBuf> = entries
-            .filter_map(Result::ok)
-            .map(|e| e.path().join("bin"))
-            .collect();
-        found.sort();
-        dirs.extend(found);
-    }
-    let mut seen = Vec::new();
-    for d in dirs {
-        let ok = d.join("kube-apiserver").is_file() && d.join("etcd").is_file();
-        let canon = d.canonicalize().unwrap_or(d.clone());
-        if ok && !seen.contains(&canon) {
-            seen.push(canon);
-        }
-    }
-    seen
-}
 
 fn report(line: &str) {
     println!("{line}");
@@ -70,30 +44,31 @@ fn report(line: &str) {
     }
 }
 
-/// The control planes of the servers new enough for `test`; the others are reported skipped.
+/// The control planes of the servers new enough for `test` (the harness finds them all, see
+/// tests/e2e/mod.rs); the others are reported skipped.
 async fn planes(test: &str) -> Vec<(ControlPlane, String)> {
-    let found = servers();
-    if found.is_empty() {
-        report(&format!(
-            "skipped: {test}: no API server found (KUBEBUILDER_ASSETS, /usr/local/kubebuilder/*/bin)"
-        ));
-    }
+    let found = match (e2e::servers(), e2e::crds()) {
+        (Ok(found), Ok(_)) => found,
+        (Err(why), _) | (_, Err(why)) => {
+            report(&format!("skipped: {test}: {why}"));
+            return Vec::new();
+        }
+    };
     let mut out = Vec::new();
-    for dir in found {
-        let cp = ControlPlane::start(&dir).await;
+    for server in found {
+        if !server.version.at_least(NEEDS) {
+            report(&format!(
+                "skipped: {test} against {}: ValidatingAdmissionPolicy v1 and matchConditions need Kubernetes 1.{NEEDS}+",
+                server.label()
+            ));
+            continue;
+        }
+        let cp = ControlPlane::start(server).await;
         let client = cp.client().await;
         let v = call(&client, Method::GET, "/version", None, "application/json").await;
         let version = v.body["gitVersion"].as_str().unwrap_or("?").to_string();
-        match minor(&version) {
-            Some(m) if m >= NEEDS => {
-                report(&format!("ran: {test} against {} ({version})", dir.display()));
-                out.push((cp, version));
-            }
-            _ => report(&format!(
-                "skipped: {test} against {} ({version}): ValidatingAdmissionPolicy v1 and matchConditions need Kubernetes 1.{NEEDS}+",
-                dir.display()
-            )),
-        }
+        report(&format!("ran: {test} against {}", server.label()));
+        out.push((cp, version));
     }
     out
 }

@@ -193,9 +193,14 @@ async fn register(client: &kube::Client, name: &str, url: &str, ca_pem: &[u8]) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn client_certificate_from_the_apiserver_is_required() {
-    let Some(assets) = e2e::assets_for("client_certificate_from_the_apiserver_is_required") else {
-        return;
-    };
+    e2e::each_server(
+        "client_certificate_from_the_apiserver_is_required",
+        client_certificate_from_the_apiserver_is_required_against,
+    )
+    .await;
+}
+
+async fn client_certificate_from_the_apiserver_is_required_against(assets: e2e::Server) {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let dir = tempfile::tempdir().unwrap();
     let certs = server::dev::ensure(&dir.path().join("serving")).expect("dev certificates");
@@ -243,16 +248,7 @@ async fn client_certificate_from_the_apiserver_is_required() {
     )
     .await;
     let client = cp.client().await;
-    let crd = &e2e::crd(ipam_guard::kinds::Kind::InClusterIPPool).text;
-    let crd: Value = serde_yaml_ng::from_str(crd).unwrap();
-    let (status, body) = call(
-        &client,
-        Method::POST,
-        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-        Some(&crd),
-    )
-    .await;
-    assert_eq!(status, 201, "{body}");
+    e2e::api::create_crd(&client, e2e::crd(ipam_guard::kinds::Kind::InClusterIPPool)).await;
     let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}});
     let (status, body) = call(&client, Method::POST, "/api/v1/namespaces", Some(&ns)).await;
     assert_eq!(status, 201, "{body}");

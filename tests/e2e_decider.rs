@@ -298,11 +298,11 @@ struct Setup {
 }
 
 impl Setup {
-    async fn start(assets: &Path, n: usize) -> Setup {
+    async fn start(assets: &e2e::Server, n: usize) -> Setup {
         Setup::start_with(assets, n, &[]).await
     }
 
-    async fn start_with(assets: &Path, n: usize, extra: &[&str]) -> Setup {
+    async fn start_with(assets: &e2e::Server, n: usize, extra: &[&str]) -> Setup {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let cp = ControlPlane::start(assets).await;
         let client = cp.client().await;
@@ -588,12 +588,8 @@ fn collection(obj: &Value) -> String {
 }
 
 async fn install_crds(client: &kube::Client) {
-    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
     for c in e2e::crds().expect("the upstream CRDs") {
-        let (what, text) = (&c.file, &c.text);
-        let crd: Value = serde_yaml_ng::from_str(text).unwrap_or_else(|e| panic!("{what}: {e}"));
-        let (status, body) = create(client, crds, &crd).await;
-        assert_eq!(status, 201, "CRD {what}: {body}");
+        e2e::api::create_crd(client, c).await;
     }
     eventually("discovery to serve every kind", WAIT, || async {
         ipam_guard::cluster::live::discover(client)
@@ -608,9 +604,13 @@ async fn install_crds(client: &kube::Client) {
 /// `rounds` rounds of 64 concurrent creates of one pool range, then of one IPAddress, spread
 /// over every replica: exactly one of each round is admitted, the rest denied by P10 / A9.
 async fn conflicting_creates(n: usize, rounds: usize, test: &str) {
-    let Some(assets) = e2e::assets_for(test) else {
-        return;
-    };
+    e2e::each_server(test, |assets| {
+        conflicting_creates_against(assets, n, rounds)
+    })
+    .await;
+}
+
+async fn conflicting_creates_against(assets: e2e::Server, n: usize, rounds: usize) {
     let s = Setup::start(&assets, n).await;
     // The pool the IPAddresses are taken from, stored for real so every view holds it.
     let (status, body) = create(
@@ -759,11 +759,14 @@ async fn peer_decide(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn x2_a_peer_without_a_client_certificate_or_from_another_ca_is_refused_and_records_nothing()
 {
-    let Some(assets) = e2e::assets_for(
+    e2e::each_server(
         "x2_a_peer_without_a_client_certificate_or_from_another_ca_is_refused_and_records_nothing",
-    ) else {
-        return;
-    };
+        refused_peers_against,
+    )
+    .await;
+}
+
+async fn refused_peers_against(assets: e2e::Server) {
     let s = Setup::start(&assets, 2).await;
     let d = s.decider().await;
     let follower = s.replicas[1 - d].webhook;
@@ -803,11 +806,14 @@ async fn x2_a_peer_without_a_client_certificate_or_from_another_ca_is_refused_an
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn x2_killing_the_decider_never_admits_two_and_decisions_resume() {
-    let Some(assets) =
-        e2e::assets_for("x2_killing_the_decider_never_admits_two_and_decisions_resume")
-    else {
-        return;
-    };
+    e2e::each_server(
+        "x2_killing_the_decider_never_admits_two_and_decisions_resume",
+        x2_killing_the_decider_never_admits_two_and_decisions_resume_against,
+    )
+    .await;
+}
+
+async fn x2_killing_the_decider_never_admits_two_and_decisions_resume_against(assets: e2e::Server) {
     let mut s = Setup::start(&assets, 3).await;
     let ca = s.pki.ca_der.clone();
     let d = s.decider().await;
@@ -883,9 +889,14 @@ async fn x2_killing_the_decider_never_admits_two_and_decisions_resume() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn x2_a_paused_decider_that_wakes_up_does_not_decide() {
-    let Some(assets) = e2e::assets_for("x2_a_paused_decider_that_wakes_up_does_not_decide") else {
-        return;
-    };
+    e2e::each_server(
+        "x2_a_paused_decider_that_wakes_up_does_not_decide",
+        x2_a_paused_decider_that_wakes_up_does_not_decide_against,
+    )
+    .await;
+}
+
+async fn x2_a_paused_decider_that_wakes_up_does_not_decide_against(assets: e2e::Server) {
     let s = Setup::start(&assets, 3).await;
     let ca = s.pki.ca_der.clone();
     let d = s.decider().await;
@@ -970,11 +981,16 @@ async fn x2_a_paused_decider_that_wakes_up_does_not_decide() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn x2_a_decider_that_shuts_down_hands_its_admissions_to_the_next() {
-    let Some(assets) =
-        e2e::assets_for("x2_a_decider_that_shuts_down_hands_its_admissions_to_the_next")
-    else {
-        return;
-    };
+    e2e::each_server(
+        "x2_a_decider_that_shuts_down_hands_its_admissions_to_the_next",
+        x2_a_decider_that_shuts_down_hands_its_admissions_to_the_next_against,
+    )
+    .await;
+}
+
+async fn x2_a_decider_that_shuts_down_hands_its_admissions_to_the_next_against(
+    assets: e2e::Server,
+) {
     let mut s = Setup::start(&assets, 2).await;
     let ca = s.pki.ca_der.clone();
     let d = s.decider().await;
@@ -1044,9 +1060,14 @@ async fn x2_a_decider_that_shuts_down_hands_its_admissions_to_the_next() {
 /// peer traffic, and X2 still holds inside the process.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn x2_with_the_decider_off_one_replica_decides_alone() {
-    let Some(assets) = e2e::assets_for("x2_with_the_decider_off_one_replica_decides_alone") else {
-        return;
-    };
+    e2e::each_server(
+        "x2_with_the_decider_off_one_replica_decides_alone",
+        x2_with_the_decider_off_one_replica_decides_alone_against,
+    )
+    .await;
+}
+
+async fn x2_with_the_decider_off_one_replica_decides_alone_against(assets: e2e::Server) {
     let s = Setup::start_with(&assets, 1, &["--decider", "off"]).await;
     let bodies = (0..64)
         .map(|i| review(&pool(&format!("solo-{i}"), "10.93.0.10-10.93.0.20"), false))

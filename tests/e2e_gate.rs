@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use http::{Method, Request};
 use http_body_util::BodyExt;
+use ipam_guard::kube_version::KubeVersion;
 use ipam_guard::schema::Schemas;
 use serde_json::{json, Value};
 
@@ -43,11 +44,8 @@ fn plural_path(obj: &Value) -> String {
 
 /// Creates every CRD the project tests against (not waiting: `post_when_served` does).
 async fn install_crds(client: &kube::Client) {
-    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
     for c in e2e::crds().expect("the upstream CRDs") {
-        let (what, text) = (&c.file, &c.text);
-        let crd: Value = serde_yaml_ng::from_str(text).unwrap_or_else(|e| panic!("{what}: {e}"));
-        assert_eq!(post(client, crds, &crd).await.0, 201, "{what}");
+        e2e::api::create_crd(client, c).await;
     }
 }
 
@@ -138,6 +136,10 @@ fn cases() -> Vec<(&'static str, Value)> {
         (
             "bad label keys",
             json!({"apiVersion": pool, "kind": "InClusterIPPool", "metadata": {"name": "k", "namespace": "schema", "labels": {"a/b/c": "x", "-x": "y", "Example.com/ok": "z"}}, "spec": {"addresses": ["10.0.0.10"], "prefix": 24}}),
+        ),
+        (
+            "label key and value too long",
+            json!({"apiVersion": pool, "kind": "InClusterIPPool", "metadata": {"name": "t", "namespace": "schema", "labels": {"k".repeat(64): "x", "v": "v".repeat(64)}}, "spec": {"addresses": ["10.0.0.10"], "prefix": 24}}),
         ),
         (
             "valid claim",
@@ -319,16 +321,18 @@ fn cases() -> Vec<(&'static str, Value)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn schema_agrees_with_the_api_server() {
-    let Some(assets) = e2e::assets_for("schema_agrees_with_the_api_server") else {
-        return;
-    };
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    // Strict server-side field validation is alpha (off) in v1.24, on by default from v1.27.
-    let cp = e2e::ControlPlane::start_with(
-        &assets,
-        &["--feature-gates=ServerSideFieldValidation=true".to_string()],
+    e2e::each_server(
+        "schema_agrees_with_the_api_server",
+        schema_agrees_with_the_api_server_against,
     )
     .await;
+}
+
+async fn schema_agrees_with_the_api_server_against(assets: e2e::Server) {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    // The server as it runs by default: strict field validation is there from v1.25 (beta, on);
+    // older servers prune unknown fields, and `check` says that for them.
+    let cp = e2e::ControlPlane::start(&assets).await;
     let client = cp.client().await;
     install_crds(&client).await;
     let (status, _) = post(
@@ -340,6 +344,8 @@ async fn schema_agrees_with_the_api_server() {
     assert_eq!(status, 201);
 
     let schemas = Schemas::builtin();
+    // `check` as it speaks for this server's release.
+    let target = KubeVersion::parse(&assets.version.to_string()).unwrap();
     let mut report = Vec::new();
     let mut failures = Vec::new();
     for (what, object) in cases() {
@@ -348,7 +354,13 @@ async fn schema_agrees_with_the_api_server() {
         let api_version = object["apiVersion"].as_str().unwrap();
         let (group, version) = api_version.rsplit_once('/').unwrap();
         let ours = schemas
-            .validate(group, object["kind"].as_str().unwrap(), version, &object)
+            .validate_as(
+                target,
+                group,
+                object["kind"].as_str().unwrap(),
+                version,
+                &object,
+            )
             .expect("a served version");
         let message = body["message"].as_str().unwrap_or_default().to_string();
         report.push(format!(
@@ -413,10 +425,14 @@ fn run_check(args: &[&str]) -> std::process::Output {
 /// the new file blamed; a file that redefines a stored object wins over it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn check_kubeconfig_judges_files_against_the_live_cluster() {
-    let Some(assets) = e2e::assets_for("check_kubeconfig_judges_files_against_the_live_cluster")
-    else {
-        return;
-    };
+    e2e::each_server(
+        "check_kubeconfig_judges_files_against_the_live_cluster",
+        check_kubeconfig_judges_files_against_the_live_cluster_against,
+    )
+    .await;
+}
+
+async fn check_kubeconfig_judges_files_against_the_live_cluster_against(assets: e2e::Server) {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let cp = e2e::ControlPlane::start(&assets).await;
     let client = cp.client().await;
@@ -479,6 +495,32 @@ async fn check_kubeconfig_judges_files_against_the_live_cluster() {
         String::from_utf8_lossy(&o.stderr)
     );
 
+    // `check --kubeconfig` speaks for this server's release (its /version): an unknown metadata
+    // field is refused where the server refuses it and a warning where the server prunes it.
+    let typo = dir.path().join("typo.yaml");
+    std::fs::write(
+        &typo,
+        "apiVersion: ipam.cluster.x-k8s.io/v1alpha2\nkind: InClusterIPPool\n\
+         metadata: {name: typo, namespace: gitops, lables: {a: b}}\n\
+         spec: {addresses: [10.51.0.10-10.51.0.20], prefix: 24, gateway: 10.51.0.1}\n",
+    )
+    .unwrap();
+    let object: Value = serde_yaml_ng::from_str(&std::fs::read_to_string(&typo).unwrap()).unwrap();
+    let strict = format!("{}?dryRun=All&fieldValidation=Strict", plural_path(&object));
+    let (server_status, server_body) = post(&client, &strict, &object).await;
+    let o = run_check(&["--kubeconfig", kc, typo.to_str().unwrap()]);
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    let refused = server_status != 201;
+    assert_eq!(
+        o.status.code(),
+        Some(i32::from(refused)),
+        "the API server ({}) says {server_status} {server_body}, check says:\n{out}{}",
+        assets.version,
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(out.contains("unknown field \"metadata.lables\""), "{out}");
+    assert_eq!(!out.contains("the API server drops it"), refused, "{out}");
+
     let o = run_check(&["--kubeconfig", kc, "--context", "nope", f]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
@@ -493,10 +535,14 @@ async fn check_kubeconfig_judges_files_against_the_live_cluster() {
 /// A kind the cluster does not serve (SpiderIPPool) is checked against the built-in description.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn check_kubeconfig_takes_schemas_from_the_clusters_crds() {
-    let Some(assets) = e2e::assets_for("check_kubeconfig_takes_schemas_from_the_clusters_crds")
-    else {
-        return;
-    };
+    e2e::each_server(
+        "check_kubeconfig_takes_schemas_from_the_clusters_crds",
+        check_kubeconfig_takes_schemas_from_the_clusters_crds_against,
+    )
+    .await;
+}
+
+async fn check_kubeconfig_takes_schemas_from_the_clusters_crds_against(assets: e2e::Server) {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let cp = e2e::ControlPlane::start(&assets).await;
     let client = cp.client().await;
@@ -610,9 +656,14 @@ fn run_audit(args: &[&str]) -> (Option<i32>, String, String) {
 /// for, --limit per rule, `source: "cluster"` in JSON, stored-object wording.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn audit_filters_summarises_and_limits() {
-    let Some(assets) = e2e::assets_for("audit_filters_summarises_and_limits") else {
-        return;
-    };
+    e2e::each_server(
+        "audit_filters_summarises_and_limits",
+        audit_filters_summarises_and_limits_against,
+    )
+    .await;
+}
+
+async fn audit_filters_summarises_and_limits_against(assets: e2e::Server) {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let cp = e2e::ControlPlane::start(&assets).await;
     let client = cp.client().await;
@@ -736,9 +787,14 @@ fn trial_steps(page: &str) -> Vec<Step> {
 /// dev-webhooks, kubectl, a denial through the API server, removal.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn trial_page_works_as_written() {
-    let Some(assets) = e2e::assets_for("trial_page_works_as_written") else {
-        return;
-    };
+    e2e::each_server(
+        "trial_page_works_as_written",
+        trial_page_works_as_written_against,
+    )
+    .await;
+}
+
+async fn trial_page_works_as_written_against(assets: e2e::Server) {
     if std::process::Command::new("kubectl")
         .arg("version")
         .arg("--client")
@@ -861,11 +917,16 @@ async fn trial_page_works_as_written() {
 /// in with the trial label is sent (and, failing open, created all the same).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn trial_webhooks_leave_other_teams_cluster_scoped_objects_alone() {
-    let Some(assets) =
-        e2e::assets_for("trial_webhooks_leave_other_teams_cluster_scoped_objects_alone")
-    else {
-        return;
-    };
+    e2e::each_server(
+        "trial_webhooks_leave_other_teams_cluster_scoped_objects_alone",
+        trial_webhooks_leave_other_teams_cluster_scoped_objects_alone_against,
+    )
+    .await;
+}
+
+async fn trial_webhooks_leave_other_teams_cluster_scoped_objects_alone_against(
+    assets: e2e::Server,
+) {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let cp = e2e::ControlPlane::start(&assets).await;
     let client = cp.client().await;

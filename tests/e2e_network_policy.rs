@@ -31,11 +31,16 @@ async fn post(client: &kube::Client, path: &str, body: &Value) -> (u16, Value) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn network_policy_placeholders_are_refused_and_set_peers_accepted() {
-    let Some(assets) =
-        e2e::assets_for("network_policy_placeholders_are_refused_and_set_peers_accepted")
-    else {
-        return;
-    };
+    e2e::each_server(
+        "network_policy_placeholders_are_refused_and_set_peers_accepted",
+        network_policy_placeholders_are_refused_and_set_peers_accepted_against,
+    )
+    .await;
+}
+
+async fn network_policy_placeholders_are_refused_and_set_peers_accepted_against(
+    assets: e2e::Server,
+) {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let cp = ControlPlane::start(&assets).await;
     let client = cp.client().await;

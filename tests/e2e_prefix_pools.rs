@@ -6,8 +6,6 @@
 
 mod e2e;
 
-use std::path::{Path, PathBuf};
-
 use e2e::api::*;
 use e2e::{eventually, ControlPlane};
 use ipam_guard::cluster::live;
@@ -16,20 +14,6 @@ use ipam_guard::kinds::Kind;
 use serde_json::{json, Value};
 
 const NS: &str = "v6";
-
-/// The two upstream CRD files, when `../shared` is beside this checkout.
-fn prefix_pool_crds() -> Option<Vec<(String, String)>> {
-    let dir: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/crds");
-    ["inclusterprefixpools", "globalinclusterprefixpools"]
-        .iter()
-        .map(|plural| {
-            let file = dir.join(format!("ipam.cluster.x-k8s.io_{plural}.yaml"));
-            std::fs::read_to_string(file)
-                .ok()
-                .map(|t| (plural.to_string(), t))
-        })
-        .collect()
-}
 
 /// Runs kubectl with `args` (a manifest written to a file when given); (exit ok, stdout, stderr).
 fn kubectl(cp: &ControlPlane, args: &[&str], manifest: Option<&Value>) -> (bool, String, String) {
@@ -52,42 +36,6 @@ fn kubectl(cp: &ControlPlane, args: &[&str], manifest: Option<&Value>) -> (bool,
     )
 }
 
-/// Drops every `default: ""` under `v`: the one schema line v1.20 refuses in Cluster API's CRDs.
-fn strip_empty_string_defaults(v: &mut Value) -> usize {
-    match v {
-        Value::Object(map) => {
-            let n = usize::from(map.get("default") == Some(&json!("")));
-            if n == 1 {
-                map.remove("default");
-            }
-            n + map
-                .values_mut()
-                .map(strip_empty_string_defaults)
-                .sum::<usize>()
-        }
-        Value::Array(items) => items.iter_mut().map(strip_empty_string_defaults).sum(),
-        _ => 0,
-    }
-}
-
-/// Installs a CRD as published; only when the server refuses it for an empty string default
-/// (v1.20 does) are those lines taken out, and the test says so.
-async fn install_as_served(client: &kube::Client, what: &str, text: &str) {
-    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions?dryRun=All";
-    let mut crd: Value = serde_yaml_ng::from_str(text).unwrap();
-    let r = create_path(client, crds, &crd).await;
-    if r.status == 201 {
-        install_crd(client, what, text).await;
-        return;
-    }
-    assert!(r.message().contains(".default"), "{what}: {r:?}");
-    let n = strip_empty_string_defaults(&mut crd);
-    println!(
-        "{what}: this API server refuses `default: \"\"` in a CRD schema; {n} such lines left out"
-    );
-    install_crd(client, what, &crd.to_string()).await;
-}
-
 fn prefix_pool(kind: &str, ns: Option<&str>, name: &str, spec: Value) -> Value {
     json!({"apiVersion": "ipam.cluster.x-k8s.io/v1alpha2", "kind": kind,
         "metadata": meta(name, ns), "spec": spec})
@@ -102,13 +50,14 @@ fn count(view: &dyn ClusterView, kind: Kind) -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn e2e_prefix_pools_through_kubectl() {
-    let Some(assets) = e2e::assets_for("e2e_prefix_pools_through_kubectl") else {
-        return;
-    };
-    let Some(crds) = prefix_pool_crds() else {
-        println!("skipped: ../shared/fixtures/crds/ (the prefix pool CRDs) not found");
-        return;
-    };
+    e2e::each_server(
+        "e2e_prefix_pools_through_kubectl",
+        e2e_prefix_pools_through_kubectl_against,
+    )
+    .await;
+}
+
+async fn e2e_prefix_pools_through_kubectl_against(assets: e2e::Server) {
     if std::process::Command::new("kubectl")
         .args(["version", "--client"])
         .output()
@@ -121,18 +70,16 @@ async fn e2e_prefix_pools_through_kubectl() {
     let cp = ControlPlane::start(&assets).await;
     let client = cp.client().await;
     let capi = [Kind::IPAddressClaim, Kind::IPAddress, Kind::InClusterIPPool];
+    // The harness installs each CRD as published, or as the server can take it (and says so).
     for c in e2e::crds().expect("the upstream CRDs") {
-        if capi.contains(&c.kind) {
-            install_as_served(&client, &c.file, &c.text).await;
+        if capi.contains(&c.kind) || c.kind.is_prefix_pool() {
+            install_crd(&client, c).await;
         }
-    }
-    for (what, text) in &crds {
-        install_as_served(&client, what, text).await;
     }
     eventually("discovery to serve the kinds installed", WAIT, || async {
         live::discover(&client)
             .await
-            .is_ok_and(|served| served.len() == capi.len() + crds.len())
+            .is_ok_and(|served| served.len() == capi.len() + 2)
     })
     .await;
     create_path(

@@ -56,23 +56,8 @@ async fn create(
 }
 
 async fn install_crds(client: &kube::Client) {
-    let crds: Api<DynamicObject> = Api::all_with(
-        client.clone(),
-        &kube::discovery::ApiResource {
-            group: "apiextensions.k8s.io".into(),
-            version: "v1".into(),
-            api_version: "apiextensions.k8s.io/v1".into(),
-            kind: "CustomResourceDefinition".into(),
-            plural: "customresourcedefinitions".into(),
-        },
-    );
     for c in e2e::crds().expect("the upstream CRDs") {
-        let (what, text) = (&c.file, &c.text);
-        let crd: DynamicObject =
-            serde_yaml_ng::from_str(text).unwrap_or_else(|e| panic!("{what}: {e}"));
-        crds.create(&PostParams::default(), &crd)
-            .await
-            .unwrap_or_else(|e| panic!("CRD {what}: {e}"));
+        e2e::api::create_crd(client, c).await;
     }
     eventually("discovery to serve every kind", WAIT, || async {
         live::discover(client)
@@ -84,10 +69,14 @@ async fn install_crds(client: &kube::Client) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn usage_of_a_live_cluster_matches_usage_of_the_same_files() {
-    let Some(assets) = e2e::assets_for("usage_of_a_live_cluster_matches_usage_of_the_same_files")
-    else {
-        return;
-    };
+    e2e::each_server(
+        "usage_of_a_live_cluster_matches_usage_of_the_same_files",
+        usage_of_a_live_cluster_matches_usage_of_the_same_files_against,
+    )
+    .await;
+}
+
+async fn usage_of_a_live_cluster_matches_usage_of_the_same_files_against(assets: e2e::Server) {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let cp = ControlPlane::start(&assets).await;
     let client = cp.client().await;

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 const RANKS: &[(&str, u8)] = &[
     ("address", 0),
     ("kinds", 0),
+    ("kube_version", 0),
     ("par", 0),
     ("rule_id", 0),
     ("catalogue", 1),

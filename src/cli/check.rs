@@ -24,6 +24,7 @@ use crate::cluster::{index_of, judge_as_create, upsert_all, Identified};
 use crate::field::{format_value, PatchOp, Verdict, Warning};
 use crate::index::Index;
 use crate::kinds::Kind;
+use crate::kube_version::KubeVersion;
 use crate::manifests::{self, Manifest, Packed, Source};
 use crate::model::{ObjKey, Operation, Projection, Request};
 use crate::par;
@@ -56,6 +57,9 @@ pub struct Gate {
     pub schemas: Option<Schemas>,
     /// What a cluster already stores (`--kubeconfig`): judged against, never reported.
     pub stored: Vec<Manifest>,
+    /// The release whose API server the schema step speaks for: `--kube-version`, else the
+    /// cluster's with `--kubeconfig`, else the newest tested.
+    pub target: KubeVersion,
 }
 
 impl Gate {
@@ -70,21 +74,26 @@ impl Gate {
             Some(dir) => Some(read_crds(dir)?),
             None => None,
         };
-        let stored = if args.kubeconfig.is_some() || args.context.is_some() {
-            let (stored, installed) = read_cluster(args, schemas.is_none())?;
+        let given = match &args.kube_version {
+            Some(v) => Some(KubeVersion::parse(v).map_err(|e| format!("--kube-version: {e}"))?),
+            None => None,
+        };
+        let (stored, cluster) = if args.kubeconfig.is_some() || args.context.is_some() {
+            let (stored, installed, version) = read_cluster(args, schemas.is_none())?;
             if let Some(mut installed) = installed {
                 installed.fill_from(Schemas::builtin());
                 schemas = Some(installed);
             }
-            stored
+            (stored, Some(version))
         } else {
-            Vec::new()
+            (Vec::new(), None)
         };
         Ok(Gate {
             exclude: globs.build().map_err(|e| format!("--exclude: {e}"))?,
             strict: args.strict,
             schemas,
             stored,
+            target: given.or(cluster).unwrap_or_default(),
         })
     }
 
@@ -93,12 +102,13 @@ impl Gate {
     }
 }
 
-/// Lists the cluster of `--kubeconfig`/`--context`: the objects it stores and the schemas of
-/// its installed CRDs (the truth for that cluster: the versions it serves, the fields its
-/// providers' releases define). `check` is synchronous; the listing runs on the binary's
-/// runtime when there is one (blocking this thread only), else on its own. The CRDs are read
-/// only when `crds` (`--crd-dir` names the schemas otherwise).
-fn read_cluster(args: &CheckArgs, crds: bool) -> Result<(Vec<Manifest>, Option<Schemas>), String> {
+/// Lists the cluster of `--kubeconfig`/`--context`: the objects it stores, the schemas of its
+/// installed CRDs (the truth for that cluster: the versions it serves, the fields its providers'
+/// releases define) and its release (`/version`). `check` is synchronous; the listing runs on
+/// the binary's runtime when there is one (blocking this thread only), else on its own. The CRDs
+/// are read only when `crds` (`--crd-dir` names the schemas otherwise).
+type Cluster = (Vec<Manifest>, Option<Schemas>, KubeVersion);
+fn read_cluster(args: &CheckArgs, crds: bool) -> Result<Cluster, String> {
     let list = async {
         let (client, server) = crate::cluster::live::client_and_server(
             args.kubeconfig.as_deref(),
@@ -111,8 +121,15 @@ fn read_cluster(args: &CheckArgs, crds: bool) -> Result<(Vec<Manifest>, Option<S
         if let Some(e) = errors.first() {
             return Err(e.clone());
         }
+        // After the listing, whose errors name an unreachable server best.
+        let info = client
+            .apiserver_version()
+            .await
+            .map_err(|e| format!("{server}: reading /version: {e}"))?;
+        let version = KubeVersion::from_version_info(&info.major, &info.minor)
+            .map_err(|e| format!("{server}: {e}"))?;
         if !crds {
-            return Ok((stored, None));
+            return Ok((stored, None, version));
         }
         let crds = super::audit::list_resource(&client, &crate::cluster::live::crd_resource())
             .await
@@ -132,7 +149,7 @@ fn read_cluster(args: &CheckArgs, crds: bool) -> Result<(Vec<Manifest>, Option<S
                 .add_crd(&value)
                 .map_err(|e| format!("CustomResourceDefinition {name} in the cluster: {e}"))?;
         }
-        Ok((stored, Some(schemas)))
+        Ok((stored, Some(schemas), version))
     };
     match tokio::runtime::Handle::try_current() {
         Ok(handle) => tokio::task::block_in_place(|| handle.block_on(list)),
@@ -202,6 +219,13 @@ pub fn run(args: &CheckArgs) -> i32 {
             return 2;
         }
     };
+    if !gate.target.tested() {
+        let _ = writeln!(
+            err,
+            "note: Kubernetes {} is not a release the project tests against; the schema step follows what is known of it (README, \"Kubernetes versions\")",
+            gate.target
+        );
+    }
     if options.overlap_scope == OverlapScope::Off {
         let _ = writeln!(
             err,
@@ -273,6 +297,7 @@ fn check_keeping_view(
                         patched,
                         &subject,
                         schemas,
+                        gate.target,
                     )
                 })
             };
@@ -316,7 +341,15 @@ fn check_keeping_view(
             name: text("name").unwrap_or_default().to_string(),
         }));
         let subject = Subject::at_who(&o.source, who);
-        let found = schema_findings(&o.group, &o.kind, &o.version, &o.object, &subject, schemas);
+        let found = schema_findings(
+            &o.group,
+            &o.kind,
+            &o.version,
+            &o.object,
+            &subject,
+            schemas,
+            gate.target,
+        );
         other_findings.push(found);
         other_subjects.push(subject);
     }
@@ -377,10 +410,11 @@ fn schema_findings(
     object: &Value,
     subject: &Subject,
     schemas: &Schemas,
+    target: KubeVersion,
 ) -> Vec<Finding> {
     match schemas.lookup(group, kind, version) {
         Lookup::Found(_) => schemas
-            .validate(group, kind, version, object)
+            .validate_as(target, group, kind, version, object)
             .unwrap_or_default()
             .into_iter()
             .map(|e| {

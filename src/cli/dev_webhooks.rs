@@ -2,7 +2,8 @@
 //! to an ipam-guard running outside it (`serve --dev --kubeconfig`), for a trial before installing
 //! (docs/trial.md). `url:` client configs with the dev CA as caBundle, rules from the kinds
 //! table, and selectors so the trial touches only what it was given: namespaced kinds in the
-//! namespaces named (a namespaceSelector), cluster-scoped kinds only when labelled
+//! namespaces named (a namespaceSelector on the `kubernetes.io/metadata.name` label, which API
+//! servers set on every namespace from v1.21 on; on v1.20 the trial page labels its namespace), cluster-scoped kinds only when labelled
 //! `ipam-guard.io/trial: "true"` (an objectSelector: a namespaceSelector does not apply to them,
 //! so without it another team's SpiderIPPool would go through the trial). Both fail open
 //! (`failurePolicy: Ignore`): a trial whose `serve` is stopped must not block anyone's writes.

@@ -298,6 +298,11 @@ pub struct CheckArgs {
     /// The kubeconfig context to use with --kubeconfig (or the default kubeconfig).
     #[arg(long)]
     pub context: Option<String>,
+    /// Say what an API server of this Kubernetes release would (e.g. 1.20: unknown fields are
+    /// pruned, not refused). Default: the cluster's release with --kubeconfig, else the newest
+    /// release the project tests against.
+    #[arg(long, value_name = "VERSION")]
+    pub kube_version: Option<String>,
     /// Files or directories of YAML/JSON manifests (multi-document YAML and `kind: List` are
     /// read); `-` reads standard input (e.g. `kustomize build . | ipam-guard check -`).
     #[arg(required = true)]

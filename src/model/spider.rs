@@ -17,6 +17,7 @@ use crate::address::{
 };
 use crate::field::{FieldError, Warning};
 use crate::kinds::Kind;
+use crate::kube_version::KubeVersion;
 use crate::model::pool::{
     allocatable, is_link_local_gateway, is_point_to_point, pool_entries, projection, set_of,
     ListEntry, PoolReading,
@@ -416,7 +417,7 @@ fn pod_affinity(obj: &Value, meta: &Meta, errors: &mut Vec<FieldError>) {
     }
     for (key, value) in labels.into_iter().flatten() {
         let at = format!("{AT}.matchLabels");
-        if let Some(why) = label_key_problem(key) {
+        if let Some(why) = label_key_problem(KubeVersion::NEWEST_TESTED, key) {
             errors.push(FieldError::invalid(
                 RuleId::S8,
                 at.clone(),
@@ -426,7 +427,7 @@ fn pod_affinity(obj: &Value, meta: &Meta, errors: &mut Vec<FieldError>) {
         }
         match value.as_str() {
             Some(v) => {
-                if let Some(why) = label_value_problem(v) {
+                if let Some(why) = label_value_problem(KubeVersion::NEWEST_TESTED, v) {
                     errors.push(FieldError::invalid(RuleId::S8, at, v, why));
                 }
             }
@@ -473,7 +474,7 @@ fn expression(e: &Value, at: &str, errors: &mut Vec<FieldError>) {
         }
         None => {}
         Some(k) => {
-            if let Some(why) = label_key_problem(k) {
+            if let Some(why) = label_key_problem(KubeVersion::NEWEST_TESTED, k) {
                 errors.push(FieldError::invalid(RuleId::S8, key_at, k, why));
             }
         }
@@ -515,7 +516,7 @@ fn expression(e: &Value, at: &str, errors: &mut Vec<FieldError>) {
         let Some(text) = read::item_text(RuleId::S8, v, &item, errors) else {
             continue;
         };
-        if let Some(why) = label_value_problem(text) {
+        if let Some(why) = label_value_problem(KubeVersion::NEWEST_TESTED, text) {
             errors.push(FieldError::invalid(RuleId::S8, item, text, why));
         }
     }

@@ -3,17 +3,34 @@ use serde_json::{json, Value};
 use super::*;
 
 fn check(api_version: &str, kind: &str, object: Value) -> Vec<(String, String)> {
+    check_as(KubeVersion::NEWEST_TESTED, api_version, kind, object)
+        .into_iter()
+        .map(|(path, message, _)| (path, message))
+        .collect()
+}
+
+/// `check` as a server of release `target` answers: path, message, and whether only a warning.
+fn check_as(
+    target: KubeVersion,
+    api_version: &str,
+    kind: &str,
+    object: Value,
+) -> Vec<(String, String, bool)> {
     let (group, version) = api_version.rsplit_once('/').unwrap();
     let mut full = json!({"apiVersion": api_version, "kind": kind});
     full.as_object_mut()
         .unwrap()
         .extend(object.as_object().unwrap().clone());
     Schemas::builtin()
-        .validate(group, kind, version, &full)
+        .validate_as(target, group, kind, version, &full)
         .expect("a served version")
         .into_iter()
-        .map(|e| (e.path, e.message))
+        .map(|e| (e.path, e.message, e.warning))
         .collect()
+}
+
+fn v1_20() -> KubeVersion {
+    KubeVersion::parse("1.20").unwrap()
 }
 
 fn pool(spec: Value) -> Value {
@@ -65,9 +82,34 @@ fn unknown_fields_are_named_with_their_path() {
         vec![
             (
                 "metadata.lables".to_string(),
-                "unknown field \"metadata.lables\"; the API server drops it".to_string()
+                "unknown field \"metadata.lables\"".to_string()
             ),
             ("extra".to_string(), "unknown field \"extra\"".to_string()),
+        ]
+    );
+}
+
+#[test]
+fn a_release_without_strict_field_validation_prunes_unknown_fields() {
+    let errors = check_as(
+        v1_20(),
+        POOL_V,
+        "InClusterIPPool",
+        json!({"metadata": {"name": "p", "lables": {}}, "spec": {"addresses": ["10.0.0.1"], "prefix": 24, "gatway": "x"}}),
+    );
+    assert_eq!(
+        errors,
+        vec![
+            (
+                "metadata.lables".to_string(),
+                "unknown field \"metadata.lables\"; the API server drops it".to_string(),
+                true
+            ),
+            (
+                "spec.gatway".to_string(),
+                "unknown field \"spec.gatway\"; the API server drops it".to_string(),
+                true
+            ),
         ]
     );
 }
@@ -186,6 +228,15 @@ fn metadata_names_are_dns_subdomains() {
     let fields: Vec<&str> = errors.iter().map(|e| e.0.as_str()).collect();
     assert_eq!(fields, ["metadata.labels", "metadata.labels"], "{errors:?}");
     assert!(errors[0]
+        .1
+        .starts_with("Invalid value: \"a/b/c\": a valid label key must consist"));
+    let older = check_as(
+        v1_20(),
+        POOL_V,
+        "InClusterIPPool",
+        json!({"metadata": {"name": "p", "labels": {"a/b/c": "x"}}, "spec": {"addresses": ["10.0.0.1"], "prefix": 24}}),
+    );
+    assert!(older[0]
         .1
         .starts_with("Invalid value: \"a/b/c\": a qualified name must consist"));
 }

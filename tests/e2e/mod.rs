@@ -1,8 +1,10 @@
-//! A throwaway control plane for `tests/e2e_apiserver.rs`, in the envtest layout:
-//! `$KUBEBUILDER_ASSETS/{etcd,kube-apiserver}`, started on free loopback ports in a temp dir,
-//! authenticated with a static token of a `system:masters` user, killed on drop.
+//! A throwaway control plane for the e2e suites, from envtest-style folders holding
+//! `kube-apiserver` (and `etcd`): `$KUBEBUILDER_ASSETS` and every `/usr/local/kubebuilder/*/bin`,
+//! each test run once against each API server found (`each_server`). Started on free loopback
+//! ports in a temp dir, authenticated with a static token of a `system:masters` user, killed on
+//! drop.
 //!
-//! The flags are what a v1.24+ kube-apiserver needs with no kubelet, no controller manager and no
+//! The flags are what a v1.20+ kube-apiserver needs with no kubelet, no controller manager and no
 //! other component: a service-account key pair and issuer (mandatory since 1.20), a service IP
 //! range, and the ServiceAccount admission plugin off (nothing creates the `default` account).
 #![allow(dead_code)]
@@ -17,25 +19,174 @@ use std::time::{Duration, Instant};
 
 pub const TOKEN: &str = "ipam-guard-e2e-token";
 
-/// Where envtest keeps its binaries, when they are there.
-pub fn assets() -> Option<PathBuf> {
-    let dir = PathBuf::from(std::env::var_os("KUBEBUILDER_ASSETS")?);
-    (dir.join("kube-apiserver").is_file() && dir.join("etcd").is_file()).then_some(dir)
+/// A Kubernetes release, as `kube-apiserver --version` prints it (`Kubernetes v1.20.2`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Version {
+    pub major: u32,
+    pub minor: u32,
+    pub patch: u32,
 }
 
-/// `assets()` for one named test, which also records whether that test runs or skips in
-/// `$CARGO_TARGET_TMPDIR/e2e-report.txt`: `cargo test` hides what a passing test prints, and
-/// `.ci/run` shows that file after the one test run, so CI says whether the real API server was used.
-pub fn assets_for(test: &str) -> Option<PathBuf> {
-    let found = assets();
-    let line = match (&found, crds()) {
-        (Some(dir), Ok(_)) => format!("ran: {test} against {}", dir.display()),
-        (None, _) => format!(
-            "skipped: {test}: KUBEBUILDER_ASSETS not set (or it holds no kube-apiserver and etcd)"
-        ),
-        (Some(_), Err(why)) => format!("skipped: {test}: {why}"),
-    };
-    let found = found.filter(|_| crds().is_ok());
+impl Version {
+    /// `v1.20.2`, `1.36.2`, `Kubernetes v1.20.2` (a build suffix such as `-dirty` is dropped).
+    pub fn parse(text: &str) -> Option<Version> {
+        let word = text.split_whitespace().find(|w| {
+            w.trim_start_matches('v')
+                .starts_with(|c: char| c.is_ascii_digit())
+        })?;
+        let core = word.trim_start_matches('v');
+        let core = core.split(['-', '+']).next()?;
+        let mut parts = core.split('.').map(|p| p.parse::<u32>().ok());
+        Some(Version {
+            major: parts.next()??,
+            minor: parts.next()??,
+            patch: parts.next().flatten().unwrap_or(0),
+        })
+    }
+
+    /// At least `1.minor`.
+    pub fn at_least(self, minor: u32) -> bool {
+        self.major > 1 || (self.major == 1 && self.minor >= minor)
+    }
+}
+
+impl std::fmt::Display for Version {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "v{}.{}.{}", self.major, self.minor, self.patch)
+    }
+}
+
+/// One real API server the e2e suites run against: a `kube-apiserver` binary, the etcd it is
+/// started with, and its version.
+#[derive(Debug, Clone)]
+pub struct Server {
+    pub apiserver: PathBuf,
+    pub etcd: PathBuf,
+    /// The folder it was found in.
+    pub dir: PathBuf,
+    pub version: Version,
+    /// Whether the full-scale first-sync test (IPAM_GUARD_E2E_SCALE=full) runs at full scale
+    /// against this server: against one only, the newest, to keep CI within its time.
+    pub full_scale: bool,
+}
+
+impl Server {
+    /// `v1.20.2 (/tmp/ipam-guard-k8s-assets)`, for messages and the report.
+    pub fn label(&self) -> String {
+        format!("{} ({})", self.version, self.dir.display())
+    }
+}
+
+/// Where API servers are looked for, in order: `$KUBEBUILDER_ASSETS`, then envtest's places
+/// (`/usr/local/kubebuilder/<version>/bin`, `/usr/local/kubebuilder/bin`).
+fn candidate_dirs() -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    if let Some(d) = std::env::var_os("KUBEBUILDER_ASSETS") {
+        dirs.push(PathBuf::from(d));
+    }
+    let root = Path::new("/usr/local/kubebuilder");
+    if let Ok(entries) = fs::read_dir(root) {
+        let mut versions: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path().join("bin")))
+            .collect();
+        versions.sort();
+        dirs.extend(versions);
+    }
+    dirs.push(root.join("bin"));
+    dirs
+}
+
+/// The etcd of a folder that has none: `$KUBEBUILDER_ASSETS/etcd`, else the one on PATH.
+fn fallback_etcd() -> Option<PathBuf> {
+    let assets = std::env::var_os("KUBEBUILDER_ASSETS")
+        .map(|d| PathBuf::from(d).join("etcd"))
+        .filter(|p| p.is_file());
+    assets.or_else(|| {
+        std::env::split_paths(&std::env::var_os("PATH")?)
+            .map(|d| d.join("etcd"))
+            .find(|p| p.is_file())
+    })
+}
+
+fn apiserver_version(bin: &Path) -> Version {
+    let out = Command::new(bin)
+        .arg("--version")
+        .output()
+        .unwrap_or_else(|e| panic!("{} --version: {e}", bin.display()));
+    let text = String::from_utf8_lossy(&out.stdout);
+    Version::parse(&text).unwrap_or_else(|| {
+        panic!(
+            "{} --version printed no version: {text:?} {}",
+            bin.display(),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// Every API server on this machine, oldest first, each once (by the real path of its binary),
+/// or why there is none.
+pub fn servers() -> Result<&'static [Server], String> {
+    use std::sync::OnceLock;
+    static SERVERS: OnceLock<Result<Vec<Server>, String>> = OnceLock::new();
+    SERVERS
+        .get_or_init(|| {
+            let mut seen = std::collections::BTreeSet::new();
+            let mut found = Vec::new();
+            let mut without_etcd = Vec::new();
+            for dir in candidate_dirs() {
+                let apiserver = dir.join("kube-apiserver");
+                if !apiserver.is_file() {
+                    continue;
+                }
+                let real = fs::canonicalize(&apiserver).unwrap_or_else(|_| apiserver.clone());
+                if !seen.insert(real) {
+                    continue;
+                }
+                let etcd = Some(dir.join("etcd"))
+                    .filter(|p| p.is_file())
+                    .or_else(fallback_etcd);
+                let Some(etcd) = etcd else {
+                    without_etcd.push(dir.display().to_string());
+                    continue;
+                };
+                found.push(Server {
+                    version: apiserver_version(&apiserver),
+                    apiserver,
+                    etcd,
+                    dir,
+                    full_scale: false,
+                });
+            }
+            found.sort_by_key(|s| s.version);
+            let full = std::env::var("IPAM_GUARD_E2E_SCALE").is_ok_and(|v| v == "full");
+            if let Some(newest) = found.last_mut() {
+                newest.full_scale = full;
+            }
+            if found.is_empty() {
+                let mut why = "no kube-apiserver: KUBEBUILDER_ASSETS not set (or it holds none), none in /usr/local/kubebuilder/*/bin".to_string();
+                if !without_etcd.is_empty() {
+                    why = format!(
+                        "no etcd beside the kube-apiserver of {} nor on PATH",
+                        without_etcd.join(", ")
+                    );
+                }
+                return Err(why);
+            }
+            Ok(found)
+        })
+        .as_deref()
+        .map_err(Clone::clone)
+}
+
+/// The first API server found (benchmarks run against one).
+pub fn assets() -> Option<Server> {
+    servers().ok()?.first().cloned()
+}
+
+/// A line of `$CARGO_TARGET_TMPDIR/e2e-report.txt`: `cargo test` hides what a passing test
+/// prints, and `.ci/run` shows that file after the one test run, so CI says against which API
+/// servers each e2e test ran, and how long it took.
+fn report(line: &str) {
     println!("{line}");
     let report = Path::new(env!("CARGO_TARGET_TMPDIR")).join("e2e-report.txt");
     if let Ok(mut f) = fs::OpenOptions::new()
@@ -47,7 +198,104 @@ pub fn assets_for(test: &str) -> Option<PathBuf> {
         use std::io::Write;
         let _ = f.write_all(format!("{line}\n").as_bytes());
     }
-    found
+}
+
+/// What the harness adapted for the run in progress (said on its report line): notes, each
+/// with the items it names (`CRDs installed without … : ipaddresses, ipaddressclaims`).
+type Notes = std::sync::Arc<std::sync::Mutex<Vec<(String, Vec<String>)>>>;
+
+tokio::task_local! {
+    static NOTES: Notes;
+}
+
+/// Says on the report line of the run in progress what was adapted to this server. Outside
+/// `each_server` it is only printed.
+pub fn note(text: impl Into<String>) {
+    note_item(text, None);
+}
+
+/// `note` naming one more item the same note applies to (listed once each after a colon).
+pub fn note_item(text: impl Into<String>, item: Option<&str>) {
+    let text = text.into();
+    let kept = NOTES.try_with(|n| {
+        let mut n = n.lock().unwrap();
+        let at = match n.iter().position(|(t, _)| *t == text) {
+            Some(i) => i,
+            None => {
+                n.push((text.clone(), Vec::new()));
+                n.len() - 1
+            }
+        };
+        if let Some(item) = item {
+            if !n[at].1.iter().any(|i| i == item) {
+                n[at].1.push(item.to_string());
+            }
+        }
+    });
+    if kept.is_err() {
+        println!("note: {text} {}", item.unwrap_or_default());
+    }
+}
+
+/// Runs one e2e test once against every API server found (oldest first), each run on the e2e
+/// report with the server's version, what was adapted to it and its time. A run that fails does
+/// not stop the others; the test then fails naming every server it failed against. Without an
+/// API server or without the upstream CRDs the test is skipped, and the report says why.
+pub async fn each_server<F, Fut>(test: &str, mut body: F)
+where
+    F: FnMut(Server) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    use futures::FutureExt;
+    let servers = match (servers(), crds()) {
+        (Err(why), _) | (Ok(_), Err(why)) => {
+            report(&format!("skipped: {test}: {why}"));
+            return;
+        }
+        (Ok(servers), Ok(_)) => servers,
+    };
+    let mut failed = Vec::new();
+    for server in servers {
+        println!("== {test} against {}", server.label());
+        let notes = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let start = Instant::now();
+        let run = std::panic::AssertUnwindSafe(body(server.clone())).catch_unwind();
+        let result = NOTES.scope(notes.clone(), run).await;
+        let took = start.elapsed().as_secs_f64();
+        let notes: String = notes
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(text, items)| match items.is_empty() {
+                true => format!("; {text}"),
+                false => format!("; {text}: {}", items.join(", ")),
+            })
+            .collect();
+        match result {
+            Ok(()) => report(&format!(
+                "ran: {test} against {} in {took:.0} s{notes}",
+                server.label()
+            )),
+            Err(panic) => {
+                let message = panic
+                    .downcast_ref::<String>()
+                    .map(String::as_str)
+                    .or_else(|| panic.downcast_ref::<&str>().copied())
+                    .unwrap_or("(a panic without a message)")
+                    .to_string();
+                report(&format!(
+                    "FAILED: {test} against {} after {took:.0} s{notes}",
+                    server.label()
+                ));
+                failed.push(format!("against {}:\n{message}", server.label()));
+            }
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "{test} failed {}",
+        failed.join("\n\nand ")
+    );
 }
 
 /// A loopback port nothing listens on right now, for a child process to listen on.
@@ -153,18 +401,18 @@ pub struct ControlPlane {
 }
 
 impl ControlPlane {
-    pub async fn start(assets: &Path) -> ControlPlane {
-        ControlPlane::start_with(assets, &[]).await
+    pub async fn start(server: &Server) -> ControlPlane {
+        ControlPlane::start_with(server, &[]).await
     }
 
     /// As `start`, with more kube-apiserver flags (feature gates, admission configuration).
-    pub async fn start_with(assets: &Path, extra_args: &[String]) -> ControlPlane {
+    pub async fn start_with(server: &Server, extra_args: &[String]) -> ControlPlane {
         let dir = tempfile::tempdir().expect("temp dir");
         let root = dir.path();
 
         let client_port = free_port();
         let peer_port = free_port();
-        let mut etcd_cmd = Command::new(assets.join("etcd"));
+        let mut etcd_cmd = Command::new(&server.etcd);
         etcd_cmd.args([
             format!("--data-dir={}", root.join("etcd").display()),
             format!("--listen-client-urls=http://127.0.0.1:{client_port}"),
@@ -210,7 +458,7 @@ impl ControlPlane {
         // Restarts (`start_apiserver`) reuse the same flags, extras included.
         let mut apiserver_args = apiserver_args;
         apiserver_args.extend(extra_args.iter().cloned());
-        let apiserver_bin = assets.join("kube-apiserver");
+        let apiserver_bin = server.apiserver.clone();
         let mut cmd = Command::new(&apiserver_bin);
         cmd.args(&apiserver_args);
         let apiserver = Proc::spawn("kube-apiserver", cmd, root.join("kube-apiserver.log"));
@@ -378,10 +626,10 @@ pub fn crds() -> Result<&'static [Crd], String> {
     .map_err(Clone::clone)
 }
 
-/// The CRD of one kind (the suites call it after `assets_for`, which skips without them).
+/// The CRD of one kind (the suites call it inside `each_server`, which skips without them).
 pub fn crd(kind: ipam_guard::kinds::Kind) -> &'static Crd {
     crds()
-        .expect("assets_for skips without the CRDs")
+        .expect("each_server skips without the CRDs")
         .iter()
         .find(|c| c.kind == kind)
         .expect("every kind of the table has a CRD")
