@@ -34,6 +34,13 @@ pub fn assets_for(test: &str) -> Option<PathBuf> {
             "skipped: {test}: KUBEBUILDER_ASSETS not set (or it holds no kube-apiserver and etcd)"
         ),
     };
+    record(&line);
+    found
+}
+
+/// Prints `line` and appends it to `$CARGO_TARGET_TMPDIR/e2e-report.txt`, which `.ci/run` shows
+/// after the test run (`assets_for` writes each test's ran/skipped line through it).
+pub fn record(line: &str) {
     println!("{line}");
     let report = Path::new(env!("CARGO_TARGET_TMPDIR")).join("e2e-report.txt");
     if let Ok(mut f) = fs::OpenOptions::new()
@@ -45,7 +52,6 @@ pub fn assets_for(test: &str) -> Option<PathBuf> {
         use std::io::Write;
         let _ = f.write_all(format!("{line}\n").as_bytes());
     }
-    found
 }
 
 /// A loopback port nothing listens on right now, for a child process to listen on.
