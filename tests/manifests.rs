@@ -761,11 +761,10 @@ fn deployment_is_locked_down() {
         }
     }
 
-    let image = s(&w.container["image"], "image");
-    let (_, tag) = image.rsplit_once(':').expect("the image has a tag");
+    let image = ImageRef::parse(s(&w.container["image"], "image"));
     assert!(
-        !tag.contains('/') && tag != "latest",
-        "pin the image tag, got {image}"
+        image.tag.is_some_and(|t| t != "latest") || image.digest.is_some(),
+        "pin the image by tag or digest, got {image:?}"
     );
 
     // Spread across nodes (preferred, so a one-node cluster still runs both).
@@ -783,6 +782,90 @@ fn deployment_is_locked_down() {
     // The certificate Secret the Certificate writes is the one mounted at --cert-dir.
     let cert = serving_certificate(&w);
     assert_eq!(namespace_of(cert), namespace_of(w.deployment));
+}
+
+/// An image reference `NAME[:TAG][@DIGEST]`, split as the runtime splits it.
+#[derive(Debug, PartialEq)]
+struct ImageRef<'a> {
+    name: &'a str,
+    tag: Option<&'a str>,
+    digest: Option<&'a str>,
+}
+
+impl ImageRef<'_> {
+    fn parse(image: &str) -> ImageRef<'_> {
+        let (rest, digest) = match image.split_once('@') {
+            Some((rest, digest)) => (rest, Some(digest)),
+            None => (image, None),
+        };
+        // A colon after the last slash starts the tag; one before it is a registry's port.
+        let (name, tag) = match rest.rsplit_once(':') {
+            Some((name, tag)) if !tag.contains('/') => (name, Some(tag)),
+            _ => (rest, None),
+        };
+        ImageRef { name, tag, digest }
+    }
+}
+
+#[test]
+fn image_ref_splits_name_tag_and_digest() {
+    let digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    assert_eq!(
+        ImageRef::parse("registry.example.com:5000/team/ipam-guard"),
+        ImageRef {
+            name: "registry.example.com:5000/team/ipam-guard",
+            tag: None,
+            digest: None
+        }
+    );
+    let with_both = format!("registry.example.com:5000/ipam-guard:0.1.0@{digest}");
+    assert_eq!(
+        ImageRef::parse(&with_both),
+        ImageRef {
+            name: "registry.example.com:5000/ipam-guard",
+            tag: Some("0.1.0"),
+            digest: Some(digest)
+        }
+    );
+}
+
+/// The image override README.md documents: an overlay's `images:` entry with `newName`, `newTag`
+/// and `digest` reaches the Deployment as `NAME:TAG@DIGEST` (pulled by the digest), and changes
+/// nothing else.
+#[test]
+fn own_image_overlay_pins_the_image_by_digest() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/install/own-image");
+    let overlay: Value =
+        serde_yaml_ng::from_str(&std::fs::read_to_string(dir.join("kustomization.yaml")).unwrap())
+            .unwrap();
+    let entry = &overlay["images"][0];
+    let base = ImageRef::parse(s(&workload().container["image"], "image"));
+    assert_eq!(
+        entry["name"], base.name,
+        "the overlay names the base's image"
+    );
+    let docs = docs_of(&render_dir(&dir));
+    assert_eq!(docs.len(), objects().len());
+    let deployment = docs.iter().find(|o| o["kind"] == "Deployment").unwrap();
+    let image = s(
+        &deployment["spec"]["template"]["spec"]["containers"][0]["image"],
+        "image",
+    );
+    assert_eq!(
+        ImageRef::parse(image),
+        ImageRef {
+            name: s(&entry["newName"], "newName"),
+            tag: Some(s(&entry["newTag"], "newTag")),
+            digest: Some(s(&entry["digest"], "digest")),
+        }
+    );
+    let digest = s(&entry["digest"], "digest");
+    let hex = digest.strip_prefix("sha256:").expect("a sha256 digest");
+    assert!(hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()));
+    // Only the image differs from the base.
+    let mut expected = only("Deployment").clone();
+    expected["spec"]["template"]["spec"]["containers"][0]["image"] = image.into();
+    assert_eq!(deployment, &expected);
 }
 
 /// SPEC §10: the manifests must work in IPv4-only, IPv6-only and dual-stack clusters. Listeners
