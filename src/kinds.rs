@@ -423,8 +423,6 @@ mod tests {
             (CAPV, "Metal3DataTemplate"),
             (CAPV, "Metal3Cluster"),
             (CAPV, "VSphereCluster"),
-            (CAPI_IPAM, "InClusterPrefixPool"),
-            (CAPI_IPAM, "GlobalInClusterPrefixPool"),
             (CAPI_IPAM, "InfobloxIPPool"),
             (SPIDERPOOL, "SpiderMultusConfig"),
             (SPIDERPOOL, "SpiderSubnet"),

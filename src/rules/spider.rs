@@ -462,7 +462,7 @@ mod tests {
             ("no fields at all", json!({}),
                 Some("spec.podAffinity: Invalid value: {}: an empty selector")),
             ("bad key", json!({"matchLabels": {"a/b/c": "x"}}),
-                Some(r#"spec.podAffinity.matchLabels: Invalid value: "a/b/c": a qualified name"#)),
+                Some(r#"spec.podAffinity.matchLabels: Invalid value: "a/b/c": a valid label key"#)),
             ("In without values", json!({"matchExpressions": [{"key": "app", "operator": "In"}]}),
                 Some("spec.podAffinity.matchExpressions[0].values: Required value")),
             ("Exists with values", json!({"matchExpressions": [{"key": "app", "operator": "Exists", "values": ["a"]}]}),
