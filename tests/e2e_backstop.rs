@@ -21,7 +21,7 @@ use e2e::api::{self, call, create, create_path, get, install_crds, merge_patch, 
 use e2e::{eventually, ControlPlane};
 use http::Method;
 use ipam_guard::catalogue::{Effect, Rule, RuleId, Setting, RULES};
-use ipam_guard::cli::dev_webhooks::configurations;
+use ipam_guard::cli::dev_webhooks::{configurations, TRIAL_LABEL};
 use ipam_guard::cli::DevWebhooksArgs;
 use ipam_guard::kinds::Kind;
 use ipam_guard::model::Operation;
@@ -111,6 +111,9 @@ fn prepare(rule: &Rule, ns: &str, suffix: &str) -> Prepared {
                 if kind_of(&o).is_some_and(|(k, _)| !k.namespaced()) {
                     let name = format!("{}-{suffix}", o["metadata"]["name"].as_str().unwrap());
                     o["metadata"]["name"] = json!(name);
+                    // `dev-webhooks` sends a cluster-scoped object to the trial only when it opts
+                    // in with this label.
+                    o["metadata"]["labels"][TRIAL_LABEL] = json!("true");
                 }
                 o
             })
