@@ -278,7 +278,17 @@ async fn e2e_prefix_pools_through_kubectl_against(assets: e2e::Server) {
         stderr.contains("Pool has IPAddresses allocated. Cannot delete Pool until all IPAddresses have been removed. Held by: v6/web-0 (fd00:10:0:1::/64) [ipam-guard P9]"),
         "{stderr}"
     );
-    let (ok, _, stderr) = kubectl(&cp, &["delete", "ipaddress", "web-0", "-n", NS], None);
+    let (ok, _, stderr) = kubectl(
+        &cp,
+        &[
+            "delete",
+            "ipaddresses.ipam.cluster.x-k8s.io",
+            "web-0",
+            "-n",
+            NS,
+        ],
+        None,
+    );
     assert!(ok, "{stderr}");
     eventually("the view to drop the IPAddress", WAIT, || {
         let n = count(&*guard.view, Kind::IPAddress);
