@@ -558,20 +558,15 @@ async fn check_kubeconfig_takes_schemas_from_the_clusters_crds_against(assets: e
                 continue;
             }
         }
-        match crd["spec"]["names"]["kind"].as_str().unwrap() {
-            "InClusterIPPool" => {
-                let versions = crd["spec"]["versions"].as_array_mut().unwrap();
-                versions.retain(|v| v["name"] == "v1alpha2");
-                versions[0]["storage"] = true.into();
-                let spec = versions[0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
-                    ["properties"]
-                    .as_object_mut()
-                    .unwrap();
-                let gateway = spec.remove("gateway").unwrap();
-                spec.insert("gatway".into(), gateway);
-            }
-            _ => {}
-        }
+        // Only InClusterIPPool is left: served as a release that spells the field `gatway`.
+        let versions = crd["spec"]["versions"].as_array_mut().unwrap();
+        versions.retain(|v| v["name"] == "v1alpha2");
+        versions[0]["storage"] = true.into();
+        let spec = versions[0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+            .as_object_mut()
+            .unwrap();
+        let gateway = spec.remove("gateway").unwrap();
+        spec.insert("gatway".into(), gateway);
         assert_eq!(post(&client, crds, &crd).await.0, 201, "{}", c.file);
     }
     let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "gitops"}});
