@@ -132,4 +132,22 @@ async fn usage_of_a_live_cluster_matches_usage_of_the_same_files_against(assets:
             .is_some_and(|l| l.starts_with("InClusterIPPool team-a/link6")),
         "{table}"
     );
+
+    // `usage --free` reads the cluster as it reads the files (the ranges: tests/pool_free.rs).
+    let live = json_of(&usage(&[
+        "--kubeconfig",
+        &kubeconfig,
+        "-o",
+        "json",
+        "--free",
+    ]));
+    let files = json_of(&usage(&["-o", "json", POOLS, "--free"]));
+    assert_eq!(live, files);
+    let nodes = live
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "nodes")
+        .expect("pool nodes");
+    assert_eq!(nodes["free_ranges"][0]["first"], "10.20.0.14");
 }

@@ -8,6 +8,7 @@ pub mod policies;
 pub mod report;
 pub mod serve;
 pub mod usage;
+pub mod usage_free;
 
 use std::path::PathBuf;
 
@@ -347,6 +348,11 @@ pub struct UsageArgs {
     /// Kubeconfig of the cluster to read (default: in-cluster, then KUBECONFIG). Not with PATHs.
     #[arg(long, conflicts_with = "paths")]
     pub kubeconfig: Option<PathBuf>,
+    /// List each pool's free ranges instead (what it hands out and nobody holds), largest
+    /// first; prefix pools list free sub-prefixes. With POOL (`name`, `namespace/name` or
+    /// `Kind namespace/name`) only the pools it names; put PATHs before `--free`.
+    #[arg(long, value_name = "POOL", num_args = 0..=1, default_missing_value = "")]
+    pub free: Option<String>,
     /// Files or directories of manifests, read as `check` reads them, instead of a cluster.
     pub paths: Vec<PathBuf>,
 }

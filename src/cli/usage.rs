@@ -20,6 +20,10 @@ const NEARLY_FULL: f64 = 0.9;
 /// Runs `usage` and returns the exit code: 2 when an input (or the cluster) could not be read,
 /// else 0. The table goes to stdout, errors and the summary to stderr.
 pub async fn run(args: &UsageArgs) -> i32 {
+    if let Some(e) = super::usage_free::path_given_as_pool(args) {
+        eprintln!("error: {e}");
+        return 2;
+    }
     let (view, errors) = if args.paths.is_empty() {
         let (client, server) =
             match crate::cluster::live::client_and_server(args.kubeconfig.as_deref(), None).await {
@@ -36,6 +40,9 @@ pub async fn run(args: &UsageArgs) -> i32 {
         let errors = loaded.errors.iter().map(ToString::to_string).collect();
         (StaticView::from_manifests(loaded.manifests), errors)
     };
+    if let Some(filter) = &args.free {
+        return super::usage_free::run(&view, errors, filter, args.output);
+    }
     let usage = view.index().pool_usage();
     let mut err = io::stderr().lock();
     for e in &errors {

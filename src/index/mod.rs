@@ -19,6 +19,7 @@
 //! O(1) expected; `holders`, `addresses_for_claim`, `addresses_for_pool` O(h log h) in the size of
 //! the answer (sorted so answers do not depend on insertion history); relists O(n).
 
+pub mod free;
 mod segments;
 pub mod usage;
 
