@@ -39,6 +39,9 @@ async fn main() -> ExitCode {
         Command::Policies(args) => {
             ExitCode::from(u8::try_from(ipam_guard::cli::policies::run(&args)).unwrap_or(2))
         }
+        Command::Completions(args) => {
+            ExitCode::from(u8::try_from(ipam_guard::cli::completions::run(&args)).unwrap_or(2))
+        }
     }
 }
 

@@ -18,7 +18,8 @@ use std::sync::Arc;
 use base64::Engine as _;
 use serde_json::{json, Value};
 
-use super::ExplainArgs;
+use super::terminal::Style;
+use super::{ExplainArgs, ExplainFormat};
 use crate::admission::{Admission, Endpoint};
 use crate::catalogue::{self, Effect, Rule, Setting};
 use crate::cluster::{ClusterView, Shared};
@@ -37,8 +38,22 @@ pub const REFRESH: &str = "cargo run -q -- explain --all > docs/rules.md";
 /// Runs `explain` and returns the exit code: 0, or 2 for an unknown id.
 pub fn run(args: &ExplainArgs) -> i32 {
     let mut out = std::io::stdout().lock();
+    let terminal = std::io::IsTerminal::is_terminal(&out);
+    let rendered = match args.output {
+        ExplainFormat::Auto => terminal,
+        ExplainFormat::Text => true,
+        ExplainFormat::Markdown => false,
+    };
+    let style = rendered.then(|| Style {
+        width: super::terminal::terminal_width(),
+        ansi: terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+    });
+    let shown = |markdown: String| match style {
+        Some(style) => super::terminal::render(&markdown, style),
+        None => markdown,
+    };
     if args.all {
-        let _ = out.write_all(document().as_bytes());
+        let _ = out.write_all(shown(document()).as_bytes());
         return 0;
     }
     let id = args.id.as_deref().unwrap_or_default();
@@ -49,7 +64,7 @@ pub fn run(args: &ExplainArgs) -> i32 {
     };
     match text {
         Some(text) => {
-            let _ = out.write_all(text.as_bytes());
+            let _ = out.write_all(shown(text).as_bytes());
             0
         }
         None => {

@@ -2,11 +2,13 @@
 
 pub mod audit;
 pub mod check;
+pub mod completions;
 pub mod dev_webhooks;
 pub mod explain;
 pub mod policies;
 pub mod report;
 pub mod serve;
+pub mod terminal;
 pub mod usage;
 pub mod usage_free;
 
@@ -45,6 +47,36 @@ pub enum Command {
     /// Print ValidatingAdmissionPolicies and bindings that keep the single-object rules in force
     /// without the webhook (Kubernetes 1.30+), or the webhooks' matchConditions.
     Policies(PoliciesArgs),
+    /// Print a shell completion script: `source <(ipam-guard completions bash)`.
+    Completions(CompletionsArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete in.
+    #[arg(value_enum)]
+    pub shell: CompletionShell,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompletionShell {
+    Bash,
+    Zsh,
+    Fish,
+}
+
+/// How `explain` writes an entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum ExplainFormat {
+    /// `text` when standard output is a terminal, else `markdown` (so `explain --all >
+    /// docs/rules.md` and scripts get the same Markdown whatever the terminal).
+    #[default]
+    Auto,
+    /// For reading in a terminal: headings, wrapped paragraphs, indented code blocks (bold only
+    /// on a terminal and without NO_COLOR).
+    Text,
+    /// The Markdown of docs/rules.md.
+    Markdown,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -365,6 +397,9 @@ pub struct ExplainArgs {
     /// Every rule: the whole of docs/rules.md.
     #[arg(long, conflicts_with = "id")]
     pub all: bool,
+    /// `auto`: rendered for reading on a terminal, Markdown when piped or redirected.
+    #[arg(long, short, value_enum, default_value_t = ExplainFormat::Auto)]
+    pub output: ExplainFormat,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
