@@ -412,6 +412,7 @@ impl Recorder {
             match f.severity {
                 Severity::Deny => *per_rule.entry(f.rule).or_default() += 1,
                 Severity::Warn => *warned.entry(f.rule).or_default() += 1,
+                Severity::Info => {}
             }
         }
         // Rules that had violations and have none now read 0 rather than vanishing.
