@@ -976,3 +976,53 @@ fn kube_version_picks_what_the_api_server_would_say() {
         stderr(&o)
     );
 }
+
+/// Each error says its cause once (issue 23): kube's errors carry their source in their text, so
+/// printing the whole chain used to repeat "No such file or directory" at every layer.
+#[test]
+fn a_missing_kubeconfig_is_said_once() {
+    let home = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_ipam-guard"))
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args(args)
+            .env_remove("KUBECONFIG")
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .env("HOME", home.path())
+            .output()
+            .unwrap()
+    };
+    let missing = home.path().join("nope.yaml");
+    for args in [
+        vec!["audit"],
+        vec!["usage"],
+        vec![
+            "check",
+            "--kubeconfig",
+            missing.to_str().unwrap(),
+            "examples/manifests",
+        ],
+        vec!["check", "--context", "c", "examples/manifests"],
+    ] {
+        let o = run(&args);
+        assert_eq!(code(&o), 2, "{args:?}");
+        let err = stderr(&o);
+        assert_eq!(
+            err.matches("No such file or directory").count(),
+            1,
+            "{args:?}: {err}"
+        );
+        assert_eq!(
+            err.lines().filter(|l| l.starts_with("error: ")).count(),
+            1,
+            "{args:?}: {err}"
+        );
+    }
+    let err = stderr(&run(&["audit"]));
+    assert!(
+        err.starts_with("error: no cluster to talk to: not in a pod (")
+            && err.contains("and no usable KUBECONFIG or ~/.kube/config (")
+            && err.contains("); pass --kubeconfig"),
+        "{err}"
+    );
+}

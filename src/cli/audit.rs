@@ -61,7 +61,7 @@ pub async fn run(args: &AuditArgs) -> i32 {
         match live::client_and_server(args.kubeconfig.as_deref(), args.context.as_deref()).await {
             Ok(c) => c,
             Err(e) => {
-                let _ = writeln!(err, "error: {e:#}");
+                let _ = writeln!(err, "error: {}", live::describe(&e));
                 return 2;
             }
         };

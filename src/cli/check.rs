@@ -124,7 +124,7 @@ fn read_cluster(args: &CheckArgs, crds: bool) -> Result<Cluster, String> {
             args.context.as_deref(),
         )
         .await
-        .map_err(|e| format!("{e:#}"))?;
+        .map_err(|e| crate::cluster::live::describe(&e))?;
         let (stored, errors) = super::audit::list_cluster(&client, &server).await;
         // Judging against a partial cluster could pass what the whole would refuse.
         if let Some(e) = errors.first() {
