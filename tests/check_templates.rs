@@ -159,3 +159,21 @@ fn template_a_file_that_is_yaml_only_once_rendered() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["findings"][0]["line"], 11, "{v}");
 }
+
+#[test]
+fn template_objects_named_by_placeholders_are_not_duplicates_of_each_other() {
+    // Two templates both writing `${NAMESPACE}/${CLUSTER_NAME}-nodes`: who they will be is not
+    // known, so neither is "defined again" (X4).
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("again.yaml");
+    std::fs::copy(T, &copy).unwrap();
+    let copy = copy.to_str().unwrap();
+    let o = check(&[T, copy]);
+    assert_eq!(code(&o), 0, "{}{}", out(&o), err(&o));
+    assert!(!out(&o).contains("[X4]"), "{}", out(&o));
+    // Rendered, they are one object twice.
+    let mut args = VALUES.to_vec();
+    args.extend(["--var", "GATEWAY=10.0.0.1", T, copy]);
+    let o = check(&args);
+    assert!(out(&o).contains("defined again"), "{}", out(&o));
+}

@@ -635,7 +635,15 @@ fn judge_held(
         let mut first_seen: HashMap<&ObjKey, usize> = HashMap::with_capacity(held.len());
         for (i, (h, mut mutation)) in held.iter().zip(mutations).enumerate() {
             *objects.entry(h.kind).or_default() += 1;
-            if let Some(first) = first_seen.get(&h.key) {
+            // Two templates' `${NAMESPACE}/${NAME}` are not one object: who they are is unknown.
+            let templated = template::placeholder_in(&h.key.name).is_some()
+                || h.key
+                    .namespace
+                    .as_deref()
+                    .is_some_and(|ns| template::placeholder_in(ns).is_some());
+            if templated {
+                // Nothing to compare.
+            } else if let Some(first) = first_seen.get(&h.key) {
                 let first = &held[*first].source;
                 per_object[i].push(Finding::warn(
                     &Subject::at(&h.source, h.key.clone()),
