@@ -1252,6 +1252,10 @@ spec:
 /// server's own validation, which runs before any webhook.
 pub const SCHEMA: &str = "SCHEMA";
 
+/// The id `check` gives an object whose fields still hold `${…}` template placeholders: those
+/// fields are not judged.
+pub const TEMPLATE: &str = "TEMPLATE";
+
 /// An id that names how ipam-guard works rather than one rule: it appears in findings (SCHEMA),
 /// in messages and the docs (X1, X2, X5), and `explain` knows it like a rule's.
 #[derive(Debug, Clone, Copy)]
@@ -1281,6 +1285,25 @@ The schema comes from `--crd-dir DIR` (the CRDs you install), or is the one buil
 kinds ipam-guard judges. An object of a kind ipam-guard does not judge is checked against its \
 CRD when one is at hand, and only against that; without one it is skipped and counted \
 (`--strict` fails on it).",
+    },
+    Principle {
+        id: TEMPLATE,
+        title: "unresolved template placeholders (ipam-guard check)",
+        text: "\
+Cluster templates (`clusterctl generate cluster`, CAPV flavors, CAPM3 examples) hold `${VAR}` \
+placeholders that clusterctl fills in before anything reaches a cluster. `ipam-guard check` \
+does not judge a field that still holds one: it reports the object once, with severity `info`, \
+naming each such field and its placeholder, and no schema or rule finding on those fields \
+(nor on the lists that hold them). The rest of the object is judged as usual. This is not a \
+failure (exit 0 when nothing else is found); `--strict` fails on it, as on a kind it cannot \
+judge.
+
+`--var NAME=VALUE` (repeatable) and `--env` (the environment's variables; `--var` wins) \
+substitute values into each file's text before it is parsed, as clusterctl does \
+(drone/envsubst): `${VAR}`, `${VAR:=default}`, `${VAR:-default}`, `${VAR=default}` (a default \
+applies when the variable is unset or empty), `$${VAR}` for a literal `${VAR}`; a bare `$VAR` \
+is left alone, and `-` is part of a name (`${VAR-x}` is the variable `VAR-x`). A placeholder \
+whose variable has no value and no default stays unresolved and is reported as above.",
     },
     Principle {
         id: "X1",

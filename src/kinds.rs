@@ -255,45 +255,18 @@ impl Kind {
 /// What an object of a kind ipam-guard does not judge is to `check`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Unjudged {
-    /// A kind the API server serves itself (core, `apps`, `rbac.authorization.k8s.io`, …): not
-    /// IPAM, nothing to say about it.
+    /// Not IPAM, nothing to say about it: a kind the API server serves itself (core, `apps`,
+    /// `rbac.authorization.k8s.io`, …) or of any group where no kind ipam-guard judges lives
+    /// (`cluster.x-k8s.io`'s Cluster, cert-manager's Certificate, another team's CRD).
     BuiltIn,
-    /// Any other kind (a provider's Metal3MachineTemplate, another team's CRD): skipped unless
-    /// its CRD is at hand.
+    /// Another kind of a group ipam-guard judges kinds of (a provider's Metal3MachineTemplate,
+    /// InfobloxIPPool, SpiderMultusConfig): skipped unless its CRD is at hand.
     Other,
     /// Almost the name of a kind ipam-guard serves in that group (a case slip, a couple of
     /// letters), and no provider publishes it: a typo the API server would refuse with "no
     /// matches for kind".
     NearMiss(&'static str),
 }
-
-/// Groups the API server serves without any CRD (Kubernetes' own APIs).
-const BUILT_IN_GROUPS: &[&str] = &[
-    "",
-    "admissionregistration.k8s.io",
-    "apiextensions.k8s.io",
-    "apiregistration.k8s.io",
-    "apps",
-    "authentication.k8s.io",
-    "authorization.k8s.io",
-    "autoscaling",
-    "batch",
-    "certificates.k8s.io",
-    "coordination.k8s.io",
-    "discovery.k8s.io",
-    "events.k8s.io",
-    "extensions",
-    "flowcontrol.apiserver.k8s.io",
-    "internal.apiserver.k8s.io",
-    "networking.k8s.io",
-    "node.k8s.io",
-    "policy",
-    "rbac.authorization.k8s.io",
-    "resource.k8s.io",
-    "scheduling.k8s.io",
-    "storage.k8s.io",
-    "storagemigration.k8s.io",
-];
 
 /// Kinds the providers README names publish in the groups ipam-guard serves, besides the ones it
 /// judges: never taken for a typo of a served kind. Read from each provider's API types (CAPI
@@ -344,7 +317,8 @@ const CAPV_AND_CAPM3_KINDS: &[&str] = &[
 /// Sorts a kind ipam-guard does not judge (`group` None or `""`: the core group).
 pub fn unjudged(group: Option<&str>, kind: &str) -> Unjudged {
     let group = group.unwrap_or("");
-    if BUILT_IN_GROUPS.contains(&group) {
+    // Kubernetes' own groups among them: no kind ipam-guard judges lives there.
+    if !KINDS.iter().any(|k| k.group == group) {
         return Unjudged::BuiltIn;
     }
     let published = PUBLISHED
@@ -414,7 +388,13 @@ mod tests {
     #[test]
     fn kinds_not_judged_are_sorted() {
         use Unjudged::*;
-        for (group, kind) in [(None, "Namespace"), (Some("apps"), "Deployment")] {
+        for (group, kind) in [
+            (None, "Namespace"),
+            (Some("apps"), "Deployment"),
+            (Some("cluster.x-k8s.io"), "Cluster"),
+            (Some("cert-manager.io"), "Certificate"),
+            (Some("example.com"), "Widget"),
+        ] {
             assert_eq!(unjudged(group, kind), BuiltIn, "{kind}");
         }
         // Published by the providers: never a typo, however close to a served kind.
@@ -427,7 +407,6 @@ mod tests {
             (SPIDERPOOL, "SpiderMultusConfig"),
             (SPIDERPOOL, "SpiderSubnet"),
             (CAPV, "AWSMachineTemplate"),
-            ("example.com", "Widget"),
         ] {
             assert_eq!(unjudged(Some(group), kind), Other, "{kind}");
         }

@@ -40,11 +40,11 @@ fn x4_text_lines_name_file_kind_object_field_and_rule() {
         vec![
             // Cluster-scoped: `<Kind> <name>`.
             format!(
-                r#"{f}: GlobalInClusterIPPool shared: spec.addresses[0]: Invalid value: "10.30.0.128/25": overlaps InClusterIPPool cluster-b/nodes (10.30.0.150-10.30.0.160) [P10]"#
+                r#"{f}:9: GlobalInClusterIPPool shared: spec.addresses[0]: Invalid value: "10.30.0.128/25": overlaps InClusterIPPool cluster-b/nodes (10.30.0.150-10.30.0.160) [P10]"#
             ),
             // Namespaced: `<Kind> <namespace>/<name>`.
             format!(
-                r#"{f}: InClusterIPPool cluster-b/nodes: spec.addresses[1]: Invalid value: "10.30.0.150-10.30.0.160": overlaps GlobalInClusterIPPool shared (10.30.0.150-10.30.0.160) [P10]"#
+                r#"{f}:21: InClusterIPPool cluster-b/nodes: spec.addresses[1]: Invalid value: "10.30.0.150-10.30.0.160": overlaps GlobalInClusterIPPool shared (10.30.0.150-10.30.0.160) [P10]"#
             ),
         ]
     );
@@ -57,54 +57,65 @@ fn x4_text_lines_name_file_kind_object_field_and_rule() {
 }
 
 #[test]
-fn x4_json_array_with_the_spec_fields() {
+fn x4_json_findings_with_the_spec_fields_and_a_summary() {
     let o = check(&["-o", "json", "examples/broken/a9-duplicate-address.yaml"]);
     assert_eq!(code(&o), 1, "{}", stderr(&o));
     let v: Value = serde_json::from_str(&stdout(&o)).expect("stdout is JSON");
     let f = "examples/broken/a9-duplicate-address.yaml";
+    // What was the whole output (an array) before issue 23 is `findings`; `line` is the field's.
     assert_eq!(
-        v,
+        v["summary"],
+        json!({
+            "files": 1,
+            "objects": {"IPAddressClaim": 2, "IPAddress": 2, "InClusterIPPool": 1},
+            "schema_only": {},
+            "skipped": {"no_crd": {}, "not_ipam": {}, "not_objects": 0, "excluded": 0},
+            "not_judged": 0, "denials": 2, "warnings": 1, "errors": 0
+        })
+    );
+    assert_eq!(
+        v["findings"],
         json!([
             {
                 "file": f, "group": "ipam.cluster.x-k8s.io", "kind": "IPAddress",
                 "namespace": "cluster-b", "name": "m-0", "field": "spec.address",
                 "message": "Duplicate value: \"2001:db8:30::5\": 2001:db8:30::5 is already held by IPAddress cluster-b/m-1",
-                "rule": "A9", "severity": "deny", "document": 4, "line": 36
+                "rule": "A9", "severity": "deny", "document": 4, "line": 42
             },
             {
                 "file": f, "group": "ipam.cluster.x-k8s.io", "kind": "IPAddress",
                 "namespace": "cluster-b", "name": "m-1", "field": "spec.address",
                 "message": "Duplicate value: \"2001:DB8:30:0::5\": 2001:db8:30::5 is already held by IPAddress cluster-b/m-0",
-                "rule": "A9", "severity": "deny", "document": 5, "line": 52
+                "rule": "A9", "severity": "deny", "document": 5, "line": 58
             },
             {
                 "file": f, "group": "ipam.cluster.x-k8s.io", "kind": "IPAddress",
                 "namespace": "cluster-b", "name": "m-1", "field": "spec.address",
                 "message": "\"2001:DB8:30:0::5\" is not in canonical form, use \"2001:db8:30::5\"",
-                "rule": "A1", "severity": "warn", "document": 5, "line": 52
+                "rule": "A1", "severity": "warn", "document": 5, "line": 58
             }
         ])
     );
 }
 
 #[test]
-fn x4_json_cluster_scoped_namespace_is_null_and_empty_result_is_an_empty_array() {
+fn x4_json_cluster_scoped_namespace_is_null_and_no_finding_is_an_empty_list() {
     let o = check(&[
         "--output",
         "json",
         "examples/broken/p10-overlapping-pools.yaml",
     ]);
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let v = &v["findings"];
     assert_eq!(v[0]["kind"], "GlobalInClusterIPPool");
     assert_eq!(v[0]["namespace"], Value::Null);
     assert_eq!(v[1]["namespace"], "cluster-b");
 
     let o = check(&["-o", "json", "examples/manifests"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
-    assert_eq!(
-        serde_json::from_str::<Value>(&stdout(&o)).unwrap(),
-        json!([])
-    );
+    let v = serde_json::from_str::<Value>(&stdout(&o)).unwrap();
+    assert_eq!(v["findings"], json!([]));
+    assert_eq!(v["summary"]["skipped"]["not_ipam"], json!({"Namespace": 1}));
 }
 
 #[test]
@@ -144,7 +155,7 @@ fn x4_each_broken_example_is_reported_under_its_rule() {
         let o = check(&[&rel]);
         let out = lines(&o);
         let tagged =
-            |l: &&String| l.starts_with(&format!("{rel}: ")) && l.ends_with(&format!(" [{id}]"));
+            |l: &&String| l.starts_with(&format!("{rel}:")) && l.ends_with(&format!(" [{id}]"));
         if WARN_ONLY.contains(&id.as_str()) {
             assert_eq!(code(&o), 0, "{rel}: {out:?}");
             let warned = out
@@ -227,16 +238,12 @@ fn x4_reads_lists_multi_document_yaml_and_json_and_counts_unknown_kinds() {
         err.contains("read 6 objects from 3 files: 2 IPAddressClaim, 2 IPAddress, 1 InClusterIPPool, 1 GlobalInClusterIPPool"),
         "{err}"
     );
+    // Cluster API's own kinds are not IPAM, as Kubernetes' are.
     assert!(
-        err.contains(
-            "1 object skipped: kinds ipam-guard does not judge, no CRD at hand: 1 Cluster.cluster.x-k8s.io"
-        ),
+        err.contains("2 objects skipped: not IPAM: 1 Cluster.cluster.x-k8s.io, 1 ConfigMap"),
         "{err}"
     );
-    assert!(
-        err.contains("1 object skipped: not IPAM: 1 ConfigMap"),
-        "{err}"
-    );
+    assert!(!err.contains("kinds ipam-guard does not judge"), "{err}");
 }
 
 #[test]
@@ -263,7 +270,13 @@ fn x4_output_follows_file_then_document_order() {
         .unwrap();
     let mut names: Vec<String> = lines(&o)
         .iter()
-        .map(|l| l.split(": ").take(2).collect::<Vec<_>>().join(": "))
+        .map(|l| {
+            // `file:line: Kind ns/name`: the line is each finding's field's, dropped here.
+            let (place, rest) = l.split_once(": ").unwrap();
+            let file = place.rsplit_once(':').unwrap().0;
+            let who = rest.split(": ").next().unwrap();
+            format!("{file}: {who}")
+        })
         .collect();
     // Each pool has P4 and overlaps the others (P10): keep one line per object.
     names.dedup();
@@ -286,10 +299,10 @@ fn m1_m2_mutations_that_would_apply_are_warnings() {
         lines(&o),
         vec![
             format!(
-                r#"warning: {f}: IPAddressClaim ns-m/m-0: spec.poolRef.apiGroup: not set; the mutating webhook sets it to "ipam.cluster.x-k8s.io" [M1]"#
+                r#"warning: {f}:20: IPAddressClaim ns-m/m-0: spec.poolRef.apiGroup: not set; the mutating webhook sets it to "ipam.cluster.x-k8s.io" [M1]"#
             ),
             format!(
-                r#"warning: {f}: IPAddressClaim ns-m/m-0: metadata.labels[cluster.x-k8s.io/cluster-name]: not set; the mutating webhook sets it to "cluster-m" [M2]"#
+                r#"warning: {f}:15: IPAddressClaim ns-m/m-0: metadata.labels[cluster.x-k8s.io/cluster-name]: not set; the mutating webhook sets it to "cluster-m" [M2]"#
             ),
         ]
     );
@@ -335,11 +348,11 @@ fn kinds_outside_the_capi_group_are_written_kind_dot_group() {
     assert_eq!(code(&o), 1);
     let out = stdout(&o);
     assert!(
-        out.starts_with("tests/fixtures/check/metal3-unknown-version.yaml: IPPool.ipam.metal3.io metal3/provisioning: apiVersion: Unsupported value: \"ipam.metal3.io/v1alpha9\": no matches for kind \"IPPool\" in version \"ipam.metal3.io/v1alpha9\"; served versions: v1alpha1 [SCHEMA]\n"),
+        out.starts_with("tests/fixtures/check/metal3-unknown-version.yaml:3: IPPool.ipam.metal3.io metal3/provisioning: apiVersion: Unsupported value: \"ipam.metal3.io/v1alpha9\": no matches for kind \"IPPool\" in version \"ipam.metal3.io/v1alpha9\"; served versions: v1alpha1 [SCHEMA]\n"),
         "{out}"
     );
     assert!(
-        out.contains("\nwarning: tests/fixtures/check/metal3-unknown-version.yaml: IPPool.ipam.metal3.io metal3/provisioning: "),
+        out.contains("\nwarning: tests/fixtures/check/metal3-unknown-version.yaml:3: IPPool.ipam.metal3.io metal3/provisioning: "),
         "{out}"
     );
     assert!(stderr(&o).contains("1 IPPool.ipam.metal3.io"));
@@ -350,6 +363,7 @@ fn kinds_outside_the_capi_group_are_written_kind_dot_group() {
         "tests/fixtures/check/metal3-unknown-version.yaml",
     ]);
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let v = &v["findings"];
     assert_eq!(v[0]["group"], "ipam.metal3.io");
     assert_eq!(v[0]["kind"], "IPPool");
     assert_eq!(v[0]["severity"], "deny");
@@ -365,7 +379,7 @@ fn x4_an_object_defined_twice_is_flagged_once() {
     let l = lines(&o);
     assert_eq!(l.len(), 1, "{l:?}");
     assert!(
-        l[0].starts_with("warning: tests/fixtures/check/duplicate.yaml: IPAddressClaim ns-d/m-0: metadata.name: defined again (first at tests/fixtures/check/duplicate.yaml: document 1)"),
+        l[0].starts_with("warning: tests/fixtures/check/duplicate.yaml:25: IPAddressClaim ns-d/m-0: metadata.name: defined again (first at tests/fixtures/check/duplicate.yaml: document 1)"),
         "{}",
         l[0]
     );
@@ -394,7 +408,7 @@ fn x4_reads_standard_input() {
     let o = child.wait_with_output().unwrap();
     assert_eq!(code(&o), 1);
     assert!(
-        stdout(&o).starts_with("-: InClusterIPPool cluster-b/nodes: spec.addresses[0]: "),
+        stdout(&o).starts_with("-:9: InClusterIPPool cluster-b/nodes: spec.addresses[0]: "),
         "{}",
         stdout(&o)
     );
@@ -413,24 +427,25 @@ fn schema_a_folder_kubectl_would_reject_fails_with_the_field_named() {
         lines(&o),
         vec![
             format!(
-                r#"{f}: InClusterIPPool mgmt/mgmt-nodes-2: spec.exludedAddresses: unknown field "spec.exludedAddresses" [SCHEMA]"#
+                r#"{f}:11: InClusterIPPool mgmt/mgmt-nodes-2: spec.exludedAddresses: unknown field "spec.exludedAddresses" [SCHEMA]"#
             ),
             format!(
-                r#"{f}: InClusterIPPool mgmt/mgmt-nodes-2: spec.gatway: unknown field "spec.gatway" [SCHEMA]"#
+                r#"{f}:10: InClusterIPPool mgmt/mgmt-nodes-2: spec.gatway: unknown field "spec.gatway" [SCHEMA]"#
             ),
             format!(
-                r#"{f}: IPAddressClaim mgmt/Claim_1: metadata.name: Invalid value: "Claim_1": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*') [SCHEMA]"#
+                r#"{f}:16: IPAddressClaim mgmt/Claim_1: metadata.name: Invalid value: "Claim_1": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*') [SCHEMA]"#
             ),
             format!(
-                r#"{f}: IPAddressClaim mgmt/Claim_1: spec.extra: unknown field "spec.extra" [SCHEMA]"#
+                r#"{f}:20: IPAddressClaim mgmt/Claim_1: spec.extra: unknown field "spec.extra" [SCHEMA]"#
             ),
         ]
     );
-    // Where each finding is, for editors and code scanning.
+    // Where each finding is, for editors and code scanning: its document, and its field's line.
     let o = check(&["-o", "json", &f]);
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
-    assert_eq!((&v[0]["document"], &v[0]["line"]), (&json!(1), &json!(2)));
-    assert_eq!((&v[3]["document"], &v[3]["line"]), (&json!(2), &json!(13)));
+    let v = &v["findings"];
+    assert_eq!((&v[0]["document"], &v[0]["line"]), (&json!(1), &json!(11)));
+    assert_eq!((&v[3]["document"], &v[3]["line"]), (&json!(2), &json!(20)));
 }
 
 #[test]
@@ -444,8 +459,9 @@ fn schema_a_kind_typo_is_an_error_with_a_hint_in_every_format() {
     let o = check(&["-o", "json", &f]);
     assert_eq!(code(&o), 2);
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["summary"]["errors"], 1);
     assert_eq!(
-        v,
+        v["findings"],
         json!([{
             "file": f, "group": null, "kind": null, "namespace": null, "name": null, "field": "",
             "message": "no matches for kind \"InClusterIpPool\" in version \"ipam.cluster.x-k8s.io/v1alpha2\" (did you mean \"InClusterIPPool\"?)",
@@ -540,7 +556,8 @@ fn sarif_and_junit_carry_rule_file_and_line() {
     assert_eq!(results[0]["level"], "error");
     let loc = &results[0]["locations"][0]["physicalLocation"];
     assert_eq!(loc["artifactLocation"]["uri"], f.as_str());
-    assert_eq!(loc["region"]["startLine"], 2);
+    // The field's line, not its document's.
+    assert_eq!(loc["region"]["startLine"], 11);
     assert_eq!(results[4]["ruleId"], "LOAD");
     let ids: Vec<&str> = run["tool"]["driver"]["rules"]
         .as_array()
@@ -781,8 +798,8 @@ fn x4_provider_kinds_are_skipped_and_counted_never_typos() {
     );
     assert!(
         err.contains(
-            "8 objects skipped: kinds ipam-guard does not judge, no CRD at hand: \
-             1 Cluster.cluster.x-k8s.io, 1 InfobloxIPPool.ipam.cluster.x-k8s.io, \
+            "7 objects skipped: kinds ipam-guard does not judge, no CRD at hand: \
+             1 InfobloxIPPool.ipam.cluster.x-k8s.io, \
              1 Metal3Cluster.infrastructure.cluster.x-k8s.io, \
              1 Metal3DataTemplate.infrastructure.cluster.x-k8s.io, \
              1 Metal3MachineTemplate.infrastructure.cluster.x-k8s.io, \
@@ -792,7 +809,7 @@ fn x4_provider_kinds_are_skipped_and_counted_never_typos() {
         "{err}"
     );
     assert!(
-        err.contains("1 object skipped: not IPAM: 1 Namespace"),
+        err.contains("2 objects skipped: not IPAM: 1 Cluster.cluster.x-k8s.io, 1 Namespace"),
         "{err}"
     );
 
@@ -861,7 +878,7 @@ spec:
     assert_eq!(
         stdout(&o),
         format!(
-            "{f}: Metal3DataTemplate.infrastructure.cluster.x-k8s.io metal/dt: spec.clusterNmae: unknown field \"spec.clusterNmae\" [SCHEMA]\n"
+            "{f}:6: Metal3DataTemplate.infrastructure.cluster.x-k8s.io metal/dt: spec.clusterNmae: unknown field \"spec.clusterNmae\" [SCHEMA]\n"
         )
     );
     assert!(
@@ -923,10 +940,10 @@ fn kube_version_picks_what_the_api_server_would_say() {
         lines(&o),
         vec![
             format!(
-                r#"{f}: InClusterIPPool n/typo: metadata.lables: unknown field "metadata.lables" [SCHEMA]"#
+                r#"{f}:3: InClusterIPPool n/typo: metadata.lables: unknown field "metadata.lables" [SCHEMA]"#
             ),
             format!(
-                r#"{f}: InClusterIPPool n/typo: spec.gatway: unknown field "spec.gatway" [SCHEMA]"#
+                r#"{f}:4: InClusterIPPool n/typo: spec.gatway: unknown field "spec.gatway" [SCHEMA]"#
             ),
         ]
     );
@@ -957,5 +974,55 @@ fn kube_version_picks_what_the_api_server_would_say() {
         stderr(&o).contains("--kube-version: \"latest\" is not a Kubernetes version"),
         "{}",
         stderr(&o)
+    );
+}
+
+/// Each error says its cause once (issue 23): kube's errors carry their source in their text, so
+/// printing the whole chain used to repeat "No such file or directory" at every layer.
+#[test]
+fn a_missing_kubeconfig_is_said_once() {
+    let home = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_ipam-guard"))
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args(args)
+            .env_remove("KUBECONFIG")
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .env("HOME", home.path())
+            .output()
+            .unwrap()
+    };
+    let missing = home.path().join("nope.yaml");
+    for args in [
+        vec!["audit"],
+        vec!["usage"],
+        vec![
+            "check",
+            "--kubeconfig",
+            missing.to_str().unwrap(),
+            "examples/manifests",
+        ],
+        vec!["check", "--context", "c", "examples/manifests"],
+    ] {
+        let o = run(&args);
+        assert_eq!(code(&o), 2, "{args:?}");
+        let err = stderr(&o);
+        assert_eq!(
+            err.matches("No such file or directory").count(),
+            1,
+            "{args:?}: {err}"
+        );
+        assert_eq!(
+            err.lines().filter(|l| l.starts_with("error: ")).count(),
+            1,
+            "{args:?}: {err}"
+        );
+    }
+    let err = stderr(&run(&["audit"]));
+    assert!(
+        err.starts_with("error: no cluster to talk to: not in a pod (")
+            && err.contains("and no usable KUBECONFIG or ~/.kube/config (")
+            && err.contains("); pass --kubeconfig"),
+        "{err}"
     );
 }

@@ -473,7 +473,7 @@ async fn check_kubeconfig_judges_files_against_the_live_cluster_against(assets: 
     assert_eq!(o.status.code(), Some(1), "{out}{err}");
     assert_eq!(
         out,
-        format!("{f}: InClusterIPPool gitops/new-pool: spec.addresses[0]: Invalid value: \"10.50.0.15-10.50.0.30\": overlaps InClusterIPPool gitops/scale-pool-0 (10.50.0.15-10.50.0.20) [P10]\n"),
+        format!("{f}:4: InClusterIPPool gitops/new-pool: spec.addresses[0]: Invalid value: \"10.50.0.15-10.50.0.30\": overlaps InClusterIPPool gitops/scale-pool-0 (10.50.0.15-10.50.0.20) [P10]\n"),
         "{err}"
     );
     assert!(err.contains("read 1 object from 1 file"), "{err}");
@@ -627,7 +627,7 @@ async fn check_kubeconfig_takes_schemas_from_the_clusters_crds_against(assets: e
         assert_eq!(code, Some(1), "{out}{err}");
         assert_eq!(
             out,
-            format!("{upstream}: InClusterIPPool gitops/upstream: spec.gateway: unknown field \"spec.gateway\" [SCHEMA]\n")
+            format!("{upstream}:1: InClusterIPPool gitops/upstream: spec.gateway: unknown field \"spec.gateway\" [SCHEMA]\n")
         );
     } else {
         assert_eq!(code, Some(0), "{out}{err}");

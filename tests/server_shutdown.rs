@@ -473,3 +473,22 @@ async fn json_logs_are_one_object_per_line() {
     assert_eq!(serving["webhook"], served.webhook.to_string());
     assert!(lines.iter().any(|l| l["message"] == "stopped"), "{logs}");
 }
+
+/// Ctrl-C on `serve --dev` ends it at once (nothing routes traffic away from a laptop); the
+/// shutdown delay is for SIGTERM, which `sigterm_under_load_loses_no_request` proves still waits.
+#[tokio::test]
+async fn ctrl_c_under_dev_skips_the_shutdown_delay() {
+    let dir = tempfile::tempdir().unwrap();
+    // A delay no test waits out: exiting within WAIT proves it was skipped.
+    let mut served = serve_dev(dir.path(), &["--shutdown-delay", "1h"]).await;
+    served.wait_ready().await;
+    served.signal("INT");
+    assert!(served.exit(WAIT).await.success(), "{}", served.logs());
+    assert!(
+        served
+            .logs()
+            .contains("SIGINT under --dev: exiting without the shutdown delay"),
+        "{}",
+        served.logs()
+    );
+}

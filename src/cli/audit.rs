@@ -61,7 +61,7 @@ pub async fn run(args: &AuditArgs) -> i32 {
         match live::client_and_server(args.kubeconfig.as_deref(), args.context.as_deref()).await {
             Ok(c) => c,
             Err(e) => {
-                let _ = writeln!(err, "error: {e:#}");
+                let _ = writeln!(err, "error: {}", live::describe(&e));
                 return 2;
             }
         };
@@ -412,6 +412,7 @@ impl Recorder {
             match f.severity {
                 Severity::Deny => *per_rule.entry(f.rule).or_default() += 1,
                 Severity::Warn => *warned.entry(f.rule).or_default() += 1,
+                Severity::Info => {}
             }
         }
         // Rules that had violations and have none now read 0 rather than vanishing.

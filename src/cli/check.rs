@@ -25,6 +25,7 @@ use crate::field::{format_value, PatchOp, Verdict, Warning};
 use crate::index::Index;
 use crate::kinds::Kind;
 use crate::kube_version::KubeVersion;
+use crate::manifests::template::{self, Vars};
 use crate::manifests::{self, Manifest, Packed, Source};
 use crate::model::{ObjKey, Operation, Projection, Request};
 use crate::par;
@@ -60,6 +61,8 @@ pub struct Gate {
     /// The release whose API server the schema step speaks for: `--kube-version`, else the
     /// cluster's with `--kubeconfig`, else the newest tested.
     pub target: KubeVersion,
+    /// Template variables (`--var`, `--env`): None leaves the files' text as written.
+    pub vars: Option<Vars>,
 }
 
 impl Gate {
@@ -88,7 +91,13 @@ impl Gate {
         } else {
             (Vec::new(), None)
         };
+        let vars = if args.vars.is_empty() && !args.env {
+            None
+        } else {
+            Some(Vars::new(&args.vars, args.env)?)
+        };
         Ok(Gate {
+            vars,
             exclude: globs.build().map_err(|e| format!("--exclude: {e}"))?,
             strict: args.strict,
             schemas,
@@ -115,7 +124,7 @@ fn read_cluster(args: &CheckArgs, crds: bool) -> Result<Cluster, String> {
             args.context.as_deref(),
         )
         .await
-        .map_err(|e| format!("{e:#}"))?;
+        .map_err(|e| crate::cluster::live::describe(&e))?;
         let (stored, errors) = super::audit::list_cluster(&client, &server).await;
         // Judging against a partial cluster could pass what the whole would refuse.
         if let Some(e) = errors.first() {
@@ -248,6 +257,7 @@ pub fn run(args: &CheckArgs) -> i32 {
             problems: &outcome.errors,
             subjects: &outcome.subjects,
             source: None,
+            summary: Some(&outcome.summary),
         },
     );
     let _ = write!(err, "{}", outcome.summary);
@@ -281,9 +291,10 @@ fn check_keeping_view(
             Lookup::UnknownKind { .. } | Lookup::UnknownGroup
         )
     };
-    let loaded = manifests::read_paths_keeping(
+    let loaded = manifests::read_paths_rendered(
         paths,
         &gate.exclude,
+        gate.vars.as_ref(),
         |m| {
             // The API server's order: mutating admission, then the schema (of the patched
             // object), then validating admission.
@@ -301,7 +312,7 @@ fn check_keeping_view(
                     )
                 })
             };
-            let held = hold(&m, schema, &steps);
+            let held = hold(&m, schema, template::placeholders(&m.object), &steps);
             steps.time(Step::Drop, || drop(m));
             held
         },
@@ -341,7 +352,7 @@ fn check_keeping_view(
             name: text("name").unwrap_or_default().to_string(),
         }));
         let subject = Subject::at_who(&o.source, who);
-        let found = schema_findings(
+        let mut found = schema_findings(
             &o.group,
             &o.kind,
             &o.version,
@@ -350,6 +361,7 @@ fn check_keeping_view(
             schemas,
             gate.target,
         );
+        not_judged(&subject, &template::placeholders(&o.object), &mut found);
         other_findings.push(found);
         other_subjects.push(subject);
     }
@@ -381,7 +393,22 @@ fn check_keeping_view(
         sort_by_place(&mut findings, &loaded.file_names);
     }
     summary.objects = objects;
+    locate_fields(&mut findings, gate.vars.as_ref());
     summary.count(&findings);
+    if gate.strict {
+        errors.extend(
+            findings
+                .iter()
+                .filter(|f| f.rule == crate::catalogue::TEMPLATE)
+                .map(|f| Problem {
+                    file: f.subject.file.clone().unwrap_or_else(|| "-".into()),
+                    document: f.subject.document,
+                    line: f.subject.line,
+                    message: format!("{}: {} (--strict)", f.subject.key, f.message),
+                }),
+        );
+        summary.unreadable = errors.len();
+    }
     let outcome = Outcome {
         findings,
         errors,
@@ -389,6 +416,42 @@ fn check_keeping_view(
         summary,
     };
     (outcome, index)
+}
+
+/// Points each finding at its field's line: the files with findings are read again (standard
+/// input was kept), rendered with the same variables, and each path looked up in its document.
+fn locate_fields(findings: &mut [Finding], vars: Option<&Vars>) {
+    let mut texts: HashMap<std::sync::Arc<str>, Option<String>> = HashMap::new();
+    for f in findings.iter_mut() {
+        if f.field.is_empty() {
+            continue;
+        }
+        let (Some(file), Some(start)) = (&f.subject.file, f.subject.line) else {
+            continue;
+        };
+        let text = texts.entry(file.clone()).or_insert_with(|| {
+            let text = if &**file == "-" {
+                manifests::stdin_text().map(str::to_string)
+            } else {
+                std::fs::read_to_string(&**file).ok()
+            }?;
+            Some(match vars {
+                Some(vars) => template::substitute(&text, vars),
+                None => text,
+            })
+        });
+        let Some(text) = text else { continue };
+        f.field_line = match f.subject.item {
+            // A `kind: List`'s items, or a bare list of objects.
+            Some(i) => {
+                manifests::lines::field_line(text, start, &format!("items[{i}].{}", f.field))
+                    .or_else(|| {
+                        manifests::lines::field_line(text, start, &format!("[{i}].{}", f.field))
+                    })
+            }
+            None => manifests::lines::field_line(text, start, &f.field),
+        };
+    }
 }
 
 /// Findings in the order of the files (as read) and documents they are about. Stable: within
@@ -449,7 +512,7 @@ pub fn judge(manifests: Vec<Manifest>, options: Options) -> (BTreeMap<Kind, usiz
     let mut phases = Phases::start();
     let steps = Steps::default();
     let held = par::map(&manifests, HOLD_PER_THREAD, |m| {
-        hold(m, |_| Vec::new(), &steps)
+        hold(m, |_| Vec::new(), Vec::new(), &steps)
     });
     drop(manifests);
     phases.done("mutate");
@@ -472,6 +535,8 @@ struct Held {
     schema: Vec<Finding>,
     /// What the mutation pass found: the values the patch fills in, a patch that cannot apply.
     mutation: Vec<Finding>,
+    /// Fields holding unresolved template placeholders, with the placeholder (not judged).
+    placeholders: Vec<(String, String)>,
     object: Packed,
 }
 
@@ -491,6 +556,7 @@ impl Identified for Held {
 fn hold(
     m: &Manifest,
     schema: impl FnOnce(&Value) -> Vec<Finding>,
+    placeholders: Vec<(String, String)>,
     steps: &Steps,
 ) -> (Held, Option<Projection>) {
     let mut mutation = Vec::new();
@@ -535,6 +601,7 @@ fn hold(
         key: m.key.clone(),
         schema,
         mutation,
+        placeholders,
         object: steps.time(Step::Pack, || Packed::new(&object)),
     };
     (held, projection)
@@ -554,9 +621,11 @@ fn judge_held(
     let mut objects = BTreeMap::new();
     let mut per_object: Vec<Vec<Finding>> = Vec::with_capacity(held.len());
     let mut mutations: Vec<Vec<Finding>> = Vec::with_capacity(held.len());
+    let mut templated: Vec<Vec<(String, String)>> = Vec::with_capacity(held.len());
     for h in &mut held {
         per_object.push(std::mem::take(&mut h.schema));
         mutations.push(std::mem::take(&mut h.mutation));
+        templated.push(std::mem::take(&mut h.placeholders));
     }
     let held = held;
     let (mut index, stored) = std::thread::scope(|s| {
@@ -566,7 +635,15 @@ fn judge_held(
         let mut first_seen: HashMap<&ObjKey, usize> = HashMap::with_capacity(held.len());
         for (i, (h, mut mutation)) in held.iter().zip(mutations).enumerate() {
             *objects.entry(h.kind).or_default() += 1;
-            if let Some(first) = first_seen.get(&h.key) {
+            // Two templates' `${NAMESPACE}/${NAME}` are not one object: who they are is unknown.
+            let templated = template::placeholder_in(&h.key.name).is_some()
+                || h.key
+                    .namespace
+                    .as_deref()
+                    .is_some_and(|ns| template::placeholder_in(ns).is_some());
+            if templated {
+                // Nothing to compare.
+            } else if let Some(first) = first_seen.get(&h.key) {
                 let first = &held[*first].source;
                 per_object[i].push(Finding::warn(
                     &Subject::at(&h.source, h.key.clone()),
@@ -609,7 +686,7 @@ fn judge_held(
         }
         found
     });
-    for (found, more) in per_object.iter_mut().zip(judged) {
+    for ((i, found), more) in per_object.iter_mut().enumerate().zip(judged) {
         // One finding per problem: where a rule denies a field the schema refuses too, the
         // rule's words stand (they say what is wrong in IPAM terms; the schema's say only that a
         // pattern failed). A rule's warning never hides a schema denial.
@@ -625,12 +702,49 @@ fn judge_held(
         }
         drop(denied);
         found.extend(more);
+        if !templated[i].is_empty() {
+            let subject = Subject::at(&held[i].source, held[i].key.clone());
+            not_judged(&subject, &templated[i], found);
+        }
     }
     let findings = per_object.into_iter().flatten().collect();
     // The packed documents are freed here, inside the phase that used them last.
     drop(held);
     phases.done("judge");
     (objects, findings, index)
+}
+
+/// An object with fields holding unresolved placeholders: nothing is said about those fields
+/// (a schema pattern or a rule would only say that `${VAR}` is not an address), and one
+/// finding, first, says which were not judged.
+fn not_judged(subject: &Subject, placeholders: &[(String, String)], found: &mut Vec<Finding>) {
+    if placeholders.is_empty() {
+        return;
+    }
+    found.retain(|f| {
+        !placeholders
+            .iter()
+            .any(|(field, _)| template::touches(&f.field, field))
+    });
+    const SHOWN: usize = 5;
+    let mut listed: Vec<String> = placeholders
+        .iter()
+        .take(SHOWN)
+        .map(|(field, p)| format!("{p} at {field}"))
+        .collect();
+    if placeholders.len() > SHOWN {
+        listed.push(format!("and {} more", placeholders.len() - SHOWN));
+    }
+    found.insert(
+        0,
+        Finding::new(
+            subject,
+            "",
+            format!("not judged: unresolved {}", listed.join(", ")),
+            crate::catalogue::TEMPLATE,
+            Severity::Info,
+        ),
+    );
 }
 
 fn request<'a>(kind: Kind, version: &'a str, key: &'a ObjKey, object: &'a Value) -> Request<'a> {

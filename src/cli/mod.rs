@@ -336,6 +336,14 @@ pub struct CheckArgs {
     /// release the project tests against.
     #[arg(long, value_name = "VERSION")]
     pub kube_version: Option<String>,
+    /// Give a cluster template's placeholder a value (repeatable): `${NAME}` (and clusterctl's
+    /// other forms, e.g. `${NAME:=default}`) is replaced in each file's text before it is parsed,
+    /// as `clusterctl generate cluster` does. Fields still holding a placeholder are not judged.
+    #[arg(long = "var", value_name = "NAME=VALUE")]
+    pub vars: Vec<String>,
+    /// Take placeholder values from the environment too (a --var wins).
+    #[arg(long)]
+    pub env: bool,
     /// Files or directories of YAML/JSON manifests (multi-document YAML and `kind: List` are
     /// read); `-` reads standard input (e.g. `kustomize build . | ipam-guard check -`).
     #[arg(required = true)]

@@ -19,6 +19,8 @@ use crate::model::ObjKey;
 pub enum Severity {
     Deny,
     Warn,
+    /// Not a problem: what was not judged and why (`check`: unresolved template placeholders).
+    Info,
 }
 
 /// The object a finding is about, and where it was read (`check`; None for `audit`): file,
@@ -27,6 +29,8 @@ pub enum Severity {
 pub struct Subject {
     pub file: Option<Arc<str>>,
     pub document: Option<usize>,
+    /// Inside a list document: the item (0-based).
+    pub item: Option<usize>,
     pub line: Option<usize>,
     pub key: Who,
 }
@@ -98,6 +102,7 @@ impl Subject {
         Subject {
             file,
             document: None,
+            item: None,
             line: None,
             key: Who::Served(key),
         }
@@ -111,6 +116,7 @@ impl Subject {
         Subject {
             file: Some(source.file.clone()),
             document: source.document,
+            item: source.item,
             line: source.line,
             key,
         }
@@ -163,6 +169,9 @@ pub struct Finding {
     pub message: String,
     pub rule: &'static str,
     pub severity: Severity,
+    /// The line (1-based) of `field` in its file, when `check` could find it; else the
+    /// document's line (`subject.line`) stands.
+    pub field_line: Option<usize>,
 }
 
 impl Finding {
@@ -173,6 +182,7 @@ impl Finding {
             message: e.body(),
             rule: e.rule.as_str(),
             severity: Severity::Deny,
+            field_line: None,
         }
     }
 
@@ -183,6 +193,7 @@ impl Finding {
             message: w.message.clone(),
             rule: w.rule.as_str(),
             severity: Severity::Warn,
+            field_line: None,
         }
     }
 
@@ -200,7 +211,13 @@ impl Finding {
             message: message.into(),
             rule,
             severity,
+            field_line: None,
         }
+    }
+
+    /// Where to point a reader: the field's line, else its document's.
+    pub fn line(&self) -> Option<usize> {
+        self.field_line.or(self.subject.line)
     }
 
     /// The kind, when ipam-guard judges it.
@@ -213,13 +230,19 @@ impl Finding {
 }
 
 impl fmt::Display for Finding {
-    /// `[warning: ]<file>: <Kind> <namespace>/<name>: <field>: <message> [<id>]`.
+    /// `[warning: |info: ]<file>:<line>: <Kind> <namespace>/<name>: <field>: <message> [<id>]`
+    /// (the field's line when known, else the document's; no line when not read from a file).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.severity == Severity::Warn {
-            f.write_str("warning: ")?;
+        match self.severity {
+            Severity::Warn => f.write_str("warning: ")?,
+            Severity::Info => f.write_str("info: ")?,
+            Severity::Deny => {}
         }
         if let Some(file) = &self.subject.file {
-            write!(f, "{file}: ")?;
+            match self.line() {
+                Some(line) => write!(f, "{file}:{line}: ")?,
+                None => write!(f, "{file}: ")?,
+            }
         }
         write!(f, "{}: ", self.subject.key)?;
         if !self.field.is_empty() {
@@ -266,7 +289,7 @@ impl<'a> From<&'a Finding> for Wire<'a> {
             rule: Some(f.rule),
             severity: f.severity.name(),
             document: f.subject.document,
-            line: f.subject.line,
+            line: f.line(),
         }
     }
 }
@@ -295,6 +318,7 @@ impl Severity {
         match self {
             Severity::Deny => "deny",
             Severity::Warn => "warn",
+            Severity::Info => "info",
         }
     }
 }
@@ -309,6 +333,9 @@ pub struct Report<'a> {
     /// Where the objects came from when not from files (`audit`: `cluster`): JSON writes it as
     /// `source` in place of `file`.
     pub source: Option<&'static str>,
+    /// With a summary (`check`), JSON is `{"findings": [...], "summary": {...}}`; without, the
+    /// array of findings alone.
+    pub summary: Option<&'a Summary>,
 }
 
 /// Writes findings in the chosen format: one line each (errors go to stderr in text mode, see
@@ -349,7 +376,22 @@ pub fn write_report(out: &mut dyn Write, format: OutputFormat, r: &Report) -> io
                 })
                 .chain(r.problems.iter().map(Wire::from))
                 .collect();
-            serde_json::to_writer_pretty(&mut *out, &wire).map_err(io::Error::other)?;
+            #[derive(Serialize)]
+            struct WithSummary<'a> {
+                findings: &'a [Wire<'a>],
+                summary: SummaryWire<'a>,
+            }
+            match r.summary {
+                Some(summary) => serde_json::to_writer_pretty(
+                    &mut *out,
+                    &WithSummary {
+                        findings: &wire,
+                        summary: summary.wire(),
+                    },
+                ),
+                None => serde_json::to_writer_pretty(&mut *out, &wire),
+            }
+            .map_err(io::Error::other)?;
             writeln!(out)?;
         }
         OutputFormat::Sarif => {
@@ -392,9 +434,13 @@ fn sarif(r: &Report) -> serde_json::Value {
             };
             json!({
                 "ruleId": f.rule,
-                "level": match f.severity { Severity::Deny => "error", Severity::Warn => "warning" },
+                "level": match f.severity {
+                    Severity::Deny => "error",
+                    Severity::Warn => "warning",
+                    Severity::Info => "note",
+                },
                 "message": {"text": format!("{}: {field}{}", f.subject.key, f.message)},
-                "locations": location(f.subject.file.as_deref(), f.subject.line),
+                "locations": location(f.subject.file.as_deref(), f.line()),
             })
         })
         .collect();
@@ -513,7 +559,7 @@ fn junit(out: &mut dyn Write, r: &Report) -> io::Result<()> {
             .collect();
         let warnings: Vec<&&Finding> = found
             .iter()
-            .filter(|f| f.severity == Severity::Warn)
+            .filter(|f| f.severity != Severity::Deny)
             .collect();
         if let Some(first) = denials.first() {
             writeln!(
@@ -554,6 +600,30 @@ fn junit(out: &mut dyn Write, r: &Report) -> io::Result<()> {
     writeln!(out, "</testsuites>")
 }
 
+/// `check -o json`'s `summary`: objects judged by kind, objects checked against their CRD only,
+/// what was skipped and why, and the counts (`errors`: inputs that could not be judged).
+#[derive(Serialize)]
+struct SummaryWire<'a> {
+    files: Option<usize>,
+    objects: BTreeMap<String, usize>,
+    schema_only: &'a BTreeMap<String, usize>,
+    skipped: SkippedWire<'a>,
+    not_judged: usize,
+    denials: usize,
+    warnings: usize,
+    errors: usize,
+}
+
+/// Why objects were skipped: kinds ipam-guard does not judge with no CRD at hand (by
+/// `Kind.group`), kinds that are not IPAM, documents that are not objects, excluded paths.
+#[derive(Serialize)]
+struct SkippedWire<'a> {
+    no_crd: &'a BTreeMap<String, usize>,
+    not_ipam: &'a BTreeMap<String, usize>,
+    not_objects: usize,
+    excluded: usize,
+}
+
 /// What was read and found, for stderr.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Summary {
@@ -573,16 +643,42 @@ pub struct Summary {
     pub excluded: usize,
     pub denials: usize,
     pub warnings: usize,
+    /// Objects with fields not judged: unresolved template placeholders (`check`).
+    pub not_judged: usize,
     /// Inputs that could not be read (files, documents).
     pub unreadable: usize,
 }
 
 impl Summary {
+    /// The JSON `summary` object of `check -o json`.
+    fn wire(&self) -> SummaryWire<'_> {
+        SummaryWire {
+            files: self.files,
+            objects: self
+                .objects
+                .iter()
+                .map(|(k, n)| (k.display_name(), *n))
+                .collect(),
+            schema_only: &self.schema_only,
+            skipped: SkippedWire {
+                no_crd: &self.skipped,
+                not_ipam: &self.not_ipam,
+                not_objects: self.not_objects,
+                excluded: self.excluded,
+            },
+            not_judged: self.not_judged,
+            denials: self.denials,
+            warnings: self.warnings,
+            errors: self.unreadable,
+        }
+    }
+
     pub fn count(&mut self, findings: &[Finding]) {
         for f in findings {
             match f.severity {
                 Severity::Deny => self.denials += 1,
                 Severity::Warn => self.warnings += 1,
+                Severity::Info => self.not_judged += 1,
             }
         }
     }
@@ -655,6 +751,13 @@ impl fmt::Display for Summary {
         }
         if self.excluded > 0 {
             writeln!(f, "excluded {}", plural(self.excluded, "path"))?;
+        }
+        if self.not_judged > 0 {
+            writeln!(
+                f,
+                "{} with unresolved ${{…}} placeholders: those fields not judged (give values with --var NAME=VALUE or --env)",
+                plural(self.not_judged, "object")
+            )?;
         }
         if self.unreadable > 0 {
             writeln!(f, "{} could not be read", plural(self.unreadable, "input"))?;

@@ -29,7 +29,7 @@ pub async fn run(args: &UsageArgs) -> i32 {
             match crate::cluster::live::client_and_server(args.kubeconfig.as_deref(), None).await {
                 Ok(c) => c,
                 Err(e) => {
-                    eprintln!("error: {e:#}");
+                    eprintln!("error: {}", crate::cluster::live::describe(&e));
                     return 2;
                 }
             };

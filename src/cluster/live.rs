@@ -104,6 +104,43 @@ pub fn watched(kind: Kind) -> bool {
         )
 }
 
+/// An error with each cause said once: kube's errors write their source into their own text, so
+/// `{:#}` would repeat the root cause at every layer. A layer whose text an outer layer already
+/// holds is left out.
+pub fn describe(e: &anyhow::Error) -> String {
+    describe_chain(e.chain())
+}
+
+fn describe_chain<'a>(
+    chain: impl Iterator<Item = &'a (dyn std::error::Error + 'static)>,
+) -> String {
+    let mut out = String::new();
+    for layer in chain {
+        let text = layer.to_string();
+        if !out.contains(&text) {
+            if !out.is_empty() {
+                out.push_str(": ");
+            }
+            out.push_str(&text);
+        }
+    }
+    out
+}
+
+/// Neither in a pod nor a kubeconfig at hand: both reasons, once each.
+fn no_cluster(
+    in_cluster: &dyn std::error::Error,
+    infer: &kube::config::InferConfigError,
+) -> anyhow::Error {
+    let kubeconfig = std::error::Error::source(infer)
+        .map(|k| describe_chain(std::iter::successors(Some(k), |e| e.source())))
+        .unwrap_or_else(|| infer.to_string());
+    anyhow::anyhow!(
+        "no cluster to talk to: not in a pod ({in_cluster}) and no usable KUBECONFIG or \
+         ~/.kube/config ({kubeconfig}); pass --kubeconfig"
+    )
+}
+
 /// Builds a client: `--kubeconfig` when given, else in-cluster, else `KUBECONFIG` / `~/.kube/config`.
 pub async fn client(kubeconfig: Option<&Path>) -> anyhow::Result<Client> {
     let config = match kubeconfig {
@@ -116,12 +153,9 @@ pub async fn client(kubeconfig: Option<&Path>) -> anyhow::Result<Client> {
         }
         None => match Config::incluster() {
             Ok(config) => config,
-            Err(in_cluster) => Config::infer().await.with_context(|| {
-                format!(
-                    "no cluster to talk to: not in a pod ({in_cluster}) and no usable \
-                     KUBECONFIG or ~/.kube/config; pass --kubeconfig"
-                )
-            })?,
+            Err(in_cluster) => Config::infer()
+                .await
+                .map_err(|e| no_cluster(&in_cluster, &e))?,
         },
     };
     Client::try_from(config).context("cannot build a Kubernetes client")
@@ -155,12 +189,9 @@ pub async fn client_and_server(
             .with_context(|| format!("context {context:?}"))?,
         (None, None) => match Config::incluster() {
             Ok(config) => config,
-            Err(in_cluster) => Config::infer().await.with_context(|| {
-                format!(
-                    "no cluster to talk to: not in a pod ({in_cluster}) and no usable \
-                     KUBECONFIG or ~/.kube/config; pass --kubeconfig"
-                )
-            })?,
+            Err(in_cluster) => Config::infer()
+                .await
+                .map_err(|e| no_cluster(&in_cluster, &e))?,
         },
     };
     let server = config.cluster_url.to_string();

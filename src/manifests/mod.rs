@@ -18,8 +18,10 @@
 
 mod find;
 mod identify;
+pub mod lines;
 mod packed;
 mod parse;
+pub mod template;
 #[cfg(test)]
 mod tests;
 mod to_json;
@@ -263,6 +265,18 @@ pub fn read_paths_keeping<T: Send>(
     each: impl Fn(Manifest) -> T + Sync,
     keep_other: impl Fn(&str, &str) -> bool + Sync,
 ) -> Loaded<T> {
+    read_paths_rendered(paths, exclude, None, each, keep_other)
+}
+
+/// As `read_paths_keeping`, with `vars` (when given) substituted into each file's text before
+/// it is parsed, as `clusterctl generate` renders a template (see `template`).
+pub fn read_paths_rendered<T: Send>(
+    paths: &[PathBuf],
+    exclude: &GlobSet,
+    vars: Option<&template::Vars>,
+    each: impl Fn(Manifest) -> T + Sync,
+    keep_other: impl Fn(&str, &str) -> bool + Sync,
+) -> Loaded<T> {
     let mut loaded = Loaded::default();
     let (inputs, excluded) = find::inputs(paths, exclude, &mut loaded.errors);
     loaded.files = inputs.len();
@@ -272,6 +286,7 @@ pub fn read_paths_keeping<T: Send>(
     let each = parse::Each {
         manifest: &each,
         keep_other: &keep_other,
+        vars,
     };
     let results = parse::parse_all(&inputs, &each);
     for r in results {
@@ -288,6 +303,11 @@ pub fn read_paths_keeping<T: Send>(
         }
     }
     loaded
+}
+
+/// The text read from standard input (`-`), once it has been read.
+pub fn stdin_text() -> Option<&'static str> {
+    parse::STDIN.get().map(String::as_str)
 }
 
 /// Reads one string of YAML (or JSON) as if it were a file named `name`.

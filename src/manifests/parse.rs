@@ -10,8 +10,12 @@ use serde::de::DeserializeSeed;
 
 use super::find::{Format, Input};
 use super::identify::dispatch;
+use super::template::Vars;
 use super::to_json::ToJson;
 use super::{LoadError, Manifest, Other, Problem, Source};
+
+/// Standard input as read (see `super::stdin_text`).
+pub(super) static STDIN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
 /// What one file gave: its objects, each already through the caller's `each`.
 #[derive(Debug)]
@@ -44,6 +48,8 @@ impl<T> Default for FileResult<T> {
 pub(super) struct Each<'a, T> {
     pub(super) manifest: &'a (dyn Fn(Manifest) -> T + Sync + 'a),
     pub(super) keep_other: &'a (dyn Fn(&str, &str) -> bool + Sync + 'a),
+    /// Template variables substituted into each file's text before it is parsed (`check --var`).
+    pub(super) vars: Option<&'a Vars>,
 }
 
 impl<'a, T> Each<'a, T> {
@@ -52,6 +58,7 @@ impl<'a, T> Each<'a, T> {
         Each {
             manifest,
             keep_other: &|_, _| false,
+            vars: None,
         }
     }
 }
@@ -66,7 +73,11 @@ fn parse_input<T>(input: &Input, each: &Each<T>) -> FileResult<T> {
         Some(p) => std::fs::read(p),
         None => {
             let mut buf = Vec::new();
-            std::io::stdin().lock().read_to_end(&mut buf).map(|_| buf)
+            std::io::stdin().lock().read_to_end(&mut buf).map(|_| {
+                // Kept for whoever points at lines later (`check`): stdin cannot be read twice.
+                let _ = STDIN.set(String::from_utf8_lossy(&buf).into_owned());
+                buf
+            })
         }
     };
     let bytes = match bytes {
@@ -91,6 +102,11 @@ fn parse_input<T>(input: &Input, each: &Each<T>) -> FileResult<T> {
             };
         }
     };
+    // As clusterctl does, on the text: a value without line breaks leaves every line in place.
+    let text = match each.vars {
+        Some(vars) if text.contains('$') => super::template::substitute(&text, vars),
+        _ => text,
+    };
     match input.format {
         Format::Yaml => parse_yaml(&input.name, &text, each),
         Format::Json => parse_json(&input.name, &text, each),
@@ -109,7 +125,7 @@ pub(super) fn parse_yaml<T>(file: &Arc<str>, text: &str, each: &Each<T>) -> File
                 let at = e.location().map(|l| (l.line(), l.column()));
                 let problem = match refused.into_inner() {
                     Some(r) => r.into_problem(at),
-                    None => Problem::Yaml(e.to_string()),
+                    None => Problem::Yaml(with_template_hint(e.to_string(), text)),
                 };
                 out.errors.push(LoadError::new(source, problem));
                 // The parser cannot resynchronise: later documents would repeat this error forever.
@@ -192,4 +208,15 @@ pub(super) fn json_value_lines(text: &str) -> Vec<usize> {
         }
     }
     lines
+}
+
+/// A cluster template may be YAML only once rendered (a whole block as one `${VAR}` line): the
+/// error says so.
+fn with_template_hint(error: String, text: &str) -> String {
+    match super::template::placeholder_in(text) {
+        Some(p) => format!(
+            "{error} (the file holds placeholders such as {p}: render it first, or give their values with --var NAME=VALUE or --env)"
+        ),
+        None => error,
+    }
 }
