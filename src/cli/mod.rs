@@ -191,6 +191,12 @@ pub struct ServeArgs {
     /// and set ipam_guard_violations{rule}; off by default. Makes no API calls.
     #[arg(long, value_parser = parse_duration)]
     pub audit_interval: Option<std::time::Duration>,
+    /// Refuse an IPAddress (CAPI or Metal3) for an address released less than DURATION ago in
+    /// the same address space (rule R1), e.g. 60s; off by default. An in-cluster pool's own
+    /// addressReuseGracePeriodSeconds wins for its addresses. Releases are remembered in memory
+    /// only: a restart forgets them.
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    pub reuse_grace: Option<std::time::Duration>,
     /// Log lines as human-readable text or as one JSON object per line (for log collectors).
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
