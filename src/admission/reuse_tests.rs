@@ -294,3 +294,15 @@ fn r1_the_decider_answers_from_its_own_view_for_a_forwarded_create() {
     answer.merge_into(&mut local);
     assert!(!local.allowed());
 }
+
+#[test]
+fn r1_a_restarted_view_remembers_no_release_and_refuses_nothing() {
+    // Before the restart: refused. After it, the view lists the cluster afresh (the old
+    // IPAddress is gone) and knows of no release: fail-safe, the new holder is admitted.
+    let (before, _) = view(&[pool(Some(60)), address("old", "10.0.0.15")], 0);
+    before.delete(&key(Kind::IPAddress, "old"));
+    assert!(!create(&before, &address("new", "10.0.0.15")).0);
+    let (after, _) = view(&[pool(Some(60))], 0);
+    let (allowed, causes) = create(&after, &address("new", "10.0.0.15"));
+    assert!(allowed, "{causes:?}");
+}

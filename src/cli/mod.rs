@@ -415,4 +415,22 @@ mod tests {
         use clap::CommandFactory;
         Cli::command().debug_assert();
     }
+
+    #[test]
+    fn r1_reuse_grace_is_off_unless_given() {
+        use clap::Parser;
+        let grace = |args: &[&str]| match Cli::try_parse_from(args).map(|c| c.command) {
+            Ok(Command::Serve(s)) => Ok(s.reuse_grace),
+            Ok(_) => unreachable!("serve parses as serve"),
+            Err(e) => Err(e.to_string()),
+        };
+        assert_eq!(grace(&["ipam-guard", "serve"]), Ok(None));
+        assert_eq!(
+            grace(&["ipam-guard", "serve", "--reuse-grace", "90s"]),
+            Ok(Some(std::time::Duration::from_secs(90)))
+        );
+        assert!(grace(&["ipam-guard", "serve", "--reuse-grace", "soon"])
+            .unwrap_err()
+            .contains("invalid duration"));
+    }
 }
