@@ -306,3 +306,28 @@ fn r1_a_restarted_view_remembers_no_release_and_refuses_nothing() {
     let (allowed, causes) = create(&after, &address("new", "10.0.0.15"));
     assert!(allowed, "{causes:?}");
 }
+
+#[test]
+fn r1_a_prefix_pools_sub_prefix_is_released_as_a_whole_under_the_flag() {
+    let pool = json!({"apiVersion": "ipam.cluster.x-k8s.io/v1alpha2", "kind": "InClusterPrefixPool",
+        "metadata": {"name": "v6", "namespace": "ns"},
+        "spec": {"prefixes": ["fd00:10::/48"], "allocationPrefixLength": 64}});
+    let sub = |name: &str, address: &str| {
+        json!({"apiVersion": "ipam.cluster.x-k8s.io/v1beta2", "kind": "IPAddress",
+            "metadata": {"name": name, "namespace": "ns"},
+            "spec": {"address": address, "prefix": 64, "claimRef": {"name": name},
+                "poolRef": {"apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterPrefixPool", "name": "v6"}}})
+    };
+    let (v, clock) = view(&[pool, sub("old", "fd00:10:0:1::")], 30);
+    v.delete(&key(Kind::IPAddress, "old"));
+    let (allowed, causes) = create(&v, &sub("new", "fd00:10:0:1::"));
+    assert!(!allowed);
+    assert!(
+        causes[0].contains("fd00:10:0:1:: was released by IPAddress ns/old 0s ago; the reuse grace is 30s (--reuse-grace)"),
+        "{causes:?}"
+    );
+    let (allowed, causes) = create(&v, &sub("next", "fd00:10:0:2::"));
+    assert!(allowed, "another sub-prefix: {causes:?}");
+    clock.advance(30 * SECOND);
+    assert!(create(&v, &sub("new", "fd00:10:0:1::")).0);
+}
