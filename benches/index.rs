@@ -99,6 +99,7 @@ fn pool(layout: &Layout, key: ObjKey, range: IpRange) -> PoolProj {
         skip_delete_check: false,
         recorded: AddrSet::empty(Family::V4),
         declared_subnet: None,
+        reuse_grace: None,
     }
 }
 

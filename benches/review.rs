@@ -68,6 +68,7 @@ fn reviews(c: &mut Criterion) {
     let ctx = Ctx {
         index: &index,
         options: Options::default(),
+        now: std::time::Instant::now(),
     };
     let mut g = c.benchmark_group("rules");
     for case in Case::ALL {

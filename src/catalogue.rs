@@ -16,7 +16,13 @@ pub enum Setting {
     ViewNotSynced,
     /// The review is sent without its object (REQ): only a broken caller does that.
     WithoutObject,
+    /// The address objects of `cluster` were deleted [`RELEASED_AGO`] seconds before the write,
+    /// and the view saw them go (R1).
+    AfterRelease,
 }
+
+/// How long before an `AfterRelease` example's write its addresses were deleted.
+pub const RELEASED_AGO: u64 = 12;
 
 /// A write that triggers the rule.
 #[derive(Debug, Clone, Copy)]
@@ -483,6 +489,52 @@ spec:
   claimRef: {name: web-0}
   poolRef: {apiGroup: ipam.cluster.x-k8s.io, kind: InClusterIPPool, name: nodes}
 "), ADDRESS_WEB),
+    },
+    Rule {
+        id: RuleId::R1,
+        kinds: "IPAddress (CAPI and Metal3)",
+        operations: "CREATE",
+        field: "spec.address",
+        summary: "Reuse grace: an address released less than the grace ago (its IPAddress deleted) is not given to a new holder in the same address space, because top-of-rack switches keep the old owner's ARP/NDP entry and black-hole the new one. The grace is the in-cluster pool's own `spec.addressReuseGracePeriodSeconds` (v1alpha2) when the pool sets it (0 included: free at once), else `serve --reuse-grace` (off by default); as the in-cluster provider does, a pool being deleted gives no grace of its own. The release begins when the address object or its claim was first seen marked for deletion (the provider measures its grace from the claim's deletion and holds the IPAddress meanwhile), else when it went. The same object re-created for the same claim (a restore, a retried create) is not a new holder and passes. Releases are remembered from the watch, in memory, at most 50,000 and each only for its grace: a restart forgets them, and what the view does not remember it does not refuse (fail-safe). Scoped as A9 by `--overlap-scope` (`off` turns it off). An address of a prefix pool is its sub-prefix's network address (A8), so its release counts for the whole sub-prefix; prefix pools have no grace field of their own, so `--reuse-grace` applies to them.",
+        example: Example {
+            setting: Setting::AfterRelease,
+            ..with_cluster(ex("CREATE", "\
+apiVersion: ipam.cluster.x-k8s.io/v1beta2
+kind: IPAddress
+metadata: {name: web-1, namespace: team-a}
+spec:
+  address: 10.0.0.11
+  prefix: 24
+  gateway: 10.0.0.1
+  claimRef: {name: web-1}
+  poolRef: {apiGroup: ipam.cluster.x-k8s.io, kind: InClusterIPPool, name: nodes}
+"), "\
+apiVersion: ipam.cluster.x-k8s.io/v1alpha2
+kind: InClusterIPPool
+metadata: {name: nodes, namespace: team-a}
+spec:
+  addresses: [10.0.0.10-10.0.0.50]
+  gateway: 10.0.0.1
+  prefix: 24
+  addressReuseGracePeriodSeconds: 60
+---
+apiVersion: ipam.cluster.x-k8s.io/v1beta2
+kind: IPAddressClaim
+metadata: {name: web-1, namespace: team-a}
+spec:
+  poolRef: {apiGroup: ipam.cluster.x-k8s.io, kind: InClusterIPPool, name: nodes}
+---
+apiVersion: ipam.cluster.x-k8s.io/v1beta2
+kind: IPAddress
+metadata: {name: web-0, namespace: team-a}
+spec:
+  address: 10.0.0.11
+  prefix: 24
+  gateway: 10.0.0.1
+  claimRef: {name: web-0}
+  poolRef: {apiGroup: ipam.cluster.x-k8s.io, kind: InClusterIPPool, name: nodes}
+")
+        },
     },
     // === In-cluster pools ===
     Rule {
@@ -1309,7 +1361,7 @@ whose variable has no value and no default stays unresolved and is reported as a
         id: "X1",
         title: "rules that read other objects read a view",
         text: "\
-Rules that read other objects (A6–A9, C3, P8–P10, MP4, MA4, S5, V1: each entry says \
+Rules that read other objects (A6–A9, R1, C3, P8–P10, MP4, MA4, S5, V1: each entry says \
 \"Reads other objects: yes\") read an in-memory view of the cluster fed by watches, never the \
 API server on the request path: an answer costs no API call, and its latency does not depend \
 on the API server's.",
@@ -1410,6 +1462,10 @@ pub const DIFFERENCES: &[Difference] = &[
         "allowed (it checks syntax, prefix bounds and the claim's pool only)",
         "refused (A3, A7, A8, A9)",
         "these are the writes that give one address to two machines or route through a gateway that cannot be reached"),
+    diff(ALL_PROVIDERS, "an IPAddress (CAPI or Metal3) for an address whose previous IPAddress in the same address space was deleted less than the reuse grace ago (`serve --reuse-grace`, or the in-cluster pool's `addressReuseGracePeriodSeconds`)",
+        "allowed (the in-cluster provider keeps its pool's grace in its controller, by holding the old IPAddress; no provider webhook refuses a new holder)",
+        "refused (R1), except the same object re-created for the same claim",
+        "a restore, a hand-written IPAddress or another controller is not held back by the provider's controller, and switches keep the old owner's ARP/NDP entry for the grace"),
     diff("Cluster API", "IPAddress / IPAddressClaim spec change",
         "refused as one `spec: Forbidden` cause with a diff",
         "refused with one Invalid cause per changed field (A10, C4)",

@@ -54,6 +54,7 @@ pub enum RuleId {
     A8,
     A9,
     A10,
+    R1,
     P1,
     P2,
     P3,
@@ -109,7 +110,7 @@ pub enum RuleId {
 
 impl RuleId {
     /// Every id this build reports, in catalogue order.
-    pub const ALL: [RuleId; 63] = [
+    pub const ALL: [RuleId; 64] = [
         RuleId::C1,
         RuleId::C2,
         RuleId::C3,
@@ -125,6 +126,7 @@ impl RuleId {
         RuleId::A8,
         RuleId::A9,
         RuleId::A10,
+        RuleId::R1,
         RuleId::P1,
         RuleId::P2,
         RuleId::P3,
@@ -193,6 +195,7 @@ impl RuleId {
             RuleId::A8 => "A8",
             RuleId::A9 => "A9",
             RuleId::A10 => "A10",
+            RuleId::R1 => "R1",
             RuleId::P1 => "P1",
             RuleId::P2 => "P2",
             RuleId::P3 => "P3",
@@ -258,7 +261,7 @@ impl RuleId {
         match self {
             S9 | MP5 | S8 | C1 | C2 | C4 | C5 | A2 | A3 | A5 | A7 | A9 | A10 | P1 | P3 | P4
             | P5 | P6 | P8 | P9 | P10 | PP1 | PP3 | PP7 | MP3 | MP4 | MC1 | MC2 | MC3 | MA2
-            | MA3 | MA4 | S1 | S2 | S4 | S5 | S6 | REQ => Effect::Deny,
+            | MA3 | MA4 | S1 | S2 | S4 | S5 | S6 | REQ | R1 => Effect::Deny,
             MA5 | S7 | C3 | A1 | A6 | A8 | P2 | PP2 | PP4 | PP5 | MP1 | MP2 | MC4 | MA1 | S3
             | X3 => Effect::DenyOrWarn,
             A4 | P7 | PP6 | V1 | K1 => Effect::Warn,
@@ -275,7 +278,7 @@ impl RuleId {
     pub fn reads_view(self) -> bool {
         use RuleId::*;
         match self {
-            S9 | C3 | A6 | A7 | A8 | A9 | P8 | P9 | P10 | MP4 | MC4 | MA4 | S5 | V1 => true,
+            S9 | C3 | A6 | A7 | A8 | A9 | R1 | P8 | P9 | P10 | MP4 | MC4 | MA4 | S5 | V1 => true,
             MA5 | MP5 | S7 | S8 | C1 | C2 | C4 | C5 | A1 | A2 | A3 | A4 | A5 | A10 | P1 | P2
             | P3 | P4 | P5 | P6 | P7 | P11 | PP1 | PP2 | PP3 | PP4 | PP5 | PP6 | PP7 | MP1
             | MP2 | MP3 | MC1 | MC2 | MC3 | MA1 | MA2 | MA3 | S1 | S2 | S3 | S4 | S6 | M1 | M2

@@ -363,6 +363,7 @@ fn conditions_never_skip_a_request_a_rule_answers() {
                                 let ctx = Ctx {
                                     index: &index,
                                     options,
+                                    now: std::time::Instant::now(),
                                 };
                                 let v = rules::validate(&request(kind, &version, op, o, s), &ctx);
                                 assert!(

@@ -136,6 +136,8 @@ fn sendable(rule: &Rule) -> bool {
     let e = &rule.example;
     rule.effect() != Effect::CheckOnly
         && e.setting != Setting::WithoutObject
+        // R1 needs a delete the view saw before the write and time passing within a grace.
+        && e.setting != Setting::AfterRelease
         && docs(e.object)
             .first()
             .and_then(kind_of)

@@ -84,6 +84,7 @@ fn pool_with(key: impl Strategy<Value = ObjKey>) -> impl Strategy<Value = PoolPr
             skip_delete_check: false,
             recorded: AddrSet::empty(Family::V4),
             declared_subnet: None,
+            reuse_grace: None,
         }
     })
 }

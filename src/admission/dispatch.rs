@@ -63,6 +63,7 @@ impl Admission {
         }
         let synced = self.inner.view.synced();
         let options = self.inner.options;
+        let now = self.inner.view.now();
         // Judged outside the decision lock, on one consistent reading of the view: only what
         // records a pending entry needs the lock, and under it the work is redone only when the
         // view changed since that reading (another admission, a watch event, an expiry).
@@ -73,6 +74,7 @@ impl Admission {
                 &Ctx {
                     index: &index,
                     options,
+                    now,
                 },
             );
             (verdict, index.version())
@@ -82,7 +84,14 @@ impl Admission {
         if recorded {
             self.inner.view.decide_as(caller, &mut |index| {
                 if index.version() != seen {
-                    verdict = rules::validate(req, &Ctx { index, options });
+                    verdict = rules::validate(
+                        req,
+                        &Ctx {
+                            index,
+                            options,
+                            now,
+                        },
+                    );
                     pending = admitted(req, &verdict);
                     recorded = pending.is_some();
                 }
@@ -116,6 +125,7 @@ impl Admission {
             &Ctx {
                 index: &index,
                 options: self.inner.options,
+                now: self.inner.view.now(),
             },
         );
         if !self.inner.view.synced() {

@@ -290,6 +290,8 @@ impl Admission {
 }
 
 #[cfg(test)]
+mod reuse_tests;
+#[cfg(test)]
 mod routing_tests;
 
 #[cfg(test)]

@@ -678,7 +678,11 @@ fn judge_held(
         let object = h.object.unpack();
         let verdict = rules::validate(
             &request(h.kind, &h.version, &h.key, &object),
-            &Ctx { index, options },
+            &Ctx {
+                index,
+                options,
+                now: std::time::Instant::now(),
+            },
         );
         let mut found = Vec::new();
         if !quiet(&verdict) {

@@ -298,13 +298,23 @@ pub fn show(rule: &Rule) -> Result<Shown, String> {
         });
     }
 
+    let clock = crate::cluster::ManualClock::new();
     let shared = Shared::new(
         crate::cluster::StaticView::from_manifests(manifests("cluster.yaml", e.cluster)?)
             .into_index(),
-    );
+    )
+    .with_clock(clock.clone());
+    if e.setting == Setting::AfterRelease {
+        // As the watch reports a delete, then time passes.
+        let gone: Vec<_> = shared.read().addresses().map(|a| a.key.clone()).collect();
+        for key in &gone {
+            shared.delete(key);
+        }
+        clock.advance(std::time::Duration::from_secs(catalogue::RELEASED_AGO));
+    }
     let view: Arc<dyn ClusterView> = match e.setting {
         Setting::ViewNotSynced => Arc::new(NotSynced(shared)),
-        Setting::Default | Setting::WithoutObject => Arc::new(shared),
+        Setting::Default | Setting::WithoutObject | Setting::AfterRelease => Arc::new(shared),
     };
     let admission = Admission::new(view, Options::default());
     let old = match e.old {
@@ -419,6 +429,12 @@ pub fn entry(rule: &Rule) -> String {
     }
     if e.setting == Setting::ViewNotSynced {
         s.push_str("While ipam-guard has not finished reading the cluster (its view has not synced yet):\n\n");
+    }
+    if e.setting == Setting::AfterRelease {
+        s.push_str(&format!(
+            "Then the IPAddress above is deleted (`kubectl delete ipaddresses.ipam.cluster.x-k8s.io web-0 -n team-a`), and {} s later:\n\n",
+            catalogue::RELEASED_AGO
+        ));
     }
     match shown {
         Ok(shown) => {

@@ -224,6 +224,12 @@ pub struct ServeArgs {
     /// and set ipam_guard_violations{rule}; off by default. Makes no API calls.
     #[arg(long, value_parser = parse_duration)]
     pub audit_interval: Option<std::time::Duration>,
+    /// Refuse an IPAddress (CAPI or Metal3) for an address released less than DURATION ago in
+    /// the same address space (rule R1), e.g. 60s; off by default. An in-cluster pool's own
+    /// addressReuseGracePeriodSeconds wins for its addresses. Releases are remembered in memory
+    /// only: a restart forgets them.
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    pub reuse_grace: Option<std::time::Duration>,
     /// Log lines as human-readable text or as one JSON object per line (for log collectors).
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -457,5 +463,23 @@ mod tests {
     fn cli_parses() {
         use clap::CommandFactory;
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn r1_reuse_grace_is_off_unless_given() {
+        use clap::Parser;
+        let grace = |args: &[&str]| match Cli::try_parse_from(args).map(|c| c.command) {
+            Ok(Command::Serve(s)) => Ok(s.reuse_grace),
+            Ok(_) => unreachable!("serve parses as serve"),
+            Err(e) => Err(e.to_string()),
+        };
+        assert_eq!(grace(&["ipam-guard", "serve"]), Ok(None));
+        assert_eq!(
+            grace(&["ipam-guard", "serve", "--reuse-grace", "90s"]),
+            Ok(Some(std::time::Duration::from_secs(90)))
+        );
+        assert!(grace(&["ipam-guard", "serve", "--reuse-grace", "soon"])
+            .unwrap_err()
+            .contains("invalid duration"));
     }
 }

@@ -202,8 +202,15 @@ async fn build_view(
     let client = crate::cluster::live::client(args.kubeconfig.as_deref()).await?;
     let options = LiveOptions {
         pending_ttl: args.decider.pending_ttl,
+        reuse_grace: args.reuse_grace.unwrap_or_default(),
         ..LiveOptions::default()
     };
+    if let Some(grace) = args.reuse_grace.filter(|g| !g.is_zero()) {
+        tracing::info!(
+            ?grace,
+            "reuse grace on (R1): an address released less than this long ago is refused to a new holder; releases are remembered from the watch, in memory only"
+        );
+    }
     let view = LiveView::start(client.clone(), options);
     // `--dev --kubeconfig` is one developer's process: it decides alone.
     Ok((view, (!args.dev).then_some(client)))

@@ -70,6 +70,9 @@ pub struct LiveOptions {
     /// `timeoutSeconds` of each watch request (whole seconds, at least 1); keep it below
     /// `health_bound`.
     pub watch_timeout: Duration,
+    /// `--reuse-grace`: how long a released address stays unavailable to a new holder when its
+    /// pool sets no grace of its own (R1). Zero: off.
+    pub reuse_grace: Duration,
 }
 
 impl Default for LiveOptions {
@@ -79,6 +82,7 @@ impl Default for LiveOptions {
             pending_ttl: PENDING_TTL,
             health_bound: HEALTH_BOUND,
             watch_timeout: WATCH_TIMEOUT,
+            reuse_grace: Duration::ZERO,
         }
     }
 }
@@ -368,6 +372,10 @@ impl KindFeed {
 
     fn upsert(&self, shared: &Shared, obj: WatchedObject) -> Option<ObjKey> {
         let key = self.key(&obj)?;
+        if obj.metadata.deletion_timestamp.is_some() {
+            // An address's release begins when it or its claim starts to go (R1).
+            shared.deleting(&key);
+        }
         let value = obj.into_value(&self.resource);
         let projection = model::project(self.kind, &value);
         shared.apply(&key, projection);
@@ -422,6 +430,7 @@ impl LiveView {
         let status = Arc::new(Status::new(options.health_bound));
         let shared = Arc::new(
             Shared::with_ttl(Default::default(), options.pending_ttl)
+                .with_reuse_grace(options.reuse_grace)
                 .with_hold(status.clone())
                 .with_clock(clock.clone()),
         );
@@ -512,6 +521,9 @@ impl ClusterView for LiveView {
     }
     fn watch_health(&self) -> Vec<WatchHealth> {
         self.status.health(self.clock.now())
+    }
+    fn now(&self) -> std::time::Instant {
+        self.clock.now()
     }
     fn decide_as(
         &self,

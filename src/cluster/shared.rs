@@ -51,6 +51,9 @@ pub struct Shared {
     strangers: StrangerPolicy,
     hold: Option<Arc<dyn PendingHold>>,
     clock: Arc<dyn Clock>,
+    /// `--reuse-grace`: how long an address released from a pool that sets no grace of its own
+    /// stays unavailable to a new holder (R1). Zero: off.
+    reuse_grace: Duration,
 }
 
 #[derive(Debug, Default)]
@@ -65,6 +68,11 @@ struct State {
     /// TTL. Slots of entries since confirmed by the watch are skipped when they come up.
     expiries: BinaryHeap<Reverse<(Instant, ObjKey)>>,
     strikes: Strikes,
+    /// Address objects and claims the watch has shown marked for deletion, with when it first
+    /// did: an address's release begins when it or its claim began to go (the in-cluster provider
+    /// measures its grace from the claim's deletion and holds the IPAddress meanwhile). Only
+    /// objects that still exist are here, so it is bounded by the view.
+    deleting: HashMap<ObjKey, Instant>,
 }
 
 #[derive(Debug)]
@@ -108,13 +116,22 @@ impl Shared {
                 pending: HashMap::new(),
                 expiries: BinaryHeap::new(),
                 strikes: Strikes::default(),
+                deleting: HashMap::new(),
             }),
             decisions: Mutex::new(()),
             ttl,
             strangers: StrangerPolicy::default(),
             hold: None,
             clock: clock::system(),
+            reuse_grace: Duration::ZERO,
         }
+    }
+
+    /// As given, remembering released addresses for `grace` when their pool sets no grace of its
+    /// own (`--reuse-grace`, R1; zero is off).
+    pub fn with_reuse_grace(mut self, grace: Duration) -> Self {
+        self.reuse_grace = grace;
+        self
     }
 
     /// As given, reading the time from `clock` (tests move a `ManualClock` instead of sleeping).
@@ -195,6 +212,7 @@ impl Shared {
             pending,
             expiries,
             strikes,
+            ..
         } = &mut *state;
         let (expires, stranger) = match *caller {
             Caller::Trusted => (now + self.ttl, None),
@@ -253,6 +271,11 @@ impl Shared {
                 .expiries
                 .peek()
                 .is_some_and(|Reverse((at, _))| *at <= now)
+                || state
+                    .index
+                    .releases()
+                    .next_end()
+                    .is_some_and(|at| at <= now)
         };
         if !due(&self.state_read()) {
             return;
@@ -263,7 +286,9 @@ impl Shared {
             pending,
             expiries,
             strikes,
+            ..
         } = &mut *state;
+        index.expire_releases(now);
         let mut barred = Vec::new();
         while let Some(Reverse((at, key))) = expiries.peek() {
             if *at > now {
@@ -352,30 +377,103 @@ impl Shared {
         }
     }
 
-    /// The watch shows `key` deleted.
+    /// The watch shows `key` deleted. An address object's release is remembered (R1).
     pub fn delete(&self, key: &ObjKey) {
+        let now = self.clock.now();
         let mut state = self.state_write();
         state.pending.remove(key);
-        state.index.remove(key);
+        self.gone(&mut state, key, now);
     }
 
-    /// End of a relist of `kind`: objects of that kind not in `seen` are gone. Pending entries
-    /// stay (admitted writes the list may predate), but no longer cover a real object.
-    pub fn finish_relist(&self, kind: Kind, seen: &HashSet<ObjKey>) {
+    /// The watch shows `key` marked for deletion (a `deletionTimestamp`): for an address object
+    /// or a claim, the release of what it holds begins now, or when first seen so.
+    pub fn deleting(&self, key: &ObjKey) {
+        if !releases_of(key.kind) && key.kind != Kind::IPAddressClaim {
+            return;
+        }
+        let now = self.clock.now();
         let mut state = self.state_write();
-        let State { index, pending, .. } = &mut *state;
-        for (key, entry) in pending.iter_mut() {
-            if key.kind == kind && !seen.contains(key) {
-                entry.displaced = None;
+        state.deleting.entry(key.clone()).or_insert(now);
+    }
+
+    /// Removes `key` from the index as gone from the cluster: an address object as a release
+    /// that began when it or its claim first showed a deletion, else now; a claim hands the time
+    /// its deletion began to its addresses, which the provider deletes after it.
+    fn gone(&self, state: &mut State, key: &ObjKey, now: Instant) {
+        let State {
+            index, deleting, ..
+        } = state;
+        let since = deleting.remove(key);
+        if releases_of(key.kind) {
+            let claim_since = index
+                .address(key)
+                .and_then(|a| a.claim.as_deref())
+                .and_then(|c| {
+                    let claim = ObjKey::new(Kind::IPAddressClaim, key.namespace.as_deref(), c);
+                    deleting.get(&claim).copied()
+                })
+                .filter(|_| key.kind == Kind::IPAddress);
+            let began = [since, claim_since]
+                .into_iter()
+                .flatten()
+                .fold(now, Instant::min);
+            index.release_address(key, began, self.reuse_grace);
+            return;
+        }
+        if let (Some(since), Kind::IPAddressClaim) = (since, key.kind) {
+            let ns = key.namespace.as_deref().unwrap_or_default();
+            let addresses: Vec<ObjKey> = index
+                .addresses_for_claim(Kind::IPAddress, ns, &key.name)
+                .into_iter()
+                .map(|a| a.key.clone())
+                .collect();
+            for a in addresses {
+                let at = deleting.entry(a).or_insert(since);
+                *at = (*at).min(since);
             }
         }
-        index.retain_kind(kind, |k| seen.contains(k) || pending.contains_key(k));
+        index.remove(key);
     }
 
-    /// The kind is no longer served (its CRD was removed): forget its objects and pending entries.
+    /// End of a relist of `kind`: objects of that kind not in `seen` are gone (address objects
+    /// as releases, as `delete`). Pending entries stay (admitted writes the list may predate),
+    /// but no longer cover a real object.
+    pub fn finish_relist(&self, kind: Kind, seen: &HashSet<ObjKey>) {
+        let now = self.clock.now();
+        let mut state = self.state_write();
+        let vanished: Vec<ObjKey> = {
+            let State { index, pending, .. } = &mut *state;
+            for (key, entry) in pending.iter_mut() {
+                if key.kind == kind && !seen.contains(key) {
+                    entry.displaced = None;
+                }
+            }
+            index
+                .addresses()
+                .map(|a| &a.key)
+                .filter(|k| k.kind == kind && !seen.contains(*k) && !pending.contains_key(*k))
+                .cloned()
+                .collect()
+        };
+        for key in &vanished {
+            self.gone(&mut state, key, now);
+        }
+        let State {
+            index,
+            pending,
+            deleting,
+            ..
+        } = &mut *state;
+        index.retain_kind(kind, |k| seen.contains(k) || pending.contains_key(k));
+        deleting.retain(|k, _| k.kind != kind || seen.contains(k));
+    }
+
+    /// The kind is no longer served (its CRD was removed): forget its objects and pending
+    /// entries. Its addresses are not releases: nothing can hold one until the kind is back.
     pub fn clear_kind(&self, kind: Kind) {
         let mut state = self.state_write();
         state.pending.retain(|k, _| k.kind != kind);
+        state.deleting.retain(|k, _| k.kind != kind);
         state.index.clear_kind(kind);
     }
 
@@ -403,6 +501,9 @@ impl ClusterView for Shared {
     fn synced(&self) -> bool {
         true
     }
+    fn now(&self) -> Instant {
+        self.clock.now()
+    }
     fn object_counts(&self) -> Vec<(Kind, usize)> {
         self.read().counts()
     }
@@ -418,6 +519,11 @@ impl ClusterView for Shared {
     fn decide_as(&self, caller: &Caller, f: &mut dyn FnMut(&Index) -> Option<Projection>) {
         Shared::decide_as(self, caller, |index| ((), f(index)));
     }
+}
+
+/// Kinds whose objects hold addresses (CAPI and Metal3 IPAddress): their deletion is a release.
+fn releases_of(kind: Kind) -> bool {
+    matches!(kind, Kind::IPAddress | Kind::Metal3IPAddress)
 }
 
 /// Drops a pending entry's object from the index and restores what it covered.

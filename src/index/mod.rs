@@ -20,6 +20,7 @@
 //! the answer (sorted so answers do not depend on insertion history); relists O(n).
 
 pub mod free;
+pub mod releases;
 mod segments;
 pub mod usage;
 
@@ -28,11 +29,13 @@ use std::collections::hash_map::{Entry, RandomState};
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasher, Hash, Hasher};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use crate::address::{AddrSet, Family, Ip, IpRange};
 use crate::kinds::{Kind, DEFAULT_ADDRESS_SPACE};
 use crate::model::{AddressProj, ClaimProj, ObjKey, PoolProj};
 
+use releases::{Release, Releases};
 use segments::SegmentMap;
 
 /// What the index holds, one variant per projection: the same type `model::project` returns,
@@ -61,6 +64,9 @@ pub struct Index {
     by_pool: HashMap<ObjKey, Vec<u32>>,
 
     claims: HashSet<ClaimEntry>,
+
+    /// Addresses given back recently, for the reuse grace (R1).
+    releases: Releases,
 
     /// Namespaces and space names, held once: readers build a fresh `Arc` per object.
     strings: Interner,
@@ -414,6 +420,66 @@ impl Index {
                 self.by_pool.remove(&pool);
             }
         }
+    }
+}
+
+// === impl Index: releases ===
+
+impl Index {
+    /// Removes the address object with `key`, as a release that began at `began`: remembered
+    /// (R1) for the reuse grace of the pool it references when that pool is in the index, not
+    /// being deleted and sets one (`addressReuseGracePeriodSeconds`, 0 included), else for
+    /// `default_grace` (`--reuse-grace`). The in-cluster provider skips its grace for a pool
+    /// being deleted (a teardown); so does this. Returns the address removed.
+    pub fn release_address(
+        &mut self,
+        key: &ObjKey,
+        began: Instant,
+        default_grace: Duration,
+    ) -> Option<AddressProj> {
+        let address = self.address(key)?;
+        if let Some(ip) = address.ip {
+            let pool = address.pool.as_ref().and_then(|k| self.pool(k));
+            let own = pool.filter(|p| !p.deleting).and_then(|p| p.reuse_grace);
+            let release = Release {
+                ip,
+                holder: address.key.clone(),
+                claim: address.claim.clone(),
+                pool: address.pool.clone(),
+                space: pool.map_or_else(
+                    || self.strings_get(crate::kinds::DEFAULT_ADDRESS_SPACE),
+                    |p| p.space.clone(),
+                ),
+                at: began,
+                grace: own.unwrap_or(default_grace),
+                from_pool: own.is_some(),
+            };
+            self.releases.record(release);
+        }
+        self.remove_address(key)
+    }
+
+    /// Forgets the releases whose grace has ended by `now`.
+    pub fn expire_releases(&mut self, now: Instant) {
+        let before = self.releases.len();
+        self.releases.expire(now);
+        if self.releases.len() != before {
+            self.changed();
+        }
+    }
+
+    /// The releases still remembered (R1 reads them; `expire_releases` keeps them current).
+    pub fn releases(&self) -> &Releases {
+        &self.releases
+    }
+
+    /// The `default` space name, held once.
+    fn strings_get(&self, s: &str) -> Arc<str> {
+        self.strings
+            .set
+            .get(s)
+            .cloned()
+            .unwrap_or_else(|| Arc::from(s))
     }
 }
 

@@ -45,6 +45,7 @@ fn pool(kind: Kind, ns: Option<&str>, name: &str, space: &str, allocatable: Addr
         skip_delete_check: false,
         recorded: AddrSet::empty(Family::V4),
         declared_subnet: None,
+        reuse_grace: None,
     }
 }
 

@@ -315,8 +315,10 @@ pub(crate) fn read(kind: Kind, obj: &Value) -> PoolReading {
     r.p7(&declared, &alloc, family, prefix, allocate_reserved);
 
     let entries = pool_entries(fam, &items);
+    let mut proj = projection(kind, &meta, family, alloc, gateway.1, prefix);
+    proj.reuse_grace = reuse_grace(obj);
     PoolReading {
-        proj: projection(kind, &meta, family, alloc, gateway.1, prefix),
+        proj,
         declared,
         excluded,
         subnet,
@@ -325,6 +327,13 @@ pub(crate) fn read(kind: Kind, obj: &Value) -> PoolReading {
         errors: r.errors,
         warnings: r.warnings,
     }
+}
+
+/// `spec.addressReuseGracePeriodSeconds` (v1alpha2; the schema keeps it an int32 ≥ 0). A value
+/// the schema would refuse is no grace here: the API server never stores one.
+fn reuse_grace(obj: &Value) -> Option<std::time::Duration> {
+    let seconds = read::get(obj, "spec.addressReuseGracePeriodSeconds")?.as_u64()?;
+    (seconds <= i32::MAX as u64).then(|| std::time::Duration::from_secs(seconds))
 }
 
 fn has_subnet_form(obj: &Value) -> bool {

@@ -156,6 +156,10 @@ pub struct PoolProj {
     /// The subnet the pool declares as a field of its own (SpiderIPPool `spec.subnet`), which S9
     /// compares across pools; None for kinds that declare none.
     pub declared_subnet: Option<Cidr>,
+    /// How long an address released from this pool stays unavailable to a new holder
+    /// (`spec.addressReuseGracePeriodSeconds` of an in-cluster v1alpha2 pool, R1); None when the
+    /// pool does not say (0 included: the pool says addresses are free at once).
+    pub reuse_grace: Option<std::time::Duration>,
 }
 
 /// What the index keeps of an address object (CAPI IPAddress or Metal3 IPAddress).

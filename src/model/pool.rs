@@ -119,6 +119,7 @@ pub(crate) fn projection(
         skip_delete_check: meta.skips_delete_check(),
         recorded: AddrSet::empty(family.unwrap_or(Family::V4)),
         declared_subnet: None,
+        reuse_grace: None,
     }
 }
 

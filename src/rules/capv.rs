@@ -137,7 +137,14 @@ mod tests {
             dry_run: false,
         };
         let options = Options::default();
-        validate(&req, &Ctx { index: ix, options })
+        validate(
+            &req,
+            &Ctx {
+                index: ix,
+                options,
+                now: std::time::Instant::now(),
+            },
+        )
     }
 
     fn pools() -> Index {

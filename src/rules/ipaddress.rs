@@ -55,7 +55,7 @@ impl Validator for Address {
 
     fn view_denials(&self, op: Operation, _options: &Options) -> Vec<RuleId> {
         match op {
-            Operation::Create => vec![RuleId::A6, RuleId::A7, RuleId::A8, RuleId::A9],
+            Operation::Create => vec![RuleId::A6, RuleId::A7, RuleId::A8, RuleId::A9, RuleId::R1],
             _ => Vec::new(),
         }
     }
@@ -266,6 +266,15 @@ fn cross_object(r: &AddressReading, own: &ObjKey, ctx: &Ctx, v: &mut Verdict) {
         pool_key.as_ref(),
         ctx,
     ));
+    // R1: not a new holder before the reuse grace of the last one is over.
+    v.errors.extend(recently_released(
+        addr,
+        text,
+        own,
+        r.claim_name,
+        pool_key.as_ref(),
+        ctx,
+    ));
 }
 
 /// A8 for an address of a prefix pool: `prefix` is the pool's allocation length (what the
@@ -377,6 +386,82 @@ pub(crate) fn held_elsewhere(
             format!("{addr} is already held by {}", join_shown(&shown, total)),
         )
     })
+}
+
+/// R1, for CAPI and Metal3 addresses: `addr` was not released in the address space of the pool
+/// `pool_key` names less than that release's reuse grace ago (`Index::release_address` says which
+/// grace applies). The same object re-created for the same claim (a restore, a retried create)
+/// is not a new holder and passes; a release the view does not remember (a restart, the cap) is
+/// not refused. Scoped as A9 (`--overlap-scope`; `off` switches it off with A9).
+pub(crate) fn recently_released(
+    addr: Ip,
+    text: &str,
+    own: &ObjKey,
+    claim: Option<&str>,
+    pool_key: Option<&ObjKey>,
+    ctx: &Ctx,
+) -> Option<FieldError> {
+    let index = ctx.index;
+    let scope = ctx.options.overlap_scope;
+    if scope == OverlapScope::Off || index.releases().is_empty() {
+        return None;
+    }
+    let space = pool_key.map_or(DEFAULT_ADDRESS_SPACE, |k| index.space_of_pool(k));
+    let cluster_wide = |k: Option<&ObjKey>| k.is_some_and(|k| !k.kind.namespaced());
+    let release = index
+        .releases()
+        .of(addr)
+        .filter(|r| *r.space == *space && ctx.now < r.until())
+        .filter(|r| !(r.holder == *own && r.claim.as_deref() == claim))
+        .filter(|r| match scope {
+            OverlapScope::Namespace => {
+                r.holder.namespace == own.namespace
+                    || cluster_wide(pool_key)
+                    || cluster_wide(r.pool.as_ref())
+            }
+            _ => true,
+        })
+        .max_by_key(|r| r.until())?;
+    let ago = ctx.now.saturating_duration_since(release.at);
+    let left = release.until().saturating_duration_since(ctx.now);
+    let grace = match (&release.pool, release.from_pool) {
+        (Some(pool), true) => format!(
+            "the reuse grace of {pool} is {} (addressReuseGracePeriodSeconds)",
+            duration_text(release.grace, false)
+        ),
+        _ => format!(
+            "the reuse grace is {} (--reuse-grace)",
+            duration_text(release.grace, false)
+        ),
+    };
+    Some(FieldError::invalid(
+        RuleId::R1,
+        "spec.address",
+        text,
+        format!(
+            "{addr} was released by {} {} ago; {grace}: a new holder may take it in {}",
+            release.holder,
+            duration_text(ago, false),
+            duration_text(left, true)
+        ),
+    ))
+}
+
+/// `12s`, `90s`, `12m30s`, `2h5m`: whole seconds (the unit of addressReuseGracePeriodSeconds)
+/// below ten minutes, rounded down, or up with `up` (a wait is never announced shorter than it is).
+fn duration_text(d: std::time::Duration, up: bool) -> String {
+    let mut secs = d.as_secs();
+    if up && d.subsec_nanos() > 0 {
+        secs += 1;
+    }
+    let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
+    match (h, m, s) {
+        _ if secs < 600 => format!("{secs}s"),
+        (0, m, 0) => format!("{m}m"),
+        (0, m, s) => format!("{m}m{s}s"),
+        (h, 0, _) => format!("{h}h"),
+        (h, m, _) => format!("{h}h{m}m"),
+    }
 }
 
 #[cfg(test)]

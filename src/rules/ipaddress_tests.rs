@@ -603,3 +603,20 @@ fn x5_address_update_judges_only_what_changed() {
     let v = update(Kind::IPAddress, &moved, &old, &Index::new());
     assert_eq!(v.rules(), ["A10"]);
 }
+
+#[test]
+fn r1_durations_read_as_seconds_then_minutes_then_hours() {
+    let d = |ms: u64| std::time::Duration::from_millis(ms);
+    assert_eq!(super::duration_text(d(12_400), false), "12s");
+    assert_eq!(
+        super::duration_text(d(12_400), true),
+        "13s",
+        "a wait rounds up"
+    );
+    assert_eq!(super::duration_text(d(12_000), true), "12s");
+    assert_eq!(super::duration_text(d(599_000), false), "599s");
+    assert_eq!(super::duration_text(d(600_000), false), "10m");
+    assert_eq!(super::duration_text(d(750_000), false), "12m30s");
+    assert_eq!(super::duration_text(d(7_200_000), false), "2h");
+    assert_eq!(super::duration_text(d(7_500_000), false), "2h5m");
+}

@@ -16,7 +16,7 @@ use crate::kinds::Kind;
 use crate::model::metal3::{read_address, read_claim, AddressReading, IP_ADDRESS_ANNOTATION};
 use crate::model::{read, ObjKey, Operation};
 use crate::rule_id::RuleId;
-use crate::rules::ipaddress::{gateway_findings, held_elsewhere, outside_pool};
+use crate::rules::ipaddress::{gateway_findings, held_elsewhere, outside_pool, recently_released};
 use crate::rules::pool::{PoolKind, Pools};
 use crate::rules::util::{immutable_fields, ratchet, require, same, spec_changed, MAX_LISTED};
 use crate::rules::{Call, Ctx, Options, Validator};
@@ -200,7 +200,7 @@ impl Validator for Address {
 
     fn view_denials(&self, op: Operation, _options: &Options) -> Vec<RuleId> {
         match op {
-            Operation::Create => vec![RuleId::MA4, RuleId::A9],
+            Operation::Create => vec![RuleId::MA4, RuleId::A9, RuleId::R1],
             _ => Vec::new(),
         }
     }
@@ -293,6 +293,14 @@ fn ma4(r: &AddressReading, own: &ObjKey, ctx: &Ctx, v: &mut Verdict) {
         addr,
         text,
         own,
+        pool_key.as_ref(),
+        ctx,
+    ));
+    v.errors.extend(recently_released(
+        addr,
+        text,
+        own,
+        r.claim_name,
         pool_key.as_ref(),
         ctx,
     ));

@@ -46,10 +46,12 @@ pub enum OverlapScope {
     Off,
 }
 
-/// What the rules read besides the request: the view's index and the settings.
+/// What the rules read besides the request: the view's index, the settings, and the time the
+/// view's timers read (R1's reuse grace is judged against it).
 pub struct Ctx<'a> {
     pub index: &'a Index,
     pub options: Options,
+    pub now: std::time::Instant,
 }
 
 /// Validating webhook: every rule of SPEC for the request's kind. Unknown kinds never reach here.

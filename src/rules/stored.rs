@@ -23,7 +23,11 @@ use crate::rules::{Ctx, Options};
 
 /// Every finding over `index`, as (object, cause).
 pub fn judge(index: &Index, options: Options) -> Vec<(ObjKey, FieldError)> {
-    let ctx = Ctx { index, options };
+    let ctx = Ctx {
+        index,
+        options,
+        now: std::time::Instant::now(),
+    };
     let mut out = Vec::new();
     pools(&ctx, &mut out);
     addresses(&ctx, &mut out);

@@ -74,7 +74,14 @@ pub(crate) fn judge(
         old_object: old,
         dry_run: false,
     };
-    validate(&req, &Ctx { index: ix, options })
+    validate(
+        &req,
+        &Ctx {
+            index: ix,
+            options,
+            now: std::time::Instant::now(),
+        },
+    )
 }
 
 pub(crate) fn create(kind: Kind, obj: &Value, ix: &Index) -> Verdict {

@@ -67,3 +67,8 @@ pub fn reset_peak() -> usize {
 pub fn peak_since(base: usize) -> usize {
     PEAK.load(Ordering::Relaxed).saturating_sub(base)
 }
+
+/// Bytes live now.
+pub fn live() -> usize {
+    LIVE.load(Ordering::Relaxed).max(0) as usize
+}
