@@ -1227,7 +1227,11 @@ fn policy_reports_component_grants_exactly_the_report_writes() {
 
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/install/policy-reports");
     let docs = docs_of(&render_dir(&dir));
-    assert_eq!(docs.len(), objects().len() + 2, "a ClusterRole and its binding");
+    assert_eq!(
+        docs.len(),
+        objects().len() + 2,
+        "a ClusterRole and its binding"
+    );
     let of = |kind: &str, name: &str| -> &Value {
         let found: Vec<&Value> = docs
             .iter()
