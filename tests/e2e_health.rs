@@ -414,6 +414,15 @@ async fn e2e_health_e1_h1_h2_and_policy_reports_against(assets: e2e::Server) {
             2.0,
         ),
         (r#"ipam_guard_violations{rule="P10"}"#, 2.0),
+        // The figures of E1's warning and of `usage`, as the metrics export them.
+        (
+            r#"ipam_guard_pool_addresses{kind="InClusterIPPool",namespace="team-h",pool="full",state="used"}"#,
+            2.0,
+        ),
+        (
+            r#"ipam_guard_pool_addresses{kind="InClusterIPPool",namespace="team-h",pool="full",state="allocatable"}"#,
+            2.0,
+        ),
     ] {
         assert_eq!(
             sample(&text, series),

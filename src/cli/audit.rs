@@ -602,3 +602,60 @@ impl Recorder {
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::policy_reports::Writer;
+    use crate::field::Warning;
+    use crate::rule_id::RuleId;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    /// A client whose API server counts the requests it gets and knows no resource.
+    fn counting_client(calls: Arc<AtomicUsize>) -> Client {
+        let service = tower::service_fn(move |_req: http::Request<kube::client::Body>| {
+            calls.fetch_add(1, Ordering::SeqCst);
+            async {
+                Ok::<_, std::convert::Infallible>(
+                    http::Response::builder()
+                        .status(404)
+                        .body(http_body_util::Full::new(bytes::Bytes::from_static(b"{}")))
+                        .expect("a response"),
+                )
+            }
+        });
+        Client::new(service, "default")
+    }
+
+    /// One writer across replicas: a replica that does not hold the decider Lease sends nothing;
+    /// once it leads, it reads and writes the reports.
+    #[tokio::test]
+    async fn only_the_leading_replica_writes_policy_reports() {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let leading = Arc::new(AtomicBool::new(false));
+        let lead = leading.clone();
+        let mut sink = ReportSink {
+            writer: Writer::new(counting_client(calls.clone())),
+            may_write: Arc::new(move || lead.load(Ordering::SeqCst)),
+        };
+        let subject = report::Subject::new(
+            Some(Arc::from(FILE)),
+            ObjKey::new(Kind::IPAddress, Some("ns"), "a"),
+        );
+        let outcome = Outcome {
+            findings: vec![Finding::warn(
+                &subject,
+                &Warning::new(RuleId::H2, "spec.claimRef.name", "gone"),
+            )],
+            ..Outcome::default()
+        };
+        write_reports(&mut sink, &outcome, 0).await;
+        assert_eq!(calls.load(Ordering::SeqCst), 0, "a follower calls nobody");
+        leading.store(true, Ordering::SeqCst);
+        write_reports(&mut sink, &outcome, 0).await;
+        assert!(
+            calls.load(Ordering::SeqCst) > 0,
+            "the decider lists the reports"
+        );
+    }
+}
