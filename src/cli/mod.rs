@@ -213,8 +213,10 @@ pub struct ServeArgs {
     /// How long connections keep being served after SIGTERM before draining, e.g. 5s.
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
     pub shutdown_delay: std::time::Duration,
-    /// Every INTERVAL (e.g. 10m), judge what the view holds for overlaps, duplicates and holders
-    /// and set ipam_guard_violations{rule}; off by default. Makes no API calls.
+    /// Every INTERVAL (e.g. 10m), judge what the view holds for overlaps, duplicates, holders,
+    /// stuck claims and orphaned addresses and set ipam_guard_violations{rule} and
+    /// ipam_guard_audit_findings{rule,severity}; off by default. Makes no API calls (but for
+    /// --policy-reports).
     #[arg(long, value_parser = parse_duration)]
     pub audit_interval: Option<std::time::Duration>,
     #[command(flatten)]

@@ -304,3 +304,37 @@ fn e1_metal3_claims_and_a_missing_pool() {
     );
     assert_eq!(v.rules(), [RuleId::C3]);
 }
+
+#[test]
+fn e1_a_prefix_pool_counts_sub_prefixes() {
+    // fd00:50::/63 hands out two /64s; one is held.
+    let p = json!({"apiVersion": "ipam.cluster.x-k8s.io/v1alpha2", "kind": "InClusterPrefixPool",
+        "metadata": {"name": "v6", "namespace": NS},
+        "spec": {"prefixes": ["fd00:50::/63"], "allocationPrefixLength": 64, "gateway": "fd00:50::1"}});
+    let held = |name: &str, address: &str| {
+        json!({"apiVersion": "ipam.cluster.x-k8s.io/v1beta2", "kind": "IPAddress",
+            "metadata": {"name": name, "namespace": NS},
+            "spec": {"address": address, "prefix": 64, "gateway": "fd00:50::1", "claimRef": {"name": name},
+                "poolRef": {"apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterPrefixPool", "name": "v6"}}})
+    };
+    let (a, b) = (held("m-0", "fd00:50::"), held("m-1", "fd00:50:0:1::"));
+    let c = json!({"apiVersion": "ipam.cluster.x-k8s.io/v1beta2", "kind": "IPAddressClaim",
+        "metadata": {"name": "m-2", "namespace": NS},
+        "spec": {"poolRef": {"apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterPrefixPool", "name": "v6"}}});
+    let ix = index(&[(Kind::InClusterPrefixPool, &p), (Kind::IPAddress, &a)]);
+    assert_eq!(
+        warned(&create(Kind::IPAddressClaim, &c, &ix)),
+        ["spec.poolRef.name: InClusterPrefixPool team-a/v6 has 1 free /64 sub-prefix left (1 of 2 in use; \
+          warned below 2 free (--warn-free-below 5%,2)) [E1]"]
+    );
+    let ix = index(&[
+        (Kind::InClusterPrefixPool, &p),
+        (Kind::IPAddress, &a),
+        (Kind::IPAddress, &b),
+    ]);
+    assert_eq!(
+        warned(&create(Kind::IPAddressClaim, &c, &ix)),
+        ["spec.poolRef.name: InClusterPrefixPool team-a/v6 has no free /64 sub-prefix (2 of 2 in use); \
+          this claim waits until one is released [E1]"]
+    );
+}
