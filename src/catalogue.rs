@@ -1298,6 +1298,72 @@ spec:
   gateway: 172.18.41.1
 "),
     },
+    Rule {
+        id: RuleId::E1,
+        kinds: "IPAddressClaim, IPClaim (Metal3); `audit`: claims without an address",
+        operations: "CREATE; `audit` and the periodic audit",
+        field: "spec.poolRef.name (Metal3: spec.pool.name)",
+        summary: "The claim's pool, found in the view, has no free address: the claim is admitted (addresses are released later and the provider then serves it) with a warning naming the pool and its usage, the figures `ipam-guard usage` and `ipam_guard_pool_addresses` show (free = allocatable − used; a prefix pool counts sub-prefixes). Below `--warn-free-below` (default `5%,2`: fewer free than 5% of the allocatable set rounded up, or than 2, whichever is more) the warning says how many are left. `audit` and the periodic audit report a claim still without an address whose pool has none free. Never a denial.",
+        example: with_cluster(ex("CREATE", CLAIM_WEB), "\
+apiVersion: ipam.cluster.x-k8s.io/v1alpha2
+kind: InClusterIPPool
+metadata: {name: nodes, namespace: team-a}
+spec:
+  addresses: [10.0.0.10-10.0.0.11]
+  gateway: 10.0.0.1
+  prefix: 24
+---
+apiVersion: ipam.cluster.x-k8s.io/v1beta2
+kind: IPAddress
+metadata: {name: db-0, namespace: team-a}
+spec:
+  address: 10.0.0.10
+  prefix: 24
+  gateway: 10.0.0.1
+  claimRef: {name: db-0}
+  poolRef: {apiGroup: ipam.cluster.x-k8s.io, kind: InClusterIPPool, name: nodes}
+---
+apiVersion: ipam.cluster.x-k8s.io/v1beta2
+kind: IPAddress
+metadata: {name: db-1, namespace: team-a}
+spec:
+  address: 10.0.0.11
+  prefix: 24
+  gateway: 10.0.0.1
+  claimRef: {name: db-1}
+  poolRef: {apiGroup: ipam.cluster.x-k8s.io, kind: InClusterIPPool, name: nodes}
+"),
+    },
+    Rule {
+        id: RuleId::H1,
+        kinds: "IPAddressClaim, IPClaim (Metal3)",
+        operations: "`audit` and the periodic audit",
+        field: "status.addressRef (Metal3: status.address)",
+        summary: "A claim has had no address for longer than `--stuck-after` (default 10m, from its `creationTimestamp`) while its pool has free addresses: neither its status names an address nor does an address object name it. The provider is not serving it (not running, not watching the namespace, or failing on it).",
+        example: with_cluster(ex("-", "\
+apiVersion: ipam.cluster.x-k8s.io/v1beta2
+kind: IPAddressClaim
+metadata: {name: web-0, namespace: team-a, creationTimestamp: \"2026-01-05T09:30:00Z\"}
+spec:
+  poolRef: {apiGroup: ipam.cluster.x-k8s.io, kind: InClusterIPPool, name: nodes}
+"), POOL_NODES),
+    },
+    Rule {
+        id: RuleId::H2,
+        kinds: "IPAddress, IPAddress (Metal3)",
+        operations: "`audit` and the periodic audit",
+        field: "spec.claimRef.name (Metal3: spec.claim.name)",
+        summary: "An address whose claim no longer exists: an orphan that holds its address until someone deletes it (at admission the same case is A6's warning, since restores create addresses before their claims).",
+        example: with_cluster(ex("-", ADDRESS_WEB), POOL_NODES),
+    },
+    Rule {
+        id: RuleId::H3,
+        kinds: "IPAddress, IPAddress (Metal3)",
+        operations: "`audit` and the periodic audit",
+        field: "spec.poolRef.name (Metal3: spec.pool.name)",
+        summary: "An address whose pool (a known pool kind) no longer exists: it holds an address no pool accounts for, so no overlap or usage figure sees it.",
+        example: with_cluster(ex("-", ADDRESS_WEB), CLAIM_WEB),
+    },
 ];
 
 /// The id `check` gives what a kind's CRD schema refuses: not a rule of ipam-guard's, the API

@@ -21,6 +21,9 @@ pub enum Effect {
     Allow,
     /// Reported by `ipam-guard check` only.
     CheckOnly,
+    /// Reported by `ipam-guard audit` and the periodic audit only: the state of stored objects
+    /// over time (a claim stuck, an address left behind), never a verdict on a write.
+    AuditOnly,
 }
 
 impl Effect {
@@ -32,6 +35,7 @@ impl Effect {
             Effect::Mutate => "mutate",
             Effect::Allow => "allow",
             Effect::CheckOnly => "check only",
+            Effect::AuditOnly => "audit only",
         }
     }
 }
@@ -103,6 +107,10 @@ pub enum RuleId {
     REQ,
     X3,
     X4,
+    E1,
+    H1,
+    H2,
+    H3,
     /// An id this build does not know, as a decider of another version wrote it (SPEC X2 across
     /// replicas): shown as written so the user still sees which rule spoke.
     Foreign(&'static str),
@@ -110,7 +118,7 @@ pub enum RuleId {
 
 impl RuleId {
     /// Every id this build reports, in catalogue order.
-    pub const ALL: [RuleId; 64] = [
+    pub const ALL: [RuleId; 68] = [
         RuleId::C1,
         RuleId::C2,
         RuleId::C3,
@@ -175,6 +183,10 @@ impl RuleId {
         RuleId::REQ,
         RuleId::X3,
         RuleId::X4,
+        RuleId::E1,
+        RuleId::H1,
+        RuleId::H2,
+        RuleId::H3,
     ];
 
     /// The id as users read it: `P10`, `MA4`, `REQ`.
@@ -244,6 +256,10 @@ impl RuleId {
             RuleId::REQ => "REQ",
             RuleId::X3 => "X3",
             RuleId::X4 => "X4",
+            RuleId::E1 => "E1",
+            RuleId::H1 => "H1",
+            RuleId::H2 => "H2",
+            RuleId::H3 => "H3",
             RuleId::Foreign(id) => id,
         }
     }
@@ -264,7 +280,8 @@ impl RuleId {
             | MA3 | MA4 | S1 | S2 | S4 | S5 | S6 | REQ | R1 => Effect::Deny,
             MA5 | S7 | C3 | A1 | A6 | A8 | P2 | PP2 | PP4 | PP5 | MP1 | MP2 | MC4 | MA1 | S3
             | X3 => Effect::DenyOrWarn,
-            A4 | P7 | PP6 | V1 | K1 => Effect::Warn,
+            A4 | P7 | PP6 | V1 | K1 | E1 => Effect::Warn,
+            H1 | H2 | H3 => Effect::AuditOnly,
             P11 => Effect::Allow,
             M1 | M2 => Effect::Mutate,
             X4 => Effect::CheckOnly,
@@ -278,7 +295,8 @@ impl RuleId {
     pub fn reads_view(self) -> bool {
         use RuleId::*;
         match self {
-            S9 | C3 | A6 | A7 | A8 | A9 | R1 | P8 | P9 | P10 | MP4 | MC4 | MA4 | S5 | V1 => true,
+            S9 | C3 | A6 | A7 | A8 | A9 | R1 | P8 | P9 | P10 | MP4 | MC4 | MA4 | S5 | V1 | E1
+            | H1 | H2 | H3 => true,
             MA5 | MP5 | S7 | S8 | C1 | C2 | C4 | C5 | A1 | A2 | A3 | A4 | A5 | A10 | P1 | P2
             | P3 | P4 | P5 | P6 | P7 | P11 | PP1 | PP2 | PP3 | PP4 | PP5 | PP6 | PP7 | MP1
             | MP2 | MP3 | MC1 | MC2 | MC3 | MA1 | MA2 | MA3 | S1 | S2 | S3 | S4 | S6 | M1 | M2

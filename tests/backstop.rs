@@ -317,7 +317,7 @@ fn settings() -> [Options; 2] {
         Options {
             overlap_scope: OverlapScope::Namespace,
             require_existing_pool: true,
-            stored: false,
+            ..Options::default()
         },
     ]
 }

@@ -134,7 +134,7 @@ fn prepare(rule: &Rule, ns: &str, suffix: &str) -> Prepared {
 /// The examples an API server can be sent: served versions, real objects, writes.
 fn sendable(rule: &Rule) -> bool {
     let e = &rule.example;
-    rule.effect() != Effect::CheckOnly
+    !matches!(rule.effect(), Effect::CheckOnly | Effect::AuditOnly)
         && e.setting != Setting::WithoutObject
         // R1 needs a delete the view saw before the write and time passing within a grace.
         && e.setting != Setting::AfterRelease

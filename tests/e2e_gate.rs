@@ -703,7 +703,7 @@ async fn audit_filters_summarises_and_limits_against(assets: e2e::Server) {
                         "poolRef": {"apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterIPPool", "name": "a1"}}})
     };
     // Stored before any webhook: three pools overlapping across namespaces (P10 on each),
-    // three addresses whose claims are gone (A6 warnings).
+    // three addresses whose claims are gone (H2 warnings).
     let objects = [
         pool("team-a", "a1", "10.60.0.10-10.60.0.30"),
         pool("team-a", "a2", "10.60.0.25-10.60.0.40"),
@@ -745,12 +745,12 @@ async fn audit_filters_summarises_and_limits_against(assets: e2e::Server) {
     let (code, out, err) = run_audit(&["--kubeconfig", kc, "--severity", "warn", "--limit", "1"]);
     assert_eq!(code, Some(0), "{out}{err}");
     assert!(
-        out.contains("(showing 1 of 3 A6 findings: --limit 1)"),
+        out.contains("(showing 1 of 3 H2 findings: --limit 1)"),
         "{out}"
     );
-    let a6: Vec<&str> = out.lines().filter(|l| l.ends_with("[A6]")).collect();
-    assert_eq!(a6.len(), 1, "{out}");
-    assert!(a6[0].contains("not found: an orphaned address"), "{out}");
+    let h2: Vec<&str> = out.lines().filter(|l| l.ends_with("[H2]")).collect();
+    assert_eq!(h2.len(), 1, "{out}");
+    assert!(h2[0].contains("not found: an orphaned address"), "{out}");
     assert!(!out.contains("[P10]"), "{out}");
 
     let (code, out, err) = run_audit(&["--kubeconfig", kc, "-o", "json", "--rule", "P10"]);

@@ -112,6 +112,8 @@ fn claim() -> impl Strategy<Value = ClaimProj> {
             kind: "InClusterIPPool".into(),
             name: format!("p{n}"),
         },
+        created: None,
+        bound: false,
     })
 }
 

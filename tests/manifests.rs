@@ -1210,3 +1210,74 @@ fn monitoring_component_adds_one_prometheus_rule_next_to_the_webhook() {
     assert!(alerts.contains(&"IPAMGuardViolations"), "{alerts:?}");
     assert!(alerts.contains(&"IPAMPoolNearlyExhausted"), "{alerts:?}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// The optional PolicyReports component (manifests/components/policy-reports), rendered through
+// examples/install/policy-reports.
+
+/// `serve --policy-reports` lists, applies (patch, and create for an apply that creates) and
+/// deletes the two report kinds; the component grants exactly that, cluster-wide (reports live in
+/// every namespace with findings), to the pods' account, and adds the flag to the one container.
+#[test]
+fn policy_reports_component_grants_exactly_the_report_writes() {
+    // The base does not carry it: clusters without the PolicyReport CRDs are not surprised.
+    assert!(objects()
+        .iter()
+        .all(|o| o["metadata"]["name"] != "ipam-guard-policy-reports"));
+
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/install/policy-reports");
+    let docs = docs_of(&render_dir(&dir));
+    assert_eq!(
+        docs.len(),
+        objects().len() + 2,
+        "a ClusterRole and its binding"
+    );
+    let of = |kind: &str, name: &str| -> &Value {
+        let found: Vec<&Value> = docs
+            .iter()
+            .filter(|o| o["kind"] == kind && o["metadata"]["name"] == name)
+            .collect();
+        assert_eq!(found.len(), 1, "{kind} {name}");
+        found[0]
+    };
+    let role = of("ClusterRole", "ipam-guard-policy-reports");
+    let mut got = BTreeSet::new();
+    for rule in role["rules"].as_array().unwrap() {
+        assert!(rule.get("resourceNames").is_none(), "{rule}");
+        for g in strings(&rule["apiGroups"], "apiGroups") {
+            for r in strings(&rule["resources"], "resources") {
+                for v in strings(&rule["verbs"], "verbs") {
+                    got.insert((g.clone(), r.clone(), v));
+                }
+            }
+        }
+    }
+    let mut want = BTreeSet::new();
+    for r in ["policyreports", "clusterpolicyreports"] {
+        for v in ["list", "create", "patch", "delete"] {
+            want.insert(("wgpolicyk8s.io".to_string(), r.to_string(), v.to_string()));
+        }
+    }
+    assert_same_set("PolicyReport grants", &got, &want);
+
+    let w = workload();
+    let binding = of("ClusterRoleBinding", "ipam-guard-policy-reports");
+    assert_eq!(binding["roleRef"]["kind"], "ClusterRole");
+    assert_eq!(binding["roleRef"]["name"], "ipam-guard-policy-reports");
+    let subjects = binding["subjects"].as_array().unwrap();
+    assert_eq!(subjects.len(), 1);
+    assert_eq!(subjects[0]["kind"], "ServiceAccount");
+    assert_eq!(subjects[0]["name"], s(&w.pod["serviceAccountName"], "sa"));
+    assert_eq!(subjects[0]["namespace"], namespace_of(w.deployment));
+
+    let deployment = of("Deployment", name_of(w.deployment));
+    let args: Vec<String> = strings(
+        &deployment["spec"]["template"]["spec"]["containers"][0]["args"],
+        "args",
+    );
+    assert!(args.contains(&"--policy-reports".to_string()), "{args:?}");
+    assert!(
+        args.iter().any(|a| a.starts_with("--audit-interval")),
+        "--policy-reports needs the periodic audit: {args:?}"
+    );
+}

@@ -78,7 +78,7 @@ fn every_example_triggers_its_rule() {
                     rule.id
                 );
             }
-            Effect::CheckOnly => {
+            Effect::CheckOnly | Effect::AuditOnly => {
                 assert!(t.contains(&format!("[{}]", rule.id)), "{}: {t}", rule.id);
             }
         }

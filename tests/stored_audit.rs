@@ -180,3 +180,38 @@ fn measure_view_audit() {
         );
     }
 }
+
+/// H1 in the periodic audit follows the clock: a claim without an address is stuck only once it
+/// waited longer than `--stuck-after` (the time is a `ManualClock`'s, no sleeping).
+#[test]
+fn h1_the_periodic_audit_reports_a_claim_once_it_waited_longer_than_stuck_after() {
+    use ipam_guard::cluster::clock::{Clock, ManualClock};
+    let view = StaticView::from_manifests(
+        ipam_guard::manifests::read_str(
+            "stuck.yaml",
+            "apiVersion: ipam.cluster.x-k8s.io/v1alpha2\nkind: InClusterIPPool\n\
+             metadata: {name: nodes, namespace: ns}\nspec: {addresses: [10.0.0.10-10.0.0.19], prefix: 24}\n\
+             ---\napiVersion: ipam.cluster.x-k8s.io/v1beta2\nkind: IPAddressClaim\n\
+             metadata: {name: web-0, namespace: ns, creationTimestamp: \"2026-11-24T10:00:00Z\"}\n\
+             spec: {poolRef: {apiGroup: ipam.cluster.x-k8s.io, kind: InClusterIPPool, name: nodes}}\n",
+        )
+        .manifests,
+    );
+    let created = std::time::UNIX_EPOCH + Duration::from_secs(1_795_514_400);
+    let clock = ManualClock::at(created);
+    clock.advance(Duration::from_secs(9 * 60));
+    let h1 = |o: &audit::Outcome| o.findings.iter().filter(|f| f.rule == "H1").count();
+    assert_eq!(
+        h1(&audit::judge_view_at(
+            &view,
+            Options::default(),
+            clock.wall()
+        )),
+        0
+    );
+    clock.advance(Duration::from_secs(2 * 60));
+    let outcome = audit::judge_view_at(&view, Options::default(), clock.wall());
+    assert_eq!(h1(&outcome), 1, "{:?}", outcome.findings);
+    assert_eq!(outcome.findings[0].severity, Severity::Warn);
+    assert_eq!(outcome.summary.denials, 0);
+}

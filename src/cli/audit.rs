@@ -49,7 +49,7 @@ pub struct Outcome {
 /// Runs `audit` and returns the exit code: 2 when the cluster (or a kind) could not be read, else
 /// 1 when a stored object would be denied, else 0. Findings go to stdout, the rest to stderr.
 pub async fn run(args: &AuditArgs) -> i32 {
-    let options = Options::from(&args.rules);
+    let options = args.rules.audit_options(&args.health);
     let mut err = io::stderr().lock();
     if options.overlap_scope == OverlapScope::Off {
         let _ = writeln!(
@@ -96,6 +96,26 @@ pub async fn run(args: &AuditArgs) -> i32 {
     summary.count(&selected);
     let _ = write!(err, "{summary}");
     summary.exit_code()
+}
+
+/// What `audit --rule ID` prints in text for `findings` (the table, then the lines).
+pub(crate) fn text(findings: &[Finding], rule: &str) -> String {
+    let selected: Vec<Finding> = findings
+        .iter()
+        .filter(|f| f.rule == rule)
+        .cloned()
+        .collect();
+    let mut out = Table::of(&selected, None).to_string().into_bytes();
+    let _ = report::write_report(
+        &mut out,
+        OutputFormat::Text,
+        &Report {
+            findings: &selected,
+            source: Some(FILE),
+            ..Report::default()
+        },
+    );
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The findings `-n`, `--rule` and `--severity` ask for, in audit order.
@@ -210,7 +230,8 @@ async fn audit_at(client: &Client, server: &str, options: Options) -> Outcome {
         ..options
     };
     let (manifests, errors) = list_cluster(client, server).await;
-    let (objects, findings) = check::judge(manifests, options);
+    let (objects, mut findings, index) = check::judge_keeping_index(manifests, options);
+    findings.extend(health_findings(&index, options, now()));
     let mut summary = Summary {
         objects,
         unreadable: errors.len(),
@@ -356,11 +377,56 @@ pub async fn periodic_view(
     interval: Duration,
     violations: Violations,
 ) {
+    periodic_view_with(
+        view,
+        options,
+        interval,
+        Outputs {
+            violations,
+            findings: None,
+            reports: None,
+        },
+    )
+    .await
+}
+
+/// Where the periodic audit's rounds go besides the log.
+pub struct Outputs {
+    pub violations: Violations,
+    /// `ipam_guard_audit_findings{rule,severity}`.
+    pub findings: Option<AuditFindings>,
+    /// `--policy-reports`.
+    pub reports: Option<ReportSink>,
+}
+
+/// The PolicyReport writer and who may write: only one replica does (the decider).
+pub struct ReportSink {
+    pub writer: super::policy_reports::Writer,
+    pub may_write: Arc<dyn Fn() -> bool + Send + Sync>,
+}
+
+/// As `periodic_view`, with the findings gauge and PolicyReports when given.
+pub async fn periodic_view_with(
+    view: Arc<dyn ClusterView>,
+    options: Options,
+    interval: Duration,
+    outputs: Outputs,
+) {
+    let Outputs {
+        violations,
+        findings,
+        mut reports,
+    } = outputs;
     let mut recorder = Recorder::new(violations);
+    recorder.findings = findings;
     loop {
         if view.synced() {
-            let outcome = judge_view(view.as_ref(), options);
+            let now = std::time::SystemTime::now();
+            let outcome = judge_view_at(view.as_ref(), options, now);
             recorder.record(&outcome);
+            if let Some(sink) = reports.as_mut() {
+                write_reports(sink, &outcome, unix_seconds(now)).await;
+            }
         } else {
             tracing::info!("periodic audit skipped: the cluster view has not synced yet");
         }
@@ -368,17 +434,68 @@ pub async fn periodic_view(
     }
 }
 
-/// One pass of `periodic_view`, as an `Outcome` with file `cluster`.
-pub fn judge_view(view: &dyn ClusterView, options: Options) -> Outcome {
+async fn write_reports(sink: &mut ReportSink, outcome: &Outcome, now: i64) {
+    if !(sink.may_write)() {
+        tracing::debug!("PolicyReports are written by the decider; this replica follows");
+        return;
+    }
+    match sink.writer.write(&outcome.findings, now).await {
+        Ok(w) => tracing::info!(
+            applied = w.applied,
+            unchanged = w.unchanged,
+            deleted = w.deleted,
+            "PolicyReports written"
+        ),
+        Err(e) => tracing::warn!(error = %e, "PolicyReports not written"),
+    }
+}
+
+/// The wall clock in Unix seconds, what `rules::health` compares creation timestamps with.
+fn now() -> i64 {
+    unix_seconds(std::time::SystemTime::now())
+}
+
+fn unix_seconds(t: std::time::SystemTime) -> i64 {
+    match t.duration_since(std::time::UNIX_EPOCH) {
+        Ok(d) => i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+        Err(before) => -i64::try_from(before.duration().as_secs()).unwrap_or(i64::MAX),
+    }
+}
+
+/// H1, H2, H3 and E1 (`rules::health`) as findings with file `cluster`.
+fn health_findings(index: &crate::index::Index, options: Options, now: i64) -> Vec<Finding> {
     let file: Arc<str> = Arc::from(FILE);
-    let (found, objects) = {
+    crate::rules::health::judge(index, options, now)
+        .into_iter()
+        .map(|(key, w)| Finding::warn(&report::Subject::new(Some(file.clone()), key), &w))
+        .collect()
+}
+
+/// One pass of `periodic_view`, as an `Outcome` with file `cluster`, at the system's time.
+pub fn judge_view(view: &dyn ClusterView, options: Options) -> Outcome {
+    judge_view_at(view, options, std::time::SystemTime::now())
+}
+
+/// One pass of `periodic_view` at `now` (tests pass a `ManualClock`'s wall time).
+pub fn judge_view_at(
+    view: &dyn ClusterView,
+    options: Options,
+    now: std::time::SystemTime,
+) -> Outcome {
+    let file: Arc<str> = Arc::from(FILE);
+    let (found, health, objects) = {
         let index = view.read();
-        (crate::rules::stored::judge(&index, options), index.counts())
+        (
+            crate::rules::stored::judge(&index, options),
+            health_findings(&index, options, unix_seconds(now)),
+            index.counts(),
+        )
     };
-    let findings: Vec<Finding> = found
+    let mut findings: Vec<Finding> = found
         .into_iter()
         .map(|(key, e)| Finding::deny(&report::Subject::new(Some(file.clone()), key), &e))
         .collect();
+    findings.extend(health);
     let mut summary = Summary {
         objects: objects.into_iter().collect(),
         ..Summary::default()
@@ -391,10 +508,35 @@ pub fn judge_view(view: &dyn ClusterView, options: Options) -> Outcome {
     }
 }
 
-/// Keeps `ipam_guard_violations` and the log in step with the passes.
+/// Label set of `ipam_guard_audit_findings`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct FindingLabels {
+    pub rule: String,
+    /// `deny` or `warn`.
+    pub severity: String,
+}
+
+/// `ipam_guard_audit_findings{rule,severity}`: every finding of the last periodic audit, per rule
+/// id and severity (E1, H1–H3 are warnings: `ipam_guard_violations` counts denials only).
+pub type AuditFindings = Family<FindingLabels, Gauge>;
+
+/// Registers `ipam_guard_audit_findings`.
+pub fn register_findings(registry: &mut Registry) -> AuditFindings {
+    let family = AuditFindings::default();
+    registry.register(
+        "ipam_guard_audit_findings",
+        "Findings of the last periodic audit among stored objects, per rule id and severity (deny, warn)",
+        family.clone(),
+    );
+    family
+}
+
+/// Keeps `ipam_guard_violations`, `ipam_guard_audit_findings` and the log in step with the passes.
 struct Recorder {
     violations: Violations,
     rules_seen: HashSet<&'static str>,
+    findings: Option<AuditFindings>,
+    findings_seen: HashSet<(&'static str, Severity)>,
 }
 
 impl Recorder {
@@ -402,6 +544,8 @@ impl Recorder {
         Recorder {
             violations,
             rules_seen: HashSet::new(),
+            findings: None,
+            findings_seen: HashSet::new(),
         }
     }
 
@@ -425,6 +569,22 @@ impl Recorder {
                 })
                 .set(n);
         }
+        if let Some(family) = &self.findings {
+            let mut counts: BTreeMap<(&'static str, Severity), i64> = BTreeMap::new();
+            for f in &outcome.findings {
+                *counts.entry((f.rule, f.severity)).or_default() += 1;
+            }
+            // As above: a series that had findings reads 0 once they are gone.
+            self.findings_seen.extend(counts.keys().copied());
+            for key in &self.findings_seen {
+                family
+                    .get_or_create(&FindingLabels {
+                        rule: key.0.to_string(),
+                        severity: key.1.name().to_string(),
+                    })
+                    .set(counts.get(key).copied().unwrap_or(0));
+            }
+        }
         // One line per round, however many findings (as Gatekeeper caps what it records):
         // `ipam-guard audit` lists them. A line per finding would flood the logs every round.
         let counts = |m: &BTreeMap<&'static str, i64>| {
@@ -440,6 +600,63 @@ impl Recorder {
             denials_by_rule = %counts(&per_rule),
             warnings_by_rule = %counts(&warned),
             "periodic audit done; `ipam-guard audit` lists the findings"
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::policy_reports::Writer;
+    use crate::field::Warning;
+    use crate::rule_id::RuleId;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    /// A client whose API server counts the requests it gets and knows no resource.
+    fn counting_client(calls: Arc<AtomicUsize>) -> Client {
+        let service = tower::service_fn(move |_req: http::Request<kube::client::Body>| {
+            calls.fetch_add(1, Ordering::SeqCst);
+            async {
+                Ok::<_, std::convert::Infallible>(
+                    http::Response::builder()
+                        .status(404)
+                        .body(http_body_util::Full::new(bytes::Bytes::from_static(b"{}")))
+                        .expect("a response"),
+                )
+            }
+        });
+        Client::new(service, "default")
+    }
+
+    /// One writer across replicas: a replica that does not hold the decider Lease sends nothing;
+    /// once it leads, it reads and writes the reports.
+    #[tokio::test]
+    async fn only_the_leading_replica_writes_policy_reports() {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let leading = Arc::new(AtomicBool::new(false));
+        let lead = leading.clone();
+        let mut sink = ReportSink {
+            writer: Writer::new(counting_client(calls.clone())),
+            may_write: Arc::new(move || lead.load(Ordering::SeqCst)),
+        };
+        let subject = report::Subject::new(
+            Some(Arc::from(FILE)),
+            ObjKey::new(Kind::IPAddress, Some("ns"), "a"),
+        );
+        let outcome = Outcome {
+            findings: vec![Finding::warn(
+                &subject,
+                &Warning::new(RuleId::H2, "spec.claimRef.name", "gone"),
+            )],
+            ..Outcome::default()
+        };
+        write_reports(&mut sink, &outcome, 0).await;
+        assert_eq!(calls.load(Ordering::SeqCst), 0, "a follower calls nobody");
+        leading.store(true, Ordering::SeqCst);
+        write_reports(&mut sink, &outcome, 0).await;
+        assert!(
+            calls.load(Ordering::SeqCst) > 0,
+            "the decider lists the reports"
         );
     }
 }

@@ -509,6 +509,16 @@ fn schema_findings(
 /// objects per kind and the findings, in the order of `manifests`. `audit` judges with this too;
 /// stored objects have passed their schema, so it is not checked again.
 pub fn judge(manifests: Vec<Manifest>, options: Options) -> (BTreeMap<Kind, usize>, Vec<Finding>) {
+    let (objects, findings, _index) = judge_keeping_index(manifests, options);
+    (objects, findings)
+}
+
+/// As `judge`, also handing back the index of every object (what `audit` reads for the findings
+/// about stored objects over time, `rules::health`).
+pub fn judge_keeping_index(
+    manifests: Vec<Manifest>,
+    options: Options,
+) -> (BTreeMap<Kind, usize>, Vec<Finding>, Index) {
     let mut phases = Phases::start();
     let steps = Steps::default();
     let held = par::map(&manifests, HOLD_PER_THREAD, |m| {
@@ -517,8 +527,7 @@ pub fn judge(manifests: Vec<Manifest>, options: Options) -> (BTreeMap<Kind, usiz
     drop(manifests);
     phases.done("mutate");
     let (held, projections) = held.into_iter().unzip();
-    let (objects, findings, _index) = judge_held(held, projections, options, &[], &mut phases);
-    (objects, findings)
+    judge_held(held, projections, options, &[], &mut phases)
 }
 
 /// Below this many objects per thread, mutating and packing stay on the calling thread.

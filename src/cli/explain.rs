@@ -298,6 +298,21 @@ pub fn show(rule: &Rule) -> Result<Shown, String> {
         });
     }
 
+    if rule.effect() == Effect::AuditOnly {
+        let mut stored = manifests("cluster.yaml", e.cluster)?;
+        stored.extend(manifests(&file, e.object)?);
+        let view = crate::cluster::StaticView::from_manifests(stored);
+        let outcome =
+            super::audit::judge_view_at(&view, Options::default(), std::time::SystemTime::now());
+        let mut transcript = format!("$ ipam-guard audit --rule {}\n", rule.id);
+        transcript.push_str(&super::audit::text(&outcome.findings, rule.id.as_str()));
+        return Ok(Shown {
+            transcript,
+            response: None,
+            patch: None,
+        });
+    }
+
     let clock = crate::cluster::ManualClock::new();
     let shared = Shared::new(
         crate::cluster::StaticView::from_manifests(manifests("cluster.yaml", e.cluster)?)
@@ -408,6 +423,7 @@ pub fn entry(rule: &Rule) -> String {
         .unwrap_or_default();
     match rule.effect() {
         Effect::CheckOnly => s.push_str(&format!("Example: `{file}`\n\n")),
+        Effect::AuditOnly => s.push_str("Example: stored in the cluster\n\n"),
         _ => match (e.operation, e.setting) {
             (_, Setting::WithoutObject) => s.push_str(
                 "Example: a CREATE review for this object whose `object` is missing (an API server never sends one; a broken caller or a hand-made review can):\n\n",
@@ -444,10 +460,10 @@ pub fn entry(rule: &Rule) -> String {
                     serde_json::to_string_pretty(patch).unwrap_or_default()
                 ));
             }
-            let what = if rule.effect() == Effect::CheckOnly {
-                "`ipam-guard check` prints"
-            } else {
-                "kubectl prints"
+            let what = match rule.effect() {
+                Effect::CheckOnly => "`ipam-guard check` prints",
+                Effect::AuditOnly => "`ipam-guard audit` prints",
+                _ => "kubectl prints",
             };
             s.push_str(&format!(
                 "{what}:\n\n```console\n{}```\n\n",

@@ -6,6 +6,7 @@ pub mod completions;
 pub mod dev_webhooks;
 pub mod explain;
 pub mod policies;
+pub mod policy_reports;
 pub mod report;
 pub mod serve;
 pub mod terminal;
@@ -176,6 +177,11 @@ pub struct RuleArgs {
     /// Deny (instead of warn about) claims whose pool does not exist (C3).
     #[arg(long)]
     pub require_existing_pool: bool,
+    /// Warn about a claim's create (E1) when its pool has fewer free addresses than a count (`2`),
+    /// a percentage of what it can hand out (`5%`, rounded up), or the larger of both (`5%,2`).
+    /// A pool with none free is always warned about; `0` warns only then.
+    #[arg(long, value_name = "N|P%|P%,N", default_value = "5%,2", value_parser = crate::rules::exhaustion::FreeThreshold::parse)]
+    pub warn_free_below: crate::rules::exhaustion::FreeThreshold,
 }
 
 impl From<&RuleArgs> for crate::rules::Options {
@@ -183,7 +189,27 @@ impl From<&RuleArgs> for crate::rules::Options {
         crate::rules::Options {
             overlap_scope: a.overlap_scope.into(),
             require_existing_pool: a.require_existing_pool,
-            stored: false,
+            warn_free_below: a.warn_free_below,
+            ..crate::rules::Options::default()
+        }
+    }
+}
+
+/// Flags of the audits (`audit`, `serve --audit-interval`) for claims and addresses over time.
+#[derive(Debug, Clone, Args)]
+pub struct HealthArgs {
+    /// A claim without an address for longer than this (e.g. 10m, 1h), while its pool has free
+    /// addresses, is reported as stuck (H1).
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration)]
+    pub stuck_after: std::time::Duration,
+}
+
+impl RuleArgs {
+    /// The options of an audit: these flags and `--stuck-after`.
+    pub fn audit_options(&self, health: &HealthArgs) -> crate::rules::Options {
+        crate::rules::Options {
+            stuck_after: health.stuck_after,
+            ..crate::rules::Options::from(self)
         }
     }
 }
@@ -220,8 +246,10 @@ pub struct ServeArgs {
     /// How long connections keep being served after SIGTERM before draining, e.g. 5s.
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
     pub shutdown_delay: std::time::Duration,
-    /// Every INTERVAL (e.g. 10m), judge what the view holds for overlaps, duplicates and holders
-    /// and set ipam_guard_violations{rule}; off by default. Makes no API calls.
+    /// Every INTERVAL (e.g. 10m), judge what the view holds for overlaps, duplicates, holders,
+    /// stuck claims and orphaned addresses and set ipam_guard_violations{rule} and
+    /// ipam_guard_audit_findings{rule,severity}; off by default. Makes no API calls (but for
+    /// --policy-reports).
     #[arg(long, value_parser = parse_duration)]
     pub audit_interval: Option<std::time::Duration>,
     /// Refuse an IPAddress (CAPI or Metal3) for an address released less than DURATION ago in
@@ -230,6 +258,13 @@ pub struct ServeArgs {
     /// only: a restart forgets them.
     #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
     pub reuse_grace: Option<std::time::Duration>,
+    #[command(flatten)]
+    pub health: HealthArgs,
+    /// With --audit-interval: write the findings of each round as wgpolicyk8s.io/v1alpha2
+    /// PolicyReports (one per namespace) and a ClusterPolicyReport, updated in place and deleted
+    /// when clean. Only the elected decider (or the only replica) writes them.
+    #[arg(long, requires = "audit_interval")]
+    pub policy_reports: bool,
     /// Log lines as human-readable text or as one JSON object per line (for log collectors).
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -384,6 +419,8 @@ pub struct AuditArgs {
     pub limit: Option<usize>,
     #[command(flatten)]
     pub rules: RuleArgs,
+    #[command(flatten)]
+    pub health: HealthArgs,
 }
 
 #[derive(Debug, Clone, Args)]

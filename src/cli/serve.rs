@@ -71,30 +71,48 @@ pub async fn run_with(
     if args.pool_metrics == PoolMetrics::All {
         pool_metrics::register(&mut registry, view.clone(), pool_metrics::POOL_SERIES_LIMIT);
     }
-    // The periodic audit (off unless --audit-interval) judges what the view already holds: no
-    // second copy of the cluster and no list calls each round (rules::stored).
-    let _audit = args.audit_interval.map(|interval| {
-        let violations = crate::cli::audit::register_violations(&mut registry);
-        AbortOnDrop(tokio::spawn(crate::cli::audit::periodic_view(
-            view.clone(),
-            Options::from(&args.rules),
-            interval,
-            violations,
-        )))
-    });
+    if args.policy_reports && client.is_none() {
+        anyhow::bail!(
+            "--policy-reports writes to a cluster: it needs the live view (not --state-from, nor --dev without --kubeconfig)"
+        );
+    }
     let options = Options::from(&args.rules);
-    let (admission, decider) = match client {
+    let (admission, decider) = match client.clone() {
         // Only a live view can share a decider: --dev and --state-from each hold their own world.
         Some(client) if args.decider.decider == DeciderMode::Lease => {
             let config = decider_config(&args, &config, &client)?;
             let decider = Decider::start(client, config, view.clone(), &mut registry)?;
-            let admission = Admission::with_route(view, options, decider.clone());
+            let admission = Admission::with_route(view.clone(), options, decider.clone());
             decider.serve_peers(admission.clone());
             (admission, Some(decider))
         }
-        _ if args.dev => (Admission::local(view, options), None),
-        _ => (Admission::new(view, options), None),
+        _ if args.dev => (Admission::local(view.clone(), options), None),
+        _ => (Admission::new(view.clone(), options), None),
     };
+    // The periodic audit (off unless --audit-interval) judges what the view already holds: no
+    // second copy of the cluster and no list calls each round (rules::stored, rules::health).
+    let _audit = args.audit_interval.map(|interval| {
+        let violations = crate::cli::audit::register_violations(&mut registry);
+        let findings = crate::cli::audit::register_findings(&mut registry);
+        let reports = client.filter(|_| args.policy_reports).map(|client| {
+            // One writer across replicas: the decider; a lone replica is its own.
+            let leader = decider.clone();
+            crate::cli::audit::ReportSink {
+                writer: crate::cli::policy_reports::Writer::new(client),
+                may_write: Arc::new(move || leader.as_ref().is_none_or(|d| d.leads())),
+            }
+        });
+        AbortOnDrop(tokio::spawn(crate::cli::audit::periodic_view_with(
+            view,
+            args.rules.audit_options(&args.health),
+            interval,
+            crate::cli::audit::Outputs {
+                violations,
+                findings: Some(findings),
+                reports,
+            },
+        )))
+    });
     let server = Server::bind(config, admission, registry).await?;
     if let Some(certs) = dev_ca {
         print_dev_banner(&certs, server.addrs(), &view_description(&args));

@@ -4,12 +4,17 @@
 
 use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 /// A source of `Instant`s. Only what is compared against the timers reads it; log lines that
 /// say how long something took keep using `Instant::now()`.
 pub trait Clock: Send + Sync + Debug {
     fn now(&self) -> Instant;
+    /// Wall-clock time, for what is compared with timestamps the API server wrote (the
+    /// periodic audit's H1 reads `creationTimestamp`).
+    fn wall(&self) -> SystemTime {
+        SystemTime::now()
+    }
 }
 
 /// The monotonic clock of the machine.
@@ -31,15 +36,26 @@ pub fn system() -> Arc<dyn Clock> {
 #[derive(Debug)]
 pub struct ManualClock {
     start: Instant,
+    wall_start: SystemTime,
     elapsed: Mutex<Duration>,
 }
 
 impl ManualClock {
     pub fn new() -> Arc<ManualClock> {
+        ManualClock::at(SystemTime::now())
+    }
+
+    /// A manual clock whose wall time starts at `wall`.
+    pub fn at(wall: SystemTime) -> Arc<ManualClock> {
         Arc::new(ManualClock {
             start: Instant::now(),
+            wall_start: wall,
             elapsed: Mutex::new(Duration::ZERO),
         })
+    }
+
+    fn elapsed(&self) -> Duration {
+        *self.elapsed.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     pub fn advance(&self, by: Duration) {
@@ -49,7 +65,10 @@ impl ManualClock {
 
 impl Clock for ManualClock {
     fn now(&self) -> Instant {
-        self.start + *self.elapsed.lock().unwrap_or_else(|p| p.into_inner())
+        self.start + self.elapsed()
+    }
+    fn wall(&self) -> SystemTime {
+        self.wall_start + self.elapsed()
     }
 }
 
@@ -64,5 +83,13 @@ mod tests {
         assert_eq!(clock.now(), t0);
         clock.advance(Duration::from_secs(30));
         assert_eq!(clock.now(), t0 + Duration::from_secs(30));
+    }
+
+    #[test]
+    fn a_manual_clocks_wall_time_moves_with_it() {
+        let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_514_400);
+        let clock = ManualClock::at(start);
+        clock.advance(Duration::from_secs(601));
+        assert_eq!(clock.wall(), start + Duration::from_secs(601));
     }
 }

@@ -196,7 +196,7 @@ fn take(index: &mut Index, kind: Kind, key: &ObjKey) -> Option<Object> {
     match kind {
         k if k.is_pool() => index.remove_pool(key).map(Object::Pool),
         Kind::IPAddress | Kind::Metal3IPAddress => index.remove_address(key).map(Object::Address),
-        Kind::IPAddressClaim => index.remove_claim(key).map(Object::Claim),
+        Kind::IPAddressClaim | Kind::Metal3IPClaim => index.remove_claim(key).map(Object::Claim),
         _ => None,
     }
 }

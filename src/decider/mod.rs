@@ -254,6 +254,12 @@ impl Decider {
         }
     }
 
+    /// Whether this replica holds the lease now: the one writer of what must be written once
+    /// across replicas (the periodic audit's PolicyReports).
+    pub fn leads(&self) -> bool {
+        !matches!(self.standing_now(), Standing::Following(_))
+    }
+
     fn standing_now(&self) -> Standing {
         self.election
             .lock()

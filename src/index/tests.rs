@@ -605,6 +605,8 @@ fn claims_by_key() {
             kind: "InClusterIPPool".into(),
             name: "p".into(),
         },
+        created: None,
+        bound: false,
     };
     assert_eq!(index.upsert_claim(c.clone()), None);
     assert_eq!(index.claim(&c.key), Some(&c));

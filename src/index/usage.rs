@@ -68,6 +68,12 @@ impl Index {
         out
     }
 
+    /// Usage of one pool, the same figures `pool_usage` gives it; None when the view has no such
+    /// pool. O(addresses that reference it).
+    pub fn usage_of_pool(&self, key: &ObjKey) -> Option<PoolUsage> {
+        self.pool(key).map(|p| self.usage_of(p))
+    }
+
     fn usage_of(&self, pool: &PoolProj) -> PoolUsage {
         if let Some(len) = pool.prefix.filter(|_| pool.key.kind.is_prefix_pool()) {
             return self.sub_prefix_usage_of(pool, len);

@@ -40,8 +40,8 @@ enum Place {
     Other,
 }
 
-/// ObjectMeta fields that neither the model (`model::Meta`), the rules nor the schema check
-/// (which only needs to know they are ObjectMeta's) read.
+/// ObjectMeta fields that neither the model (`model::Meta`; `creationTimestamp` is read for
+/// H1), the rules nor the schema check (which only needs to know they are ObjectMeta's) read.
 const UNREAD_METADATA: &[&str] = &[
     "managedFields",
     "ownerReferences",
@@ -49,7 +49,6 @@ const UNREAD_METADATA: &[&str] = &[
     "uid",
     "resourceVersion",
     "generation",
-    "creationTimestamp",
     "selfLink",
     "generateName",
     "deletionGracePeriodSeconds",

@@ -126,6 +126,8 @@ pub fn project_claim(obj: &Value, key: ObjKey) -> ClaimProj {
     ClaimProj {
         key,
         pool_ref: pool_ref.pool_ref(),
+        created: super::creation_timestamp(obj),
+        bound: super::has_name(obj, "status.addressRef.name"),
     }
 }
 

@@ -174,11 +174,33 @@ pub struct AddressProj {
     pub claim: Option<Arc<str>>,
 }
 
-/// What the index keeps of a claim (CAPI IPAddressClaim): A6 compares its poolRef.
+/// What the index keeps of a claim (CAPI IPAddressClaim, Metal3 IPClaim): A6 compares its
+/// poolRef; the audits (H1, E1) read whether it has been served and since when it waits.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClaimProj {
     pub key: ObjKey,
     pub pool_ref: PoolRef,
+    /// `metadata.creationTimestamp`, in seconds since the Unix epoch (None on a create review,
+    /// which has none yet, or when it does not parse).
+    pub created: Option<i64>,
+    /// The provider has recorded its address: `status.addressRef.name` (Metal3:
+    /// `status.address.name`) is set.
+    pub bound: bool,
+}
+
+/// `metadata.creationTimestamp` (RFC 3339, as the API server writes it) in Unix seconds.
+pub fn creation_timestamp(obj: &Value) -> Option<i64> {
+    let text = read::get(obj, "metadata.creationTimestamp")?.as_str()?;
+    time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
+        .ok()
+        .map(|t| t.unix_timestamp())
+}
+
+/// Whether the string at `path` is set and non-empty.
+pub(crate) fn has_name(obj: &Value, path: &str) -> bool {
+    read::get(obj, path)
+        .and_then(Value::as_str)
+        .is_some_and(|s| !s.is_empty())
 }
 
 /// What a review asks about, stripped of transport (the rules never see HTTP).
@@ -296,6 +318,10 @@ pub fn project(kind: Kind, obj: &Value) -> Option<Projection> {
             obj,
             ObjKey::new(kind, namespace, name),
         ))),
-        Kind::Metal3IPClaim | Kind::VSphereMachine | Kind::VSphereMachineTemplate => None,
+        Kind::Metal3IPClaim => Some(Projection::Claim(metal3::project_claim(
+            obj,
+            ObjKey::new(kind, namespace, name),
+        ))),
+        Kind::VSphereMachine | Kind::VSphereMachineTemplate => None,
     }
 }

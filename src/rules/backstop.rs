@@ -431,6 +431,7 @@ pub fn coverage(id: RuleId) -> Coverage {
         Effect::Mutate => Coverage::NotApplicable("it mutates"),
         Effect::Allow => Coverage::NotApplicable("it only allows"),
         Effect::CheckOnly => Coverage::NotApplicable("`check` only"),
+        Effect::AuditOnly => Coverage::NotApplicable("`audit` only"),
         Effect::Deny | Effect::DenyOrWarn if matches!(id, RuleId::X3 | RuleId::K1) => {
             Coverage::NotApplicable("it is about the webhook itself")
         }

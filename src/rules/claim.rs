@@ -1,4 +1,4 @@
-//! `IPAddressClaim` (SPEC §3): C1–C5.
+//! `IPAddressClaim` (SPEC §3): C1–C5, and E1 (`rules::exhaustion`) on create.
 
 use serde_json::Value;
 
@@ -117,7 +117,9 @@ fn c3(r: &ClaimReading, namespace: Option<&str>, ctx: &Ctx, v: &mut Verdict) {
     match Kind::from_group_kind(group, kind).filter(|k| k.is_pool()) {
         Some(k) => {
             let key = ObjKey::new(k, namespace, name);
-            if ctx.index.pool(&key).is_none() {
+            if ctx.index.pool(&key).is_some() {
+                crate::rules::exhaustion::on_create(&key, "spec.poolRef.name", ctx, v);
+            } else {
                 let detail = format!("{key} not found");
                 if ctx.options.require_existing_pool {
                     v.deny(FieldError::invalid(

@@ -181,13 +181,8 @@ fn cross_object(r: &AddressReading, own: &ObjKey, ctx: &Ctx, v: &mut Verdict) {
                     v.deny(FieldError::invalid(RuleId::A6, "spec.poolRef", value, OTHER_POOL));
                 }
             }
-            None if ctx.options.stored => v.warn(
-                RuleId::A6,
-                "spec.claimRef.name",
-                format!(
-                    "{claim_key} not found: an orphaned address (its claim was deleted, or a restore has not brought it back yet)"
-                ),
-            ),
+            // Stored already, it is an orphan rather than a write to allow: H2 (`health`).
+            None if ctx.options.stored => {}
             None => v.warn(
                 RuleId::A6,
                 "spec.claimRef.name",

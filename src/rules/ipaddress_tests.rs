@@ -279,16 +279,14 @@ fn a6_missing_claim_warns() {
         warnings(&v),
         ["spec.claimRef.name: IPAddressClaim ns/claim-a not found; allowed because restores may create addresses before their claims"]
     );
-    // In an audit the address is stored already: it is an orphan, not a write to allow.
+    // In an audit the address is stored already: it is an orphan, not a write to allow, and
+    // `rules::health` reports it as H2.
     let stored = Options {
         stored: true,
         ..Options::default()
     };
     let v = create_with(Kind::IPAddress, &a, &Index::new(), stored);
-    assert_eq!(
-        warnings(&v),
-        ["spec.claimRef.name: IPAddressClaim ns/claim-a not found: an orphaned address (its claim was deleted, or a restore has not brought it back yet)"]
-    );
+    assert!(warnings(&v).is_empty(), "{v:?}");
 }
 
 #[test]

@@ -66,6 +66,10 @@ impl Validator for Claim {
             &mut v,
         );
         mc4(obj, ns, ctx, &mut v);
+        if let Some(name) = r.pool_name.filter(|n| !n.is_empty()) {
+            let key = ObjKey::new(Kind::Metal3IPPool, ns, name);
+            crate::rules::exhaustion::on_create(&key, "spec.pool.name", ctx, &mut v);
+        }
         v
     }
 

@@ -5,6 +5,8 @@ pub mod backstop;
 pub mod capv;
 pub mod claim;
 pub mod conditions;
+pub mod exhaustion;
+pub mod health;
 pub mod ipaddress;
 pub mod metal3;
 pub mod mutate;
@@ -28,13 +30,29 @@ pub use mutate::Mutator;
 pub use validator::{for_kind, mutator_for, shape, Call, Review, Validator};
 
 /// Settings that change verdicts.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Options {
     pub overlap_scope: OverlapScope,
     pub require_existing_pool: bool,
     /// The objects judged are already stored (`audit`): where the admission wording would
     /// mislead (a reason to allow a write that happened long ago), messages speak of what is stored.
     pub stored: bool,
+    /// Below this many free addresses a claim's CREATE is warned about (E1).
+    pub warn_free_below: exhaustion::FreeThreshold,
+    /// A claim without an address for longer than this while its pool has free ones is stuck (H1).
+    pub stuck_after: std::time::Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            overlap_scope: OverlapScope::default(),
+            require_existing_pool: false,
+            stored: false,
+            warn_free_below: exhaustion::FreeThreshold::default(),
+            stuck_after: health::DEFAULT_STUCK_AFTER,
+        }
+    }
 }
 
 /// How overlap (P10) and uniqueness (A9) are scoped (SPEC §6).

@@ -142,7 +142,7 @@ mod tests {
             Options {
                 overlap_scope: OverlapScope::Off,
                 require_existing_pool: true,
-                stored: false,
+                ..Options::default()
             },
         ];
         for info in KINDS {

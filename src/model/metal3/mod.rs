@@ -16,7 +16,9 @@ mod entry;
 mod objects;
 mod pool;
 
-pub use objects::{project_address, read_address, read_claim, AddressReading, ClaimReading};
+pub use objects::{
+    project_address, project_claim, read_address, read_claim, AddressReading, ClaimReading,
+};
 pub(crate) use pool::read_pool;
 
 /// The annotation ip-address-manager reads on a claim to hand out one particular address

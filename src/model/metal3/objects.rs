@@ -7,7 +7,7 @@ use super::IP_ADDRESS_ANNOTATION;
 use crate::address::Ip;
 use crate::field::{FieldError, Warning};
 use crate::kinds::Kind;
-use crate::model::{read, AddressProj, ObjKey};
+use crate::model::{read, AddressProj, ClaimProj, ObjKey, PoolRef};
 use crate::rule_id::RuleId;
 
 // === IPClaim ===
@@ -36,6 +36,23 @@ pub fn read_claim(obj: &Value) -> ClaimReading<'_> {
         pool_namespace,
         requested,
         errors,
+    }
+}
+
+/// What the index keeps of an IPClaim: its pool (always an `IPPool` of the claim's namespace).
+pub fn project_claim(obj: &Value, key: ObjKey) -> ClaimProj {
+    let pool = read::get(obj, "spec.pool.name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    ClaimProj {
+        pool_ref: PoolRef {
+            api_group: Kind::Metal3IPPool.group().to_string(),
+            kind: Kind::Metal3IPPool.name().to_string(),
+            name: pool.to_string(),
+        },
+        created: crate::model::creation_timestamp(obj),
+        bound: crate::model::has_name(obj, "status.address.name"),
+        key,
     }
 }
 
