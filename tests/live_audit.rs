@@ -92,6 +92,48 @@ async fn x4_audit_reports_stored_overlaps_and_duplicates() {
 }
 
 #[tokio::test]
+async fn x4_a_namespace_audit_judges_its_objects_against_the_whole_cluster() {
+    let api = cluster_with_slipped_objects().await;
+    // Another namespace's pool overlapping ns's pools in the same address space, and an address
+    // there holding 10.0.0.12 too: ns's objects are refused because of it, and it is not judged.
+    api.apply(in_cluster_pool("other", "pool-c", &["10.0.0.18-10.0.0.19"]));
+    api.apply(ip_address("other", "addr-9", "10.0.0.40", "pool-c"));
+    let whole = audit::audit(&api.client(), Options::default()).await;
+    let ns = audit::audit_judging(
+        &api.client(),
+        Options::default(),
+        audit::Judged::Namespace("ns".into()),
+    )
+    .await;
+    assert!(ns.errors.is_empty(), "{:?}", ns.errors);
+    let lines = |findings: &[ipam_guard::cli::report::Finding], only_ns: bool| {
+        findings
+            .iter()
+            .filter(|f| !only_ns || f.subject.key.namespace() == Some("ns"))
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(lines(&ns.findings, false), lines(&whole.findings, true));
+    assert!(
+        lines(&ns.findings, false)
+            .iter()
+            .any(|l| l.contains("pool-a") && l.contains("other/pool-c")),
+        "{:#?}",
+        ns.findings
+    );
+    assert!(
+        whole
+            .findings
+            .iter()
+            .any(|f| f.subject.key.namespace() == Some("other")),
+        "the other namespace has findings of its own"
+    );
+    // Only ns's objects were judged: the others were kept as what they count for.
+    assert_eq!(ns.summary.objects.get(&Kind::InClusterIPPool), Some(&2));
+    assert_eq!(whole.summary.objects.get(&Kind::InClusterIPPool), Some(&3));
+}
+
+#[tokio::test]
 async fn x4_audit_of_a_clean_cluster_exits_0() {
     let api = FakeApi::start().await;
     api.serve(Kind::InClusterIPPool);

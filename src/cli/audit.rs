@@ -12,30 +12,23 @@ use std::io::{self, BufWriter, Write};
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube::api::ListParams;
-use kube::core::ApiResource;
-use kube::{Api, Client};
+use kube::Client;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-use super::check;
+pub use super::check::Judged;
+use super::check::Judging;
 use super::report::{self, Finding, Report, Severity, Summary};
 use super::{AuditArgs, OutputFormat, OverlapScope, SeverityFilter};
-use crate::cluster::live::{self, api_resource};
-use crate::cluster::{ClusterView, WatchedObject};
-use crate::kinds::Kind;
-use crate::manifests::{Manifest, Source};
-use crate::model::ObjKey;
+use crate::cluster::live::read::{Progress, Silent};
+use crate::cluster::live::{self};
+use crate::cluster::ClusterView;
 use crate::rules::Options;
 
 /// What findings name as their file.
 pub const FILE: &str = "cluster";
-
-/// Objects per list page. The watch cache answers `resourceVersion=0` lists whole on older API
-/// servers; newer ones page, and then this bounds each answer.
-const PAGE: u32 = 500;
 
 /// What one audit pass found.
 #[derive(Debug, Default)]
@@ -65,7 +58,12 @@ pub async fn run(args: &AuditArgs) -> i32 {
                 return 2;
             }
         };
-    let outcome = audit_at(&client, &server, options).await;
+    let judged = match &args.namespace {
+        Some(ns) => Judged::Namespace(ns.clone()),
+        None => Judged::All,
+    };
+    let progress = super::progress::for_stderr(args.quiet);
+    let outcome = audit_at(&client, &server, options, judged, progress).await;
     for e in &outcome.errors {
         let _ = writeln!(err, "error: {e}");
     }
@@ -197,20 +195,51 @@ impl std::fmt::Display for Table {
     }
 }
 
-/// Lists every served kind of the table (from the watch cache: `resourceVersion=0`) and judges
-/// each object as a CREATE against all the others.
+/// Lists every served kind of the table (one `resourceVersion=0` list each, decoded item by
+/// item) and judges each object as a CREATE against all the others.
 pub async fn audit(client: &Client, options: Options) -> Outcome {
-    audit_at(client, "", options).await
+    audit_at(client, "", options, Judged::All, Arc::new(Silent)).await
 }
 
-/// `audit`, naming `server` (its URL) in what could not be read.
-async fn audit_at(client: &Client, server: &str, options: Options) -> Outcome {
+/// `audit` judging only the objects `judged` selects (`-n`): the others count for them, as
+/// projections.
+pub async fn audit_judging(client: &Client, options: Options, judged: Judged) -> Outcome {
+    audit_at(client, "", options, judged, Arc::new(Silent)).await
+}
+
+/// `audit`, naming `server` (its URL) in what could not be read, judging the objects `judged`
+/// selects (the others are kept only as projections).
+async fn audit_at(
+    client: &Client,
+    server: &str,
+    options: Options,
+    judged: Judged,
+    progress: Arc<dyn Progress>,
+) -> Outcome {
     let options = Options {
         stored: true,
         ..options
     };
-    let (manifests, errors) = list_cluster(client, server).await;
-    let (objects, findings) = check::judge(manifests, options);
+    let (read, errors) = live::read::read(
+        client,
+        server,
+        |_| true,
+        Judging::new(judged, FILE),
+        progress,
+    )
+    .await;
+    // Judging is CPU work on 100k objects: off the runtime's threads.
+    let (objects, findings) = match tokio::task::spawn_blocking(move || read.finish(options)).await
+    {
+        Ok(judged) => judged,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(e) => {
+            return Outcome {
+                errors: vec![format!("judging the cluster stopped: {e}")],
+                ..Outcome::default()
+            }
+        }
+    };
     let mut summary = Summary {
         objects,
         unreadable: errors.len(),
@@ -222,85 +251,6 @@ async fn audit_at(client: &Client, server: &str, options: Options) -> Outcome {
         errors,
         summary,
     }
-}
-
-/// Every stored object of every served kind of the table, named as from file `cluster`, and what
-/// could not be listed (discovery, or one kind), naming `server` (its URL; may be empty). `audit`
-/// judges these; `usage` counts them; `check --kubeconfig` judges files against them.
-pub async fn list_cluster(client: &Client, server: &str) -> (Vec<Manifest>, Vec<String>) {
-    let served = match live::discover(client).await {
-        Ok(s) => s,
-        Err(e) => {
-            return (
-                Vec::new(),
-                vec![format!(
-                    "API discovery failed: {}",
-                    live::explain(server, &e)
-                )],
-            )
-        }
-    };
-    let file: Arc<str> = Arc::from(FILE);
-    let mut manifests = Vec::new();
-    let mut errors = Vec::new();
-    for (kind, version) in &served {
-        match list_kind(client, *kind, version).await {
-            Ok(objects) => manifests.extend(
-                objects
-                    .into_iter()
-                    .filter_map(|o| manifest(&file, *kind, version, o)),
-            ),
-            Err(e) => errors.push(format!("cannot list {}: {e}", kind.display_name())),
-        }
-    }
-    (manifests, errors)
-}
-
-async fn list_kind(
-    client: &Client,
-    kind: Kind,
-    version: &str,
-) -> Result<Vec<WatchedObject>, kube::Error> {
-    list_resource(client, &api_resource(kind, version)).await
-}
-
-/// Every object of `resource` in the cluster, page by page.
-pub async fn list_resource(
-    client: &Client,
-    resource: &ApiResource,
-) -> Result<Vec<WatchedObject>, kube::Error> {
-    let api: Api<WatchedObject> = Api::all_with(client.clone(), resource);
-    let mut params = ListParams::default().match_any().limit(PAGE);
-    let mut items = Vec::new();
-    // Bounded: a server that keeps handing out continue tokens cannot keep us here forever.
-    for _ in 0..100_000 {
-        let page = api.list(&params).await?;
-        items.extend(page.items);
-        match page.metadata.continue_.filter(|c| !c.is_empty()) {
-            // A continued list must not name a resourceVersion: the token carries it.
-            Some(token) => params = ListParams::default().limit(PAGE).continue_token(&token),
-            None => break,
-        }
-    }
-    Ok(items)
-}
-
-fn manifest(file: &Arc<str>, kind: Kind, version: &str, o: WatchedObject) -> Option<Manifest> {
-    let name = o.metadata.name.clone()?;
-    let key = ObjKey::new(kind, o.metadata.namespace.as_deref(), &name);
-    let object = o.to_value(&api_resource(kind, version));
-    Some(Manifest {
-        source: Source {
-            file: file.clone(),
-            document: None,
-            item: None,
-            line: None,
-        },
-        kind,
-        version: version.to_string(),
-        key,
-        object,
-    })
 }
 
 // === Periodic audit (serve --audit-interval) ===

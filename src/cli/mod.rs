@@ -5,6 +5,7 @@ pub mod check;
 pub mod dev_webhooks;
 pub mod explain;
 pub mod policies;
+pub mod progress;
 pub mod report;
 pub mod serve;
 pub mod usage;
@@ -184,6 +185,9 @@ pub struct ServeArgs {
     /// Kubeconfig for the live view (default: in-cluster, then KUBECONFIG).
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to watch (of --kubeconfig, or the default kubeconfig).
+    #[arg(long)]
+    pub context: Option<String>,
     /// How long connections keep being served after SIGTERM before draining, e.g. 5s.
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
     pub shutdown_delay: std::time::Duration,
@@ -298,6 +302,9 @@ pub struct CheckArgs {
     /// The kubeconfig context to use with --kubeconfig (or the default kubeconfig).
     #[arg(long)]
     pub context: Option<String>,
+    /// No progress on stderr while the cluster is read (it is drawn only on a terminal anyway).
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
     /// Say what an API server of this Kubernetes release would (e.g. 1.20: unknown fields are
     /// pruned, not refused). Default: the cluster's release with --kubeconfig, else the newest
     /// release the project tests against.
@@ -335,6 +342,9 @@ pub struct AuditArgs {
     /// At most this many finding lines per rule; the rest are counted in the summary table.
     #[arg(long, value_name = "N")]
     pub limit: Option<usize>,
+    /// No progress on stderr while the cluster is read (it is drawn only on a terminal anyway).
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
     #[command(flatten)]
     pub rules: RuleArgs,
 }
@@ -347,6 +357,12 @@ pub struct UsageArgs {
     /// Kubeconfig of the cluster to read (default: in-cluster, then KUBECONFIG). Not with PATHs.
     #[arg(long, conflicts_with = "paths")]
     pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to read (of --kubeconfig, or the default kubeconfig).
+    #[arg(long, conflicts_with = "paths")]
+    pub context: Option<String>,
+    /// No progress on stderr while the cluster is read (it is drawn only on a terminal anyway).
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
     /// Files or directories of manifests, read as `check` reads them, instead of a cluster.
     pub paths: Vec<PathBuf>,
 }

@@ -1,13 +1,15 @@
 //! `ipam-guard usage`: how full each pool is, fullest first. On files (`usage PATH...`, read as
-//! `check` reads them) or on a live cluster (`usage [--kubeconfig]`, listed as `audit` lists it).
+//! `check` reads them) or on a live cluster (`usage [--kubeconfig]`, read as `audit` reads it).
 //! The figures are `Index::pool_usage`'s, the same the `ipam_guard_pool_addresses` metric exports.
 
 use std::io::{self, BufWriter, Write};
 
 use serde::Serialize;
 
+use super::check::{Judged, Judging};
 use super::{UsageArgs, UsageFormat};
-use crate::cluster::StaticView;
+use crate::cluster::live;
+use crate::cluster::{index_of, StaticView};
 use crate::index::usage::PoolUsage;
 use crate::manifests;
 
@@ -20,23 +22,40 @@ const NEARLY_FULL: f64 = 0.9;
 /// Runs `usage` and returns the exit code: 2 when an input (or the cluster) could not be read,
 /// else 0. The table goes to stdout, errors and the summary to stderr.
 pub async fn run(args: &UsageArgs) -> i32 {
-    let (view, errors) = if args.paths.is_empty() {
-        let (client, server) =
-            match crate::cluster::live::client_and_server(args.kubeconfig.as_deref(), None).await {
-                Ok(c) => c,
-                Err(e) => {
-                    eprintln!("error: {e:#}");
-                    return 2;
-                }
-            };
-        let (manifests, errors) = super::audit::list_cluster(&client, &server).await;
-        (StaticView::from_manifests(manifests), errors)
+    let (index, errors) = if args.paths.is_empty() {
+        let (client, server) = match crate::cluster::live::client_and_server(
+            args.kubeconfig.as_deref(),
+            args.context.as_deref(),
+        )
+        .await
+        {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                return 2;
+            }
+        };
+        // The kinds usage counts are those the live view keeps; only their projections are held.
+        let (read, errors) = live::read::read(
+            &client,
+            &server,
+            live::watched,
+            Judging::new(Judged::None, super::audit::FILE),
+            super::progress::for_stderr(args.quiet),
+        )
+        .await;
+        (index_of(read.into_projections()), errors)
     } else {
         let loaded = manifests::read_paths(&args.paths);
         let errors = loaded.errors.iter().map(ToString::to_string).collect();
-        (StaticView::from_manifests(loaded.manifests), errors)
+        (
+            StaticView::from_manifests(loaded.manifests).into_index(),
+            errors,
+        )
     };
-    let usage = view.index().pool_usage();
+    let usage = index.pool_usage();
+    // The process ends right after: freeing 100k projections one by one would only cost time.
+    std::mem::forget(index);
     let mut err = io::stderr().lock();
     for e in &errors {
         let _ = writeln!(err, "error: {e}");

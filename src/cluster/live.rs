@@ -18,6 +18,7 @@
 mod crds;
 mod health;
 pub mod list;
+pub mod read;
 mod watch;
 
 pub use crds::resource as crd_resource;
