@@ -49,22 +49,59 @@ pub struct Timing {
     pub clock: Arc<dyn Clock>,
 }
 
-/// Retries after failures: 250 ms doubling up to 5 s, back to the start after a success.
+/// Retries after failures: 250 ms doubling up to `MAX`, each wait jittered, back to the start
+/// after a success.
+///
+/// The cap is what an outage costs after it ends: however long the API server was away, the next
+/// attempt comes at most `MAX` after it answers again, and the relist follows at once. Jitter
+/// (each wait drawn from its upper half) keeps a dozen watches, and the replicas of a Deployment,
+/// from knocking on a restarting API server in lockstep.
 #[derive(Debug)]
-struct Backoff(Duration);
+pub struct Backoff {
+    next: Duration,
+    rng: fastrand::Rng,
+}
 
 impl Backoff {
-    const FIRST: Duration = Duration::from_millis(250);
-    const MAX: Duration = Duration::from_secs(5);
-    fn new() -> Self {
-        Backoff(Self::FIRST)
+    pub const FIRST: Duration = Duration::from_millis(250);
+    pub const MAX: Duration = Duration::from_secs(2);
+
+    pub fn new() -> Self {
+        Backoff {
+            next: Self::FIRST,
+            rng: fastrand::Rng::new(),
+        }
     }
-    fn reset(&mut self) {
-        self.0 = Self::FIRST;
+
+    /// With a fixed seed (tests).
+    #[cfg(test)]
+    pub fn with_seed(seed: u64) -> Self {
+        Backoff {
+            next: Self::FIRST,
+            rng: fastrand::Rng::with_seed(seed),
+        }
     }
+
+    pub fn reset(&mut self) {
+        self.next = Self::FIRST;
+    }
+
+    /// How long to wait before the next attempt: between half and all of the current step, which
+    /// then doubles up to `MAX`.
+    pub fn delay(&mut self) -> Duration {
+        let step = self.next;
+        self.next = (self.next * 2).min(Self::MAX);
+        step / 2 + step.mul_f64(self.rng.f64() / 2.0)
+    }
+
     async fn wait(&mut self) {
-        tokio::time::sleep(self.0).await;
-        self.0 = (self.0 * 2).min(Self::MAX);
+        tokio::time::sleep(self.delay()).await;
+    }
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff::new()
     }
 }
 
@@ -377,6 +414,53 @@ fn note_version(seen: &mut Option<String>, obj: &WatchedObject) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The time to the first attempt after an outage of `outage`, with attempts spaced by the
+    /// backoff from the moment the API server went away (the injectable clock stands in for
+    /// the sleeps).
+    fn first_attempt_after(outage: Duration, seed: u64) -> Duration {
+        let clock = crate::cluster::clock::ManualClock::new();
+        let start = clock.now();
+        let back = start + outage;
+        let mut backoff = Backoff::with_seed(seed);
+        while clock.now() < back {
+            clock.advance(backoff.delay());
+        }
+        clock.now() - back
+    }
+
+    #[test]
+    fn an_outage_of_any_length_costs_at_most_the_cap_once_it_ends() {
+        for outage in [1, 7, 30, 120, 600] {
+            for seed in 0..50 {
+                let late = first_attempt_after(Duration::from_secs(outage), seed);
+                assert!(
+                    late <= Backoff::MAX,
+                    "{outage} s outage, seed {seed}: {late:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn waits_double_from_the_first_step_are_jittered_and_capped() {
+        let mut b = Backoff::with_seed(7);
+        let waits: Vec<Duration> = (0..40).map(|_| b.delay()).collect();
+        // Each wait lies in the upper half of its step: 250 ms, 500 ms, 1 s, then the cap.
+        let step = |i: usize| (Backoff::FIRST * 2u32.pow(i.min(10) as u32)).min(Backoff::MAX);
+        for (i, w) in waits.iter().enumerate() {
+            assert!(*w >= step(i) / 2 && *w <= step(i), "wait {i}: {w:?}");
+        }
+        // Not in lockstep: capped waits differ from one another.
+        let capped: std::collections::BTreeSet<Duration> = waits[4..].iter().copied().collect();
+        assert!(capped.len() > 20, "{capped:?}");
+        // Two loops started together do not retry together.
+        let mut other = Backoff::with_seed(8);
+        let theirs: Vec<Duration> = (0..40).map(|_| other.delay()).collect();
+        assert_ne!(waits, theirs);
+        b.reset();
+        assert!(b.delay() <= Backoff::FIRST);
+    }
 
     #[test]
     fn first_list_reads_the_cache_and_relists_are_not_older_than_what_was_seen() {
