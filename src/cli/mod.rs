@@ -340,6 +340,7 @@ pub struct AuditArgs {
     #[arg(long, value_enum)]
     pub severity: Option<SeverityFilter>,
     /// At most this many finding lines per rule; the rest are counted in the summary table.
+    /// Default: 20 in text (a screenful), every finding in JSON, SARIF and JUnit; 0: all.
     #[arg(long, value_name = "N")]
     pub limit: Option<usize>,
     /// No progress on stderr while the cluster is read (it is drawn only on a terminal anyway).
@@ -363,6 +364,15 @@ pub struct UsageArgs {
     /// No progress on stderr while the cluster is read (it is drawn only on a terminal anyway).
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// Only the pools of this namespace (cluster-scoped pools are left out).
+    #[arg(long, short = 'n')]
+    pub namespace: Option<String>,
+    /// Only pools of this kind (repeatable), by name or plural, e.g. `--kind InClusterIPPool`.
+    #[arg(long = "kind", value_name = "KIND")]
+    pub kinds: Vec<String>,
+    /// Only the N fullest pools (of those the other flags select).
+    #[arg(long, value_name = "N")]
+    pub top: Option<usize>,
     /// Files or directories of manifests, read as `check` reads them, instead of a cluster.
     pub paths: Vec<PathBuf>,
 }

@@ -11,6 +11,7 @@ use super::{UsageArgs, UsageFormat};
 use crate::cluster::live;
 use crate::cluster::{index_of, StaticView};
 use crate::index::usage::PoolUsage;
+use crate::kinds::{Kind, KINDS};
 use crate::manifests;
 
 /// Width of the bar in text mode.
@@ -22,6 +23,13 @@ const NEARLY_FULL: f64 = 0.9;
 /// Runs `usage` and returns the exit code: 2 when an input (or the cluster) could not be read,
 /// else 0. The table goes to stdout, errors and the summary to stderr.
 pub async fn run(args: &UsageArgs) -> i32 {
+    let kinds = match pool_kinds(&args.kinds) {
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 2;
+        }
+    };
     let (index, errors) = if args.paths.is_empty() {
         let (client, server) = match crate::cluster::live::client_and_server(
             args.kubeconfig.as_deref(),
@@ -53,9 +61,24 @@ pub async fn run(args: &UsageArgs) -> i32 {
             errors,
         )
     };
-    let usage = index.pool_usage();
+    let mut usage = index.pool_usage();
     // The process ends right after: freeing 100k projections one by one would only cost time.
     std::mem::forget(index);
+    usage.retain(|u| {
+        (kinds.is_empty() || kinds.contains(&u.key.kind))
+            && args
+                .namespace
+                .as_ref()
+                .is_none_or(|ns| u.key.namespace.as_deref() == Some(ns.as_str()))
+    });
+    let selected = usage.len();
+    let nearly_full = usage
+        .iter()
+        .filter(|u| u.share_used() >= NEARLY_FULL)
+        .count();
+    if let Some(top) = args.top {
+        usage.truncate(top);
+    }
     let mut err = io::stderr().lock();
     for e in &errors {
         let _ = writeln!(err, "error: {e}");
@@ -67,14 +90,14 @@ pub async fn run(args: &UsageArgs) -> i32 {
         UsageFormat::Json => write_json(&mut out, &usage),
     };
     let _ = out.flush();
-    let nearly_full = usage
-        .iter()
-        .filter(|u| u.share_used() >= NEARLY_FULL)
-        .count();
+    let shown = if usage.len() < selected {
+        format!(" (the {} fullest shown: --top)", usage.len())
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         err,
-        "{} pools, {nearly_full} at least {}% used",
-        usage.len(),
+        "{selected} pools, {nearly_full} at least {}% used{shown}",
         NEARLY_FULL * 100.0
     );
     if errors.is_empty() {
@@ -82,6 +105,26 @@ pub async fn run(args: &UsageArgs) -> i32 {
     } else {
         2
     }
+}
+
+/// The pool kinds `--kind` names (by name or plural, any case); none: every pool kind.
+fn pool_kinds(names: &[String]) -> Result<Vec<Kind>, String> {
+    let pools = || KINDS.iter().filter(|k| k.pool);
+    names
+        .iter()
+        .map(|name| {
+            pools()
+                .find(|k| k.name.eq_ignore_ascii_case(name) || k.plural.eq_ignore_ascii_case(name))
+                .map(|k| k.kind)
+                .ok_or_else(|| {
+                    let known: Vec<&str> = pools().map(|k| k.name).collect();
+                    format!(
+                        "--kind {name}: not a pool kind; one of {}",
+                        known.join(", ")
+                    )
+                })
+        })
+        .collect()
 }
 
 /// One pool as JSON. Sizes are integers (up to 2^128 − 1; readers that parse numbers as doubles
