@@ -201,3 +201,70 @@ async fn x4_periodic_audit_sets_violations_per_rule() {
     );
     task.abort();
 }
+
+/// Progress (a line per kind: objects read, rate) goes to stderr only when it is a terminal: the
+/// binary under a pseudo-terminal (`script`) shows it, piped (CI logs) or with `--quiet` it does not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_only_on_a_terminal() {
+    let api = cluster_with_slipped_objects().await;
+    let dir = tempfile::tempdir().unwrap();
+    let kc = dir.path().join("kubeconfig");
+    std::fs::write(
+        &kc,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: f\n  cluster: {{server: 'http://{}'}}\n\
+             users:\n- name: u\n  user: {{}}\ncontexts:\n- name: f\n  context: {{cluster: f, user: u}}\n\
+             current-context: f\n",
+            api.addr
+        ),
+    )
+    .unwrap();
+    let bin = env!("CARGO_BIN_EXE_ipam-guard");
+    let kc = kc.to_str().unwrap().to_string();
+    let run = move |args: Vec<String>| {
+        tokio::task::spawn_blocking(move || {
+            let o = std::process::Command::new(args[0].clone())
+                .args(&args[1..])
+                .stdin(std::process::Stdio::null())
+                .output()
+                .expect("run");
+            (
+                String::from_utf8_lossy(&o.stdout).to_string(),
+                String::from_utf8_lossy(&o.stderr).to_string(),
+            )
+        })
+    };
+    let piped = run(vec![
+        bin.into(),
+        "audit".into(),
+        "--kubeconfig".into(),
+        kc.clone(),
+    ])
+    .await
+    .unwrap();
+    assert!(piped.0.contains("[P10]"), "{piped:?}");
+    assert!(!piped.1.contains("objects in"), "{}", piped.1);
+    // `script` gives the command a terminal for stdin, stdout and stderr alike, and copies what
+    // it writes to its own stdout.
+    let command = |quiet: &str| format!("{bin} audit --kubeconfig {kc} {quiet}");
+    let tty = run(vec![
+        "script".into(),
+        "-qec".into(),
+        command(""),
+        "/dev/null".into(),
+    ])
+    .await
+    .unwrap();
+    assert!(tty.0.contains("[P10]"), "{tty:?}");
+    assert!(tty.0.contains("IPAddress: 2 objects in"), "{}", tty.0);
+    let quiet = run(vec![
+        "script".into(),
+        "-qec".into(),
+        command("--quiet"),
+        "/dev/null".into(),
+    ])
+    .await
+    .unwrap();
+    assert!(quiet.0.contains("[P10]"), "{quiet:?}");
+    assert!(!quiet.0.contains("objects in"), "{}", quiet.0);
+}

@@ -43,7 +43,8 @@ pub struct Outcome {
 /// 1 when a stored object would be denied, else 0. Findings go to stdout, the rest to stderr.
 pub async fn run(args: &AuditArgs) -> i32 {
     let options = Options::from(&args.rules);
-    let mut err = io::stderr().lock();
+    // Not locked for the run: the progress bar writes to stderr from its own thread meanwhile.
+    let mut err = io::stderr();
     if options.overlap_scope == OverlapScope::Off {
         let _ = writeln!(
             err,
