@@ -148,6 +148,11 @@ fn too_new(e: &anyhow::Error) -> bool {
     matches!(e.downcast_ref::<kube::Error>(), Some(kube::Error::Api(s)) if s.code == 504)
 }
 
+/// The request got no answer from the API server (no HTTP status): refused, reset, timed out.
+fn unanswered(e: &kube::Error) -> bool {
+    !matches!(e, kube::Error::Api(_))
+}
+
 fn gone(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(s) if s.code == 410)
 }
@@ -184,6 +189,8 @@ impl<F: Feed> WatchLoop<F> {
         let mut seen: Option<String> = None;
         let mut cause = ListCause::Initial;
         let mut backoff = Backoff::new();
+        // The API server did not answer the last request: it may be starting afresh.
+        let mut unreached = false;
         loop {
             status.listing(source, &version, cause);
             match list_into(
@@ -194,16 +201,19 @@ impl<F: Feed> WatchLoop<F> {
                 &status,
                 &timing.clock,
                 seen.as_deref(),
+                unreached,
                 &mut feed,
             )
             .await
             {
                 Ok(rv) => {
                     seen = Some(rv);
+                    unreached = false;
                     status.listed(source, &version, timing.clock.now());
                     backoff.reset();
                 }
                 Err(e) => {
+                    unreached = e.downcast_ref::<kube::Error>().is_some_and(unanswered);
                     status.failed(source, &version);
                     tracing::warn!(%source, error = %format!("{e:#}"), "list failed; retrying");
                     if feed.is_none() {
@@ -238,6 +248,15 @@ impl<F: Feed> WatchLoop<F> {
                         status.failed(source, &version);
                         tracing::warn!(%source, error = %e, "watch failed; retrying");
                         backoff.wait().await;
+                        // The API server did not answer at all (stopped, restarting): the next
+                        // request goes to a server that may have started afresh, whose watch
+                        // cache cannot resume from our version and makes watches and whole
+                        // lists wait until it has read every object from etcd (a minute at
+                        // 100k). A paged list is read from etcd at once: relist that way.
+                        if unanswered(&e) {
+                            unreached = true;
+                            break ListCause::Error;
+                        }
                     }
                 }
             };
@@ -256,21 +275,45 @@ async fn list_into<F: Feed>(
     status: &Arc<Status>,
     clock: &Arc<dyn Clock>,
     seen: Option<&str>,
+    paged: bool,
     feed: &mut Option<F>,
 ) -> anyhow::Result<String> {
-    let first = format!("{}?{}", url(resource), list_query(seen));
-    match list_once(client, &first, source, version, status, clock, feed).await {
+    let mut first = format!("{}?{}", url(resource), list_query(seen));
+    // A server whose watch cache is still reading etcd answers a list with a limit from etcd
+    // at once and makes one without wait for the cache (kube-apiserver's cacher).
+    let page = paged.then_some(PAGE);
+    if let Some(limit) = page {
+        first.push_str(&format!("&limit={limit}"));
+    }
+    match list_once(
+        client, &first, resource, page, source, version, status, clock, feed,
+    )
+    .await
+    {
         Err(e) if seen.is_some() && too_new(&e) => {
             tracing::info!(%source, "the cache cannot serve the last seen version: listing from etcd");
-            list_once(client, &url(resource), source, version, status, clock, feed).await
+            let url = url(resource);
+            list_once(
+                client, &url, resource, None, source, version, status, clock, feed,
+            )
+            .await
         }
         other => other,
     }
 }
 
+/// Objects per page of a relist after the API server was unreachable.
+const PAGE: u32 = 5_000;
+
+/// Pages a server may hand out in one list before the loop gives up on it.
+const MAX_PAGES: usize = 100_000;
+
+#[allow(clippy::too_many_arguments)]
 async fn list_once<F: Feed>(
     client: &Client,
     url: &str,
+    resource: &ApiResource,
+    page: Option<u32>,
     source: Source,
     version: &str,
     status: &Arc<Status>,
@@ -292,10 +335,31 @@ async fn list_once<F: Feed>(
         started,
         logged: started,
     };
-    let (result, sink) = list::list(client, url, sink).await;
+    let (mut result, mut sink) = list::list_page(client, url, sink).await;
+    // Further pages, each from the token of the one before (a continued list names no version).
+    for _ in 0..MAX_PAGES {
+        let token = match (&result, page) {
+            (
+                Ok(list::Listed {
+                    next: Some(token), ..
+                }),
+                Some(_),
+            ) => token.clone(),
+            _ => break,
+        };
+        let (Some(limit), Some(s)) = (page, sink.take()) else {
+            break;
+        };
+        let next = format!(
+            "{}?limit={limit}&continue={}",
+            self::url(resource),
+            form_encode(&token)
+        );
+        (result, sink) = list::list_page(client, &next, s).await;
+    }
     let items = sink.as_ref().map_or(0, |s| s.items);
     *feed = sink.map(|s| s.feed);
-    let rv = result?;
+    let rv = result?.resource_version;
     tracing::info!(%source, objects = items, elapsed = ?started.elapsed(), "listed");
     // Only a complete list may say which keys are gone.
     if let Some(f) = feed.as_mut() {
