@@ -723,12 +723,12 @@ async fn audit_filters_summarises_and_limits_against(assets: e2e::Server) {
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(
         lines[0].split_whitespace().collect::<Vec<_>>(),
-        ["RULE", "SEVERITY", "NAMESPACE", "FINDINGS"],
+        ["RULE", "SEVERITY", "FINDINGS", "NAMESPACES"],
         "{out}"
     );
     assert_eq!(
         lines[1].split_whitespace().collect::<Vec<_>>(),
-        ["P10", "deny", "team-a", "2"],
+        ["P10", "deny", "2", "team-a", "2"],
         "{out}"
     );
     assert_eq!(lines[2], "", "{out}");

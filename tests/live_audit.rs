@@ -92,6 +92,48 @@ async fn x4_audit_reports_stored_overlaps_and_duplicates() {
 }
 
 #[tokio::test]
+async fn x4_a_namespace_audit_judges_its_objects_against_the_whole_cluster() {
+    let api = cluster_with_slipped_objects().await;
+    // Another namespace's pool overlapping ns's pools in the same address space, and an address
+    // there holding 10.0.0.12 too: ns's objects are refused because of it, and it is not judged.
+    api.apply(in_cluster_pool("other", "pool-c", &["10.0.0.18-10.0.0.19"]));
+    api.apply(ip_address("other", "addr-9", "10.0.0.40", "pool-c"));
+    let whole = audit::audit(&api.client(), Options::default()).await;
+    let ns = audit::audit_judging(
+        &api.client(),
+        Options::default(),
+        audit::Judged::Namespace("ns".into()),
+    )
+    .await;
+    assert!(ns.errors.is_empty(), "{:?}", ns.errors);
+    let lines = |findings: &[ipam_guard::cli::report::Finding], only_ns: bool| {
+        findings
+            .iter()
+            .filter(|f| !only_ns || f.subject.key.namespace() == Some("ns"))
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(lines(&ns.findings, false), lines(&whole.findings, true));
+    assert!(
+        lines(&ns.findings, false)
+            .iter()
+            .any(|l| l.contains("pool-a") && l.contains("other/pool-c")),
+        "{:#?}",
+        ns.findings
+    );
+    assert!(
+        whole
+            .findings
+            .iter()
+            .any(|f| f.subject.key.namespace() == Some("other")),
+        "the other namespace has findings of its own"
+    );
+    // Only ns's objects were judged: the others were kept as what they count for.
+    assert_eq!(ns.summary.objects.get(&Kind::InClusterIPPool), Some(&2));
+    assert_eq!(whole.summary.objects.get(&Kind::InClusterIPPool), Some(&3));
+}
+
+#[tokio::test]
 async fn x4_audit_of_a_clean_cluster_exits_0() {
     let api = FakeApi::start().await;
     api.serve(Kind::InClusterIPPool);
@@ -158,4 +200,71 @@ async fn x4_periodic_audit_sets_violations_per_rule() {
         "{text}"
     );
     task.abort();
+}
+
+/// Progress (a line per kind: objects read, rate) goes to stderr only when it is a terminal: the
+/// binary under a pseudo-terminal (`script`) shows it, piped (CI logs) or with `--quiet` it does not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_only_on_a_terminal() {
+    let api = cluster_with_slipped_objects().await;
+    let dir = tempfile::tempdir().unwrap();
+    let kc = dir.path().join("kubeconfig");
+    std::fs::write(
+        &kc,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: f\n  cluster: {{server: 'http://{}'}}\n\
+             users:\n- name: u\n  user: {{}}\ncontexts:\n- name: f\n  context: {{cluster: f, user: u}}\n\
+             current-context: f\n",
+            api.addr
+        ),
+    )
+    .unwrap();
+    let bin = env!("CARGO_BIN_EXE_ipam-guard");
+    let kc = kc.to_str().unwrap().to_string();
+    let run = move |args: Vec<String>| {
+        tokio::task::spawn_blocking(move || {
+            let o = std::process::Command::new(args[0].clone())
+                .args(&args[1..])
+                .stdin(std::process::Stdio::null())
+                .output()
+                .expect("run");
+            (
+                String::from_utf8_lossy(&o.stdout).to_string(),
+                String::from_utf8_lossy(&o.stderr).to_string(),
+            )
+        })
+    };
+    let piped = run(vec![
+        bin.into(),
+        "audit".into(),
+        "--kubeconfig".into(),
+        kc.clone(),
+    ])
+    .await
+    .unwrap();
+    assert!(piped.0.contains("[P10]"), "{piped:?}");
+    assert!(!piped.1.contains("objects in"), "{}", piped.1);
+    // `script` gives the command a terminal for stdin, stdout and stderr alike, and copies what
+    // it writes to its own stdout.
+    let command = |quiet: &str| format!("{bin} audit --kubeconfig {kc} {quiet}");
+    let tty = run(vec![
+        "script".into(),
+        "-qec".into(),
+        command(""),
+        "/dev/null".into(),
+    ])
+    .await
+    .unwrap();
+    assert!(tty.0.contains("[P10]"), "{tty:?}");
+    assert!(tty.0.contains("IPAddress: 2 objects in"), "{}", tty.0);
+    let quiet = run(vec![
+        "script".into(),
+        "-qec".into(),
+        command("--quiet"),
+        "/dev/null".into(),
+    ])
+    .await
+    .unwrap();
+    assert!(quiet.0.contains("[P10]"), "{quiet:?}");
+    assert!(!quiet.0.contains("objects in"), "{}", quiet.0);
 }

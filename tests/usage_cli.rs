@@ -145,3 +145,61 @@ InClusterPrefixPool team-a/nodes-v6            3     1     2  33.3%  [#######...
     assert_eq!(out[0]["used"], 1);
     assert_eq!(out[0]["outside"], 1);
 }
+
+#[test]
+fn usage_selects_by_namespace_and_kind_and_shows_the_top_n() {
+    let names = |o: &Output| -> Vec<String> {
+        let out: Value = serde_json::from_str(&stdout(o)).unwrap();
+        out.as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                format!(
+                    "{} {}",
+                    p["kind"].as_str().unwrap(),
+                    p["name"].as_str().unwrap()
+                )
+            })
+            .collect()
+    };
+    let o = usage(&[POOLS, "-o", "json", "-n", "team-a"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        names(&o),
+        [
+            "InClusterIPPool link6",
+            "InClusterIPPool nodes",
+            "InClusterIPPool p2p"
+        ]
+    );
+    assert_eq!(stderr(&o), "3 pools, 1 at least 90% used\n");
+    let o = usage(&[POOLS, "-o", "json", "--kind", "globalinclusterippools"]);
+    assert_eq!(names(&o), ["GlobalInClusterIPPool v6-nodes"]);
+    let o = usage(&[
+        POOLS,
+        "-o",
+        "json",
+        "--kind",
+        "InClusterIPPool",
+        "--top",
+        "2",
+    ]);
+    assert_eq!(
+        names(&o),
+        ["InClusterIPPool link6", "InClusterIPPool nodes"],
+        "the fullest first"
+    );
+    assert_eq!(
+        stderr(&o),
+        "3 pools, 1 at least 90% used (the 2 fullest shown: --top)\n"
+    );
+    let o = usage(&[POOLS, "--top", "1"]);
+    assert_eq!(stdout(&o).lines().count(), 2, "{}", stdout(&o));
+    let o = usage(&[POOLS, "--kind", "IPAddress"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--kind IPAddress: not a pool kind; one of InClusterIPPool"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -12,30 +12,23 @@ use std::io::{self, BufWriter, Write};
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube::api::ListParams;
-use kube::core::ApiResource;
-use kube::{Api, Client};
+use kube::Client;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-use super::check;
+pub use super::check::Judged;
+use super::check::Judging;
 use super::report::{self, Finding, Report, Severity, Summary};
 use super::{AuditArgs, OutputFormat, OverlapScope, SeverityFilter};
-use crate::cluster::live::{self, api_resource};
-use crate::cluster::{ClusterView, WatchedObject};
-use crate::kinds::Kind;
-use crate::manifests::{Manifest, Source};
-use crate::model::ObjKey;
+use crate::cluster::live::read::{Progress, Silent};
+use crate::cluster::live::{self};
+use crate::cluster::ClusterView;
 use crate::rules::Options;
 
 /// What findings name as their file.
 pub const FILE: &str = "cluster";
-
-/// Objects per list page. The watch cache answers `resourceVersion=0` lists whole on older API
-/// servers; newer ones page, and then this bounds each answer.
-const PAGE: u32 = 500;
 
 /// What one audit pass found.
 #[derive(Debug, Default)]
@@ -50,7 +43,8 @@ pub struct Outcome {
 /// 1 when a stored object would be denied, else 0. Findings go to stdout, the rest to stderr.
 pub async fn run(args: &AuditArgs) -> i32 {
     let options = args.rules.audit_options(&args.health);
-    let mut err = io::stderr().lock();
+    // Not locked for the run: the progress bar writes to stderr from its own thread meanwhile.
+    let mut err = io::stderr();
     if options.overlap_scope == OverlapScope::Off {
         let _ = writeln!(
             err,
@@ -65,12 +59,17 @@ pub async fn run(args: &AuditArgs) -> i32 {
                 return 2;
             }
         };
-    let outcome = audit_at(&client, &server, options).await;
+    let judged = match &args.namespace {
+        Some(ns) => Judged::Namespace(ns.clone()),
+        None => Judged::All,
+    };
+    let progress = super::progress::for_stderr(args.quiet);
+    let outcome = audit_at(&client, &server, options, judged, progress).await;
     for e in &outcome.errors {
         let _ = writeln!(err, "error: {e}");
     }
     let selected = select(&outcome.findings, args);
-    let table = Table::of(&selected, args.limit);
+    let table = Table::of(&selected, limit_of(args));
     let shown = table.shown(&selected);
     let mut out = BufWriter::new(io::stdout().lock());
     // A closed pipe (`audit … | head`) is the reader's choice, not a failure of the audit.
@@ -105,7 +104,7 @@ pub(crate) fn text(findings: &[Finding], rule: &str) -> String {
         .filter(|f| f.rule == rule)
         .cloned()
         .collect();
-    let mut out = Table::of(&selected, None).to_string().into_bytes();
+    let mut out = Table::of(&selected, Limit::None).to_string().into_bytes();
     let _ = report::write_report(
         &mut out,
         OutputFormat::Text,
@@ -136,25 +135,70 @@ fn select(findings: &[Finding], args: &AuditArgs) -> Vec<Finding> {
         .collect()
 }
 
-/// Findings per rule, severity and namespace, printed before the findings: with 100k findings
-/// the table is what a person reads, and `--limit` keeps the lines below it to a sample.
+/// Finding lines per rule a text audit prints unless `--limit` says otherwise: a screenful.
+pub const SCREENFUL: usize = 20;
+
+/// Namespaces named per row of the summary; the rest are counted.
+const TOP_NAMESPACES: usize = 3;
+
+/// The `--limit` in force: as given (0: none), else a screenful per rule in text and every
+/// finding in the machine formats (a tool reads them all).
+fn limit_of(args: &AuditArgs) -> Limit {
+    match (args.limit, args.output) {
+        (Some(0), _) => Limit::None,
+        (Some(n), _) => Limit::Given(n),
+        (None, OutputFormat::Text) => Limit::Screenful(SCREENFUL),
+        (None, _) => Limit::None,
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum Limit {
+    #[default]
+    None,
+    Given(usize),
+    Screenful(usize),
+}
+
+impl Limit {
+    fn get(self) -> Option<usize> {
+        match self {
+            Limit::None => None,
+            Limit::Given(n) | Limit::Screenful(n) => Some(n),
+        }
+    }
+}
+
+/// Findings of one rule and severity, in all and per namespace (or `(cluster)`).
+type Row = (usize, BTreeMap<String, usize>);
+
+/// Findings per rule and severity, with the namespaces that have most of them, printed before
+/// the findings: with 100k findings in 100 namespaces the table is what a person reads, and the
+/// limit keeps the lines below it to a sample.
 #[derive(Debug, Default)]
 struct Table {
-    /// (rule, severity, namespace or `(cluster)`) → count.
-    rows: BTreeMap<(&'static str, Severity, String), usize>,
+    /// (rule, severity) → (findings, namespace or `(cluster)` → findings).
+    rows: BTreeMap<(&'static str, Severity), Row>,
     per_rule: BTreeMap<&'static str, usize>,
-    limit: Option<usize>,
+    limit: Limit,
 }
 
 impl Table {
-    fn of(findings: &[Finding], limit: Option<usize>) -> Table {
+    fn of(findings: &[Finding], limit: Limit) -> Table {
         let mut t = Table {
             limit,
             ..Table::default()
         };
         for f in findings {
-            let ns = f.subject.key.namespace().unwrap_or("(cluster)").to_string();
-            *t.rows.entry((f.rule, f.severity, ns)).or_default() += 1;
+            let row = t.rows.entry((f.rule, f.severity)).or_default();
+            row.0 += 1;
+            let ns = f.subject.key.namespace().unwrap_or("(cluster)");
+            match row.1.get_mut(ns) {
+                Some(n) => *n += 1,
+                None => {
+                    row.1.insert(ns.to_string(), 1);
+                }
+            }
             *t.per_rule.entry(f.rule).or_default() += 1;
         }
         t
@@ -162,7 +206,7 @@ impl Table {
 
     /// The first `limit` findings of each rule.
     fn shown(&self, findings: &[Finding]) -> Vec<Finding> {
-        let Some(limit) = self.limit else {
+        let Some(limit) = self.limit.get() else {
             return findings.to_vec();
         };
         let mut seen: BTreeMap<&'static str, usize> = BTreeMap::new();
@@ -178,60 +222,112 @@ impl Table {
     }
 }
 
+/// `team-a 2, team-b 1`, the fullest first, then `… and 97 more namespaces`.
+fn top_namespaces(per_ns: &BTreeMap<String, usize>) -> String {
+    let mut fullest: Vec<(&String, &usize)> = per_ns.iter().collect();
+    fullest.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    let mut text: Vec<String> = fullest
+        .iter()
+        .take(TOP_NAMESPACES)
+        .map(|(ns, n)| format!("{ns} {n}"))
+        .collect();
+    let more = fullest.len().saturating_sub(TOP_NAMESPACES);
+    if more > 0 {
+        let noun = if more == 1 { "namespace" } else { "namespaces" };
+        text.push(format!("… and {more} more {noun}"));
+    }
+    text.join(", ")
+}
+
 impl std::fmt::Display for Table {
     /// ```text
-    /// RULE  SEVERITY  NAMESPACE   FINDINGS
-    /// P10   deny      cluster-a   2
-    /// (showing 10 of 100000 A9 findings: --limit 10)
+    /// RULE    SEVERITY  FINDINGS  NAMESPACES
+    /// A6      warn      100000    scale-0 1000, scale-1 1000, scale-2 1000, … and 97 more namespaces
+    /// P10     deny      2         cluster-a 2
+    /// (showing 20 of 100000 A6 findings: --limit 0 shows all)
     /// ```
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if self.rows.is_empty() {
             return Ok(());
         }
-        let width = self
-            .rows
-            .keys()
-            .map(|(_, _, ns)| ns.len())
-            .max()
-            .unwrap_or(0)
-            .max("NAMESPACE".len());
         writeln!(
             f,
-            "{:<6}  {:<8}  {:<width$}  FINDINGS",
-            "RULE", "SEVERITY", "NAMESPACE"
+            "{:<6}  {:<8}  {:<8}  NAMESPACES",
+            "RULE", "SEVERITY", "FINDINGS"
         )?;
-        for ((rule, severity, ns), n) in &self.rows {
-            writeln!(f, "{rule:<6}  {:<8}  {ns:<width$}  {n}", severity.name())?;
+        for ((rule, severity), (n, per_ns)) in &self.rows {
+            writeln!(
+                f,
+                "{rule:<6}  {:<8}  {n:<8}  {}",
+                severity.name(),
+                top_namespaces(per_ns)
+            )?;
         }
-        if let Some(limit) = self.limit {
-            for (rule, n) in &self.per_rule {
-                if *n > limit {
-                    writeln!(
-                        f,
-                        "(showing {limit} of {n} {rule} findings: --limit {limit})"
-                    )?;
-                }
+        for (rule, n) in &self.per_rule {
+            match self.limit {
+                Limit::Given(limit) if *n > limit => writeln!(
+                    f,
+                    "(showing {limit} of {n} {rule} findings: --limit {limit})"
+                )?,
+                Limit::Screenful(limit) if *n > limit => writeln!(
+                    f,
+                    "(showing {limit} of {n} {rule} findings: --limit 0 shows all)"
+                )?,
+                _ => {}
             }
         }
         writeln!(f)
     }
 }
 
-/// Lists every served kind of the table (from the watch cache: `resourceVersion=0`) and judges
-/// each object as a CREATE against all the others.
+/// Lists every served kind of the table (one `resourceVersion=0` list each, decoded item by
+/// item) and judges each object as a CREATE against all the others.
 pub async fn audit(client: &Client, options: Options) -> Outcome {
-    audit_at(client, "", options).await
+    audit_at(client, "", options, Judged::All, Arc::new(Silent)).await
 }
 
-/// `audit`, naming `server` (its URL) in what could not be read.
-async fn audit_at(client: &Client, server: &str, options: Options) -> Outcome {
+/// `audit` judging only the objects `judged` selects (`-n`): the others count for them, as
+/// projections.
+pub async fn audit_judging(client: &Client, options: Options, judged: Judged) -> Outcome {
+    audit_at(client, "", options, judged, Arc::new(Silent)).await
+}
+
+/// `audit`, naming `server` (its URL) in what could not be read, judging the objects `judged`
+/// selects (the others are kept only as projections).
+async fn audit_at(
+    client: &Client,
+    server: &str,
+    options: Options,
+    judged: Judged,
+    progress: Arc<dyn Progress>,
+) -> Outcome {
     let options = Options {
         stored: true,
         ..options
     };
-    let (manifests, errors) = list_cluster(client, server).await;
-    let (objects, mut findings, index) = check::judge_keeping_index(manifests, options);
-    findings.extend(health_findings(&index, options, now()));
+    let (read, errors) = live::read::read(
+        client,
+        server,
+        |_| true,
+        Judging::new(judged, FILE),
+        progress,
+    )
+    .await;
+    // Judging is CPU work on 100k objects: off the runtime's threads.
+    let (objects, findings) = match tokio::task::spawn_blocking(move || {
+        read.finish(options, |index| health_findings(index, options, now()))
+    })
+    .await
+    {
+        Ok(judged) => judged,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(e) => {
+            return Outcome {
+                errors: vec![format!("judging the cluster stopped: {e}")],
+                ..Outcome::default()
+            }
+        }
+    };
     let mut summary = Summary {
         objects,
         unreadable: errors.len(),
@@ -243,85 +339,6 @@ async fn audit_at(client: &Client, server: &str, options: Options) -> Outcome {
         errors,
         summary,
     }
-}
-
-/// Every stored object of every served kind of the table, named as from file `cluster`, and what
-/// could not be listed (discovery, or one kind), naming `server` (its URL; may be empty). `audit`
-/// judges these; `usage` counts them; `check --kubeconfig` judges files against them.
-pub async fn list_cluster(client: &Client, server: &str) -> (Vec<Manifest>, Vec<String>) {
-    let served = match live::discover(client).await {
-        Ok(s) => s,
-        Err(e) => {
-            return (
-                Vec::new(),
-                vec![format!(
-                    "API discovery failed: {}",
-                    live::explain(server, &e)
-                )],
-            )
-        }
-    };
-    let file: Arc<str> = Arc::from(FILE);
-    let mut manifests = Vec::new();
-    let mut errors = Vec::new();
-    for (kind, version) in &served {
-        match list_kind(client, *kind, version).await {
-            Ok(objects) => manifests.extend(
-                objects
-                    .into_iter()
-                    .filter_map(|o| manifest(&file, *kind, version, o)),
-            ),
-            Err(e) => errors.push(format!("cannot list {}: {e}", kind.display_name())),
-        }
-    }
-    (manifests, errors)
-}
-
-async fn list_kind(
-    client: &Client,
-    kind: Kind,
-    version: &str,
-) -> Result<Vec<WatchedObject>, kube::Error> {
-    list_resource(client, &api_resource(kind, version)).await
-}
-
-/// Every object of `resource` in the cluster, page by page.
-pub async fn list_resource(
-    client: &Client,
-    resource: &ApiResource,
-) -> Result<Vec<WatchedObject>, kube::Error> {
-    let api: Api<WatchedObject> = Api::all_with(client.clone(), resource);
-    let mut params = ListParams::default().match_any().limit(PAGE);
-    let mut items = Vec::new();
-    // Bounded: a server that keeps handing out continue tokens cannot keep us here forever.
-    for _ in 0..100_000 {
-        let page = api.list(&params).await?;
-        items.extend(page.items);
-        match page.metadata.continue_.filter(|c| !c.is_empty()) {
-            // A continued list must not name a resourceVersion: the token carries it.
-            Some(token) => params = ListParams::default().limit(PAGE).continue_token(&token),
-            None => break,
-        }
-    }
-    Ok(items)
-}
-
-fn manifest(file: &Arc<str>, kind: Kind, version: &str, o: WatchedObject) -> Option<Manifest> {
-    let name = o.metadata.name.clone()?;
-    let key = ObjKey::new(kind, o.metadata.namespace.as_deref(), &name);
-    let object = o.to_value(&api_resource(kind, version));
-    Some(Manifest {
-        source: Source {
-            file: file.clone(),
-            document: None,
-            item: None,
-            line: None,
-        },
-        kind,
-        version: version.to_string(),
-        key,
-        object,
-    })
 }
 
 // === Periodic audit (serve --audit-interval) ===
@@ -609,6 +626,8 @@ mod tests {
     use super::*;
     use crate::cli::policy_reports::Writer;
     use crate::field::Warning;
+    use crate::kinds::Kind;
+    use crate::model::ObjKey;
     use crate::rule_id::RuleId;
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -658,5 +677,104 @@ mod tests {
             calls.load(Ordering::SeqCst) > 0,
             "the decider lists the reports"
         );
+    }
+
+    /// The summary table and `--limit` (what fits a screen).
+    mod screen {
+        use super::super::*;
+        use crate::cli::report::Subject;
+        use crate::field::{FieldError, Warning};
+        use crate::kinds::Kind;
+        use crate::model::ObjKey;
+        use crate::rule_id::RuleId;
+
+        fn args(output: OutputFormat, limit: Option<usize>) -> AuditArgs {
+            use clap::Parser;
+            let mut args = match crate::cli::Cli::parse_from(["ipam-guard", "audit"]).command {
+                crate::cli::Command::Audit(a) => a,
+                _ => unreachable!("parsed as audit"),
+            };
+            args.output = output;
+            args.limit = limit;
+            args
+        }
+
+        /// `per_ns` A6 warnings in each namespace, and one P10 denial of a cluster-scoped pool.
+        fn findings(per_ns: &[(&str, usize)]) -> Vec<Finding> {
+            let file: Arc<str> = Arc::from(FILE);
+            let mut out = Vec::new();
+            for (ns, n) in per_ns {
+                for i in 0..*n {
+                    let key = ObjKey::new(Kind::IPAddress, Some(ns), &format!("a-{i}"));
+                    let subject = Subject::new(Some(file.clone()), key);
+                    out.push(Finding::warn(
+                        &subject,
+                        &Warning::new(RuleId::A6, "spec.claimRef.name", "not found"),
+                    ));
+                }
+            }
+            let pool = ObjKey::new(Kind::GlobalInClusterIPPool, None, "g");
+            out.push(Finding::deny(
+                &Subject::new(Some(file), pool),
+                &FieldError::forbidden(RuleId::P10, "spec.addresses", "overlaps"),
+            ));
+            out
+        }
+
+        #[test]
+        fn the_summary_is_one_row_per_rule_and_severity_with_the_top_namespaces() {
+            let per_ns: Vec<(String, usize)> = (0..100)
+                .map(|i| (format!("scale-{i:02}"), 1000 - i))
+                .collect();
+            let per_ns: Vec<(&str, usize)> = per_ns.iter().map(|(n, c)| (n.as_str(), *c)).collect();
+            let all = findings(&per_ns);
+            let table = Table::of(&all, limit_of(&args(OutputFormat::Text, None)));
+            let text = table.to_string();
+            let lines: Vec<&str> = text.lines().collect();
+            assert_eq!(
+                lines[0].split_whitespace().collect::<Vec<_>>(),
+                ["RULE", "SEVERITY", "FINDINGS", "NAMESPACES"]
+            );
+            assert_eq!(
+                lines[1].split_whitespace().collect::<Vec<_>>().join(" "),
+                "A6 warn 95050 scale-00 1000, scale-01 999, scale-02 998, … and 97 more namespaces"
+            );
+            assert_eq!(
+                lines[2].split_whitespace().collect::<Vec<_>>().join(" "),
+                "P10 deny 1 (cluster) 1"
+            );
+            assert_eq!(
+                lines[3],
+                format!("(showing {SCREENFUL} of 95050 A6 findings: --limit 0 shows all)")
+            );
+            assert_eq!(lines.len(), 5, "{text}");
+            let shown = table.shown(&all);
+            assert_eq!(shown.iter().filter(|f| f.rule == "A6").count(), SCREENFUL);
+            assert_eq!(shown.iter().filter(|f| f.rule == "P10").count(), 1);
+        }
+
+        #[test]
+        fn the_limit_is_a_screenful_in_text_and_everything_for_tools() {
+            use OutputFormat::*;
+            assert_eq!(limit_of(&args(Text, None)), Limit::Screenful(SCREENFUL));
+            for format in [Json, Sarif, Junit] {
+                assert_eq!(limit_of(&args(format, None)), Limit::None);
+                assert_eq!(limit_of(&args(format, Some(3))), Limit::Given(3));
+            }
+            assert_eq!(limit_of(&args(Text, Some(0))), Limit::None);
+            let all = findings(&[("a", 30), ("b", 2)]);
+            let table = Table::of(&all, limit_of(&args(Text, Some(0))));
+            assert_eq!(table.shown(&all).len(), all.len());
+            let text = table.to_string();
+            assert!(!text.contains("showing"), "{text}");
+            assert!(text.contains("a 30, b 2\n"), "{text}");
+            let table = Table::of(&all, limit_of(&args(Text, Some(5))));
+            assert!(
+                table
+                    .to_string()
+                    .contains("(showing 5 of 32 A6 findings: --limit 5)"),
+                "{table}"
+            );
+        }
     }
 }

@@ -15,6 +15,9 @@ use json_patch::jsonptr::PointerBuf;
 use json_patch::{AddOperation, PatchOperation};
 
 mod phases;
+mod stored;
+
+pub use stored::{Judged, Judging};
 
 use phases::{Phases, Step, Steps};
 
@@ -56,8 +59,9 @@ pub struct Gate {
     /// `--kubeconfig`, the CRDs the cluster has installed, and for the judged kinds it does not
     /// serve the built-in description. None: the built-in description alone.
     pub schemas: Option<Schemas>,
-    /// What a cluster already stores (`--kubeconfig`): judged against, never reported.
-    pub stored: Vec<Manifest>,
+    /// What a cluster already stores (`--kubeconfig`), as projections: judged against, never
+    /// reported.
+    pub stored: Vec<Projection>,
     /// The release whose API server the schema step speaks for: `--kube-version`, else the
     /// cluster's with `--kubeconfig`, else the newest tested.
     pub target: KubeVersion,
@@ -116,7 +120,7 @@ impl Gate {
 /// releases define) and its release (`/version`). `check` is synchronous; the listing runs on
 /// the binary's runtime when there is one (blocking this thread only), else on its own. The CRDs
 /// are read only when `crds` (`--crd-dir` names the schemas otherwise).
-type Cluster = (Vec<Manifest>, Option<Schemas>, KubeVersion);
+type Cluster = (Vec<Projection>, Option<Schemas>, KubeVersion);
 fn read_cluster(args: &CheckArgs, crds: bool) -> Result<Cluster, String> {
     let list = async {
         let (client, server) = crate::cluster::live::client_and_server(
@@ -125,11 +129,20 @@ fn read_cluster(args: &CheckArgs, crds: bool) -> Result<Cluster, String> {
         )
         .await
         .map_err(|e| crate::cluster::live::describe(&e))?;
-        let (stored, errors) = super::audit::list_cluster(&client, &server).await;
+        // Projections only: the files are judged against what the stored objects count as.
+        let (stored, errors) = crate::cluster::live::read::read(
+            &client,
+            &server,
+            crate::cluster::live::watched,
+            Judging::new(Judged::None, super::audit::FILE),
+            super::progress::for_stderr(args.quiet),
+        )
+        .await;
         // Judging against a partial cluster could pass what the whole would refuse.
         if let Some(e) = errors.first() {
             return Err(e.clone());
         }
+        let stored = stored.into_projections();
         // After the listing, whose errors name an unreachable server best.
         let info = client
             .apiserver_version()
@@ -140,25 +153,19 @@ fn read_cluster(args: &CheckArgs, crds: bool) -> Result<Cluster, String> {
         if !crds {
             return Ok((stored, None, version));
         }
-        let crds = super::audit::list_resource(&client, &crate::cluster::live::crd_resource())
-            .await
-            .map_err(|e| {
-                format!(
-                    "cannot list CustomResourceDefinitions: {}",
-                    crate::cluster::live::explain(&server, &e)
-                )
-            })?;
-        let mut schemas = Schemas::default();
-        for crd in crds {
-            let name = crd.metadata.name.clone().unwrap_or_default();
-            // A list's items carry no kind; what `add_crd` reads is the spec.
-            let mut value = Value::Object(crd.rest);
-            value["kind"] = "CustomResourceDefinition".into();
-            schemas
-                .add_crd(&value)
-                .map_err(|e| format!("CustomResourceDefinition {name} in the cluster: {e}"))?;
+        let (read, crds) = crate::cluster::live::read::list_resource(
+            &client,
+            &crate::cluster::live::crd_resource(),
+            CrdSchemas::default(),
+        )
+        .await;
+        let failed = |e: String| format!("cannot list CustomResourceDefinitions: {e}");
+        read.map_err(|e| failed(crate::cluster::live::read::describe(&server, &e)))?;
+        let crds = crds.ok_or_else(|| failed("the list decoder failed".to_string()))?;
+        match crds.error {
+            Some(e) => Err(e),
+            None => Ok((stored, Some(crds.schemas), version)),
         }
-        Ok((stored, Some(schemas), version))
     };
     match tokio::runtime::Handle::try_current() {
         Ok(handle) => tokio::task::block_in_place(|| handle.block_on(list)),
@@ -167,6 +174,31 @@ fn read_cluster(args: &CheckArgs, crds: bool) -> Result<Cluster, String> {
             .build()
             .map_err(|e| e.to_string())?
             .block_on(list),
+    }
+}
+
+/// The schemas of the CRDs a cluster has installed, built as their list streams in (a CRD is
+/// large; a cluster may have hundreds).
+#[derive(Default)]
+struct CrdSchemas {
+    schemas: Schemas,
+    error: Option<String>,
+}
+
+impl crate::cluster::live::list::Items for CrdSchemas {
+    fn item(&mut self, crd: crate::cluster::WatchedObject) {
+        if self.error.is_some() {
+            return;
+        }
+        let name = crd.metadata.name.clone().unwrap_or_default();
+        // A list's items carry no kind; what `add_crd` reads is the spec.
+        let mut value = Value::Object(crd.rest);
+        value["kind"] = "CustomResourceDefinition".into();
+        if let Err(e) = self.schemas.add_crd(&value) {
+            self.error = Some(format!(
+                "CustomResourceDefinition {name} in the cluster: {e}"
+            ));
+        }
     }
 }
 
@@ -624,7 +656,7 @@ fn judge_held(
     mut held: Vec<Held>,
     projections: Vec<Option<Projection>>,
     options: Options,
-    stored: &[Manifest],
+    stored: &[Projection],
     phases: &mut Phases,
 ) -> (BTreeMap<Kind, usize>, Vec<Finding>, Index) {
     let mut objects = BTreeMap::new();
@@ -672,8 +704,8 @@ fn judge_held(
         }
         let stored: Vec<Projection> = stored
             .iter()
-            .filter(|s| !first_seen.contains_key(&s.key))
-            .filter_map(|s| crate::model::project(s.kind, &s.object))
+            .filter(|s| !first_seen.contains_key(s.key()))
+            .cloned()
             .collect();
         let index = building
             .join()

@@ -7,6 +7,7 @@ pub mod dev_webhooks;
 pub mod explain;
 pub mod policies;
 pub mod policy_reports;
+pub mod progress;
 pub mod report;
 pub mod serve;
 pub mod terminal;
@@ -243,6 +244,9 @@ pub struct ServeArgs {
     /// Kubeconfig for the live view (default: in-cluster, then KUBECONFIG).
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to watch (of --kubeconfig, or the default kubeconfig).
+    #[arg(long)]
+    pub context: Option<String>,
     /// How long connections keep being served after SIGTERM before draining, e.g. 5s.
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
     pub shutdown_delay: std::time::Duration,
@@ -372,6 +376,9 @@ pub struct CheckArgs {
     /// The kubeconfig context to use with --kubeconfig (or the default kubeconfig).
     #[arg(long)]
     pub context: Option<String>,
+    /// No progress on stderr while the cluster is read (it is drawn only on a terminal anyway).
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
     /// Say what an API server of this Kubernetes release would (e.g. 1.20: unknown fields are
     /// pruned, not refused). Default: the cluster's release with --kubeconfig, else the newest
     /// release the project tests against.
@@ -415,8 +422,12 @@ pub struct AuditArgs {
     #[arg(long, value_enum)]
     pub severity: Option<SeverityFilter>,
     /// At most this many finding lines per rule; the rest are counted in the summary table.
+    /// Default: 20 in text (a screenful), every finding in JSON, SARIF and JUnit; 0: all.
     #[arg(long, value_name = "N")]
     pub limit: Option<usize>,
+    /// No progress on stderr while the cluster is read (it is drawn only on a terminal anyway).
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
     #[command(flatten)]
     pub rules: RuleArgs,
     #[command(flatten)]
@@ -436,6 +447,21 @@ pub struct UsageArgs {
     /// `Kind namespace/name`) only the pools it names; put PATHs before `--free`.
     #[arg(long, value_name = "POOL", num_args = 0..=1, default_missing_value = "")]
     pub free: Option<String>,
+    /// The kubeconfig context to read (of --kubeconfig, or the default kubeconfig).
+    #[arg(long, conflicts_with = "paths")]
+    pub context: Option<String>,
+    /// No progress on stderr while the cluster is read (it is drawn only on a terminal anyway).
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    /// Only the pools of this namespace (cluster-scoped pools are left out).
+    #[arg(long, short = 'n')]
+    pub namespace: Option<String>,
+    /// Only pools of this kind (repeatable), by name or plural, e.g. `--kind InClusterIPPool`.
+    #[arg(long = "kind", value_name = "KIND")]
+    pub kinds: Vec<String>,
+    /// Only the N fullest pools (of those the other flags select).
+    #[arg(long, value_name = "N")]
+    pub top: Option<usize>,
     /// Files or directories of manifests, read as `check` reads them, instead of a cluster.
     pub paths: Vec<PathBuf>,
 }

@@ -210,14 +210,19 @@ async fn build_view(
             None,
         ));
     }
-    if args.dev && args.kubeconfig.is_none() {
+    if args.dev && args.kubeconfig.is_none() && args.context.is_none() {
         return Ok((
             Arc::new(Shared::default().with_strangers(StrangerPolicy::unbounded())),
             None,
         ));
     }
-    // --kubeconfig when given, else in-cluster, else KUBECONFIG / ~/.kube/config (SPEC §10).
-    let client = crate::cluster::live::client(args.kubeconfig.as_deref()).await?;
+    // --kubeconfig when given, else in-cluster, else KUBECONFIG / ~/.kube/config (SPEC §10);
+    // --context picks a context of that kubeconfig.
+    let (client, _) = crate::cluster::live::client_and_server(
+        args.kubeconfig.as_deref(),
+        args.context.as_deref(),
+    )
+    .await?;
     let options = LiveOptions {
         pending_ttl: args.decider.pending_ttl,
         reuse_grace: args.reuse_grace.unwrap_or_default(),

@@ -1,14 +1,17 @@
 //! `ipam-guard usage`: how full each pool is, fullest first. On files (`usage PATH...`, read as
-//! `check` reads them) or on a live cluster (`usage [--kubeconfig]`, listed as `audit` lists it).
+//! `check` reads them) or on a live cluster (`usage [--kubeconfig]`, read as `audit` reads it).
 //! The figures are `Index::pool_usage`'s, the same the `ipam_guard_pool_addresses` metric exports.
 
 use std::io::{self, BufWriter, Write};
 
 use serde::Serialize;
 
+use super::check::{Judged, Judging};
 use super::{UsageArgs, UsageFormat};
-use crate::cluster::StaticView;
+use crate::cluster::live;
+use crate::cluster::{index_of, StaticView};
 use crate::index::usage::PoolUsage;
+use crate::kinds::{Kind, KINDS};
 use crate::manifests;
 
 /// Width of the bar in text mode.
@@ -24,26 +27,65 @@ pub async fn run(args: &UsageArgs) -> i32 {
         eprintln!("error: {e}");
         return 2;
     }
-    let (view, errors) = if args.paths.is_empty() {
-        let (client, server) =
-            match crate::cluster::live::client_and_server(args.kubeconfig.as_deref(), None).await {
-                Ok(c) => c,
-                Err(e) => {
-                    eprintln!("error: {}", crate::cluster::live::describe(&e));
-                    return 2;
-                }
-            };
-        let (manifests, errors) = super::audit::list_cluster(&client, &server).await;
-        (StaticView::from_manifests(manifests), errors)
+    let kinds = match pool_kinds(&args.kinds) {
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 2;
+        }
+    };
+    let (index, errors) = if args.paths.is_empty() {
+        let (client, server) = match crate::cluster::live::client_and_server(
+            args.kubeconfig.as_deref(),
+            args.context.as_deref(),
+        )
+        .await
+        {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("error: {}", crate::cluster::live::describe(&e));
+                return 2;
+            }
+        };
+        // The kinds usage counts are those the live view keeps; only their projections are held.
+        let (read, errors) = live::read::read(
+            &client,
+            &server,
+            live::watched,
+            Judging::new(Judged::None, super::audit::FILE),
+            super::progress::for_stderr(args.quiet),
+        )
+        .await;
+        (index_of(read.into_projections()), errors)
     } else {
         let loaded = manifests::read_paths(&args.paths);
         let errors = loaded.errors.iter().map(ToString::to_string).collect();
-        (StaticView::from_manifests(loaded.manifests), errors)
+        (
+            StaticView::from_manifests(loaded.manifests).into_index(),
+            errors,
+        )
     };
     if let Some(filter) = &args.free {
-        return super::usage_free::run(&view, errors, filter, args.output);
+        return super::usage_free::run(&index, errors, filter, args.output);
     }
-    let usage = view.index().pool_usage();
+    let mut usage = index.pool_usage();
+    // The process ends right after: freeing 100k projections one by one would only cost time.
+    std::mem::forget(index);
+    usage.retain(|u| {
+        (kinds.is_empty() || kinds.contains(&u.key.kind))
+            && args
+                .namespace
+                .as_ref()
+                .is_none_or(|ns| u.key.namespace.as_deref() == Some(ns.as_str()))
+    });
+    let selected = usage.len();
+    let nearly_full = usage
+        .iter()
+        .filter(|u| u.share_used() >= NEARLY_FULL)
+        .count();
+    if let Some(top) = args.top {
+        usage.truncate(top);
+    }
     let mut err = io::stderr().lock();
     for e in &errors {
         let _ = writeln!(err, "error: {e}");
@@ -55,14 +97,14 @@ pub async fn run(args: &UsageArgs) -> i32 {
         UsageFormat::Json => write_json(&mut out, &usage),
     };
     let _ = out.flush();
-    let nearly_full = usage
-        .iter()
-        .filter(|u| u.share_used() >= NEARLY_FULL)
-        .count();
+    let shown = if usage.len() < selected {
+        format!(" (the {} fullest shown: --top)", usage.len())
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         err,
-        "{} pools, {nearly_full} at least {}% used",
-        usage.len(),
+        "{selected} pools, {nearly_full} at least {}% used{shown}",
         NEARLY_FULL * 100.0
     );
     if errors.is_empty() {
@@ -70,6 +112,26 @@ pub async fn run(args: &UsageArgs) -> i32 {
     } else {
         2
     }
+}
+
+/// The pool kinds `--kind` names (by name or plural, any case); none: every pool kind.
+fn pool_kinds(names: &[String]) -> Result<Vec<Kind>, String> {
+    let pools = || KINDS.iter().filter(|k| k.pool);
+    names
+        .iter()
+        .map(|name| {
+            pools()
+                .find(|k| k.name.eq_ignore_ascii_case(name) || k.plural.eq_ignore_ascii_case(name))
+                .map(|k| k.kind)
+                .ok_or_else(|| {
+                    let known: Vec<&str> = pools().map(|k| k.name).collect();
+                    format!(
+                        "--kind {name}: not a pool kind; one of {}",
+                        known.join(", ")
+                    )
+                })
+        })
+        .collect()
 }
 
 /// One pool as JSON. Sizes are integers (up to 2^128 − 1; readers that parse numbers as doubles

@@ -9,18 +9,17 @@ use serde::Serialize;
 use super::usage::UsageEntry;
 use super::{UsageArgs, UsageFormat};
 use crate::address::format_range;
-use crate::cluster::StaticView;
 use crate::index::free::{FreeRun, PoolFree};
 use crate::index::Index;
 
 /// Runs `usage --free [POOL]` on a view already read (with the errors met reading it) and
 /// returns the exit code: 2 when an input could not be read or POOL names no pool, else 0.
-pub fn run(view: &StaticView, errors: Vec<String>, filter: &str, output: UsageFormat) -> i32 {
+pub fn run(index: &Index, errors: Vec<String>, filter: &str, output: UsageFormat) -> i32 {
     let mut err = io::stderr().lock();
     for e in &errors {
         let _ = writeln!(err, "error: {e}");
     }
-    let pools = select(view.index(), filter);
+    let pools = select(index, filter);
     if pools.is_empty() && !filter.trim().is_empty() {
         let _ = writeln!(err, "error: no pool is named {filter:?}");
         return 2;

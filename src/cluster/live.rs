@@ -18,6 +18,7 @@
 mod crds;
 mod health;
 pub mod list;
+pub mod read;
 mod watch;
 
 pub use crds::resource as crd_resource;
@@ -37,7 +38,7 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 use self::health::Status;
-use self::watch::{Feed, Timing, WatchLoop};
+use self::watch::{Backoff, Feed, Timing, WatchLoop};
 use super::clock::{self, Clock};
 use super::object::WatchedObject;
 use super::shared::{Shared, PENDING_TTL};
@@ -554,10 +555,12 @@ async fn discovery_loop(
     // Kind -> (version, watcher task). Owned here: aborting this task drops and stops them all.
     let mut watchers: BTreeMap<Kind, (String, AbortOnDrop)> = BTreeMap::new();
     let mut failures = 0u32;
+    let mut backoff = Backoff::new();
     loop {
-        match discover(&client).await {
+        let failed = match discover(&client).await {
             Ok(served) => {
                 failures = 0;
+                backoff.reset();
                 let served: BTreeMap<Kind, String> =
                     served.into_iter().filter(|(k, _)| watched(*k)).collect();
                 reconcile(
@@ -569,6 +572,7 @@ async fn discovery_loop(
                     options,
                     &clock,
                 );
+                false
             }
             Err(e) => {
                 failures += 1;
@@ -576,11 +580,15 @@ async fn discovery_loop(
                 if failures.is_power_of_two() {
                     tracing::warn!(error = %e, failures, "API discovery failed; keeping the kinds watched so far");
                 }
+                true
             }
-        }
+        };
         // A CRD announced a kind discovery does not list yet (it lags the CRD by moments): look
-        // again soon rather than in a minute.
-        let next = if status.expected().is_empty() {
+        // again soon rather than in a minute. A failed discovery (the API server away) is tried
+        // again as the watches retry, so a kind installed meanwhile is not left for a minute.
+        let next = if failed {
+            backoff.delay().min(options.discovery_interval)
+        } else if status.expected().is_empty() {
             options.discovery_interval
         } else {
             DISCOVERY_CATCH_UP.min(options.discovery_interval)

@@ -39,9 +39,7 @@ pub(super) fn dispatch<T>(source: &Source, doc: Value, out: &mut FileResult<T>, 
             return;
         }
     };
-    let is_list = matches!(doc.get("kind"), Some(Value::String(k)) if k.ends_with("List"))
-        && doc.contains_key("apiVersion");
-    if !is_list {
+    if !is_list(&doc) {
         object(source.clone(), Value::Object(doc), out, false, each);
         return;
     }
@@ -63,6 +61,18 @@ pub(super) fn dispatch<T>(source: &Source, doc: Value, out: &mut FileResult<T>, 
             },
         )),
     }
+}
+
+/// Whether a document is a list of objects (`kind: List`, `IPAddressList`…): its `items` are
+/// the objects, the rest of it is nothing to judge.
+pub(super) fn is_list(doc: &serde_json::Map<String, Value>) -> bool {
+    matches!(doc.get("kind"), Some(Value::String(k)) if k.ends_with("List"))
+        && doc.contains_key("apiVersion")
+}
+
+/// One item of a list's `items`, as `dispatch` reads it.
+pub(super) fn list_item<T>(source: Source, item: Value, out: &mut FileResult<T>, each: &Each<T>) {
+    object(source, item, out, true, each);
 }
 
 /// One object: of a known kind (a manifest), of another kind (counted), or not a Kubernetes

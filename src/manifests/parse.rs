@@ -7,11 +7,12 @@ use std::io::Read;
 use std::sync::Arc;
 
 use serde::de::DeserializeSeed;
+use serde_json::Value;
 
 use super::find::{Format, Input};
-use super::identify::dispatch;
+use super::identify::{dispatch, is_list, list_item};
 use super::template::Vars;
-use super::to_json::ToJson;
+use super::to_json::{ItemSink, ToJson};
 use super::{LoadError, Manifest, Other, Problem, Source};
 
 /// Standard input as read (see `super::stdin_text`).
@@ -113,14 +114,96 @@ fn parse_input<T>(input: &Input, each: &Each<T>) -> FileResult<T> {
     }
 }
 
+impl<T> FileResult<T> {
+    fn append(&mut self, other: FileResult<T>) {
+        self.manifests.extend(other.manifests);
+        self.errors.extend(other.errors);
+        self.skipped_at.extend(other.skipped_at);
+        self.others.extend(other.others);
+        self.not_objects += other.not_objects;
+        for (k, n) in other.skipped {
+            *self.skipped.entry(k).or_default() += n;
+        }
+        for (k, n) in other.not_ipam {
+            *self.not_ipam.entry(k).or_default() += n;
+        }
+    }
+}
+
+/// The items of one document's top-level `items` sequence, each through `each` as it is read:
+/// what they give is kept apart until the document is known to be a `kind: List`.
+struct ListItems<'s, 'e, T> {
+    source: &'s Source,
+    each: &'s Each<'e, T>,
+    out: FileResult<T>,
+    next: usize,
+    /// Whether a sequence of `items` was read at all.
+    seen: bool,
+}
+
+impl<'s, 'e, T> ListItems<'s, 'e, T> {
+    fn new(source: &'s Source, each: &'s Each<'e, T>) -> Self {
+        ListItems {
+            source,
+            each,
+            out: FileResult::default(),
+            next: 0,
+            seen: false,
+        }
+    }
+}
+
+impl<T> ItemSink for ListItems<'_, '_, T> {
+    fn sequence(&mut self) {
+        self.seen = true;
+    }
+    fn item(&mut self, element: Value) {
+        list_item(
+            self.source.with_item(self.next),
+            element,
+            &mut self.out,
+            self.each,
+        );
+        self.next += 1;
+    }
+}
+
+/// A document read with its `items` streamed (`doc`, without them, and what the items gave):
+/// a `kind: List` keeps what its items gave; any other document with an `items` sequence is
+/// read again whole by `again` and dispatched as it always was (rare: the items are part of the
+/// object then).
+fn settle<T>(
+    source: &Source,
+    doc: Value,
+    items: ListItems<'_, '_, T>,
+    out: &mut FileResult<T>,
+    each: &Each<T>,
+    again: impl FnOnce() -> Option<Value>,
+) {
+    let listed = items.seen;
+    match &doc {
+        Value::Object(map) if listed && is_list(map) => out.append(items.out),
+        _ if !listed => dispatch(source, doc, out, each),
+        _ => match again() {
+            Some(whole) => dispatch(source, whole, out, each),
+            None => dispatch(source, doc, out, each),
+        },
+    }
+}
+
 pub(super) fn parse_yaml<T>(file: &Arc<str>, text: &str, each: &Each<T>) -> FileResult<T> {
     let mut out = FileResult::default();
     let lines = yaml_document_lines(text);
     for (i, doc) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
         let source = Source::document(file, i + 1, lines.get(i).copied());
         let refused = RefCell::new(None);
-        match ToJson::document(&refused).deserialize(doc) {
-            Ok(v) => dispatch(&source, v, &mut out, each),
+        let items = RefCell::new(ListItems::new(&source, each));
+        let read = ToJson::streaming(&refused, &items).deserialize(doc);
+        match read {
+            Ok(v) => settle(&source, v, items.into_inner(), &mut out, each, || {
+                let doc = serde_yaml_ng::Deserializer::from_str(text).nth(i)?;
+                ToJson::document(&RefCell::new(None)).deserialize(doc).ok()
+            }),
             Err(e) => {
                 let at = e.location().map(|l| (l.line(), l.column()));
                 let problem = match refused.into_inner() {
@@ -147,8 +230,12 @@ pub(super) fn parse_json<T>(file: &Arc<str>, text: &str, each: &Each<T>) -> File
         }
         let source = Source::document(file, i + 1, lines.get(i).copied());
         let refused = RefCell::new(None);
-        match ToJson::document(&refused).deserialize(&mut de) {
-            Ok(v) => dispatch(&source, v, &mut out, each),
+        let items = RefCell::new(ListItems::new(&source, each));
+        let read = ToJson::streaming(&refused, &items).deserialize(&mut de);
+        match read {
+            Ok(v) => settle(&source, v, items.into_inner(), &mut out, each, || {
+                json_value(text, i)
+            }),
             Err(e) => {
                 let problem = match refused.into_inner() {
                     Some(r) => r.into_problem(Some((e.line(), e.column()))),
@@ -160,6 +247,20 @@ pub(super) fn parse_json<T>(file: &Arc<str>, text: &str, each: &Each<T>) -> File
         }
     }
     out
+}
+
+/// The `i`th (0-based) top-level JSON value of `text`, read whole.
+fn json_value(text: &str, i: usize) -> Option<Value> {
+    let mut values = serde_json::Deserializer::from_str(text).into_iter::<serde::de::IgnoredAny>();
+    let mut start = 0;
+    for _ in 0..i {
+        values.next()?.ok()?;
+        start = values.byte_offset();
+    }
+    let mut de = serde_json::Deserializer::from_str(&text[start..]);
+    ToJson::document(&RefCell::new(None))
+        .deserialize(&mut de)
+        .ok()
 }
 
 /// The line (1-based) where each YAML document's content starts, in the order the parser yields

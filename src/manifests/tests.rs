@@ -302,3 +302,82 @@ items:
         errors(&l)
     );
 }
+
+/// `kubectl get -o json` writes `items` before `kind`: the items are read one by one as they
+/// come, and kept once the document turns out to be a list.
+#[test]
+fn a_list_is_read_item_by_item_whatever_the_key_order() {
+    let file: Arc<str> = Arc::from("x.json");
+    let text = r#"{"apiVersion": "v1", "items": [
+        {"apiVersion": "ipam.cluster.x-k8s.io/v1beta2", "kind": "IPAddressClaim", "metadata": {"name": "a", "namespace": "ns"}},
+        5,
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}
+    ], "kind": "List", "metadata": {"resourceVersion": ""}}"#;
+    let seen = std::sync::Mutex::new(Vec::new());
+    let each = |m: Manifest| {
+        seen.lock().unwrap().push(m.key.ns_name());
+        m
+    };
+    let r = super::parse::parse_json(&file, text, &super::parse::Each::served(&each));
+    assert_eq!(seen.into_inner().unwrap(), ["ns/a"]);
+    assert_eq!(
+        r.manifests[0].source.to_string(),
+        "x.json: document 1: items[0]"
+    );
+    let problems: Vec<String> = r.errors.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        problems,
+        ["x.json: document 1: items[1]: expected an object, found a number"]
+    );
+    assert_eq!(r.not_ipam.get("ConfigMap"), Some(&1));
+
+    // An empty or null `items`, in either format, is an empty list; `items` given twice is
+    // refused as any duplicate key is, and nothing of that document is kept.
+    for text in [
+        r#"{"apiVersion": "v1", "items": [], "kind": "List"}"#,
+        r#"{"apiVersion": "v1", "items": null, "kind": "List"}"#,
+        "apiVersion: v1\nitems: []\nkind: List\n",
+    ] {
+        let l = read_str("x", text);
+        assert!(l.errors.is_empty() && l.manifests.is_empty(), "{text}");
+        assert_eq!(l.not_objects, 0, "{text}");
+    }
+    let l = read_str(
+        "x.yaml",
+        "apiVersion: v1\nkind: List\nitems:\n- apiVersion: ipam.cluster.x-k8s.io/v1beta2\n  kind: IPAddress\n  metadata: {name: a}\nitems: []\n",
+    );
+    assert!(l.manifests.is_empty());
+    assert!(errors(&l)[0].contains("duplicate key"), "{:?}", errors(&l));
+    // A list cut short is an error of its document; what it held is not judged on half a read.
+    let r = parse_json(
+        &file,
+        r#"{"apiVersion": "v1", "items": [{"apiVersion": "ipam.cluster.x-k8s.io/v1beta2", "kind": "IPAddress", "metadata": {"name": "a"}}], "kind": "List", "metadata": {"#,
+    );
+    assert!(r.manifests.is_empty());
+    assert_eq!(r.errors.len(), 1);
+}
+
+/// An object that is not a list but has a top-level `items` sequence keeps it: the document is
+/// read again whole (the schema check then sees the field), in YAML and JSON, also when it is
+/// not the first document of its file.
+#[test]
+fn items_of_an_object_that_is_not_a_list_stay_in_the_object() {
+    let object = "apiVersion: ipam.cluster.x-k8s.io/v1beta2\nkind: IPAddressClaim\nmetadata: {name: a, namespace: ns}\nitems: [1, {b: 2}]\n";
+    let l = read_str("x.yaml", &format!("a: 1\n---\n{object}"));
+    assert!(l.errors.is_empty(), "{:?}", errors(&l));
+    assert_eq!(l.manifests.len(), 1);
+    assert_eq!(
+        l.manifests[0].object["items"],
+        serde_json::json!([1, {"b": 2}])
+    );
+    assert_eq!(l.manifests[0].source.to_string(), "x.yaml: document 2");
+    let file: Arc<str> = Arc::from("x.json");
+    let r = parse_json(
+        &file,
+        r#"{"a": 1}
+        {"apiVersion": "ipam.cluster.x-k8s.io/v1beta2", "kind": "IPAddressClaim", "items": [], "metadata": {"name": "a", "namespace": "ns"}}"#,
+    );
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    assert_eq!(r.manifests.len(), 1);
+    assert_eq!(r.manifests[0].object["items"], serde_json::json!([]));
+}

@@ -26,12 +26,24 @@ pub(super) struct ToJson<'a> {
     /// reported at its field rather than as bad syntax.
     pub(super) refused: &'a RefCell<Option<ValueError>>,
     place: Place,
+    /// Where the elements of a document's `items` go, one by one as they are read, instead of
+    /// into the document (a `kind: List` of 200k objects is never held whole).
+    items: Option<&'a RefCell<dyn ItemSink + 'a>>,
+}
+
+/// Takes the elements of a document's `items` sequence as they are read (`ToJson::streaming`).
+pub(super) trait ItemSink {
+    /// A sequence of `items` starts (it may be empty).
+    fn sequence(&mut self);
+    fn item(&mut self, element: Value);
 }
 
 /// Where in a document a value sits, as far as dropping unread metadata needs to know.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Place {
-    /// A document, an element of a bare list, or an item of a `kind: List`: maybe an object.
+    /// A whole document: maybe an object, maybe a `kind: List`.
+    Document,
+    /// An element of a bare list, or an item of a `kind: List`: maybe an object.
     Object,
     /// The `items` of a document.
     Items,
@@ -59,7 +71,21 @@ impl<'a> ToJson<'a> {
     pub(super) fn document(refused: &'a RefCell<Option<ValueError>>) -> Self {
         ToJson {
             refused,
-            place: Place::Object,
+            place: Place::Document,
+            items: None,
+        }
+    }
+    /// Reads a whole document, handing the elements of a top-level `items` sequence to `items`
+    /// as they are read: the value returned has no `items` then. Whether the document was a
+    /// list is for the caller to tell from what is left (`kind`, `apiVersion`).
+    pub(super) fn streaming(
+        refused: &'a RefCell<Option<ValueError>>,
+        items: &'a RefCell<dyn ItemSink + 'a>,
+    ) -> Self {
+        ToJson {
+            refused,
+            place: Place::Document,
+            items: Some(items),
         }
     }
     fn at(self, place: Place) -> Self {
@@ -68,15 +94,15 @@ impl<'a> ToJson<'a> {
     /// Where the value of `key` sits, in a map at this place.
     fn member(self, key: &str) -> Self {
         self.at(match (self.place, key) {
-            (Place::Object, "metadata") => Place::Metadata,
-            (Place::Object, "items") => Place::Items,
+            (Place::Object | Place::Document, "metadata") => Place::Metadata,
+            (Place::Object | Place::Document, "items") => Place::Items,
             _ => Place::Other,
         })
     }
     /// Where an element sits, in a list at this place.
     fn element(self) -> Self {
         self.at(match self.place {
-            Place::Object | Place::Items => Place::Object,
+            Place::Object | Place::Document | Place::Items => Place::Object,
             _ => Place::Other,
         })
     }
@@ -162,10 +188,31 @@ impl<'de> Visitor<'de> for ToJson<'_> {
         let mut merges: Vec<Value> = Vec::new();
         // Unread metadata left out, still counted for duplicates.
         let mut dropped: Vec<String> = Vec::new();
+        // Whether a document's `items` sequence went to the sink (it is not in `out` then).
+        let mut streamed = false;
         while let Some(key) = map.next_key_seed(KeyText)? {
-            let value = match map.next_value_seed(self.member(&key)) {
-                Ok(v) => v,
-                Err(e) => return Err(self.passing(e, || Segment::Key(key))),
+            let sink = self
+                .items
+                .filter(|_| self.place == Place::Document && key == "items");
+            let value = match sink {
+                Some(sink) => match map.next_value_seed(Streamed {
+                    to_json: self.member(&key),
+                    sink,
+                }) {
+                    Ok(Some(v)) => v,
+                    Ok(None) if streamed || out.contains_key(&key) => {
+                        return Err(de::Error::custom(format!("duplicate key {key:?}")));
+                    }
+                    Ok(None) => {
+                        streamed = true;
+                        continue;
+                    }
+                    Err(e) => return Err(self.passing(e, || Segment::Key(key))),
+                },
+                None => match map.next_value_seed(self.member(&key)) {
+                    Ok(v) => v,
+                    Err(e) => return Err(self.passing(e, || Segment::Key(key))),
+                },
             };
             if key == "<<" {
                 match value {
@@ -174,7 +221,7 @@ impl<'de> Visitor<'de> for ToJson<'_> {
                 }
                 continue;
             }
-            if out.contains_key(&key) || dropped.contains(&key) {
+            if out.contains_key(&key) || dropped.contains(&key) || (streamed && key == "items") {
                 return Err(de::Error::custom(format!("duplicate key {key:?}")));
             }
             if self.place == Place::Metadata && UNREAD_METADATA.contains(&key.as_str()) {
@@ -188,7 +235,10 @@ impl<'de> Visitor<'de> for ToJson<'_> {
                 return Err(de::Error::custom("<< merges only mappings"));
             };
             for (k, v) in merged {
-                out.entry(k).or_insert(v);
+                // A streamed `items` is an explicit key: it wins over a merged one.
+                if !(streamed && k == "items") {
+                    out.entry(k).or_insert(v);
+                }
             }
         }
         Ok(Value::Object(out))
@@ -197,6 +247,81 @@ impl<'de> Visitor<'de> for ToJson<'_> {
         // `!tag value`: Kubernetes gives custom tags no meaning; the value is what counts.
         let (_tag, value): (de::IgnoredAny, _) = tagged.variant()?;
         value.newtype_variant_seed(self)
+    }
+}
+
+/// The value of a document's `items`: a sequence goes element by element to the sink (`None`
+/// back), anything else is read as `ToJson` reads it.
+struct Streamed<'a> {
+    to_json: ToJson<'a>,
+    sink: &'a RefCell<dyn ItemSink + 'a>,
+}
+
+impl<'de> DeserializeSeed<'de> for Streamed<'_> {
+    type Value = Option<Value>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<Value>, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Streamed<'_> {
+    type Value = Option<Value>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any YAML value")
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
+        self.to_json.visit_bool(v).map(Some)
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+        self.to_json.visit_i64(v).map(Some)
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+        self.to_json.visit_u64(v).map(Some)
+    }
+    fn visit_i128<E: de::Error>(self, v: i128) -> Result<Self::Value, E> {
+        self.to_json.visit_i128(v).map(Some)
+    }
+    fn visit_u128<E: de::Error>(self, v: u128) -> Result<Self::Value, E> {
+        self.to_json.visit_u128(v).map(Some)
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+        self.to_json.visit_f64(v).map(Some)
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        self.to_json.visit_str(v).map(Some)
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+        self.to_json.visit_string(v).map(Some)
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        self.to_json.visit_unit().map(Some)
+    }
+    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+        self.to_json.visit_none().map(Some)
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        self.to_json.visit_map(map).map(Some)
+    }
+    fn visit_enum<A: EnumAccess<'de>>(self, tagged: A) -> Result<Self::Value, A::Error> {
+        let (_tag, value): (de::IgnoredAny, _) = tagged.variant()?;
+        value.newtype_variant_seed(self)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        self.sink.borrow_mut().sequence();
+        let element = self.to_json.element();
+        let mut i = 0;
+        loop {
+            match seq.next_element_seed(element) {
+                Ok(Some(v)) => self.sink.borrow_mut().item(v),
+                Ok(None) => break,
+                Err(e) => return Err(self.to_json.passing(e, || Segment::Index(i))),
+            }
+            i += 1;
+        }
+        Ok(None)
     }
 }
 

@@ -420,3 +420,58 @@ pub async fn start_ipam_guard_with(cp: &ControlPlane, options: LiveOptions) -> (
         ca_pem,
     )
 }
+
+/// Stores `pools` InClusterIPPools in `ns`, each with `per_pool` IPAddresses inside it (pool i
+/// holds `10.{100 + i / 250}.{i % 250}.10` onwards), through the API with no webhook: the
+/// first-sync scale test's and the cluster-read measurements' data (10,000 × 10 at full scale).
+/// Many requests in flight at once; panics naming the statuses of creates that failed.
+pub async fn load_pools(client: &kube::Client, ns: &str, pools: usize, per_pool: usize) {
+    load_pools_from(client, ns, 0, pools, per_pool).await;
+}
+
+/// As `load_pools`, pools `first..pools` only (a growing data set). Past 37,500 pools the
+/// subnets continue in 11.100.0.0/16 and up, so no two pools overlap.
+pub async fn load_pools_from(
+    client: &kube::Client,
+    ns: &str,
+    first: usize,
+    pools: usize,
+    per_pool: usize,
+) {
+    use futures::StreamExt;
+    let objects = (first..pools).flat_map(|i| {
+        let block = i / 250;
+        let net = format!("{}.{}.{}", 10 + block / 150, 100 + block % 150, i % 250);
+        let pool = format!("pool-{i}");
+        let mut objs = vec![in_cluster_pool(
+            ns,
+            &pool,
+            &format!("{net}.10-{net}.{}", 10 + per_pool),
+            &format!("{net}.1"),
+        )];
+        for j in 0..per_pool {
+            let name = format!("addr-{i}-{j}");
+            objs.push(ip_address(
+                ns,
+                &name,
+                &name,
+                &format!("{net}.{}", 10 + j),
+                &pool,
+            ));
+        }
+        objs
+    });
+    let mut failures: std::collections::BTreeMap<u16, usize> = Default::default();
+    let mut results = futures::stream::iter(objects)
+        .map(|o| {
+            let client = client.clone();
+            async move { create(&client, &o, false).await.status }
+        })
+        .buffer_unordered(64);
+    while let Some(status) = results.next().await {
+        if status != 201 {
+            *failures.entry(status).or_default() += 1;
+        }
+    }
+    assert!(failures.is_empty(), "creates failed: {failures:?}");
+}

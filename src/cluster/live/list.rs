@@ -36,8 +36,26 @@ pub trait Items: Send + 'static {
 pub async fn list<S: Items>(
     client: &Client,
     url: &str,
-    mut items: S,
+    items: S,
 ) -> (anyhow::Result<String>, Option<S>) {
+    let (listed, items) = list_page(client, url, items).await;
+    (listed.map(|l| l.resource_version), items)
+}
+
+/// What the end of a list says: its resourceVersion and, for a page of a paged list, the token
+/// of the next page.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Listed {
+    pub resource_version: String,
+    pub next: Option<String>,
+}
+
+/// As `list`, for one page of a paged list (`limit`): also the `continue` token of the next.
+pub async fn list_page<S: Items>(
+    client: &Client,
+    url: &str,
+    mut items: S,
+) -> (anyhow::Result<Listed>, Option<S>) {
     let request = match http::Request::get(url).body(Vec::new()) {
         Ok(r) => r,
         Err(e) => return (Err(anyhow::Error::new(e)), Some(items)),
@@ -48,8 +66,8 @@ pub async fn list<S: Items>(
     };
     let (tx, rx) = mpsc::channel::<io::Result<Bytes>>(CHUNKS_IN_FLIGHT);
     let decoder = tokio::task::spawn_blocking(move || {
-        let rv = decode(ChannelReader::new(rx), &mut |o| items.item(o));
-        (rv, items)
+        let listed = decode_page(ChannelReader::new(rx), &mut |o| items.item(o));
+        (listed, items)
     });
     let mut body = std::pin::pin!(body);
     loop {
@@ -68,7 +86,7 @@ pub async fn list<S: Items>(
     }
     drop(tx);
     match decoder.await {
-        Ok((rv, items)) => (rv, Some(items)),
+        Ok((listed, items)) => (listed, Some(items)),
         Err(e) => (Err(anyhow::anyhow!("the list decoder failed: {e}")), None),
     }
 }
@@ -78,13 +96,24 @@ pub fn decode<R: Read>(
     reader: R,
     on_item: &mut dyn FnMut(WatchedObject),
 ) -> anyhow::Result<String> {
+    decode_page(reader, on_item).map(|l| l.resource_version)
+}
+
+/// As `decode`, with the `continue` token of a page.
+pub fn decode_page<R: Read>(
+    reader: R,
+    on_item: &mut dyn FnMut(WatchedObject),
+) -> anyhow::Result<Listed> {
     let reader = io::BufReader::with_capacity(64 * 1024, reader);
     let mut de = serde_json::Deserializer::from_reader(reader);
-    let rv = ListSeed { on_item }
+    let meta = ListSeed { on_item }
         .deserialize(&mut de)
         .context("cannot decode the list")?;
     de.end().context("trailing data after the list")?;
-    Ok(rv.unwrap_or_default())
+    Ok(Listed {
+        resource_version: meta.resource_version.unwrap_or_default(),
+        next: meta.continue_.filter(|c| !c.is_empty()),
+    })
 }
 
 /// Feeds a blocking reader from the chunks the async side receives.
@@ -117,10 +146,12 @@ impl Read for ChannelReader {
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 struct ListMeta {
     resource_version: Option<String>,
+    #[serde(rename = "continue")]
+    continue_: Option<String>,
 }
 
 /// The list object: keeps `metadata.resourceVersion`, streams `items`, skips the rest.
@@ -129,24 +160,24 @@ struct ListSeed<'a> {
 }
 
 impl<'de> DeserializeSeed<'de> for ListSeed<'_> {
-    type Value = Option<String>;
+    type Value = ListMeta;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_map(self)
     }
 }
 
 impl<'de> Visitor<'de> for ListSeed<'_> {
-    type Value = Option<String>;
+    type Value = ListMeta;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a Kubernetes list")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut rv = None;
+        let mut meta = ListMeta::default();
         while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
             match key.as_ref() {
                 "metadata" => {
-                    let meta: Option<ListMeta> = map.next_value()?;
-                    rv = meta.and_then(|m| m.resource_version);
+                    let read: Option<ListMeta> = map.next_value()?;
+                    meta = read.unwrap_or_default();
                 }
                 "kind" => {
                     let kind: Option<String> = map.next_value()?;
@@ -162,7 +193,7 @@ impl<'de> Visitor<'de> for ListSeed<'_> {
                 }
             }
         }
-        Ok(rv)
+        Ok(meta)
     }
 }
 
@@ -223,6 +254,18 @@ mod tests {
             assert_eq!(rv, "42");
             assert_eq!(seen, ["a", "b"]);
         }
+    }
+
+    #[test]
+    fn a_page_names_the_next() {
+        let page = r#"{"items":[],"metadata":{"resourceVersion":"5","continue":"abc"}}"#;
+        let listed = decode_page(page.as_bytes(), &mut |_| {}).unwrap();
+        assert_eq!(listed.next.as_deref(), Some("abc"));
+        let last = r#"{"items":[],"metadata":{"resourceVersion":"5","continue":""}}"#;
+        assert_eq!(
+            decode_page(last.as_bytes(), &mut |_| {}).unwrap().next,
+            None
+        );
     }
 
     #[test]

@@ -49,22 +49,59 @@ pub struct Timing {
     pub clock: Arc<dyn Clock>,
 }
 
-/// Retries after failures: 250 ms doubling up to 5 s, back to the start after a success.
+/// Retries after failures: 250 ms doubling up to `MAX`, each wait jittered, back to the start
+/// after a success.
+///
+/// The cap is what an outage costs after it ends: however long the API server was away, the next
+/// attempt comes at most `MAX` after it answers again, and the relist follows at once. Jitter
+/// (each wait drawn from its upper half) keeps a dozen watches, and the replicas of a Deployment,
+/// from knocking on a restarting API server in lockstep.
 #[derive(Debug)]
-struct Backoff(Duration);
+pub struct Backoff {
+    next: Duration,
+    rng: fastrand::Rng,
+}
 
 impl Backoff {
-    const FIRST: Duration = Duration::from_millis(250);
-    const MAX: Duration = Duration::from_secs(5);
-    fn new() -> Self {
-        Backoff(Self::FIRST)
+    pub const FIRST: Duration = Duration::from_millis(250);
+    pub const MAX: Duration = Duration::from_secs(2);
+
+    pub fn new() -> Self {
+        Backoff {
+            next: Self::FIRST,
+            rng: fastrand::Rng::new(),
+        }
     }
-    fn reset(&mut self) {
-        self.0 = Self::FIRST;
+
+    /// With a fixed seed (tests).
+    #[cfg(test)]
+    pub fn with_seed(seed: u64) -> Self {
+        Backoff {
+            next: Self::FIRST,
+            rng: fastrand::Rng::with_seed(seed),
+        }
     }
+
+    pub fn reset(&mut self) {
+        self.next = Self::FIRST;
+    }
+
+    /// How long to wait before the next attempt: between half and all of the current step, which
+    /// then doubles up to `MAX`.
+    pub fn delay(&mut self) -> Duration {
+        let step = self.next;
+        self.next = (self.next * 2).min(Self::MAX);
+        step / 2 + step.mul_f64(self.rng.f64() / 2.0)
+    }
+
     async fn wait(&mut self) {
-        tokio::time::sleep(self.0).await;
-        self.0 = (self.0 * 2).min(Self::MAX);
+        tokio::time::sleep(self.delay()).await;
+    }
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff::new()
     }
 }
 
@@ -111,6 +148,11 @@ fn too_new(e: &anyhow::Error) -> bool {
     matches!(e.downcast_ref::<kube::Error>(), Some(kube::Error::Api(s)) if s.code == 504)
 }
 
+/// The request got no answer from the API server (no HTTP status): refused, reset, timed out.
+fn unanswered(e: &kube::Error) -> bool {
+    !matches!(e, kube::Error::Api(_))
+}
+
 fn gone(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(s) if s.code == 410)
 }
@@ -147,6 +189,8 @@ impl<F: Feed> WatchLoop<F> {
         let mut seen: Option<String> = None;
         let mut cause = ListCause::Initial;
         let mut backoff = Backoff::new();
+        // The API server did not answer the last request: it may be starting afresh.
+        let mut unreached = false;
         loop {
             status.listing(source, &version, cause);
             match list_into(
@@ -157,16 +201,19 @@ impl<F: Feed> WatchLoop<F> {
                 &status,
                 &timing.clock,
                 seen.as_deref(),
+                unreached,
                 &mut feed,
             )
             .await
             {
                 Ok(rv) => {
                     seen = Some(rv);
+                    unreached = false;
                     status.listed(source, &version, timing.clock.now());
                     backoff.reset();
                 }
                 Err(e) => {
+                    unreached = e.downcast_ref::<kube::Error>().is_some_and(unanswered);
                     status.failed(source, &version);
                     tracing::warn!(%source, error = %format!("{e:#}"), "list failed; retrying");
                     if feed.is_none() {
@@ -201,6 +248,15 @@ impl<F: Feed> WatchLoop<F> {
                         status.failed(source, &version);
                         tracing::warn!(%source, error = %e, "watch failed; retrying");
                         backoff.wait().await;
+                        // The API server did not answer at all (stopped, restarting): the next
+                        // request goes to a server that may have started afresh, whose watch
+                        // cache cannot resume from our version and makes watches and whole
+                        // lists wait until it has read every object from etcd (a minute at
+                        // 100k). A paged list is read from etcd at once: relist that way.
+                        if unanswered(&e) {
+                            unreached = true;
+                            break ListCause::Error;
+                        }
                     }
                 }
             };
@@ -219,21 +275,45 @@ async fn list_into<F: Feed>(
     status: &Arc<Status>,
     clock: &Arc<dyn Clock>,
     seen: Option<&str>,
+    paged: bool,
     feed: &mut Option<F>,
 ) -> anyhow::Result<String> {
-    let first = format!("{}?{}", url(resource), list_query(seen));
-    match list_once(client, &first, source, version, status, clock, feed).await {
+    let mut first = format!("{}?{}", url(resource), list_query(seen));
+    // A server whose watch cache is still reading etcd answers a list with a limit from etcd
+    // at once and makes one without wait for the cache (kube-apiserver's cacher).
+    let page = paged.then_some(PAGE);
+    if let Some(limit) = page {
+        first.push_str(&format!("&limit={limit}"));
+    }
+    match list_once(
+        client, &first, resource, page, source, version, status, clock, feed,
+    )
+    .await
+    {
         Err(e) if seen.is_some() && too_new(&e) => {
             tracing::info!(%source, "the cache cannot serve the last seen version: listing from etcd");
-            list_once(client, &url(resource), source, version, status, clock, feed).await
+            let url = url(resource);
+            list_once(
+                client, &url, resource, None, source, version, status, clock, feed,
+            )
+            .await
         }
         other => other,
     }
 }
 
+/// Objects per page of a relist after the API server was unreachable.
+const PAGE: u32 = 5_000;
+
+/// Pages a server may hand out in one list before the loop gives up on it.
+const MAX_PAGES: usize = 100_000;
+
+#[allow(clippy::too_many_arguments)]
 async fn list_once<F: Feed>(
     client: &Client,
     url: &str,
+    resource: &ApiResource,
+    page: Option<u32>,
     source: Source,
     version: &str,
     status: &Arc<Status>,
@@ -255,10 +335,31 @@ async fn list_once<F: Feed>(
         started,
         logged: started,
     };
-    let (result, sink) = list::list(client, url, sink).await;
+    let (mut result, mut sink) = list::list_page(client, url, sink).await;
+    // Further pages, each from the token of the one before (a continued list names no version).
+    for _ in 0..MAX_PAGES {
+        let token = match (&result, page) {
+            (
+                Ok(list::Listed {
+                    next: Some(token), ..
+                }),
+                Some(_),
+            ) => token.clone(),
+            _ => break,
+        };
+        let (Some(limit), Some(s)) = (page, sink.take()) else {
+            break;
+        };
+        let next = format!(
+            "{}?limit={limit}&continue={}",
+            self::url(resource),
+            form_encode(&token)
+        );
+        (result, sink) = list::list_page(client, &next, s).await;
+    }
     let items = sink.as_ref().map_or(0, |s| s.items);
     *feed = sink.map(|s| s.feed);
-    let rv = result?;
+    let rv = result?.resource_version;
     tracing::info!(%source, objects = items, elapsed = ?started.elapsed(), "listed");
     // Only a complete list may say which keys are gone.
     if let Some(f) = feed.as_mut() {
@@ -377,6 +478,53 @@ fn note_version(seen: &mut Option<String>, obj: &WatchedObject) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The time to the first attempt after an outage of `outage`, with attempts spaced by the
+    /// backoff from the moment the API server went away (the injectable clock stands in for
+    /// the sleeps).
+    fn first_attempt_after(outage: Duration, seed: u64) -> Duration {
+        let clock = crate::cluster::clock::ManualClock::new();
+        let start = clock.now();
+        let back = start + outage;
+        let mut backoff = Backoff::with_seed(seed);
+        while clock.now() < back {
+            clock.advance(backoff.delay());
+        }
+        clock.now() - back
+    }
+
+    #[test]
+    fn an_outage_of_any_length_costs_at_most_the_cap_once_it_ends() {
+        for outage in [1, 7, 30, 120, 600] {
+            for seed in 0..50 {
+                let late = first_attempt_after(Duration::from_secs(outage), seed);
+                assert!(
+                    late <= Backoff::MAX,
+                    "{outage} s outage, seed {seed}: {late:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn waits_double_from_the_first_step_are_jittered_and_capped() {
+        let mut b = Backoff::with_seed(7);
+        let waits: Vec<Duration> = (0..40).map(|_| b.delay()).collect();
+        // Each wait lies in the upper half of its step: 250 ms, 500 ms, 1 s, then the cap.
+        let step = |i: usize| (Backoff::FIRST * 2u32.pow(i.min(10) as u32)).min(Backoff::MAX);
+        for (i, w) in waits.iter().enumerate() {
+            assert!(*w >= step(i) / 2 && *w <= step(i), "wait {i}: {w:?}");
+        }
+        // Not in lockstep: capped waits differ from one another.
+        let capped: std::collections::BTreeSet<Duration> = waits[4..].iter().copied().collect();
+        assert!(capped.len() > 20, "{capped:?}");
+        // Two loops started together do not retry together.
+        let mut other = Backoff::with_seed(8);
+        let theirs: Vec<Duration> = (0..40).map(|_| other.delay()).collect();
+        assert_ne!(waits, theirs);
+        b.reset();
+        assert!(b.delay() <= Backoff::FIRST);
+    }
 
     #[test]
     fn first_list_reads_the_cache_and_relists_are_not_older_than_what_was_seen() {
