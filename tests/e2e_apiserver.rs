@@ -90,13 +90,7 @@ async fn e2e_webhook_against_a_real_apiserver_against(assets: e2e::Server) {
     let client = cp.client().await;
     install_crds(&client).await;
     for ns in [NS, PRE] {
-        create_path(
-            &client,
-            "/api/v1/namespaces",
-            &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
-        )
-        .await
-        .expect(201);
+        create_namespace(&client, ns).await;
     }
 
     // X4: stored before the webhook exists: two overlapping pools, two holders of one address.

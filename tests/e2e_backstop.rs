@@ -17,7 +17,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use e2e::api::{self, call, create, create_path, get, install_crds, merge_patch, Resp};
+use e2e::api::{
+    self, call, create, create_namespace, create_path, get, install_crds, merge_patch, Resp,
+};
 use e2e::{eventually, ControlPlane};
 use http::Method;
 use ipam_guard::catalogue::{Effect, Rule, RuleId, Setting, RULES};
@@ -145,13 +147,7 @@ fn sendable(rule: &Rule) -> bool {
 }
 
 async fn namespace(client: &kube::Client, ns: &str) {
-    create_path(
-        client,
-        "/api/v1/namespaces",
-        &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
-    )
-    .await
-    .expect(201);
+    create_namespace(client, ns).await;
 }
 
 /// Writes the example's final request (dry-run) after creating what it needs for real.

@@ -65,13 +65,7 @@ async fn agree_against(assets: e2e::Server) {
     let cp = ControlPlane::start(&assets).await;
     let client = cp.client().await;
     install_crds(&client).await;
-    create_path(
-        &client,
-        "/api/v1/namespaces",
-        &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}),
-    )
-    .await
-    .expect(201);
+    create_namespace(&client, NS).await;
     create(
         &client,
         &in_cluster_pool(NS, "nodes", "10.60.0.10-10.60.0.20", "10.60.0.1"),

@@ -15,7 +15,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use e2e::api::{self, call, create_path};
+use e2e::api::{self, call, create_namespace, create_path};
 use e2e::{eventually, ControlPlane};
 use http::Method;
 use serde_json::{json, Value};
@@ -227,13 +227,7 @@ async fn e2e_health_e1_h1_h2_and_policy_reports_against(assets: e2e::Server) {
         })
         .await;
     }
-    create_path(
-        &client,
-        "/api/v1/namespaces",
-        &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}),
-    )
-    .await
-    .expect(201);
+    create_namespace(&client, NS).await;
 
     // Stored before the webhook: a global pool overlapping `spare` (P10 on both, one of them
     // cluster-scoped: the ClusterPolicyReport's).

@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use e2e::api::{create, create_path, in_cluster_pool, install_crds_but};
+use e2e::api::{create, create_namespace, create_path, in_cluster_pool, install_crds_but};
 use e2e::{eventually, record, ControlPlane};
 use rustls::pki_types::CertificateDer;
 use serde_json::{json, Value};
@@ -911,13 +911,7 @@ async fn e2e_image_runs_as_the_deployment_runs_it() {
     {
         apply(&client, obj).await;
     }
-    create_path(
-        &client,
-        "/api/v1/namespaces",
-        &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}),
-    )
-    .await
-    .expect(201);
+    create_namespace(&client, NS).await;
     create(
         &client,
         &in_cluster_pool(NS, "pool-a", "10.0.0.10-10.0.0.30", "10.0.0.1"),

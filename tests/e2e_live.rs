@@ -33,13 +33,7 @@ use server_support::{http_get, post, Conn, Proto};
 const NS: &str = "live";
 
 async fn namespace(client: &kube::Client, name: &str) {
-    create_path(
-        client,
-        "/api/v1/namespaces",
-        &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}),
-    )
-    .await
-    .expect(201);
+    create_namespace(client, name).await;
 }
 
 /// Registers the webhooks and waits until the API server calls them.

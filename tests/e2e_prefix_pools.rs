@@ -82,13 +82,7 @@ async fn e2e_prefix_pools_through_kubectl_against(assets: e2e::Server) {
             .is_ok_and(|served| served.len() == capi.len() + 2)
     })
     .await;
-    create_path(
-        &client,
-        "/api/v1/namespaces",
-        &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}),
-    )
-    .await
-    .expect(201);
+    create_namespace(&client, NS).await;
     let (guard, ca_pem) = start_ipam_guard(&cp).await;
     register_webhooks(&client, guard.addr, &ca_pem).await;
     // Wait until the API server calls us for the new kind: a host-bit CIDR (PP2) is refused.

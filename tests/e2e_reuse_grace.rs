@@ -47,13 +47,7 @@ async fn against(assets: e2e::Server) {
             .is_ok_and(|served| served.len() == capi.len())
     })
     .await;
-    create_path(
-        &client,
-        "/api/v1/namespaces",
-        &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}),
-    )
-    .await
-    .expect(201);
+    create_namespace(&client, NS).await;
     let options = LiveOptions {
         reuse_grace: FLAG,
         ..LiveOptions::default()

@@ -6,7 +6,6 @@
 //! prefix pools; Metal3 and Spiderpool pools by hand; a /64 and `::/0` by sizes worked out by hand.
 
 use std::collections::BTreeSet;
-use std::net::{Ipv4Addr, Ipv6Addr};
 
 use ipam_guard::address::{Family, Ip};
 use ipam_guard::cli::usage_free;
@@ -17,140 +16,8 @@ use ipam_guard::model::{project, ObjKey};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
-const NS: &str = "ns";
-
-fn text(v6: bool, value: u128) -> String {
-    if v6 {
-        Ipv6Addr::from(value).to_string()
-    } else {
-        Ipv4Addr::from(value as u32).to_string()
-    }
-}
-
-fn base(v6: bool) -> u128 {
-    if v6 {
-        u128::from(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 0))
-    } else {
-        u128::from(u32::from(Ipv4Addr::new(10, 1, 0, 0)))
-    }
-}
-
-/// One entry of a pool's list, in offsets from `base`.
-#[derive(Debug, Clone)]
-enum E {
-    One(u128),
-    Range(u128, u128),
-    /// An aligned CIDR of `2^bits` addresses.
-    Cidr(u128, u32),
-}
-
-impl E {
-    fn text(&self, v6: bool) -> String {
-        let b = base(v6);
-        match *self {
-            E::One(a) => text(v6, b + a),
-            E::Range(a, z) => format!("{}-{}", text(v6, b + a), text(v6, b + z)),
-            E::Cidr(start, bits) => {
-                let width = if v6 { 128 } else { 32 };
-                format!("{}/{}", text(v6, b + start), width - bits)
-            }
-        }
-    }
-    fn offsets(&self) -> Vec<u128> {
-        match *self {
-            E::One(a) => vec![a],
-            E::Range(a, z) => (a..=z).collect(),
-            E::Cidr(start, bits) => (start..start + (1 << bits)).collect(),
-        }
-    }
-}
-
-fn entry() -> impl Strategy<Value = E> {
-    prop_oneof![
-        (0..64u128).prop_map(E::One),
-        (0..64u128, 0..12u128).prop_map(|(a, n)| E::Range(a, a + n)),
-        (0..4u32, 0..16u128).prop_map(|(bits, i)| E::Cidr((i << bits) % 64, bits)),
-    ]
-}
-
-#[derive(Debug, Clone)]
-struct Pool {
-    v6: bool,
-    entries: Vec<E>,
-    excluded: Vec<E>,
-    gateway: Option<u128>,
-    host_bits: u32,
-    allocate_reserved: bool,
-}
-
-impl Pool {
-    fn object(&self, name: &str) -> Value {
-        let width = if self.v6 { 128 } else { 32 };
-        let mut spec = json!({
-            "addresses": self.entries.iter().map(|e| e.text(self.v6)).collect::<Vec<_>>(),
-            "prefix": width - self.host_bits,
-        });
-        if !self.excluded.is_empty() {
-            spec["excludedAddresses"] = json!(self
-                .excluded
-                .iter()
-                .map(|e| e.text(self.v6))
-                .collect::<Vec<_>>());
-        }
-        if let Some(g) = self.gateway {
-            spec["gateway"] = json!(text(self.v6, base(self.v6) + g));
-        }
-        if self.allocate_reserved {
-            spec["allocateReservedIPAddresses"] = json!(true);
-        }
-        json!({
-            "apiVersion": "ipam.cluster.x-k8s.io/v1alpha2", "kind": "InClusterIPPool",
-            "metadata": {"name": name, "namespace": NS},
-            "spec": spec,
-        })
-    }
-
-    /// SPEC §5 by enumeration.
-    fn allocatable(&self) -> BTreeSet<u128> {
-        let declared: BTreeSet<u128> = self.entries.iter().flat_map(E::offsets).collect();
-        let excluded: BTreeSet<u128> = self.excluded.iter().flat_map(E::offsets).collect();
-        let mut out: BTreeSet<u128> = declared.difference(&excluded).copied().collect();
-        if let Some(g) = self.gateway {
-            out.remove(&g);
-        }
-        if let Some(&lowest) = declared.iter().next() {
-            if !self.allocate_reserved && self.host_bits > 1 {
-                let size = 1u128 << self.host_bits;
-                let network = lowest / size * size;
-                out.remove(&network);
-                if !self.v6 {
-                    out.remove(&(network + size - 1));
-                }
-            }
-        }
-        out
-    }
-}
-
-fn pool(v6: bool) -> impl Strategy<Value = Pool> {
-    (
-        prop::collection::vec(entry(), 1..4),
-        prop::collection::vec(entry(), 0..3),
-        prop::option::of(0..70u128),
-        0..=8u32,
-        any::<bool>(),
-    )
-        .prop_map(
-            move |(entries, excluded, gateway, host_bits, allocate_reserved)| Pool {
-                v6,
-                entries,
-                excluded,
-                gateway,
-                host_bits,
-                allocate_reserved,
-            },
-        )
-}
+mod pool_support;
+use pool_support::*;
 
 fn ip_address(name: &str, v6: bool, offset: u128, kind: &str, pool: &str) -> Value {
     json!({

@@ -302,6 +302,17 @@ pub async fn create_path(client: &kube::Client, path: &str, body: &Value) -> Res
     call(client, Method::POST, path, Some(body), "application/json").await
 }
 
+/// Creates namespace `name` (a test's own, so it must not exist yet).
+pub async fn create_namespace(client: &kube::Client, name: &str) {
+    create_path(
+        client,
+        "/api/v1/namespaces",
+        &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}),
+    )
+    .await
+    .expect(201);
+}
+
 /// Validating and mutating webhooks for every kind of the table, pointing at the in-process server.
 pub async fn register_webhooks(client: &kube::Client, addr: SocketAddr, ca_pem: &[u8]) {
     let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
