@@ -136,11 +136,7 @@ impl Index {
     pub fn free_of(&self, pool: &PoolProj) -> AddrSet {
         let family = pool.allocatable.family();
         let held = self
-            .by_pool
-            .get(&pool.key)
-            .into_iter()
-            .flatten()
-            .filter_map(|&id| self.addresses.get(id).proj.ip)
+            .held_ips(pool)
             .filter(|ip| ip.family == family && pool.allocatable.contains(*ip));
         let taken: Vec<IpRange> = match pool.prefix.filter(|_| pool.key.kind.is_prefix_pool()) {
             Some(len) => held

@@ -79,24 +79,9 @@ impl Index {
             return self.sub_prefix_usage_of(pool, len);
         }
         let family = pool.allocatable.family();
-        let mut inside: Vec<u128> = Vec::new();
-        let mut outside: Vec<Ip> = Vec::new();
-        let held = self
-            .by_pool
-            .get(&pool.key)
-            .into_iter()
-            .flatten()
-            .filter_map(|&id| self.addresses.get(id).proj.ip);
-        for ip in held {
-            if ip.family == family && pool.allocatable.contains(ip) {
-                inside.push(ip.value);
-            } else {
-                outside.push(ip);
-            }
-        }
-        // Two objects holding one address (a duplicate A9 would deny) use it once.
-        inside.sort_unstable();
-        inside.dedup();
+        let (inside, outside) = self.split_held(pool, |ip| {
+            ip.family == family && pool.allocatable.contains(ip)
+        });
         let mut used = inside.len() as u128;
         if !pool.recorded.is_empty() && pool.recorded.family() == family {
             // Addresses recorded in status, less those an object holds too (counted already).
@@ -107,8 +92,6 @@ impl Index {
                 .count() as u128;
             used = used.saturating_add(recorded.len()).saturating_sub(both);
         }
-        outside.sort_unstable();
-        outside.dedup();
         PoolUsage {
             key: pool.key.clone(),
             space: pool.space.clone(),
@@ -125,25 +108,9 @@ impl Index {
     /// sub-prefix the pool does not hand out, counts as outside.
     fn sub_prefix_usage_of(&self, pool: &PoolProj, len: u8) -> PoolUsage {
         let family = pool.allocatable.family();
-        let mut inside: Vec<u128> = Vec::new();
-        let mut outside: Vec<Ip> = Vec::new();
-        let held = self
-            .by_pool
-            .get(&pool.key)
-            .into_iter()
-            .flatten()
-            .filter_map(|&id| self.addresses.get(id).proj.ip);
-        for ip in held {
-            if ip.family == family && pool.allocatable.contains(ip) && is_block_start(ip, len) {
-                inside.push(ip.value);
-            } else {
-                outside.push(ip);
-            }
-        }
-        inside.sort_unstable();
-        inside.dedup();
-        outside.sort_unstable();
-        outside.dedup();
+        let (inside, outside) = self.split_held(pool, |ip| {
+            ip.family == family && pool.allocatable.contains(ip) && is_block_start(ip, len)
+        });
         PoolUsage {
             key: pool.key.clone(),
             space: pool.space.clone(),
@@ -153,5 +120,33 @@ impl Index {
             outside: outside.len() as u128,
             sub_prefix: Some(len),
         }
+    }
+
+    /// The addresses the address objects naming `pool` carry (duplicates included).
+    pub(super) fn held_ips<'a>(&'a self, pool: &PoolProj) -> impl Iterator<Item = Ip> + 'a {
+        self.by_pool
+            .get(&pool.key)
+            .into_iter()
+            .flatten()
+            .filter_map(|&id| self.addresses.get(id).proj.ip)
+    }
+
+    /// `held_ips` split by `inside`, each side sorted and without repeats: two objects holding
+    /// one address (a duplicate A9 would deny) use it once.
+    fn split_held(&self, pool: &PoolProj, inside: impl Fn(Ip) -> bool) -> (Vec<u128>, Vec<Ip>) {
+        let mut values: Vec<u128> = Vec::new();
+        let mut outside: Vec<Ip> = Vec::new();
+        for ip in self.held_ips(pool) {
+            if inside(ip) {
+                values.push(ip.value);
+            } else {
+                outside.push(ip);
+            }
+        }
+        values.sort_unstable();
+        values.dedup();
+        outside.sort_unstable();
+        outside.dedup();
+        (values, outside)
     }
 }
