@@ -32,6 +32,17 @@ pub enum Judged {
     None,
 }
 
+impl Judged {
+    /// Whether the object `key` names is one this pass judges.
+    fn covers(&self, key: &ObjKey) -> bool {
+        match self {
+            Judged::All => true,
+            Judged::Namespace(ns) => key.namespace.as_deref() == Some(ns.as_str()),
+            Judged::None => false,
+        }
+    }
+}
+
 /// The objects of one cluster pass: `Each` for `cluster::live::read`, then `finish`.
 #[derive(Default)]
 pub struct Judging {
@@ -56,11 +67,7 @@ impl Judging {
     }
 
     fn judges(&self, key: &ObjKey) -> bool {
-        match &self.judged {
-            Judged::All => true,
-            Judged::Namespace(ns) => key.namespace.as_deref() == Some(ns.as_str()),
-            Judged::None => false,
-        }
+        self.judged.covers(key)
     }
 
     /// The projections of the objects not judged (`check --kubeconfig`'s stored objects, and
@@ -81,7 +88,6 @@ impl Judging {
         over_index: impl FnOnce(&Index) -> Vec<Finding>,
     ) -> (BTreeMap<Kind, usize>, Vec<Finding>) {
         let mut phases = Phases::start();
-        let judged = self.judged.clone();
         let (objects, mut findings, index) = judge_held(
             self.held,
             self.projections,
@@ -89,14 +95,10 @@ impl Judging {
             &self.context,
             &mut phases,
         );
-        let judging = Judging {
-            judged,
-            ..Judging::default()
-        };
         findings.extend(
             over_index(&index)
                 .into_iter()
-                .filter(|f| matches!(&f.subject.key, Who::Served(k) if judging.judges(k))),
+                .filter(|f| matches!(&f.subject.key, Who::Served(k) if self.judged.covers(k))),
         );
         // A command ends right after: freeing 100k projections one by one would only cost time.
         std::mem::forget(index);
