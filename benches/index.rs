@@ -6,7 +6,8 @@
 //! and broadcast), half arbitrary `a-b` ranges. The `huge`/`small` pairs put a /8 (IPv6 /48) and a
 //! /30 (/126) into free space: the index never enumerates addresses, so both cost the same.
 //!
-//! `cargo bench --bench index` (all), `cargo bench --bench index -- index_v4_100k` (one scale).
+//! `cargo bench --bench index` (all), `cargo bench --bench index -- index_v4_100k` (one scale),
+//! `cargo bench --bench index -- e1_` (E1's question on one large pool).
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -222,7 +223,33 @@ fn bench_scale(c: &mut Criterion, layout: &Layout, pools: u128) {
     g.finish();
 }
 
+/// E1 on a claim CREATE into one large pool (a /16 holding 60,000 addresses): the exact usage,
+/// which collects and sorts every held address, beside the floor E1 checks first
+/// (`Index::free_at_least`), which answers for a pool far from full without touching them.
+fn big_pool(c: &mut Criterion) {
+    let layout = Layout::v4();
+    let start = layout.base;
+    let range = IpRange::new(start + 1, start + 65_534);
+    let key = pool_key(0);
+    let mut index = Index::new();
+    index.upsert_pool(pool(&layout, key.clone(), range));
+    for a in 0..60_000u128 {
+        let mut addr = address(&layout, 0, a);
+        addr.ip = Some(Ip::new(layout.family, start + 1 + a));
+        index.upsert_address(addr);
+    }
+    let mut g = c.benchmark_group("e1_pool_v4_16_60k_held");
+    g.bench_function("usage_of_pool", |b| {
+        b.iter(|| index.usage_of_pool(black_box(&key)).map(|u| u.free()))
+    });
+    g.bench_function("free_at_least", |b| {
+        b.iter(|| index.free_at_least(black_box(&key)))
+    });
+    g.finish();
+}
+
 fn index(c: &mut Criterion) {
+    big_pool(c);
     for layout in [Layout::v4(), Layout::v6()] {
         for pools in [1_000, 10_000, 100_000] {
             bench_scale(c, &layout, pools);

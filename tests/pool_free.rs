@@ -193,6 +193,10 @@ proptest! {
         prop_assert_eq!(starts.clone(), free.clone());
         prop_assert_eq!(listed(&runs, true).len() as u128, free.len() as u128 * block);
         prop_assert_eq!(f.usage.free(), free.len() as u128);
+        // The cheap floor E1 checks first counts the same sub-prefixes and never more free.
+        let (allocatable, floor) = index.free_at_least(&f.usage.key).expect("the pool is in the view");
+        prop_assert_eq!(allocatable, f.usage.allocatable);
+        prop_assert!(floor <= f.usage.free(), "floor {} > free {}", floor, f.usage.free());
     }
 }
 

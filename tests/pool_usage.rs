@@ -103,6 +103,15 @@ proptest! {
         prop_assert_eq!(u.free(), allocatable.len() as u128 - used);
         let share = if allocatable.is_empty() { 1.0 } else { used as f64 / allocatable.len() as f64 };
         prop_assert!((u.share_used() - share).abs() < 1e-12);
+        // The cheap floor E1 checks first: the same allocatable count, never more free than the
+        // exact count, and exact when every address object holds a distinct inside address.
+        let (floor_allocatable, floor) = index.free_at_least(&u.key).expect("the pool is in the view");
+        prop_assert_eq!(floor_allocatable, u.allocatable);
+        prop_assert!(floor <= u.free(), "floor {} > free {}", floor, u.free());
+        let naming_p = held.iter().filter(|(_, owner)| *owner != 2).count() as u128;
+        if naming_p == used {
+            prop_assert_eq!(floor, u.free());
+        }
 
         // The metrics `serve` exports say the same.
         let text = scrape(index);
@@ -221,6 +230,8 @@ fn spiderpool_counts_what_its_status_records() {
     let u = usage_of(&index, Kind::SpiderIPPool, None, "sp");
     // .49 is excluded: recorded, but not part of what the pool hands out.
     assert_eq!((u.allocatable, u.used, u.free()), (9, 2, 7));
+    // The floor counts every recorded address as in use, the excluded one too.
+    assert_eq!(index.free_at_least(&u.key), Some((9, 6)));
 }
 
 #[test]

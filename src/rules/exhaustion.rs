@@ -118,12 +118,18 @@ pub(crate) fn on_create(pool: &ObjKey, path: &str, ctx: &Ctx, v: &mut Verdict) {
     if ctx.options.stored {
         return;
     }
+    let threshold = ctx.options.warn_free_below;
+    match ctx.index.free_at_least(pool) {
+        Some((allocatable, floor)) if floor > 0 && floor >= threshold.limit(allocatable) => return,
+        None => return,
+        Some(_) => {}
+    }
     let Some(u) = ctx.index.usage_of_pool(pool) else {
         return;
     };
     if u.free() == 0 {
         v.warn(RuleId::E1, path, exhausted(&u));
-    } else if ctx.options.warn_free_below.is_low(&u) {
+    } else if threshold.is_low(&u) {
         let (one, many) = unit(&u);
         let free = u.free();
         v.warn(
@@ -135,7 +141,7 @@ pub(crate) fn on_create(pool: &ObjKey, path: &str, ctx: &Ctx, v: &mut Verdict) {
                 if free == 1 { one } else { many },
                 u.used,
                 u.allocatable,
-                ctx.options.warn_free_below.describe(u.allocatable),
+                threshold.describe(u.allocatable),
             ),
         );
     }
