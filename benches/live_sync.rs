@@ -14,7 +14,6 @@
 //!   API server's CPU over the sync;
 //! - `own`: this binary again, as a child process that starts the live view (`LiveView::start`,
 //!   the project's own list/watch loop) and exits once it is synced;
-//! - `own-h2`: the same over an HTTP/2 client (kube's own client speaks HTTP/1.1 only);
 //! - `watcher`: the same child, syncing the same kinds into the same index through
 //!   kube-runtime's `watcher` (`any_semantic()`, `page_size: None`) instead, exiting once every
 //!   kind has sent `InitDone` (issue 25 item 6).
@@ -249,44 +248,13 @@ fn report_self(start: Instant, objects: usize) {
     );
 }
 
-/// The kubeconfig's client, speaking HTTP/2 where the server offers it (ALPN), with kube's own
-/// layers (base URI, auth, extra headers). kube's `Client::try_from(Config)` offers HTTP/1.1 only.
-async fn h2_client(kubeconfig: &Path) -> kube::Client {
-    use kube::client::ConfigExt;
-    let kc = kube::config::Kubeconfig::read_from(kubeconfig).expect("kubeconfig");
-    let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
-        .await
-        .expect("config");
-    let tls = config.rustls_client_config().expect("TLS config");
-    let mut http = hyper_util::client::legacy::connect::HttpConnector::new();
-    http.enforce_http(false);
-    let https = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(tls)
-        .https_or_http()
-        .enable_http1()
-        .enable_http2()
-        .wrap_connector(http);
-    let client: hyper_util::client::legacy::Client<_, kube::client::Body> =
-        hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-            .build(https);
-    let service = tower::ServiceBuilder::new()
-        .layer(config.base_uri_layer())
-        .option_layer(config.auth_layer().expect("auth"))
-        .layer(config.extra_headers_layer().expect("headers"))
-        .service(tower::ServiceExt::map_err(client, tower::BoxError::from));
-    kube::Client::new(service, config.default_namespace)
-}
-
-/// `--child own` (or `own-h2`: over HTTP/2): the live view as `serve` runs it, until synced.
-async fn child_own(kubeconfig: &Path, start: Instant, h2: bool) {
+/// `--child own`: the live view as `serve` runs it, until synced.
+async fn child_own(kubeconfig: &Path, start: Instant) {
     use ipam_guard::cluster::live::{LiveOptions, LiveView};
     use ipam_guard::cluster::ClusterView;
-    let client = match h2 {
-        true => h2_client(kubeconfig).await,
-        false => ipam_guard::cluster::live::client(Some(kubeconfig))
-            .await
-            .expect("client"),
-    };
+    let client = ipam_guard::cluster::live::client(Some(kubeconfig))
+        .await
+        .expect("client");
     let view = LiveView::start(client, LiveOptions::default());
     while !view.synced() {
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -410,8 +378,7 @@ async fn main() {
         let start = Instant::now();
         let kubeconfig = text_arg("--kubeconfig").expect("--kubeconfig");
         match mode.as_str() {
-            "own" => child_own(Path::new(&kubeconfig), start, false).await,
-            "own-h2" => child_own(Path::new(&kubeconfig), start, true).await,
+            "own" => child_own(Path::new(&kubeconfig), start).await,
             "watcher" => child_watcher(Path::new(&kubeconfig), start).await,
             other => panic!("unknown child mode {other}"),
         }
@@ -488,10 +455,9 @@ async fn main() {
                         s.ready, s.apiserver_cpu, gc(), s.own_cpu, s.hwm, s.steady
                     );
                 }
-                "own" | "own-h2" | "watcher" => {
+                "own" | "watcher" => {
                     let what = match mode {
                         "own" => "own loop (`LiveView`) until synced",
-                        "own-h2" => "own loop (`LiveView`) over HTTP/2 until synced",
                         _ => "kube-runtime `watcher` until every `InitDone`",
                     };
                     let c = child(mode, &target.kubeconfig, apiserver);
@@ -500,7 +466,7 @@ async fn main() {
                         c.objects, c.ready, c.wall, c.apiserver_cpu, gc(), c.own_cpu, c.hwm
                     );
                 }
-                other => panic!("unknown mode {other} (raw, raw-h1, serve, own, own-h2, watcher)"),
+                other => panic!("unknown mode {other} (raw, raw-h1, serve, own, watcher)"),
             }
         }
     }
