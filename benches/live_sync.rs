@@ -5,10 +5,26 @@
 //!   benches/live-sync.sh             # builds, then runs this with 10,000 pools + 100,000 IPAddresses
 //!   cargo bench --bench live_sync -- --pools 1000 --addresses 10000
 //!
-//! For each round: one raw LIST of each populated kind (wall time, bytes, API server CPU), then
-//! `ipam-guard serve --kubeconfig` (release binary) from spawn to `/readyz` 200: wall time, the
-//! process's peak RSS (VmHWM), its RSS a few seconds after (steady), its CPU and the API
-//! server's CPU over the sync. API server CPU is utime + stime from /proc/<pid>/stat.
+//! For each round, in the order of `--modes` (default `raw,serve`):
+//!
+//! - `raw`: one raw LIST of each populated kind with curl (wall time, bytes, API server CPU);
+//!   `raw-h1` the same over HTTP/1.1;
+//! - `serve`: `ipam-guard serve --kubeconfig` (release binary) from spawn to `/readyz` 200: wall
+//!   time, the process's peak RSS (VmHWM), its RSS a few seconds after (steady), its CPU and the
+//!   API server's CPU over the sync;
+//! - `own`: this binary again, as a child process that starts the live view (`LiveView::start`,
+//!   the project's own list/watch loop) and exits once it is synced;
+//! - `watcher`: the same child, syncing the same kinds into the same index through
+//!   kube-runtime's `watcher` (`any_semantic()`, `page_size: None`) instead, exiting once every
+//!   kind has sent `InitDone` (issue 25 item 6).
+//!
+//! API server CPU is utime + stime from /proc/<pid>/stat.
+//!
+//! Loading 110k objects takes minutes; to load once and measure many times:
+//!
+//!   cargo bench --bench live_sync -- --rounds 0 --keep /tmp/live-sync.attach &   # loads, holds
+//!   cargo bench --bench live_sync -- --attach /tmp/live-sync.attach --modes raw,serve,own,watcher
+//!   rm /tmp/live-sync.attach                                                     # stops it
 
 #[path = "../tests/e2e/mod.rs"]
 mod e2e;
@@ -26,12 +42,17 @@ use serde_json::json;
 const NS: &str = "bench";
 
 fn arg(name: &str, default: usize) -> usize {
+    text_arg(name)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn text_arg(name: &str) -> Option<String> {
     let args: Vec<String> = std::env::args().collect();
     args.iter()
         .position(|a| a == name)
         .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
+        .cloned()
 }
 
 /// utime + stime of a process, in seconds.
@@ -67,6 +88,24 @@ fn status_mib(pid: u32, field: &str) -> f64 {
         .map_or(0.0, |kb| kb / 1024.0)
 }
 
+/// The API server's completed GC cycles (`go_gc_cycles_total_gc_cycles_total` of its /metrics;
+/// None when it does not say). Its heap holds every object several times over (watch cache, etcd
+/// client), so one GC cycle costs seconds of CPU and lands in whichever step crosses the trigger:
+/// a step's API server CPU is only comparable beside how many cycles fell in it.
+fn gc_cycles(port: u16) -> Option<u64> {
+    let out = Command::new("curl")
+        .args(["-sk", "-H"])
+        .arg(format!("Authorization: Bearer {TOKEN}"))
+        .arg(format!("https://127.0.0.1:{port}/metrics"))
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("go_gc_cycles_total_gc_cycles_total "))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .map(|v| v as u64)
+}
+
 fn loadavg() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .unwrap_or_default()
@@ -83,12 +122,14 @@ struct Raw {
 }
 
 /// One raw `resourceVersion=0` LIST of each path, with curl, the way any client would.
-fn raw_list(cp: &ControlPlane, apiserver: u32, paths: &[&str]) -> Raw {
+fn raw_list(port: u16, apiserver: u32, paths: &[&str], http1: bool) -> Raw {
     let cpu0 = cpu_seconds(apiserver);
     let start = Instant::now();
     let mut bytes = 0;
     for path in paths {
         let out = Command::new("curl")
+            // curl speaks HTTP/2 when the server offers it, as client-go (kubectl) does.
+            .args(if http1 { &["--http1.1"][..] } else { &[][..] })
             .args([
                 "-sk",
                 "-o",
@@ -98,10 +139,7 @@ fn raw_list(cp: &ControlPlane, apiserver: u32, paths: &[&str]) -> Raw {
             ])
             .arg("-H")
             .arg(format!("Authorization: Bearer {TOKEN}"))
-            .arg(format!(
-                "https://127.0.0.1:{}{path}?resourceVersion=0",
-                cp.port
-            ))
+            .arg(format!("https://127.0.0.1:{port}{path}?resourceVersion=0"))
             .output()
             .expect("curl runs");
         let text = String::from_utf8_lossy(&out.stdout).to_string();
@@ -141,7 +179,7 @@ async fn ready(probe: SocketAddr) -> bool {
 }
 
 async fn sync(
-    cp: &ControlPlane,
+    kubeconfig: &Path,
     apiserver: u32,
     binary: &Path,
     certs: &ipam_guard::server::CertFiles,
@@ -153,7 +191,7 @@ async fn sync(
     let mut child = Command::new(binary)
         .arg("serve")
         .arg("--kubeconfig")
-        .arg(&cp.kubeconfig)
+        .arg(kubeconfig)
         .arg("--tls-cert-file")
         .arg(&certs.cert)
         .arg("--tls-key-file")
@@ -164,6 +202,8 @@ async fn sync(
         .arg(probe.to_string())
         .arg("--metrics-listen")
         .arg(port(e2e::free_port()).to_string())
+        // One replica: no decider election (it would need this replica's address).
+        .arg("--decider=off")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -197,24 +237,256 @@ async fn sync(
     }
 }
 
+/// A child's own figures, printed on one line for the parent (`ready <wall s> <peak MiB> <cpu s>
+/// <objects>`).
+fn report_self(start: Instant, objects: usize) {
+    println!(
+        "ready {:.3} {:.1} {:.3} {objects}",
+        start.elapsed().as_secs_f64(),
+        status_mib(std::process::id(), "VmHWM:"),
+        cpu_seconds(std::process::id())
+    );
+}
+
+/// `--child own`: the live view as `serve` runs it, until synced.
+async fn child_own(kubeconfig: &Path, start: Instant) {
+    use ipam_guard::cluster::live::{LiveOptions, LiveView};
+    use ipam_guard::cluster::ClusterView;
+    let client = ipam_guard::cluster::live::client(Some(kubeconfig))
+        .await
+        .expect("client");
+    let view = LiveView::start(client, LiveOptions::default());
+    while !view.synced() {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let objects = view.object_counts().iter().map(|(_, n)| n).sum();
+    report_self(start, objects);
+}
+
+/// `--child watcher`: the same kinds into the same index through kube-runtime's `watcher`, until
+/// every kind's first list is complete (`InitDone`).
+async fn child_watcher(kubeconfig: &Path, start: Instant) {
+    use ipam_guard::cluster::live::{api_resource, discover, watched, KindFeed};
+    use ipam_guard::cluster::{Shared, WatchedObject};
+    use kube::runtime::watcher::{self, Event};
+    use std::sync::Arc;
+    let client = ipam_guard::cluster::live::client(Some(kubeconfig))
+        .await
+        .expect("client");
+    let served = discover(&client).await.expect("discovery");
+    let shared = Arc::new(Shared::new(Default::default()));
+    let mut tasks = Vec::new();
+    for (kind, version) in served.into_iter().filter(|(k, _)| watched(*k)) {
+        let resource = api_resource(kind, &version);
+        let api: kube::Api<WatchedObject> = kube::Api::all_with(client.clone(), &resource);
+        let mut config = watcher::Config::default().any_semantic();
+        // `page_size(n)` only sets a bound; unbounded is the field itself.
+        config.page_size = None;
+        let shared = shared.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut feed = KindFeed::new(kind, &version);
+            let mut stream = std::pin::pin!(watcher::watcher(api, config));
+            while let Some(event) = stream.next().await {
+                match event {
+                    Ok(event) => {
+                        let done = matches!(event, Event::InitDone);
+                        feed.apply(&shared, event);
+                        if done {
+                            return;
+                        }
+                    }
+                    Err(e) => eprintln!("{kind}: {e}"),
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.expect("watcher task");
+    }
+    let objects = shared.read().counts().iter().map(|(_, n)| n).sum();
+    report_self(start, objects);
+}
+
+struct Child {
+    wall: f64,
+    ready: f64,
+    hwm: f64,
+    own_cpu: f64,
+    apiserver_cpu: f64,
+    objects: usize,
+}
+
+/// This binary again as `--child MODE`, from spawn to exit (it exits once synced).
+fn child(mode: &str, kubeconfig: &Path, apiserver: u32) -> Child {
+    let cpu0 = cpu_seconds(apiserver);
+    let start = Instant::now();
+    let out = Command::new(std::env::current_exe().expect("own path"))
+        .args(["--bench", "--child", mode, "--kubeconfig"])
+        .arg(kubeconfig)
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("child runs");
+    let wall = start.elapsed().as_secs_f64();
+    let apiserver_cpu = cpu_seconds(apiserver) - cpu0;
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let line = text
+        .lines()
+        .find_map(|l| l.strip_prefix("ready "))
+        .unwrap_or_else(|| panic!("child {mode} printed no figures: {text}"));
+    let f: Vec<f64> = line
+        .split_whitespace()
+        .map(|v| v.parse().expect("a figure"))
+        .collect();
+    Child {
+        wall,
+        ready: f[0],
+        hwm: f[1],
+        own_cpu: f[2],
+        apiserver_cpu,
+        objects: f[3] as usize,
+    }
+}
+
+/// Where a held control plane is: the kubeconfig, the API server's pid and port.
+struct Target {
+    kubeconfig: std::path::PathBuf,
+    apiserver: u32,
+    port: u16,
+}
+
+fn read_attach(path: &str) -> Target {
+    let text = std::fs::read_to_string(path).expect("attach file");
+    let mut lines = text.lines();
+    let kubeconfig = lines.next().expect("kubeconfig line").into();
+    let apiserver = lines.next().and_then(|l| l.parse().ok()).expect("pid");
+    let port = lines.next().and_then(|l| l.parse().ok()).expect("port");
+    Target {
+        kubeconfig,
+        apiserver,
+        port,
+    }
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     // `cargo bench` passes --bench; `cargo test --benches` must not run this.
     if !std::env::args().any(|a| a == "--bench") {
         return;
     }
-    let Some(assets) = e2e::assets() else {
-        println!("skipped: KUBEBUILDER_ASSETS not set");
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    if let Some(mode) = text_arg("--child") {
+        let start = Instant::now();
+        let kubeconfig = text_arg("--kubeconfig").expect("--kubeconfig");
+        match mode.as_str() {
+            "own" => child_own(Path::new(&kubeconfig), start).await,
+            "watcher" => child_watcher(Path::new(&kubeconfig), start).await,
+            other => panic!("unknown child mode {other}"),
+        }
         return;
-    };
+    }
     let pools = arg("--pools", 10_000);
     let addresses = arg("--addresses", 100_000);
     let rounds = arg("--rounds", 2);
+    let modes = text_arg("--modes").unwrap_or_else(|| "raw,serve".to_string());
     let binary =
         std::env::var("IPAM_GUARD_BIN").unwrap_or_else(|_| "target/release/ipam-guard".to_string());
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let cp = ControlPlane::start(&assets).await;
-    let apiserver = cp.apiserver.as_ref().expect("running").pid();
+    let scratch = tempfile::tempdir().expect("temp dir");
+    let certs = ipam_guard::server::dev::ensure(&scratch.path().join("certs")).expect("dev certs");
+    // Held by this process (dropped at the end: the API server and etcd stop) unless attached.
+    let mut held = None;
+    let target = match text_arg("--attach") {
+        Some(path) => read_attach(&path),
+        None => {
+            let Some(assets) = e2e::assets() else {
+                println!("skipped: KUBEBUILDER_ASSETS not set");
+                return;
+            };
+            let cp = ControlPlane::start(&assets).await;
+            load(&cp, pools, addresses).await;
+            let target = Target {
+                kubeconfig: cp.kubeconfig.clone(),
+                apiserver: cp.apiserver.as_ref().expect("running").pid(),
+                port: cp.port,
+            };
+            held = Some(cp);
+            target
+        }
+    };
+
+    let paths = [
+        "/apis/ipam.cluster.x-k8s.io/v1alpha2/inclusterippools",
+        "/apis/ipam.cluster.x-k8s.io/v1beta2/ipaddresses",
+    ];
+    let apiserver = target.apiserver;
+    println!("| round | what | wall (s) | API server CPU (s) | API server GC cycles | client CPU (s) | peak RSS (MiB) | RSS 5 s after (MiB) | load before |");
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for round in 1..=rounds {
+        for mode in modes.split(',') {
+            let load = loadavg();
+            let gc0 = gc_cycles(target.port);
+            // The GC column is spliced in after the step (its count is known only then).
+            let gc = || match (gc0, gc_cycles(target.port)) {
+                (Some(a), Some(b)) => (b - a).to_string(),
+                _ => "?".to_string(),
+            };
+            match mode {
+                "raw" | "raw-h1" => {
+                    let http1 = mode == "raw-h1";
+                    let raw = raw_list(target.port, apiserver, &paths, http1);
+                    println!(
+                        "| {round} | raw LIST rv=0, 2 kinds, {:.0} MB, curl over {} | {:.2} | {:.2} | {} | – | – | – | {load} |",
+                        raw.bytes as f64 / 1e6,
+                        if http1 { "HTTP/1.1" } else { "HTTP/2" },
+                        raw.wall,
+                        raw.apiserver_cpu,
+                        gc()
+                    );
+                }
+                "serve" => {
+                    let s = sync(
+                        &target.kubeconfig,
+                        apiserver,
+                        Path::new(&binary),
+                        &certs.files,
+                    )
+                    .await;
+                    println!(
+                        "| {round} | ipam-guard serve: spawn to /readyz 200 | {:.2} | {:.2} | {} | {:.2} | {:.0} | {:.0} | {load} |",
+                        s.ready, s.apiserver_cpu, gc(), s.own_cpu, s.hwm, s.steady
+                    );
+                }
+                "own" | "watcher" => {
+                    let what = match mode {
+                        "own" => "own loop (`LiveView`) until synced",
+                        _ => "kube-runtime `watcher` until every `InitDone`",
+                    };
+                    let c = child(mode, &target.kubeconfig, apiserver);
+                    println!(
+                        "| {round} | {what}, {} objects (synced at {:.2} s) | {:.2} | {:.2} | {} | {:.2} | {:.0} | – | {load} |",
+                        c.objects, c.ready, c.wall, c.apiserver_cpu, gc(), c.own_cpu, c.hwm
+                    );
+                }
+                other => panic!("unknown mode {other} (raw, raw-h1, serve, own, watcher)"),
+            }
+        }
+    }
+    if let (Some(path), Some(cp)) = (text_arg("--keep"), &held) {
+        let port = cp.port;
+        std::fs::write(
+            &path,
+            format!("{}\n{apiserver}\n{port}\n", target.kubeconfig.display()),
+        )
+        .expect("attach file");
+        eprintln!("holding the control plane until {path} is removed");
+        while Path::new(&path).exists() {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    }
+    drop(held);
+}
+
+/// Creates the bench namespace, the CRDs, and `pools` pools holding `addresses` IPAddresses.
+async fn load(cp: &ControlPlane, pools: usize, addresses: usize) {
     let client = cp.client().await;
     install_crds(&client).await;
     create_path(
@@ -224,8 +496,6 @@ async fn main() {
     )
     .await
     .expect(201);
-    let certs = ipam_guard::server::dev::ensure(&cp.dir.path().join("certs")).expect("dev certs");
-
     let per_pool = addresses.div_ceil(pools.max(1));
     let start = Instant::now();
     let objects = (0..pools).flat_map(move |i| {
@@ -266,27 +536,4 @@ async fn main() {
         "created {pools} pools + {addresses} IPAddresses in {:.1} s",
         start.elapsed().as_secs_f64()
     );
-
-    let paths = [
-        "/apis/ipam.cluster.x-k8s.io/v1alpha2/inclusterippools",
-        "/apis/ipam.cluster.x-k8s.io/v1beta2/ipaddresses",
-    ];
-    println!("| round | what | wall (s) | API server CPU (s) | ipam-guard CPU (s) | peak RSS (MiB) | RSS 5 s after (MiB) | load before |");
-    println!("|---|---|---|---|---|---|---|---|");
-    for round in 1..=rounds {
-        let load = loadavg();
-        let raw = raw_list(&cp, apiserver, &paths);
-        println!(
-            "| {round} | raw LIST rv=0, 2 kinds, {:.0} MB | {:.2} | {:.2} | – | – | – | {load} |",
-            raw.bytes as f64 / 1e6,
-            raw.wall,
-            raw.apiserver_cpu
-        );
-        let load = loadavg();
-        let s = sync(&cp, apiserver, Path::new(&binary), &certs.files).await;
-        println!(
-            "| {round} | ipam-guard serve: spawn to /readyz 200 | {:.2} | {:.2} | {:.2} | {:.0} | {:.0} | {load} |",
-            s.ready, s.apiserver_cpu, s.own_cpu, s.hwm, s.steady
-        );
-    }
 }
