@@ -381,3 +381,54 @@ fn items_of_an_object_that_is_not_a_list_stay_in_the_object() {
     assert_eq!(r.manifests.len(), 1);
     assert_eq!(r.manifests[0].object["items"], serde_json::json!([]));
 }
+
+/// A file whose objects are made on a helper thread (what a large single file gets) gives what
+/// the parser's own thread gives, in the same order: lists, non-list documents with `items`, bare
+/// lists, bad items, other kinds, and a document that breaks off half-way through its items.
+#[test]
+fn a_helped_file_reads_as_an_unhelped_one() {
+    use super::find::Format;
+    use super::parse::{parse_text, Each};
+    let address = |i: usize| {
+        format!(
+            r#"{{"apiVersion": "ipam.cluster.x-k8s.io/v1beta2", "kind": "IPAddress", "metadata": {{"name": "a-{i}", "namespace": "ns"}}, "spec": {{"address": "10.0.0.{i}"}}}}"#
+        )
+    };
+    let many: Vec<String> = (0..300).map(address).collect();
+    let list = format!(
+        r#"{{"apiVersion": "v1", "items": [{}, 5], "kind": "List", "metadata": {{}}}}"#,
+        many.join(", ")
+    );
+    let not_a_list = format!(
+        r#"{{"apiVersion": "example.com/v1", "kind": "Thing", "metadata": {{"name": "t"}}, "items": [{}]}}"#,
+        address(1)
+    );
+    let bare = format!("[{}, 7]", address(2));
+    let broken = format!(
+        r#"{{"kind": "List", "items": [{}, {{"a": 1e999}}]}}"#,
+        address(3)
+    );
+    let texts = [
+        (
+            Format::Json,
+            format!("{list}\n{not_a_list}\n{bare}\n{list}"),
+        ),
+        (Format::Json, format!("{list}\n{broken}\n{list}")),
+        (
+            Format::Yaml,
+            format!("{list}\n---\n{not_a_list}\n---\n{bare}\n---\nkind: ConfigMap\n"),
+        ),
+        (
+            Format::Yaml,
+            format!("{list}\n---\nitems: [{}\n", address(4)),
+        ),
+    ];
+    let file: Arc<str> = Arc::from("f.json");
+    let each = |m: Manifest| m;
+    for (format, text) in &texts {
+        let alone = parse_text(&file, *format, text, &Each::served(&each), false);
+        let helped = parse_text(&file, *format, text, &Each::served(&each), true);
+        assert!(alone.manifests.len() >= 300, "{:?}", alone.errors);
+        assert_eq!(format!("{alone:?}"), format!("{helped:?}"));
+    }
+}
