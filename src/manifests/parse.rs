@@ -65,23 +65,11 @@ impl<'a, T> Each<'a, T> {
 }
 
 /// Parses inputs on every core (one file at a time per worker); results come back in input order.
-/// With fewer files than cores, a large file's objects are handed to a second thread as they are
-/// parsed, on a helper thread: one 163 MB `kind: List` would otherwise leave a core idle.
 pub(super) fn parse_all<T: Send>(inputs: &[Input], each: &Each<T>) -> Vec<FileResult<T>> {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let helped = inputs.len() < cores;
-    crate::par::map(inputs, 1, |input| parse_input(input, each, helped))
+    crate::par::map(inputs, 1, |input| parse_input(input, each))
 }
 
-/// Below this size a file's objects are not worth a second thread.
-const HELPED_BYTES: usize = 4 << 20;
-
-/// Objects handed to the helper thread at a time, and batches in flight: enough that handing
-/// over costs nothing next to the work, few enough that little waits in memory.
-const BATCH: usize = 64;
-const BATCHES_IN_FLIGHT: usize = 16;
-
-fn parse_input<T: Send>(input: &Input, each: &Each<T>, helped: bool) -> FileResult<T> {
+fn parse_input<T>(input: &Input, each: &Each<T>) -> FileResult<T> {
     let bytes = match &input.path {
         Some(p) => std::fs::read(p),
         None => {
@@ -120,94 +108,9 @@ fn parse_input<T: Send>(input: &Input, each: &Each<T>, helped: bool) -> FileResu
         Some(vars) if text.contains('$') => super::template::substitute(&text, vars),
         _ => text,
     };
-    let helped = helped && text.len() >= HELPED_BYTES;
-    parse_text(&input.name, input.format, &text, each, helped)
-}
-
-/// Parses one file's text; `helped`: with the objects made on a second thread while the parser
-/// goes on (same result, in the same order).
-pub(super) fn parse_text<T: Send>(
-    name: &Arc<str>,
-    format: Format,
-    text: &str,
-    each: &Each<T>,
-    helped: bool,
-) -> FileResult<T> {
-    let parse = |out: &mut dyn FnMut(Msg)| match format {
-        Format::Yaml => parse_yaml_into(name, text, out),
-        Format::Json => parse_json_into(name, text, out),
-    };
-    let mut taken = Taken::new(each);
-    if !helped {
-        parse(&mut |m| taken.take(m));
-        return taken.out;
-    }
-    std::thread::scope(|s| {
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Msg>>(BATCHES_IN_FLIGHT);
-        let helper = s.spawn(move || {
-            for batch in rx {
-                for m in batch {
-                    taken.take(m);
-                }
-            }
-            taken.out
-        });
-        let mut batch = Vec::with_capacity(BATCH);
-        parse(&mut |m| {
-            batch.push(m);
-            if batch.len() >= BATCH {
-                // The helper stops early only by panicking, which `join` raises below.
-                let _ = tx.send(std::mem::replace(&mut batch, Vec::with_capacity(BATCH)));
-            }
-        });
-        let _ = tx.send(batch);
-        // Hangs up: the helper drains what is left and hands its result back.
-        drop(tx);
-        helper
-            .join()
-            .unwrap_or_else(|p| std::panic::resume_unwind(p))
-    })
-}
-
-/// What the parser tells whoever makes objects of its documents, in document order: on the
-/// parser's own thread, or on a helper's.
-enum Msg {
-    /// An element of the current document's `items`, kept apart until the document is settled.
-    Item(Source, Value),
-    /// The current document was a `kind: List`: its items count.
-    KeepItems,
-    /// It was not (or could not be read): its items do not.
-    DropItems,
-    /// A whole document.
-    Doc(Source, Value),
-    Error(LoadError),
-}
-
-/// Documents made into objects through `each`, in the order the parser sent them.
-struct Taken<'a, 'e, T> {
-    each: &'a Each<'e, T>,
-    out: FileResult<T>,
-    /// What the current document's items gave, until it is settled.
-    pending: FileResult<T>,
-}
-
-impl<'a, 'e, T> Taken<'a, 'e, T> {
-    fn new(each: &'a Each<'e, T>) -> Self {
-        Taken {
-            each,
-            out: FileResult::default(),
-            pending: FileResult::default(),
-        }
-    }
-
-    fn take(&mut self, m: Msg) {
-        match m {
-            Msg::Item(source, v) => list_item(source, v, &mut self.pending, self.each),
-            Msg::KeepItems => self.out.append(std::mem::take(&mut self.pending)),
-            Msg::DropItems => self.pending = FileResult::default(),
-            Msg::Doc(source, v) => dispatch(&source, v, &mut self.out, self.each),
-            Msg::Error(e) => self.out.errors.push(e),
-        }
+    match input.format {
+        Format::Yaml => parse_yaml(&input.name, &text, each),
+        Format::Json => parse_json(&input.name, &text, each),
     }
 }
 
@@ -227,75 +130,77 @@ impl<T> FileResult<T> {
     }
 }
 
-/// The items of one document's top-level `items` sequence, each sent on as it is read: what
-/// they give is kept apart until the document is known to be a `kind: List`.
-struct ListItems<'s, 'o> {
+/// The items of one document's top-level `items` sequence, each through `each` as it is read:
+/// what they give is kept apart until the document is known to be a `kind: List`.
+struct ListItems<'s, 'e, T> {
     source: &'s Source,
-    out: &'o mut dyn FnMut(Msg),
+    each: &'s Each<'e, T>,
+    out: FileResult<T>,
     next: usize,
     /// Whether a sequence of `items` was read at all.
     seen: bool,
 }
 
-impl<'s, 'o> ListItems<'s, 'o> {
-    fn new(source: &'s Source, out: &'o mut dyn FnMut(Msg)) -> Self {
+impl<'s, 'e, T> ListItems<'s, 'e, T> {
+    fn new(source: &'s Source, each: &'s Each<'e, T>) -> Self {
         ListItems {
             source,
-            out,
+            each,
+            out: FileResult::default(),
             next: 0,
             seen: false,
         }
     }
 }
 
-impl ItemSink for ListItems<'_, '_> {
+impl<T> ItemSink for ListItems<'_, '_, T> {
     fn sequence(&mut self) {
         self.seen = true;
     }
     fn item(&mut self, element: Value) {
-        (self.out)(Msg::Item(self.source.with_item(self.next), element));
+        list_item(
+            self.source.with_item(self.next),
+            element,
+            &mut self.out,
+            self.each,
+        );
         self.next += 1;
     }
 }
 
-/// A document read with its `items` streamed (`doc`, without them; `listed`: whether there was
-/// an `items` sequence): a `kind: List` keeps what its items gave; any other document with an
-/// `items` sequence is read again whole by `again` and dispatched as it always was (rare: the
-/// items are part of the object then).
-fn settle(
+/// A document read with its `items` streamed (`doc`, without them, and what the items gave):
+/// a `kind: List` keeps what its items gave; any other document with an `items` sequence is
+/// read again whole by `again` and dispatched as it always was (rare: the items are part of the
+/// object then).
+fn settle<T>(
     source: &Source,
     doc: Value,
-    listed: bool,
-    out: &mut dyn FnMut(Msg),
+    items: ListItems<'_, '_, T>,
+    out: &mut FileResult<T>,
+    each: &Each<T>,
     again: impl FnOnce() -> Option<Value>,
 ) {
+    let listed = items.seen;
     match &doc {
-        Value::Object(map) if listed && is_list(map) => out(Msg::KeepItems),
-        _ if !listed => out(Msg::Doc(source.clone(), doc)),
-        _ => {
-            out(Msg::DropItems);
-            let whole = again().unwrap_or(doc);
-            out(Msg::Doc(source.clone(), whole));
-        }
+        Value::Object(map) if listed && is_list(map) => out.append(items.out),
+        _ if !listed => dispatch(source, doc, out, each),
+        _ => match again() {
+            Some(whole) => dispatch(source, whole, out, each),
+            None => dispatch(source, doc, out, each),
+        },
     }
 }
 
 pub(super) fn parse_yaml<T>(file: &Arc<str>, text: &str, each: &Each<T>) -> FileResult<T> {
-    let mut taken = Taken::new(each);
-    parse_yaml_into(file, text, &mut |m| taken.take(m));
-    taken.out
-}
-
-fn parse_yaml_into(file: &Arc<str>, text: &str, out: &mut dyn FnMut(Msg)) {
+    let mut out = FileResult::default();
     let lines = yaml_document_lines(text);
     for (i, doc) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
         let source = Source::document(file, i + 1, lines.get(i).copied());
         let refused = RefCell::new(None);
-        let items = RefCell::new(ListItems::new(&source, &mut *out));
+        let items = RefCell::new(ListItems::new(&source, each));
         let read = ToJson::streaming(&refused, &items).deserialize(doc);
-        let listed = items.into_inner().seen;
         match read {
-            Ok(v) => settle(&source, v, listed, out, || {
+            Ok(v) => settle(&source, v, items.into_inner(), &mut out, each, || {
                 let doc = serde_yaml_ng::Deserializer::from_str(text).nth(i)?;
                 ToJson::document(&RefCell::new(None)).deserialize(doc).ok()
             }),
@@ -305,22 +210,17 @@ fn parse_yaml_into(file: &Arc<str>, text: &str, out: &mut dyn FnMut(Msg)) {
                     Some(r) => r.into_problem(at),
                     None => Problem::Yaml(with_template_hint(e.to_string(), text)),
                 };
-                out(Msg::DropItems);
-                out(Msg::Error(LoadError::new(source, problem)));
+                out.errors.push(LoadError::new(source, problem));
                 // The parser cannot resynchronise: later documents would repeat this error forever.
                 break;
             }
         }
     }
+    out
 }
 
 pub(super) fn parse_json<T>(file: &Arc<str>, text: &str, each: &Each<T>) -> FileResult<T> {
-    let mut taken = Taken::new(each);
-    parse_json_into(file, text, &mut |m| taken.take(m));
-    taken.out
-}
-
-fn parse_json_into(file: &Arc<str>, text: &str, out: &mut dyn FnMut(Msg)) {
+    let mut out = FileResult::default();
     let mut de = serde_json::Deserializer::from_str(text);
     // A file may hold several JSON values one after another (`kubectl get -o json` per object).
     let lines = json_value_lines(text);
@@ -330,22 +230,23 @@ fn parse_json_into(file: &Arc<str>, text: &str, out: &mut dyn FnMut(Msg)) {
         }
         let source = Source::document(file, i + 1, lines.get(i).copied());
         let refused = RefCell::new(None);
-        let items = RefCell::new(ListItems::new(&source, &mut *out));
+        let items = RefCell::new(ListItems::new(&source, each));
         let read = ToJson::streaming(&refused, &items).deserialize(&mut de);
-        let listed = items.into_inner().seen;
         match read {
-            Ok(v) => settle(&source, v, listed, out, || json_value(text, i)),
+            Ok(v) => settle(&source, v, items.into_inner(), &mut out, each, || {
+                json_value(text, i)
+            }),
             Err(e) => {
                 let problem = match refused.into_inner() {
                     Some(r) => r.into_problem(Some((e.line(), e.column()))),
                     None => Problem::Json(e.to_string()),
                 };
-                out(Msg::DropItems);
-                out(Msg::Error(LoadError::new(source, problem)));
+                out.errors.push(LoadError::new(source, problem));
                 break;
             }
         }
     }
+    out
 }
 
 /// The `i`th (0-based) top-level JSON value of `text`, read whole.
