@@ -15,7 +15,10 @@
 //! binary), `IPAM_GUARD_MEASURE_POOLS` (a comma-separated list of pool counts, 10 addresses each;
 //! default 10000: the data grows between sizes, each measured in turn), `IPAM_GUARD_MEASURE_RUNS`
 //! (runs of each command, default 1), `IPAM_GUARD_MEASURE_OUTAGE` (seconds the API server is down
-//! before the readiness measurement; 0 skips it; default 120).
+//! before the readiness measurement; 0 skips it; default 120), `IPAM_GUARD_MEASURE_HOLD` (a
+//! directory: after each size the loaded server is held, its kubeconfig copied there, until a
+//! file `next` appears; a file `again` measures once more, with the binaries a file `bins` names
+//! when there is one: loading 110k objects takes minutes, comparing builds should not).
 
 mod e2e;
 
@@ -52,8 +55,9 @@ fn bins() -> Vec<(String, PathBuf)> {
     }
 }
 
-/// Wall seconds and peak RSS (MiB) of one whole process, from `/usr/bin/time -v`.
-fn timed(args: &[&str]) -> (f64, f64, i32) {
+/// Wall seconds, peak RSS (MiB), exit code and CPU seconds (user + system) of one whole process,
+/// from `/usr/bin/time -v`.
+fn timed(args: &[&str]) -> (f64, f64, i32, f64) {
     let out = Command::new("/usr/bin/time")
         .arg("-v")
         .args(args)
@@ -79,7 +83,11 @@ fn timed(args: &[&str]) -> (f64, f64, i32) {
     if secs == 0.0 {
         eprintln!("no time for {args:?}: {err}");
     }
-    (secs, rss_kb / 1024.0, code)
+    let cpu: f64 = ["User time (seconds):", "System time (seconds):"]
+        .iter()
+        .filter_map(|f| field(f).parse::<f64>().ok())
+        .sum();
+    (secs, rss_kb / 1024.0, code, cpu)
 }
 
 fn line(text: String) {
@@ -223,34 +231,23 @@ async fn measure_cluster_reads() {
             pools * 10,
             started.elapsed().as_secs_f64()
         ));
-        for run in 0..runs {
-            let (raw, parts) = raw_lists(&cp).await;
+        let hold = env("IPAM_GUARD_MEASURE_HOLD").map(PathBuf::from);
+        if let Some(dir) = &hold {
+            std::fs::create_dir_all(dir).expect("the hold directory");
+            std::fs::copy(&cp.kubeconfig, dir.join("kubeconfig")).expect("kubeconfig copied");
+        }
+        let mut round = 0;
+        loop {
+            measure(&cp, &kc, &file, runs, round, hold.as_deref()).await;
+            round += 1;
+            let Some(dir) = &hold else { break };
             line(format!(
-                "run {run}: raw LIST per kind: {raw:.2} s ({}); load {}",
-                parts.join("; "),
-                load()
+                "holding {pools} pools: touch {}/again or {}/next",
+                dir.display(),
+                dir.display()
             ));
-            for (label, bin) in bins() {
-                let bin = bin.to_str().unwrap().to_string();
-                let commands: [(&str, Vec<&str>); 4] = [
-                    ("audit", vec!["audit", "--kubeconfig", &kc]),
-                    ("audit -n", vec!["audit", "--kubeconfig", &kc, "-n", SMALL]),
-                    ("usage", vec!["usage", "--kubeconfig", &kc]),
-                    (
-                        "check --kubeconfig",
-                        vec!["check", "--kubeconfig", &kc, &file],
-                    ),
-                ];
-                for (name, args) in commands {
-                    let mut all = vec![bin.as_str()];
-                    all.extend(args);
-                    let (secs, rss, code) = timed(&all);
-                    let budget = 1.5 * raw + 5.0;
-                    line(format!(
-                        "run {run}: {label}: {name}: {secs:.1} s (budget {budget:.1} s), peak RSS {rss:.0} MiB, exit {code}; load {}",
-                        load()
-                    ));
-                }
+            if wait_for(dir).await == Held::Next {
+                break;
             }
         }
     }
@@ -280,4 +277,79 @@ async fn measure_cluster_reads() {
         back.duration_since(restarting).as_secs_f64(),
         view.object_counts()
     ));
+}
+
+#[derive(PartialEq)]
+enum Held {
+    Again,
+    Next,
+}
+
+/// Waits until `dir` holds `again` or `next`, and takes it away.
+async fn wait_for(dir: &std::path::Path) -> Held {
+    loop {
+        for (name, held) in [("again", Held::Again), ("next", Held::Next)] {
+            if std::fs::remove_file(dir.join(name)).is_ok() {
+                return held;
+            }
+        }
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
+}
+
+/// The binaries to measure: `bins` in the hold directory when there is one, else the knob's.
+fn bins_now(hold: Option<&std::path::Path>) -> Vec<(String, PathBuf)> {
+    let listed = hold.and_then(|d| std::fs::read_to_string(d.join("bins")).ok());
+    match listed {
+        Some(text) => text
+            .split_whitespace()
+            .map(|b| match b.split_once('=') {
+                Some((label, path)) => (label.to_string(), PathBuf::from(path)),
+                None => (b.to_string(), PathBuf::from(b)),
+            })
+            .collect(),
+        None => bins(),
+    }
+}
+
+/// `runs` rounds of: the raw LISTs, then each command of each binary as a whole process.
+async fn measure(
+    cp: &ControlPlane,
+    kc: &str,
+    file: &str,
+    runs: usize,
+    round: usize,
+    hold: Option<&std::path::Path>,
+) {
+    for run in 0..runs {
+        let run = round * runs + run;
+        let (raw, parts) = raw_lists(cp).await;
+        line(format!(
+            "run {run}: raw LIST per kind: {raw:.2} s ({}); load {}",
+            parts.join("; "),
+            load()
+        ));
+        for (label, bin) in bins_now(hold) {
+            let bin = bin.to_str().unwrap().to_string();
+            let commands: [(&str, Vec<&str>); 4] = [
+                ("audit", vec!["audit", "--kubeconfig", kc]),
+                ("audit -n", vec!["audit", "--kubeconfig", kc, "-n", SMALL]),
+                ("usage", vec!["usage", "--kubeconfig", kc]),
+                (
+                    "check --kubeconfig",
+                    vec!["check", "--kubeconfig", kc, file],
+                ),
+            ];
+            for (name, args) in commands {
+                let mut all = vec![bin.as_str()];
+                all.extend(args);
+                let (secs, rss, code, cpu) = timed(&all);
+                let budget = 1.5 * raw + 5.0;
+                line(format!(
+                        "run {run}: {label}: {name}: {secs:.1} s (budget {budget:.1} s), cpu {cpu:.1} s, peak RSS {rss:.0} MiB, exit {code}; load {}",
+                        load()
+                    ));
+            }
+        }
+    }
 }

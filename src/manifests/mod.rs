@@ -21,6 +21,7 @@ mod identify;
 pub mod lines;
 mod packed;
 mod parse;
+mod split_list;
 pub mod template;
 #[cfg(test)]
 mod tests;

@@ -65,11 +65,15 @@ impl<'a, T> Each<'a, T> {
 }
 
 /// Parses inputs on every core (one file at a time per worker); results come back in input order.
+/// With fewer files than cores, one large JSON `kind: List` is split between the idle cores
+/// (`split_list`).
 pub(super) fn parse_all<T: Send>(inputs: &[Input], each: &Each<T>) -> Vec<FileResult<T>> {
-    crate::par::map(inputs, 1, |input| parse_input(input, each))
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let spare = (cores / inputs.len().max(1)).max(1);
+    crate::par::map(inputs, 1, |input| parse_input(input, each, spare))
 }
 
-fn parse_input<T>(input: &Input, each: &Each<T>) -> FileResult<T> {
+fn parse_input<T: Send>(input: &Input, each: &Each<T>, cores: usize) -> FileResult<T> {
     let bytes = match &input.path {
         Some(p) => std::fs::read(p),
         None => {
@@ -110,12 +114,16 @@ fn parse_input<T>(input: &Input, each: &Each<T>) -> FileResult<T> {
     };
     match input.format {
         Format::Yaml => parse_yaml(&input.name, &text, each),
+        Format::Json if cores > 1 && text.len() >= super::split_list::MIN_BYTES => {
+            super::split_list::parse(&input.name, &text, each, cores)
+                .unwrap_or_else(|| parse_json(&input.name, &text, each))
+        }
         Format::Json => parse_json(&input.name, &text, each),
     }
 }
 
 impl<T> FileResult<T> {
-    fn append(&mut self, other: FileResult<T>) {
+    pub(super) fn append(&mut self, other: FileResult<T>) {
         self.manifests.extend(other.manifests);
         self.errors.extend(other.errors);
         self.skipped_at.extend(other.skipped_at);

@@ -75,6 +75,14 @@ impl<'a> ToJson<'a> {
             items: None,
         }
     }
+    /// Reads one item of a `kind: List` read apart from its list (as `streaming` reads each).
+    pub(super) fn list_item(refused: &'a RefCell<Option<ValueError>>) -> Self {
+        ToJson {
+            refused,
+            place: Place::Object,
+            items: None,
+        }
+    }
     /// Reads a whole document, handing the elements of a top-level `items` sequence to `items`
     /// as they are read: the value returned has no `items` then. Whether the document was a
     /// list is for the caller to tell from what is left (`kind`, `apiVersion`).
