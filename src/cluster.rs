@@ -20,7 +20,7 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use object::WatchedObject;
 pub use shared::{IndexGuard, Shared};
 pub use static_view::{index_of, judge_as_create, upsert_all, Identified, StaticView};
-pub use trust::{Caller, StrangerPolicy};
+pub use trust::{Caller, StrangerPolicy, PENDING_TTL};
 
 /// What the rules may ask of the cluster. Implementations answer from memory, never from the API server.
 pub trait ClusterView: Send + Sync {

@@ -26,14 +26,11 @@ use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
 use super::clock::{self, Clock};
-use super::trust::{Caller, StrangerPolicy, Strikes};
+use super::trust::{Caller, StrangerPolicy, Strikes, PENDING_TTL};
 use super::ClusterView;
 use crate::index::{Index, Object};
 use crate::kinds::Kind;
 use crate::model::{ObjKey, Projection};
-
-/// How long an admitted object counts as existing before the watch shows it (SPEC X2).
-pub const PENDING_TTL: Duration = Duration::from_secs(30);
 
 /// Tells `sweep` which kinds' pending entries must not expire now: the live view holds those of a
 /// kind whose watch is sick, since only that watch could confirm or refute them. A stranger's

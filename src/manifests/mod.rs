@@ -16,6 +16,7 @@
 //! `find` walks the paths, `parse` reads each file, `to_json` turns documents into values and
 //! `identify` turns values into manifests; `packed` holds a document compactly until it is needed.
 
+mod collect;
 mod find;
 mod identify;
 pub mod lines;
@@ -283,7 +284,7 @@ pub fn read_paths_rendered<T: Send>(
     loaded.file_names = inputs.iter().map(|i| i.name.clone()).collect();
     loaded.excluded = excluded;
 
-    let each = parse::Each {
+    let each = collect::Each {
         manifest: &each,
         keep_other: &keep_other,
         vars,
@@ -313,7 +314,7 @@ pub fn stdin_text() -> Option<&'static str> {
 /// Reads one string of YAML (or JSON) as if it were a file named `name`.
 pub fn read_str(name: &str, text: &str) -> Loaded {
     let file: Arc<str> = Arc::from(name);
-    let r = parse::parse_yaml(&file, text, &parse::Each::served(&|m| m));
+    let r = parse::parse_yaml(&file, text, &collect::Each::served(&|m| m));
     Loaded {
         manifests: r.manifests,
         errors: r.errors,
