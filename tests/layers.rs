@@ -756,3 +756,52 @@ fn paths_resolve_through_super_groups_and_children() {
         "{refs:?}"
     );
 }
+
+// === Lines of code per file (issue 25) ===
+//
+// A file past 900 lines of code holds more than one idea. A line of code is any line that is
+// neither blank nor a `//` comment (docs included in the comments); inline `#[cfg(test)]`
+// modules count like any other code in the file, so moving tests into a file of their own is
+// the way under the limit, not a way around it.
+
+const MAX_CODE_LINES: usize = 900;
+
+fn code_lines(text: &str) -> usize {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("//"))
+        .count()
+}
+
+#[test]
+fn no_source_file_over_900_lines_of_code() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    files.sort();
+    let over: Vec<String> = files
+        .iter()
+        .filter_map(|f| {
+            let n = code_lines(&fs::read_to_string(f).unwrap());
+            (n > MAX_CODE_LINES).then(|| {
+                format!(
+                    "src/{}: {n} lines of code",
+                    f.strip_prefix(&src).unwrap().display()
+                )
+            })
+        })
+        .collect();
+    assert!(
+        over.is_empty(),
+        "files over {MAX_CODE_LINES} lines of code (split them by idea):\n{}",
+        over.join("\n")
+    );
+}
+
+#[test]
+fn code_lines_leave_out_blanks_and_comments() {
+    assert_eq!(
+        code_lines("//! doc\n\nfn f() {\n    // why\n    g(); // trailing\n}\n"),
+        3
+    );
+}
