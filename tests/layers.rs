@@ -228,6 +228,9 @@ fn allowed_circle(files: &[String]) -> bool {
 /// A module path from the crate root (`["cluster", "trust"]`).
 type ModPath = Vec<String>;
 
+/// A path found in a file: its byte offset, its line, and the absolute path it names.
+type Found = (usize, usize, Vec<String>);
+
 /// The text with line comments blanked (same length per line, so offsets keep their lines).
 fn strip_comments(text: &str) -> String {
     let mut code = String::with_capacity(text.len());
@@ -432,7 +435,7 @@ fn path_attributes(code: &str) -> Vec<(String, String)> {
 fn absolute(path: &[String], here: &[String], children: &BTreeSet<String>) -> Option<Vec<String>> {
     let first = path.first()?;
     let mut at: Vec<String>;
-    let mut rest = &path[..];
+    let mut rest = path;
     match first.as_str() {
         "crate" => {
             at = Vec::new();
@@ -462,7 +465,7 @@ fn scan(
     code: &str,
     file_module: &[String],
     children: &BTreeSet<String>,
-) -> (Vec<(usize, usize, Vec<String>)>, Vec<(usize, Vec<String>)>) {
+) -> (Vec<Found>, Vec<(usize, Vec<String>)>) {
     let inline = inline_mods(code);
     let here_at = |pos: usize| {
         let mut here = file_module.to_vec();
