@@ -267,14 +267,14 @@ async fn child_own(kubeconfig: &Path, start: Instant) {
 /// every kind's first list is complete (`InitDone`).
 async fn child_watcher(kubeconfig: &Path, start: Instant) {
     use ipam_guard::cluster::live::{api_resource, discover, watched, KindFeed};
-    use ipam_guard::cluster::{Shared, WatchedObject};
+    use ipam_guard::cluster::{Ledger, WatchedObject};
     use kube::runtime::watcher::{self, Event};
     use std::sync::Arc;
     let client = ipam_guard::cluster::live::client(Some(kubeconfig))
         .await
         .expect("client");
     let served = discover(&client).await.expect("discovery");
-    let shared = Arc::new(Shared::new(Default::default()));
+    let ledger = Arc::new(Ledger::new(Default::default()));
     let mut tasks = Vec::new();
     for (kind, version) in served.into_iter().filter(|(k, _)| watched(*k)) {
         let resource = api_resource(kind, &version);
@@ -282,7 +282,7 @@ async fn child_watcher(kubeconfig: &Path, start: Instant) {
         let mut config = watcher::Config::default().any_semantic();
         // `page_size(n)` only sets a bound; unbounded is the field itself.
         config.page_size = None;
-        let shared = shared.clone();
+        let ledger = ledger.clone();
         tasks.push(tokio::spawn(async move {
             let mut feed = KindFeed::new(kind, &version);
             let mut stream = std::pin::pin!(watcher::watcher(api, config));
@@ -290,7 +290,7 @@ async fn child_watcher(kubeconfig: &Path, start: Instant) {
                 match event {
                     Ok(event) => {
                         let done = matches!(event, Event::InitDone);
-                        feed.apply(&shared, event);
+                        feed.apply(&ledger, event);
                         if done {
                             return;
                         }
@@ -303,7 +303,7 @@ async fn child_watcher(kubeconfig: &Path, start: Instant) {
     for t in tasks {
         t.await.expect("watcher task");
     }
-    let objects = shared.read().counts().iter().map(|(_, n)| n).sum();
+    let objects = ledger.read().counts().iter().map(|(_, n)| n).sum();
     report_self(start, objects);
 }
 

@@ -1,7 +1,7 @@
 //! Every rule family end to end, on real-shaped AdmissionReview bodies (captures edited to fit the
 //! state) against 10k pools, 100k claims and 100k addresses from `examples/gen-state.rs`:
 //!
-//! - `review/*`: `Admission::review`, bytes in to bytes out, through the `Shared` view that
+//! - `review/*`: `Admission::review`, bytes in to bytes out, through the `Ledger` view that
 //!   `serve --state-from` uses (decision lock, pending entries for what is admitted);
 //! - `decode/*`: only `serde_json::from_slice` of the same body, the floor under `review`;
 //! - `rules/*`: only `rules::validate` on the decoded request, the part the index answers;
@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use ipam_guard::admission::{Admission, Endpoint};
-use ipam_guard::cluster::Shared;
+use ipam_guard::cluster::Ledger;
 use ipam_guard::kinds::Kind;
 use ipam_guard::model::{Operation, Request};
 use ipam_guard::rules::{self, Ctx, Options};
@@ -37,7 +37,7 @@ fn reviews(c: &mut Criterion) {
     let state = State::generate(POOLS, ADDRESSES, NAMESPACES, VARIANTS);
     let bodies = state.bodies(VARIANTS);
     let index = state.index.clone();
-    let view = Arc::new(Shared::new(state.index));
+    let view = Arc::new(Ledger::new(state.index));
     let admission = Admission::new(view, Options::default());
     support::check(&bodies, &admission);
     let first = |case: Case| bodies.iter().find(|b| b.case == case).unwrap();
@@ -98,7 +98,7 @@ fn hostile(c: &mut Criterion) {
         }
     }))
     .unwrap();
-    let admission = Admission::new(Arc::new(Shared::default()), Options::default());
+    let admission = Admission::new(Arc::new(Ledger::default()), Options::default());
     let answer = admission.review(Endpoint::Validate, &body);
     assert!(answer.body.len() < 64 * 1024, "{} bytes", answer.body.len());
     let mut g = c.benchmark_group("hostile");

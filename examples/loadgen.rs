@@ -36,7 +36,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use ipam_guard::admission::Admission;
-use ipam_guard::cluster::{ClusterView, Shared};
+use ipam_guard::cluster::{ClusterView, Ledger};
 use ipam_guard::rules::Options;
 use ipam_guard::server::{dev, CertFiles, Config, Server};
 use prometheus_client::registry::Registry;
@@ -184,7 +184,7 @@ fn main() -> anyhow::Result<()> {
                     "bare hyper + rustls baseline".into(),
                 )
             } else {
-                let view: Arc<dyn ClusterView> = Arc::new(Shared::new(index));
+                let view: Arc<dyn ClusterView> = Arc::new(Ledger::new(index));
                 let admission = Admission::new(view, Options::default());
                 // Logs as `serve` writes them (info and up), formatted but thrown away.
                 let _ = tracing_subscriber::fmt()

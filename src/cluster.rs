@@ -3,9 +3,9 @@
 //! is fed by list-then-watch loops on the API server.
 
 pub mod clock;
+pub mod ledger;
 pub mod live;
 mod object;
-pub mod shared;
 mod static_view;
 pub mod trust;
 
@@ -17,10 +17,10 @@ use crate::kinds::Kind;
 use crate::model::Projection;
 
 pub use clock::{Clock, ManualClock, SystemClock};
+pub use ledger::{IndexGuard, Ledger};
 pub use object::WatchedObject;
-pub use shared::{IndexGuard, Shared};
 pub use static_view::{index_of, judge_as_create, upsert_all, Identified, StaticView};
-pub use trust::{Caller, StrangerPolicy};
+pub use trust::{Caller, StrangerPolicy, PENDING_TTL};
 
 /// What the rules may ask of the cluster. Implementations answer from memory, never from the API server.
 pub trait ClusterView: Send + Sync {

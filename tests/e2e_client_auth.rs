@@ -15,7 +15,7 @@ use base64::Engine;
 use e2e::{eventually, ControlPlane};
 use http::{Method, Request};
 use ipam_guard::admission::Admission;
-use ipam_guard::cluster::Shared;
+use ipam_guard::cluster::Ledger;
 use ipam_guard::rules::Options;
 use ipam_guard::server::{self, ClientAuth, Listen, Server};
 use rcgen::{
@@ -90,7 +90,7 @@ async fn start_guard(certs: &server::dev::DevCerts, ca: &Path) -> Guard {
         allowed_cns: vec!["kube-apiserver".into()],
         allowed_sans: Vec::new(),
     });
-    let admission = Admission::new(Arc::new(Shared::default()), Options::default());
+    let admission = Admission::new(Arc::new(Ledger::default()), Options::default());
     let server = Server::bind(config, admission, Default::default())
         .await
         .expect("server binds");

@@ -256,7 +256,7 @@ async fn e2e_health_e1_h1_h2_and_policy_reports_against(assets: e2e::Server) {
     eventually("the view to hold both addresses", WAIT, || {
         let n = guard
             .view
-            .shared()
+            .ledger()
             .read()
             .pool_usage()
             .into_iter()

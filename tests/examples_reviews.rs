@@ -6,7 +6,7 @@ use std::sync::Arc;
 use base64::Engine as _;
 
 use ipam_guard::admission::{Admission, Endpoint};
-use ipam_guard::cluster::Shared;
+use ipam_guard::cluster::Ledger;
 use ipam_guard::rules::Options;
 
 #[test]
@@ -22,7 +22,7 @@ fn every_example_review_does_what_its_name_says() {
     for path in files {
         let name = path.file_stem().unwrap().to_str().unwrap().to_string();
         let body = std::fs::read(&path).unwrap();
-        let admission = Admission::new(Arc::new(Shared::default()), Options::default());
+        let admission = Admission::new(Arc::new(Ledger::default()), Options::default());
         let (expect, rule) = ["-allowed", "-denied-", "-warned-", "-patched-"]
             .iter()
             .find_map(|k| name.find(k).map(|i| (*k, name[i + k.len()..].to_string())))

@@ -9,7 +9,7 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use ipam_guard::cluster::live::KindFeed;
-use ipam_guard::cluster::{ManualClock, Shared, WatchedObject};
+use ipam_guard::cluster::{Ledger, ManualClock, WatchedObject};
 use ipam_guard::index::Index;
 use ipam_guard::kinds::Kind;
 use ipam_guard::model::{self, ObjKey, Projection};
@@ -34,7 +34,7 @@ fn projection(v: &Value) -> Projection {
     model::project(kind, v).unwrap()
 }
 
-fn pools(shared: &Shared) -> HashSet<String> {
+fn pools(shared: &Ledger) -> HashSet<String> {
     shared.read().pools().map(|p| p.key.ns_name()).collect()
 }
 
@@ -42,13 +42,13 @@ fn set(names: &[&str]) -> HashSet<String> {
     names.iter().map(|s| s.to_string()).collect()
 }
 
-fn allocatable(shared: &Shared, key: &ObjKey) -> String {
+fn allocatable(shared: &Ledger, key: &ObjKey) -> String {
     shared.read().pool(key).unwrap().allocatable.to_string()
 }
 
 #[test]
 fn x1_events_apply_delete_and_relist_removes_vanished_keys() {
-    let shared = Shared::default();
+    let shared = Ledger::default();
     let mut feed = KindFeed::new(Kind::InClusterIPPool, "v1alpha2");
     let a = in_cluster_pool("ns", "a", &["10.0.0.10-10.0.0.20"]);
     let b = in_cluster_pool("ns", "b", &["10.0.1.10-10.0.1.20"]);
@@ -80,7 +80,7 @@ fn x1_events_apply_delete_and_relist_removes_vanished_keys() {
 
 #[test]
 fn x1_relist_of_one_kind_leaves_other_kinds_alone() {
-    let shared = Shared::default();
+    let shared = Ledger::default();
     let mut pools_feed = KindFeed::new(Kind::InClusterIPPool, "v1alpha2");
     let mut globals = KindFeed::new(Kind::GlobalInClusterIPPool, "v1alpha2");
     let mut addresses = KindFeed::new(Kind::IPAddress, "v1beta2");
@@ -109,7 +109,7 @@ fn x1_relist_of_one_kind_leaves_other_kinds_alone() {
 
 #[test]
 fn x1_objects_are_kept_as_projections_only() {
-    let shared = Shared::default();
+    let shared = Ledger::default();
     let mut feed = KindFeed::new(Kind::IPAddress, "v1beta2");
     feed.apply(
         &shared,
@@ -125,7 +125,7 @@ fn x1_objects_are_kept_as_projections_only() {
 
 #[test]
 fn x2_pending_entry_counts_until_the_watch_shows_the_object() {
-    let shared = Shared::default();
+    let shared = Ledger::default();
     let mut feed = KindFeed::new(Kind::InClusterIPPool, "v1alpha2");
     let p = in_cluster_pool("ns", "p", &["10.0.0.10-10.0.0.20"]);
     shared.admit(projection(&p));
@@ -143,7 +143,7 @@ fn x2_pending_entry_counts_until_the_watch_shows_the_object() {
 #[test]
 fn x2_pending_entry_expires_and_gives_back_what_it_covered() {
     let ttl = Duration::from_millis(50);
-    let shared = Shared::with_ttl(Index::new(), ttl);
+    let shared = Ledger::with_ttl(Index::new(), ttl);
     let mut feed = KindFeed::new(Kind::InClusterIPPool, "v1alpha2");
     let p1 = in_cluster_pool("ns", "p", &["10.0.0.10-10.0.0.20"]);
     let p2 = in_cluster_pool("ns", "p", &["10.0.0.10-10.0.0.40"]);
@@ -174,7 +174,7 @@ fn x2_pending_entry_expires_and_gives_back_what_it_covered() {
 fn x2_decide_sweeps_expired_entries_first() {
     let ttl = Duration::from_millis(30);
     let clock = ManualClock::new();
-    let shared = Shared::with_ttl(Index::new(), ttl).with_clock(clock.clone());
+    let shared = Ledger::with_ttl(Index::new(), ttl).with_clock(clock.clone());
     shared.admit(projection(&in_cluster_pool(
         "ns",
         "q",
@@ -188,7 +188,7 @@ fn x2_decide_sweeps_expired_entries_first() {
 #[test]
 fn x2_same_key_replaces_its_pending_entry() {
     let ttl = Duration::from_millis(50);
-    let shared = Shared::with_ttl(Index::new(), ttl);
+    let shared = Ledger::with_ttl(Index::new(), ttl);
     let first = in_cluster_pool("ns", "p", &["10.0.0.10-10.0.0.20"]);
     let retry = in_cluster_pool("ns", "p", &["10.0.0.10-10.0.0.30"]);
     shared.admit(projection(&first));
@@ -202,7 +202,7 @@ fn x2_same_key_replaces_its_pending_entry() {
 
 #[test]
 fn x2_relist_keeps_pending_entries_it_does_not_list() {
-    let shared = Shared::default();
+    let shared = Ledger::default();
     let mut feed = KindFeed::new(Kind::InClusterIPPool, "v1alpha2");
     let p = in_cluster_pool("ns", "p", &["10.0.0.10-10.0.0.20"]);
     let q = in_cluster_pool("ns", "q", &["10.0.9.10-10.0.9.20"]);
@@ -227,7 +227,7 @@ fn x2_relist_keeps_pending_entries_it_does_not_list() {
 
 #[test]
 fn x2_removed_kind_drops_its_pending_entries() {
-    let shared = Shared::default();
+    let shared = Ledger::default();
     shared.admit(projection(&in_cluster_pool(
         "ns",
         "q",
@@ -243,7 +243,7 @@ fn x2_removed_kind_drops_its_pending_entries() {
 #[test]
 fn x2_decisions_are_serialised_and_see_what_was_admitted_before() {
     // 64 threads race to create the same range; each decision sees the earlier admissions.
-    let shared = Arc::new(Shared::default());
+    let shared = Arc::new(Ledger::default());
     let barrier = Arc::new(Barrier::new(64));
     let handles: Vec<_> = (0..64)
         .map(|i| {

@@ -78,7 +78,7 @@ async fn x1_first_list_reads_the_watch_cache_and_a_relist_is_not_older_than_what
     api.apply(in_cluster_pool("ns", "pool-b", &["10.0.1.10-10.0.1.20"]));
     let seen = api.resource_version();
     wait_for("the watch to show pool-b", WAIT, || {
-        view.shared()
+        view.ledger()
             .read()
             .pool(&ObjKey::new(Kind::InClusterIPPool, Some("ns"), "pool-b"))
             .is_some()
@@ -165,7 +165,7 @@ async fn x2_pending_entries_of_a_failed_watch_do_not_expire_until_it_heals() {
     let admitted = ip_address("ns", "addr-1", "10.0.0.11", "pool-a");
     assert_eq!(validate(&admission, &admitted)["allowed"], true);
     let held = || {
-        view.shared()
+        view.ledger()
             .read()
             .address(&ObjKey::new(Kind::IPAddress, Some("ns"), "addr-1"))
             .is_some()
@@ -177,17 +177,17 @@ async fn x2_pending_entries_of_a_failed_watch_do_not_expire_until_it_heals() {
     })
     .await;
     // Past its TTL the entry stays: the watch that would confirm or refute it is down.
-    view.shared()
+    view.ledger()
         .sweep(Instant::now() + ttl + Duration::from_secs(1));
-    assert_eq!(view.shared().pending_len(), 1);
+    assert_eq!(view.ledger().pending_len(), 1);
     assert!(held());
 
     api.unfail_watches(Kind::IPAddress);
     wait_for("the watch to heal", WAIT, || view.synced()).await;
     // Healthy again, the entry gets one more TTL and then goes.
-    view.shared()
+    view.ledger()
         .sweep(Instant::now() + ttl * 2 + Duration::from_secs(2));
-    assert_eq!(view.shared().pending_len(), 0);
+    assert_eq!(view.ledger().pending_len(), 0);
     assert!(!held());
 }
 
@@ -218,7 +218,7 @@ async fn x3_a_crd_installed_later_is_watched_at_once_and_unsynced_until_listed()
     api.stop_holding(Kind::SpiderIPPool);
     wait_for("synced with the new kind", WAIT, || view.synced()).await;
     assert!(view
-        .shared()
+        .ledger()
         .read()
         .pool(&ObjKey::new(Kind::SpiderIPPool, None, "spider"))
         .is_some());

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use ipam_guard::admission::{Admission, Endpoint};
 use ipam_guard::cluster::live::{LiveOptions, LiveView};
-use ipam_guard::cluster::{ClusterView, ManualClock, Shared};
+use ipam_guard::cluster::{ClusterView, Ledger, ManualClock};
 use ipam_guard::index::Index;
 use ipam_guard::kinds::Kind;
 use ipam_guard::rules::Options;
@@ -144,7 +144,7 @@ async fn x2_p10_64_concurrent_overlapping_pools_admit_exactly_one() {
     assert_eq!(denied.1["status"]["code"], 422, "{}", denied.1);
     let causes = denied.1["status"]["details"]["causes"].to_string();
     assert!(causes.contains("overlaps InClusterIPPool ns/p"), "{causes}");
-    assert_eq!(view.shared().pending_len(), 1);
+    assert_eq!(view.ledger().pending_len(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -162,14 +162,14 @@ async fn x2_a9_64_concurrent_ip_addresses_with_one_address_admit_exactly_one() {
 
 #[test]
 fn x2_p10_dev_server_static_view_admits_exactly_one_too() {
-    let view = Arc::new(Shared::new(Index::new()));
+    let view = Arc::new(Ledger::new(Index::new()));
     let admission = Admission::new(view, Options::default());
     assert_eq!(allowed(&race(&admission, overlapping_pools())), 1);
 }
 
 #[test]
 fn x2_dry_run_does_not_block_the_real_create() {
-    let view = Arc::new(Shared::new(Index::new()));
+    let view = Arc::new(Ledger::new(Index::new()));
     let admission = Admission::new(view.clone(), Options::default());
     let pool = in_cluster_pool("ns", "p", &["10.0.0.10-10.0.0.20"]);
     assert!(validate(&admission, &pool, true).0, "dry run allowed");
@@ -194,7 +194,7 @@ fn x2_dry_run_does_not_block_the_real_create() {
 fn x2_a_retried_create_keeps_one_slot_and_its_reservation_runs_from_the_last_admission() {
     let clock = ManualClock::new();
     let view =
-        Arc::new(Shared::with_ttl(Index::new(), Duration::from_secs(30)).with_clock(clock.clone()));
+        Arc::new(Ledger::with_ttl(Index::new(), Duration::from_secs(30)).with_clock(clock.clone()));
     let admission = Admission::new(view.clone(), Options::default());
     let pool = in_cluster_pool("ns", "p", &["10.0.0.10-10.0.0.20"]);
     let other = in_cluster_pool("ns", "q", &["10.0.0.15-10.0.0.25"]);
@@ -237,7 +237,7 @@ async fn x2_pending_entry_expires_after_the_ttl() {
     // q is stored: the watch shows it and its pending entry goes.
     api.apply(other);
     wait_for("the watch to show q", WAIT, || {
-        view.shared().pending_len() == 0
+        view.ledger().pending_len() == 0
     })
     .await;
     assert!(

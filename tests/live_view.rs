@@ -27,11 +27,11 @@ fn key(kind: Kind, ns: Option<&str>, name: &str) -> ObjKey {
 }
 
 fn has_pool(view: &LiveView, ns: Option<&str>, kind: Kind, name: &str) -> bool {
-    view.shared().read().pool(&key(kind, ns, name)).is_some()
+    view.ledger().read().pool(&key(kind, ns, name)).is_some()
 }
 
 fn has_address(view: &LiveView, ns: &str, name: &str) -> bool {
-    view.shared()
+    view.ledger()
         .read()
         .address(&key(Kind::IPAddress, Some(ns), name))
         .is_some()
@@ -163,7 +163,7 @@ async fn x1_watch_events_add_update_and_delete() {
 
     api.apply(ip_address("ns", "addr-2", "10.0.0.13", "pool-a"));
     wait_for("MODIFIED", WAIT, || {
-        view.shared()
+        view.ledger()
             .read()
             .address(&key(Kind::IPAddress, Some("ns"), "addr-2"))
             .and_then(|a| a.ip)
@@ -180,7 +180,7 @@ async fn x1_watch_events_add_update_and_delete() {
     })
     .await;
     assert!(view.synced());
-    view.shared().read().check_consistency();
+    view.ledger().read().check_consistency();
 }
 
 #[tokio::test]
@@ -218,7 +218,7 @@ async fn x1_relist_after_410_keeps_old_data_until_init_done() {
     .await;
     assert!(has_pool(&view, Some("ns"), Kind::InClusterIPPool, "pool-a"));
     assert_eq!(count(&view, Kind::InClusterIPPool), 1);
-    view.shared().read().check_consistency();
+    view.ledger().read().check_consistency();
 }
 
 #[tokio::test]
@@ -269,7 +269,7 @@ async fn dropping_the_view_stops_its_watches() {
     .await;
     let view: Arc<LiveView> = view;
     // Discovery and every watch task hold the index: once it is gone, none of them can run again.
-    let index = Arc::downgrade(view.shared());
+    let index = Arc::downgrade(view.ledger());
     let discoveries = api.discoveries();
     drop(view);
     wait_for("every task of the view to end", WAIT, || {

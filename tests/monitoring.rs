@@ -10,7 +10,7 @@ use std::process::Command;
 use std::sync::Arc;
 
 use ipam_guard::cli::audit::{register_violations, ViolationLabels};
-use ipam_guard::cluster::Shared;
+use ipam_guard::cluster::Ledger;
 use ipam_guard::index::Index;
 use ipam_guard::kinds::Kind;
 use ipam_guard::model::project;
@@ -123,7 +123,7 @@ fn exported() -> String {
     let mut registry = Registry::default();
     pool_metrics::register(
         &mut registry,
-        Arc::new(Shared::new(index)),
+        Arc::new(Ledger::new(index)),
         pool_metrics::POOL_SERIES_LIMIT,
     );
     register_violations(&mut registry)

@@ -1,5 +1,5 @@
 //! SPEC X2 without client authentication: what an unauthenticated caller's admitted write may
-//! reserve is bounded (`src/cluster/trust.rs`). Time is driven through `Shared::sweep(now)` on a
+//! reserve is bounded (`src/cluster/trust.rs`). Time is driven through `Ledger::sweep(now)` on a
 //! view whose clock stands still (admissions are stamped with its time); the flood over HTTPS
 //! polls for the legitimate create to be allowed.
 
@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use ipam_guard::cluster::{Caller, ManualClock, Shared, StrangerPolicy};
+use ipam_guard::cluster::{Caller, Ledger, ManualClock, StrangerPolicy};
 use ipam_guard::index::Index;
 use ipam_guard::kinds::Kind;
 use ipam_guard::model::{self, ObjKey, Projection};
@@ -43,13 +43,13 @@ const POLICY: StrangerPolicy = StrangerPolicy {
     window: Duration::from_secs(600),
 };
 
-fn shared() -> Shared {
-    Shared::with_ttl(Index::new(), Duration::from_secs(30))
+fn shared() -> Ledger {
+    Ledger::with_ttl(Index::new(), Duration::from_secs(30))
         .with_strangers(POLICY)
         .with_clock(ManualClock::new())
 }
 
-fn holds(shared: &Shared, name: &str) -> bool {
+fn holds(shared: &Ledger, name: &str) -> bool {
     shared.read().pool(&key(name)).is_some()
 }
 
@@ -149,7 +149,7 @@ fn x2_a_strangers_reservation_confirmed_by_the_watch_is_no_strike() {
 #[test]
 fn x2_a_static_view_keeps_strangers_reservations_for_the_ttl_and_never_bars() {
     // serve --dev / --state-from: no watch confirms anything, so strikes would bar everyone.
-    let shared = Shared::with_ttl(Index::new(), Duration::from_secs(30))
+    let shared = Ledger::with_ttl(Index::new(), Duration::from_secs(30))
         .with_strangers(StrangerPolicy::unbounded())
         .with_clock(ManualClock::new());
     for i in 0..5 {
@@ -209,7 +209,7 @@ async fn flood(policy: StrangerPolicy, give_up: Duration) -> Flood {
     let dir = tempfile::tempdir().unwrap();
     let ca = TestCa::new("test CA");
     write_pair(dir.path(), &ca, KeyFormat::Pkcs8, "serving", &[]);
-    let view = Arc::new(Shared::default().with_strangers(policy));
+    let view = Arc::new(Ledger::default().with_strangers(policy));
     let server = TestServer::start_with_view(
         loopback_config(ipam_guard::server::CertFiles::in_dir(dir.path())),
         view.clone(),

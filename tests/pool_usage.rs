@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use ipam_guard::cluster::Shared;
+use ipam_guard::cluster::Ledger;
 use ipam_guard::index::usage::PoolUsage;
 use ipam_guard::index::Index;
 use ipam_guard::kinds::Kind;
@@ -44,7 +44,7 @@ fn scrape(index: Index) -> String {
     let mut registry = prometheus_client::registry::Registry::default();
     pool_metrics::register(
         &mut registry,
-        Arc::new(Shared::new(index)),
+        Arc::new(Ledger::new(index)),
         pool_metrics::POOL_SERIES_LIMIT,
     );
     let mut text = String::new();

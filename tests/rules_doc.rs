@@ -1,4 +1,4 @@
-//! The rule catalogue (`src/catalogue.rs`), `docs/rules.md` generated from it, and
+//! The rule catalogue (`src/catalogue/`), `docs/rules.md` generated from it, and
 //! `ipam-guard explain`: every example triggers its rule through the real admission handler,
 //! every id the code reports is in the catalogue, the committed page is what the catalogue
 //! renders today, and `explain` prints the same entry.
@@ -143,6 +143,7 @@ fn every_rule_id_the_code_reports_is_typed_and_in_the_catalogue() {
             .iter()
             .any(|n| f.ends_with(n))
             || f.to_string_lossy().ends_with("_tests.rs")
+            || f.components().any(|c| c.as_os_str() == "catalogue")
         {
             continue;
         }

@@ -50,6 +50,7 @@ async fn worker(
     fresh: bool,
     origin: Instant,
     stop: Arc<std::sync::atomic::AtomicBool>,
+    answered: Arc<std::sync::atomic::AtomicUsize>,
 ) -> Vec<Record> {
     let expected = expected_status(NOT_A_REVIEW);
     let mut records = Vec::new();
@@ -84,6 +85,7 @@ async fn worker(
                 {
                     conn = None;
                 }
+                answered.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 Outcome::Answered
             }
             Ok(reply) => Outcome::WrongStatus(reply.status),
@@ -111,25 +113,43 @@ async fn sigterm_under_load_loses_no_request() {
 
     let origin = Instant::now();
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let workers: Vec<_> = [
+    let kinds = [
         (Proto::H1, false),
         (Proto::H2, false),
         (Proto::H1, true),
         (Proto::H2, true),
-    ]
-    .into_iter()
-    .map(|(proto, fresh)| {
-        tokio::spawn(worker(
-            served.webhook,
-            served.ca.clone(),
-            proto,
-            fresh,
-            origin,
-            stop.clone(),
-        ))
-    })
-    .collect();
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    ];
+    let answered: Vec<_> = kinds
+        .iter()
+        .map(|_| Arc::new(std::sync::atomic::AtomicUsize::new(0)))
+        .collect();
+    let workers: Vec<_> = kinds
+        .into_iter()
+        .zip(&answered)
+        .map(|((proto, fresh), answered)| {
+            tokio::spawn(worker(
+                served.webhook,
+                served.ca.clone(),
+                proto,
+                fresh,
+                origin,
+                stop.clone(),
+                answered.clone(),
+            ))
+        })
+        .collect();
+    // The signal comes once every kind of connection has been answered a few times: load is
+    // under way, seen rather than assumed after some time.
+    let count =
+        |a: &Arc<std::sync::atomic::AtomicUsize>| a.load(std::sync::atomic::Ordering::Relaxed);
+    while !answered.iter().all(|a| count(a) >= 5) {
+        assert!(
+            origin.elapsed() < WAIT,
+            "load never got going: {:?} answered",
+            answered.iter().map(count).collect::<Vec<_>>()
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
 
     let term_at = origin.elapsed();
     served.signal("TERM");
@@ -233,7 +253,20 @@ async fn a_request_in_progress_when_draining_starts_is_answered() {
     tls.write_all(head.as_bytes()).await.unwrap();
     tls.write_all(first).await.unwrap();
     tls.flush().await.unwrap();
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // In progress once the handler counts it (it waits there for the rest of the body).
+    let in_flight = "controller_runtime_webhook_requests_in_flight{webhook=\"/validate\"}";
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let (_, metrics) = http_get(served.metrics, "/metrics").await.unwrap();
+        if sample(&metrics, in_flight) == Some(1.0) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the request never reached the handler"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 
     let term_at = Instant::now();
     served.signal("TERM");

@@ -222,12 +222,14 @@ async fn kubelet_secret_rotation_under_load_loses_no_request() {
             (Proto::H2, true),
         ],
     );
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Every kind of connection is answered with the first certificate before the rotation.
+    load.wait_each_answered(5).await;
     volume.update(&ca, "second", second_not_after);
     let second = leaf_der(&files.cert);
     assert_ne!(first, second);
     let took = wait_for_cert(server.addrs.webhook, &ca, &second).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // And after it: fresh connections shake hands with the second, open ones carry on.
+    load.wait_each_answered(5).await;
     let stats = load.finish().await;
     eprintln!(
         "rotation: {} requests answered, new certificate seen after {took:?}",

@@ -246,7 +246,7 @@ mod tests {
     use serde_json::{json, Value};
 
     use crate::admission::{Admission, Endpoint};
-    use crate::cluster::{Caller, ClusterView, Shared};
+    use crate::cluster::{Caller, ClusterView, Ledger};
     use crate::index::Index;
     use crate::kinds::Kind;
     use crate::model::{project, Projection};
@@ -254,13 +254,13 @@ mod tests {
 
     /// Reads from `outside`, decides on `inside` (the same view unless a test says otherwise).
     struct Counting {
-        outside: Arc<Shared>,
-        inside: Arc<Shared>,
+        outside: Arc<Ledger>,
+        inside: Arc<Ledger>,
         decisions: AtomicUsize,
     }
 
     impl Counting {
-        fn one(view: Shared) -> Arc<Counting> {
+        fn one(view: Ledger) -> Arc<Counting> {
             let view = Arc::new(view);
             Arc::new(Counting {
                 outside: view.clone(),
@@ -337,7 +337,7 @@ mod tests {
 
     #[test]
     fn what_records_nothing_never_takes_the_lock() {
-        let view = Counting::one(Shared::new(index_of(&[
+        let view = Counting::one(Ledger::new(index_of(&[
             pool("p", "10.9.9.0/24"),
             address("taken", "10.9.9.5"),
         ])));
@@ -360,8 +360,8 @@ mod tests {
     fn a_view_that_moved_before_the_lock_is_judged_again_under_it() {
         // Outside the lock the pool does not overlap anything; by the time the lock is taken an
         // overlapping pool was admitted (another decision): the verdict must be the latter's.
-        let outside = Arc::new(Shared::new(Index::new()));
-        let inside = Arc::new(Shared::new(index_of(&[pool("other", "10.9.9.0/24")])));
+        let outside = Arc::new(Ledger::new(Index::new()));
+        let inside = Arc::new(Ledger::new(index_of(&[pool("other", "10.9.9.0/24")])));
         let view = Arc::new(Counting {
             outside,
             inside: inside.clone(),

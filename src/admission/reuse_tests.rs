@@ -1,5 +1,5 @@
 //! R1, the reuse grace, end to end inside one process: releases come from the view's delete
-//! events (`Shared::delete`, as the watch calls it), time from a `ManualClock`, verdicts from the
+//! events (`Ledger::delete`, as the watch calls it), time from a `ManualClock`, verdicts from the
 //! real admission handler. No sleeps: the clock is moved.
 
 use std::sync::Arc;
@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::*;
-use crate::cluster::{ManualClock, Shared};
+use crate::cluster::{Ledger, ManualClock};
 use crate::index::Index;
 use crate::kinds::Kind;
 use crate::model::{project, ObjKey};
@@ -42,13 +42,13 @@ fn kind_of(o: &Value) -> Kind {
 }
 
 /// A view holding `objects`, the reuse grace flag at `flag` seconds, time standing still.
-fn view(objects: &[Value], flag: u64) -> (Arc<Shared>, Arc<ManualClock>) {
+fn view(objects: &[Value], flag: u64) -> (Arc<Ledger>, Arc<ManualClock>) {
     let mut index = Index::new();
     for o in objects {
         index.upsert(project(kind_of(o), o).unwrap());
     }
     let clock = ManualClock::new();
-    let shared = Shared::new(index)
+    let shared = Ledger::new(index)
         .with_clock(clock.clone())
         .with_reuse_grace(Duration::from_secs(flag));
     (Arc::new(shared), clock)
@@ -74,7 +74,7 @@ fn review(op: &str, object: &Value, dry_run: bool) -> Vec<u8> {
 }
 
 /// (allowed, the causes' messages).
-fn create(view: &Arc<Shared>, object: &Value) -> (bool, Vec<String>) {
+fn create(view: &Arc<Ledger>, object: &Value) -> (bool, Vec<String>) {
     let a = Admission::new(view.clone(), Options::default());
     let out: Value = serde_json::from_slice(
         &a.review(Endpoint::Validate, &review("CREATE", object, false))

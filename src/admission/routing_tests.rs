@@ -9,7 +9,7 @@ use futures::FutureExt;
 use serde_json::{json, Value};
 
 use super::*;
-use crate::cluster::Shared;
+use crate::cluster::Ledger;
 
 /// A route whose standing is scripted (the last entry repeats) and whose decider answers with
 /// a fixed answer, recording what it was sent.
@@ -53,8 +53,8 @@ impl Route for Scripted {
     }
 }
 
-fn admission(route: Arc<Scripted>) -> (Admission, Arc<Shared>) {
-    let view = Arc::new(Shared::default());
+fn admission(route: Arc<Scripted>) -> (Admission, Arc<Ledger>) {
+    let view = Arc::new(Ledger::default());
     (
         Admission::with_route(view.clone(), Options::default(), route),
         view,

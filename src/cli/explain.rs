@@ -22,7 +22,7 @@ use super::terminal::Style;
 use super::{ExplainArgs, ExplainFormat};
 use crate::admission::{Admission, Endpoint};
 use crate::catalogue::{self, Effect, Rule, Setting};
-use crate::cluster::{ClusterView, Shared};
+use crate::cluster::{ClusterView, Ledger};
 use crate::index::Index;
 use crate::kinds::Kind;
 use crate::manifests::{self, Manifest};
@@ -215,7 +215,7 @@ pub struct Shown {
 }
 
 /// A view that has not finished its first list (X3's example).
-struct NotSynced(Shared);
+struct NotSynced(Ledger);
 
 impl ClusterView for NotSynced {
     fn synced(&self) -> bool {
@@ -314,7 +314,7 @@ pub fn show(rule: &Rule) -> Result<Shown, String> {
     }
 
     let clock = crate::cluster::ManualClock::new();
-    let shared = Shared::new(
+    let shared = Ledger::new(
         crate::cluster::StaticView::from_manifests(manifests("cluster.yaml", e.cluster)?)
             .into_index(),
     )
@@ -554,7 +554,7 @@ pub fn document() -> String {
          the others say why not.\n\n",
     );
     s.push_str(&format!(
-        "Generated from the rule catalogue (`src/catalogue.rs`) by `{REFRESH}`; do not edit by hand \
+        "Generated from the rule catalogue (`src/catalogue/`) by `{REFRESH}`; do not edit by hand \
          (`tests/rules_doc.rs` fails when this file is stale).\n\n"
     ));
     s.push_str("| id | effect | kinds | what |\n|---|---|---|---|\n");

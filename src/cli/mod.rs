@@ -12,6 +12,7 @@ pub mod report;
 pub mod serve;
 pub mod terminal;
 pub mod usage;
+pub mod usage_entry;
 pub mod usage_free;
 
 use std::path::PathBuf;

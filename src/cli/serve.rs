@@ -12,7 +12,7 @@ use tokio::signal::unix::{signal, Signal, SignalKind};
 use crate::admission::Admission;
 use crate::cli::{DeciderMode, LogFormat, PoolMetrics, ServeArgs};
 use crate::cluster::live::{LiveOptions, LiveView};
-use crate::cluster::{ClusterView, Shared, StaticView, StrangerPolicy};
+use crate::cluster::{ClusterView, Ledger, StaticView, StrangerPolicy};
 use crate::decider::election::Timing;
 use crate::decider::peer::PeerFiles;
 use crate::decider::{Decider, DeciderConfig};
@@ -203,16 +203,16 @@ async fn build_view(
             objects = index.len(),
             "serving a static view from --state-from"
         );
-        // Shared, not the bare static view: admitted objects count as pending (SPEC X2), so a dev
+        // Ledger, not the bare static view: admitted objects count as pending (SPEC X2), so a dev
         // server refuses the second of two overlapping creates as a cluster would.
         return Ok((
-            Arc::new(Shared::new(index).with_strangers(StrangerPolicy::unbounded())),
+            Arc::new(Ledger::new(index).with_strangers(StrangerPolicy::unbounded())),
             None,
         ));
     }
     if args.dev && args.kubeconfig.is_none() && args.context.is_none() {
         return Ok((
-            Arc::new(Shared::default().with_strangers(StrangerPolicy::unbounded())),
+            Arc::new(Ledger::default().with_strangers(StrangerPolicy::unbounded())),
             None,
         ));
     }

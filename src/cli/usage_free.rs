@@ -6,7 +6,7 @@ use std::io::{self, BufWriter, Write};
 
 use serde::Serialize;
 
-use super::usage::UsageEntry;
+use super::usage_entry::UsageEntry;
 use super::{UsageArgs, UsageFormat};
 use crate::address::format_range;
 use crate::index::free::{FreeRun, PoolFree};

@@ -40,8 +40,9 @@ use tokio::task::JoinHandle;
 use self::health::Status;
 use self::watch::{Backoff, Feed, Timing, WatchLoop};
 use super::clock::{self, Clock};
+use super::ledger::Ledger;
 use super::object::WatchedObject;
-use super::shared::{Shared, PENDING_TTL};
+use super::trust::PENDING_TTL;
 use super::{ClusterView, WatchHealth};
 use crate::kinds::{Kind, KINDS};
 use crate::model::{self, ObjKey};
@@ -332,7 +333,7 @@ impl KindFeed {
     }
 
     /// Applies one event; true at `InitDone` (the kind is listed completely).
-    pub fn apply(&mut self, shared: &Shared, event: Event<WatchedObject>) -> bool {
+    pub fn apply(&mut self, shared: &Ledger, event: Event<WatchedObject>) -> bool {
         match event {
             Event::Init => {
                 self.relist = Some(HashSet::new());
@@ -371,7 +372,7 @@ impl KindFeed {
         ))
     }
 
-    fn upsert(&self, shared: &Shared, obj: WatchedObject) -> Option<ObjKey> {
+    fn upsert(&self, shared: &Ledger, obj: WatchedObject) -> Option<ObjKey> {
         let key = self.key(&obj)?;
         if obj.metadata.deletion_timestamp.is_some() {
             // An address's release begins when it or its claim starts to go (R1).
@@ -387,7 +388,7 @@ impl KindFeed {
 /// A `KindFeed` with the index it feeds, for a watch loop.
 struct KindSink {
     feed: KindFeed,
-    shared: Arc<Shared>,
+    shared: Arc<Ledger>,
 }
 
 impl Feed for KindSink {
@@ -400,7 +401,7 @@ impl Feed for KindSink {
 
 /// A cluster view fed by watches. Dropping the last `Arc` stops discovery and every watcher.
 pub struct LiveView {
-    shared: Arc<Shared>,
+    shared: Arc<Ledger>,
     status: Arc<Status>,
     clock: Arc<dyn Clock>,
     client: Client,
@@ -430,7 +431,7 @@ impl LiveView {
     ) -> Arc<LiveView> {
         let status = Arc::new(Status::new(options.health_bound));
         let shared = Arc::new(
-            Shared::with_ttl(Default::default(), options.pending_ttl)
+            Ledger::with_ttl(Default::default(), options.pending_ttl)
                 .with_reuse_grace(options.reuse_grace)
                 .with_hold(status.clone())
                 .with_clock(clock.clone()),
@@ -490,7 +491,7 @@ impl LiveView {
     }
 
     /// The index, pending entries and decision lock (admission calls `decide` on it).
-    pub fn shared(&self) -> &Arc<Shared> {
+    pub fn ledger(&self) -> &Arc<Ledger> {
         &self.shared
     }
 
@@ -513,7 +514,7 @@ impl ClusterView for LiveView {
         self.shared.read().counts()
     }
     fn read(&self) -> Box<dyn std::ops::Deref<Target = crate::index::Index> + '_> {
-        // As `Shared`'s: expired pending entries are gone from a reading admission judges on.
+        // As `Ledger`'s: expired pending entries are gone from a reading admission judges on.
         self.shared.sweep(self.shared.now());
         Box::new(self.shared.read())
     }
@@ -546,7 +547,7 @@ impl Drop for AbortOnDrop {
 
 async fn discovery_loop(
     client: Client,
-    shared: Arc<Shared>,
+    shared: Arc<Ledger>,
     status: Arc<Status>,
     wake: Arc<Notify>,
     options: LiveOptions,
@@ -602,7 +603,7 @@ async fn discovery_loop(
 
 fn reconcile(
     client: &Client,
-    shared: &Arc<Shared>,
+    shared: &Arc<Ledger>,
     status: &Arc<Status>,
     watchers: &mut BTreeMap<Kind, (String, AbortOnDrop)>,
     served: BTreeMap<Kind, String>,

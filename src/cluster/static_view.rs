@@ -221,7 +221,7 @@ impl ClusterView for StaticView {
     }
     /// Only reads, with nothing to serialise: `check` judges files and admits nothing, and a
     /// server never answers from a bare static view (`serve --state-from` wraps the index in
-    /// `Shared`, which keeps pending entries under its decision lock).
+    /// `Ledger`, which keeps pending entries under its decision lock).
     fn decide(&self, f: &mut dyn FnMut(&Index) -> Option<Projection>) {
         f(&self.index);
     }

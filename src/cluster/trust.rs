@@ -23,6 +23,10 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
+/// How long a trusted caller's admitted object counts as existing before the watch shows it
+/// (SPEC X2); a stranger's lasts `StrangerPolicy::ttl`.
+pub const PENDING_TTL: Duration = Duration::from_secs(30);
+
 /// Who sent an admission request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Caller {
@@ -58,7 +62,7 @@ impl StrangerPolicy {
     /// expire unconfirmed and the strikes would bar every caller after three creates.
     pub fn unbounded() -> StrangerPolicy {
         StrangerPolicy {
-            ttl: super::shared::PENDING_TTL,
+            ttl: PENDING_TTL,
             strikes: u32::MAX,
             window: Duration::from_secs(600),
         }

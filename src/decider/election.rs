@@ -39,7 +39,7 @@ impl Default for Timing {
             lease: Duration::from_secs(15),
             renew_deadline: Duration::from_secs(10),
             retry: Duration::from_secs(2),
-            pending_ttl: crate::cluster::shared::PENDING_TTL,
+            pending_ttl: crate::cluster::PENDING_TTL,
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::parse::{Each, FileResult};
+use super::collect::{Each, FileResult};
 use super::{LoadError, Manifest, Other, Problem, Source};
 use crate::kinds::{unjudged, Kind, Unjudged, KINDS};
 use crate::model::ObjKey;

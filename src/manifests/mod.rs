@@ -16,11 +16,13 @@
 //! `find` walks the paths, `parse` reads each file, `to_json` turns documents into values and
 //! `identify` turns values into manifests; `packed` holds a document compactly until it is needed.
 
+mod collect;
 mod find;
 mod identify;
 pub mod lines;
 mod packed;
 mod parse;
+mod read;
 mod split_list;
 pub mod template;
 #[cfg(test)]
@@ -284,12 +286,12 @@ pub fn read_paths_rendered<T: Send>(
     loaded.file_names = inputs.iter().map(|i| i.name.clone()).collect();
     loaded.excluded = excluded;
 
-    let each = parse::Each {
+    let each = collect::Each {
         manifest: &each,
         keep_other: &keep_other,
         vars,
     };
-    let results = parse::parse_all(&inputs, &each);
+    let results = read::parse_all(&inputs, &each);
     for r in results {
         loaded.manifests.extend(r.manifests);
         loaded.errors.extend(r.errors);
@@ -308,13 +310,13 @@ pub fn read_paths_rendered<T: Send>(
 
 /// The text read from standard input (`-`), once it has been read.
 pub fn stdin_text() -> Option<&'static str> {
-    parse::STDIN.get().map(String::as_str)
+    read::STDIN.get().map(String::as_str)
 }
 
 /// Reads one string of YAML (or JSON) as if it were a file named `name`.
 pub fn read_str(name: &str, text: &str) -> Loaded {
     let file: Arc<str> = Arc::from(name);
-    let r = parse::parse_yaml(&file, text, &parse::Each::served(&|m| m));
+    let r = parse::parse_yaml(&file, text, &collect::Each::served(&|m| m));
     Loaded {
         manifests: r.manifests,
         errors: r.errors,

@@ -1,142 +1,15 @@
-//! Files to objects: every file parsed on its own worker, documents turned into JSON values, and
-//! each value handed to `identify`.
+//! Text to objects: documents turned into JSON values, and each value handed to `identify`.
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
-use std::io::Read;
 use std::sync::Arc;
 
 use serde::de::DeserializeSeed;
 use serde_json::Value;
 
-use super::find::{Format, Input};
+use super::collect::{Each, FileResult};
 use super::identify::{dispatch, is_list, list_item};
-use super::template::Vars;
 use super::to_json::{ItemSink, ToJson};
-use super::{LoadError, Manifest, Other, Problem, Source};
-
-/// Standard input as read (see `super::stdin_text`).
-pub(super) static STDIN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-
-/// What one file gave: its objects, each already through the caller's `each`.
-#[derive(Debug)]
-pub(super) struct FileResult<T = Manifest> {
-    pub(super) manifests: Vec<T>,
-    pub(super) errors: Vec<LoadError>,
-    pub(super) skipped: BTreeMap<String, usize>,
-    pub(super) skipped_at: Vec<(Source, String)>,
-    pub(super) not_ipam: BTreeMap<String, usize>,
-    pub(super) others: Vec<Other>,
-    pub(super) not_objects: usize,
-}
-
-impl<T> Default for FileResult<T> {
-    fn default() -> Self {
-        FileResult {
-            manifests: Vec::new(),
-            errors: Vec::new(),
-            skipped: BTreeMap::new(),
-            skipped_at: Vec::new(),
-            not_ipam: BTreeMap::new(),
-            others: Vec::new(),
-            not_objects: 0,
-        }
-    }
-}
-
-/// What a caller makes of each object, on the worker that read it, and which objects of kinds
-/// ipam-guard does not judge it wants kept (by group and kind: those it has a CRD schema for).
-pub(super) struct Each<'a, T> {
-    pub(super) manifest: &'a (dyn Fn(Manifest) -> T + Sync + 'a),
-    pub(super) keep_other: &'a (dyn Fn(&str, &str) -> bool + Sync + 'a),
-    /// Template variables substituted into each file's text before it is parsed (`check --var`).
-    pub(super) vars: Option<&'a Vars>,
-}
-
-impl<'a, T> Each<'a, T> {
-    /// Every object of a served kind through `manifest`; no other object kept.
-    pub(super) fn served(manifest: &'a (dyn Fn(Manifest) -> T + Sync + 'a)) -> Self {
-        Each {
-            manifest,
-            keep_other: &|_, _| false,
-            vars: None,
-        }
-    }
-}
-
-/// Parses inputs on every core (one file at a time per worker); results come back in input order.
-/// With fewer files than cores, one large JSON `kind: List` is split between the idle cores
-/// (`split_list`).
-pub(super) fn parse_all<T: Send>(inputs: &[Input], each: &Each<T>) -> Vec<FileResult<T>> {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let spare = (cores / inputs.len().max(1)).max(1);
-    crate::par::map(inputs, 1, |input| parse_input(input, each, spare))
-}
-
-fn parse_input<T: Send>(input: &Input, each: &Each<T>, cores: usize) -> FileResult<T> {
-    let bytes = match &input.path {
-        Some(p) => std::fs::read(p),
-        None => {
-            let mut buf = Vec::new();
-            std::io::stdin().lock().read_to_end(&mut buf).map(|_| {
-                // Kept for whoever points at lines later (`check`): stdin cannot be read twice.
-                let _ = STDIN.set(String::from_utf8_lossy(&buf).into_owned());
-                buf
-            })
-        }
-    };
-    let bytes = match bytes {
-        Ok(b) => b,
-        Err(e) => {
-            return FileResult {
-                errors: vec![LoadError::new(Source::file(&input.name), e)],
-                ..FileResult::default()
-            }
-        }
-    };
-    let text = match String::from_utf8(bytes) {
-        Ok(t) => t,
-        Err(e) => {
-            let problem = match input.format {
-                Format::Yaml => Problem::Yaml(format!("not UTF-8 text ({e})")),
-                Format::Json => Problem::Json(format!("not UTF-8 text ({e})")),
-            };
-            return FileResult {
-                errors: vec![LoadError::new(Source::file(&input.name), problem)],
-                ..FileResult::default()
-            };
-        }
-    };
-    // As clusterctl does, on the text: a value without line breaks leaves every line in place.
-    let text = match each.vars {
-        Some(vars) if text.contains('$') => super::template::substitute(&text, vars),
-        _ => text,
-    };
-    match input.format {
-        Format::Yaml => parse_yaml(&input.name, &text, each),
-        Format::Json if cores > 1 && text.len() >= super::split_list::MIN_BYTES => {
-            super::split_list::parse(&input.name, &text, each, cores)
-                .unwrap_or_else(|| parse_json(&input.name, &text, each))
-        }
-        Format::Json => parse_json(&input.name, &text, each),
-    }
-}
-
-impl<T> FileResult<T> {
-    pub(super) fn append(&mut self, other: FileResult<T>) {
-        self.manifests.extend(other.manifests);
-        self.errors.extend(other.errors);
-        self.skipped_at.extend(other.skipped_at);
-        self.others.extend(other.others);
-        self.not_objects += other.not_objects;
-        for (k, n) in other.skipped {
-            *self.skipped.entry(k).or_default() += n;
-        }
-        for (k, n) in other.not_ipam {
-            *self.not_ipam.entry(k).or_default() += n;
-        }
-    }
-}
+use super::{LoadError, Problem, Source};
 
 /// The items of one document's top-level `items` sequence, each through `each` as it is read:
 /// what they give is kept apart until the document is known to be a `kind: List`.

@@ -10,8 +10,9 @@ use std::sync::Arc;
 
 use serde::de::DeserializeSeed;
 
+use super::collect::{Each, FileResult};
 use super::identify::list_item;
-use super::parse::{json_value_lines, parse_json, Each, FileResult};
+use super::parse::{json_value_lines, parse_json};
 use super::to_json::ToJson;
 use super::Source;
 

@@ -1,8 +1,9 @@
-use super::parse::{json_value_lines, yaml_document_lines, FileResult};
+use super::collect::FileResult;
+use super::parse::{json_value_lines, yaml_document_lines};
 use super::*;
 
 fn parse_json(file: &Arc<str>, text: &str) -> FileResult {
-    super::parse::parse_json(file, text, &super::parse::Each::served(&|m| m))
+    super::parse::parse_json(file, text, &super::collect::Each::served(&|m| m))
 }
 
 fn errors(l: &Loaded) -> Vec<String> {
@@ -318,7 +319,7 @@ fn a_list_is_read_item_by_item_whatever_the_key_order() {
         seen.lock().unwrap().push(m.key.ns_name());
         m
     };
-    let r = super::parse::parse_json(&file, text, &super::parse::Each::served(&each));
+    let r = super::parse::parse_json(&file, text, &super::collect::Each::served(&each));
     assert_eq!(seen.into_inner().unwrap(), ["ns/a"]);
     assert_eq!(
         r.manifests[0].source.to_string(),

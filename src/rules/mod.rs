@@ -13,6 +13,7 @@ pub mod mutate;
 pub mod pool;
 pub mod spider;
 pub mod stored;
+mod table;
 mod util;
 pub mod validator;
 
@@ -27,7 +28,8 @@ use crate::kinds::Kind;
 use crate::model::{Operation, Request};
 use crate::rule_id::RuleId;
 pub use mutate::Mutator;
-pub use validator::{for_kind, mutator_for, shape, Call, Review, Validator};
+pub use table::{for_kind, mutator_for};
+pub use validator::{shape, Call, Review, Validator};
 
 /// Settings that change verdicts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,7 +115,21 @@ pub fn denies_from_view(kind: Kind, op: Operation, options: &Options) -> bool {
     !for_kind(kind).view_denials(op, options).is_empty()
 }
 
-/// Mutating webhook (SPEC §7): fills absent fields only; idempotent.
+/// Mutating webhook (SPEC §7): fills absent fields only; idempotent. A broken request is
+/// refused by [`shape`], as validation refuses it; an unknown version is not ours to patch
+/// (validation warns about it); otherwise the kind's mutator fills what is absent.
 pub fn mutate(req: &Request) -> Verdict {
-    mutate::mutate(req)
+    let review = match shape(req) {
+        Ok(review) => review,
+        Err(broken) => return Verdict::denied(broken),
+    };
+    if !req.kind.serves_version(req.version) {
+        return Verdict::default();
+    }
+    let mutator = mutator_for(req.kind);
+    match review {
+        Review::Create(obj) => mutator.create(obj),
+        Review::Update { obj, old } => mutator.update(obj, old),
+        Review::Delete(_) | Review::Connect => Verdict::default(),
+    }
 }

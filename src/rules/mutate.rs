@@ -5,31 +5,10 @@ use serde_json::{json, Value};
 
 use crate::field::{PatchOp, Verdict};
 use crate::kinds::default_pool_group;
-use crate::model::Request;
 use crate::rule_id::RuleId;
-use crate::rules::{mutator_for, shape, Review};
 
 /// The label CAPI uses to tie an object to its cluster.
 pub const CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";
-
-/// The mutating webhook for `req`: a broken request is refused by [`shape`], as validation
-/// refuses it; an unknown version is not ours to patch (validation warns about it); otherwise the
-/// kind's mutator (`rules::mutator_for`) fills what is absent.
-pub(crate) fn mutate(req: &Request) -> Verdict {
-    let review = match shape(req) {
-        Ok(review) => review,
-        Err(broken) => return Verdict::denied(broken),
-    };
-    if !req.kind.serves_version(req.version) {
-        return Verdict::default();
-    }
-    let mutator = mutator_for(req.kind);
-    match review {
-        Review::Create(obj) => mutator.create(obj),
-        Review::Update { obj, old } => mutator.update(obj, old),
-        Review::Delete(_) | Review::Connect => Verdict::default(),
-    }
-}
 
 /// The defaults of one kind. Like `Validator`, every method is written out: a kind with nothing
 /// to fill says so.
@@ -171,6 +150,8 @@ mod tests {
     use super::*;
     use crate::kinds::{Kind, CAPI_IPAM};
     use crate::model::Operation;
+    use crate::model::Request;
+    use crate::rules::mutate;
     use serde_json::json;
 
     fn req<'a>(kind: Kind, op: Operation, obj: &'a Value) -> Request<'a> {

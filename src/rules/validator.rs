@@ -1,7 +1,9 @@
 //! One validator per kind, in the shape Cluster API's webhooks use: `create(obj)`,
 //! `update(obj, old)`, `delete(old)`, with objects that are never optional. [`shape`] is the one
 //! place a request's objects are checked: a broken request is denied there, so no rule has an
-//! allow-when-missing path. `webhooks` is the one table from a kind to its validator and mutator.
+//! allow-when-missing path. The table from a kind to its validator and mutator is `table.rs`:
+//! every rule file implements the trait here, so the table cannot live beside it without each
+//! rule file and this one importing each other.
 
 use serde_json::Value;
 
@@ -9,8 +11,7 @@ use crate::field::{FieldError, Verdict};
 use crate::kinds::Kind;
 use crate::model::{read, Operation, Request};
 use crate::rule_id::RuleId;
-use crate::rules::mutate::{self, Mutator};
-use crate::rules::{capv, claim, ipaddress, metal3, pool, spider, Ctx, Options};
+use crate::rules::{Ctx, Options};
 
 /// A request's objects, as its operation needs them.
 #[derive(Debug, Clone, Copy)]
@@ -65,37 +66,6 @@ pub trait Validator: Sync {
     fn view_denials(&self, op: Operation, options: &Options) -> Vec<RuleId>;
 }
 
-/// The one table: each kind's validator and mutator.
-fn webhooks(kind: Kind) -> (&'static dyn Validator, &'static dyn Mutator) {
-    match kind {
-        Kind::IPAddressClaim => (&claim::Claim, &mutate::ClaimDefaults),
-        Kind::IPAddress => (&ipaddress::Address, &mutate::AddressDefaults),
-        Kind::InClusterIPPool | Kind::GlobalInClusterIPPool => {
-            (&pool::IN_CLUSTER, &mutate::NoDefaults)
-        }
-        Kind::InClusterPrefixPool | Kind::GlobalInClusterPrefixPool => {
-            (&pool::IN_CLUSTER_PREFIX, &mutate::NoDefaults)
-        }
-        Kind::Metal3IPPool => (&metal3::POOL, &mutate::NoDefaults),
-        Kind::Metal3IPClaim => (&metal3::Claim, &mutate::NoDefaults),
-        Kind::Metal3IPAddress => (&metal3::Address, &mutate::NoDefaults),
-        Kind::SpiderIPPool => (&spider::POOL, &mutate::NoDefaults),
-        Kind::VSphereMachine | Kind::VSphereMachineTemplate => {
-            (&capv::Machine, &mutate::NoDefaults)
-        }
-    }
-}
-
-/// The validator of `kind`.
-pub fn for_kind(kind: Kind) -> &'static dyn Validator {
-    webhooks(kind).0
-}
-
-/// The mutator of `kind` (SPEC §7).
-pub fn mutator_for(kind: Kind) -> &'static dyn Mutator {
-    webhooks(kind).1
-}
-
 /// Checks the request carries the objects its operation needs, in a shape the rules can read.
 /// A broken request is denied with a cause at the offending field, never allowed.
 pub fn shape<'a>(req: &Request<'a>) -> Result<Review<'a>, FieldError> {
@@ -125,40 +95,4 @@ pub fn shape<'a>(req: &Request<'a>) -> Result<Review<'a>, FieldError> {
         Operation::Delete => Review::Delete(need(req.old_object, "oldObject")?),
         Operation::Connect => Review::Connect,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::kinds::KINDS;
-    use crate::rules::OverlapScope;
-
-    /// What each validator declares is what the typed ids say: only view-reading rules, and
-    /// each one's effect can refuse a write.
-    #[test]
-    fn view_denials_are_view_reading_rules_that_can_deny() {
-        let settings = [
-            Options::default(),
-            Options {
-                overlap_scope: OverlapScope::Off,
-                require_existing_pool: true,
-                ..Options::default()
-            },
-        ];
-        for info in KINDS {
-            for op in [
-                Operation::Create,
-                Operation::Update,
-                Operation::Delete,
-                Operation::Connect,
-            ] {
-                for options in &settings {
-                    for id in for_kind(info.kind).view_denials(op, options) {
-                        assert!(id.reads_view(), "{:?} {op:?}: {id}", info.kind);
-                        assert_ne!(id.effect(), crate::rule_id::Effect::Warn, "{id}");
-                    }
-                }
-            }
-        }
-    }
 }

@@ -291,7 +291,9 @@ impl Server {
             drain_timeout: Duration::from_secs(1),
             ..limits
         };
-        let verifier = client_auth.as_ref().map(|(v, _)| v.clone());
+        let verifier = client_auth
+            .as_ref()
+            .map(|(v, _)| v.clone() as Arc<dyn rustls::server::danger::ClientCertVerifier>);
         let acceptor = TlsAcceptor::from(tls::server_config(resolver.clone(), verifier));
         let webhook_task = tokio::spawn(conn::serve(
             "webhook",

@@ -107,7 +107,7 @@ fn encode_pool(family: &mut MetricEncoder, u: &PoolUsage) -> Result<(), fmt::Err
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::Shared;
+    use crate::cluster::Ledger;
     use crate::index::Index;
     use crate::kinds::Kind;
     use crate::model::project;
@@ -135,7 +135,7 @@ mod tests {
             "spec": {"address": "10.0.1.10", "prefix": 24, "claimRef": {"name": "a"},
                 "poolRef": {"apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterIPPool", "name": "half"}}});
         index.upsert(project(Kind::IPAddress, &address).unwrap());
-        Arc::new(Shared::new(index))
+        Arc::new(Ledger::new(index))
     }
 
     fn scrape(limit: usize) -> String {
@@ -203,7 +203,7 @@ mod tests {
         let mut registry = Registry::default();
         register(
             &mut registry,
-            Arc::new(Shared::new(index)),
+            Arc::new(Ledger::new(index)),
             POOL_SERIES_LIMIT,
         );
         let mut text = String::new();

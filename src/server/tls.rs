@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use rustls::crypto::CryptoProvider;
+use rustls::server::danger::ClientCertVerifier;
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 use rustls::ServerConfig;
@@ -178,10 +179,11 @@ impl ResolvesServerCert for Resolver {
 }
 
 /// TLS 1.2 and 1.3, ALPN h2 then http/1.1 (older API servers speak h2, recent ones HTTP/1.1).
-/// With a client verifier, a handshake without an acceptable client certificate fails.
+/// With a client verifier, a handshake without an acceptable client certificate fails. The
+/// verifier is any rustls one, so this file need not know `client_auth`, which builds on it.
 pub(crate) fn server_config(
     resolver: Arc<Resolver>,
-    clients: Option<Arc<super::client_auth::ClientVerifier>>,
+    clients: Option<Arc<dyn ClientCertVerifier>>,
 ) -> Arc<ServerConfig> {
     let builder = ServerConfig::builder_with_provider(provider())
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])

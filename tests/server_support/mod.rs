@@ -668,6 +668,8 @@ pub struct LoadStats {
 pub struct Load {
     stop: Arc<std::sync::atomic::AtomicBool>,
     workers: Vec<JoinHandle<LoadStats>>,
+    /// Requests each worker has had answered so far, for tests to wait on instead of sleeping.
+    answered: Vec<Arc<std::sync::atomic::AtomicU64>>,
 }
 
 impl Load {
@@ -679,11 +681,17 @@ impl Load {
         workers: &[(Proto, bool)],
     ) -> Load {
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let answered: Vec<_> = workers
+            .iter()
+            .map(|_| Arc::new(std::sync::atomic::AtomicU64::new(0)))
+            .collect();
         let workers = workers
             .iter()
-            .map(|&(proto, fresh)| {
+            .zip(&answered)
+            .map(|(&(proto, fresh), answered)| {
                 let stop = stop.clone();
                 let ca = ca.clone();
+                let answered = answered.clone();
                 tokio::spawn(async move {
                     let mut stats = LoadStats::default();
                     let mut conn: Option<Conn> = None;
@@ -706,7 +714,10 @@ impl Load {
                             .send(post("/validate", Some("application/json"), body))
                             .await
                         {
-                            Ok(r) if r.status == expected_status => stats.ok += 1,
+                            Ok(r) if r.status == expected_status => {
+                                stats.ok += 1;
+                                answered.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            }
                             Ok(r) => stats.failed.push(format!(
                                 "{proto:?} status {}: {}",
                                 r.status,
@@ -723,7 +734,32 @@ impl Load {
                 })
             })
             .collect();
-        Load { stop, workers }
+        Load {
+            stop,
+            workers,
+            answered,
+        }
+    }
+
+    /// Waits until every worker has had `more` requests answered beyond what it had when called:
+    /// proof that each kind of connection went on working, whatever the machine's speed. Panics
+    /// after `WAIT` with each worker's count.
+    pub async fn wait_each_answered(&self, more: u64) {
+        let count =
+            |a: &Arc<std::sync::atomic::AtomicU64>| a.load(std::sync::atomic::Ordering::Relaxed);
+        let from: Vec<u64> = self.answered.iter().map(count).collect();
+        let deadline = std::time::Instant::now() + WAIT;
+        loop {
+            let now: Vec<u64> = self.answered.iter().map(count).collect();
+            if now.iter().zip(&from).all(|(n, f)| *n >= f + more) {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "workers answered {now:?} (from {from:?}), waiting for {more} more each"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
     }
 
     pub async fn finish(self) -> LoadStats {

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::cluster::shared::PendingHold;
+use crate::cluster::ledger::PendingHold;
 use crate::cluster::WatchHealth;
 use crate::kinds::Kind;
 

@@ -26,14 +26,11 @@ use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
 use super::clock::{self, Clock};
-use super::trust::{Caller, StrangerPolicy, Strikes};
+use super::trust::{Caller, StrangerPolicy, Strikes, PENDING_TTL};
 use super::ClusterView;
 use crate::index::{Index, Object};
 use crate::kinds::Kind;
 use crate::model::{ObjKey, Projection};
-
-/// How long an admitted object counts as existing before the watch shows it (SPEC X2).
-pub const PENDING_TTL: Duration = Duration::from_secs(30);
 
 /// Tells `sweep` which kinds' pending entries must not expire now: the live view holds those of a
 /// kind whose watch is sick, since only that watch could confirm or refute them. A stranger's
@@ -42,9 +39,10 @@ pub trait PendingHold: Send + Sync + std::fmt::Debug {
     fn holds(&self, kind: Kind, now: Instant) -> bool;
 }
 
-/// The index plus pending entries and the decision lock. Cheap to share behind an `Arc`.
+/// The index plus pending entries and the decision lock: a ledger of what the cluster holds, with
+/// admitted writes entered before the watch confirms them. Cheap to share behind an `Arc`.
 #[derive(Debug)]
-pub struct Shared {
+pub struct Ledger {
     state: RwLock<State>,
     decisions: Mutex<()>,
     ttl: Duration,
@@ -97,20 +95,20 @@ impl Deref for IndexGuard<'_> {
     }
 }
 
-impl Default for Shared {
+impl Default for Ledger {
     fn default() -> Self {
-        Shared::new(Index::new())
+        Ledger::new(Index::new())
     }
 }
 
-impl Shared {
+impl Ledger {
     pub fn new(index: Index) -> Self {
-        Shared::with_ttl(index, PENDING_TTL)
+        Ledger::with_ttl(index, PENDING_TTL)
     }
 
     /// As `new`, with another pending TTL (tests).
     pub fn with_ttl(index: Index, ttl: Duration) -> Self {
-        Shared {
+        Ledger {
             state: RwLock::new(State {
                 index,
                 pending: HashMap::new(),
@@ -497,7 +495,7 @@ impl Shared {
 
 /// A view that is only its index: `serve --dev` / `--state-from` serve files through it, so the
 /// pending entries of X2 hold there too.
-impl ClusterView for Shared {
+impl ClusterView for Ledger {
     fn synced(&self) -> bool {
         true
     }
@@ -511,13 +509,13 @@ impl ClusterView for Shared {
         // Admission judges on this reading outside the decision lock: what expired must be gone
         // here as it is in `decide`, or a denial for an expired entry would never end.
         self.sweep(self.clock.now());
-        Box::new(Shared::read(self))
+        Box::new(Ledger::read(self))
     }
     fn decide(&self, f: &mut dyn FnMut(&Index) -> Option<Projection>) {
-        Shared::decide(self, |index| ((), f(index)));
+        Ledger::decide(self, |index| ((), f(index)));
     }
     fn decide_as(&self, caller: &Caller, f: &mut dyn FnMut(&Index) -> Option<Projection>) {
-        Shared::decide_as(self, caller, |index| ((), f(index)));
+        Ledger::decide_as(self, caller, |index| ((), f(index)));
     }
 }
 

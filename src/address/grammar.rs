@@ -1,0 +1,330 @@
+//! The reading itself: text → IP, range or CIDR, with the checks and warnings the module
+//! documentation lists.
+
+use std::net::Ipv6Addr;
+
+use super::entry::{Cidr, Entry, EntryForm, FormKind, Forms, Parsed, RangeBound};
+use super::error::AddrError;
+use super::ip::{Family, Ip, IpRange};
+use super::set::subnet_of;
+
+// === Parsing ===
+
+/// An IP as read from text, before the entry-level checks.
+struct IpText {
+    ip: Ip,
+    canonical: bool,
+    /// IPv6 written with a dotted tail whose upper 96 bits are zero (`::10.0.0.1`).
+    ipv4_compatible: bool,
+}
+
+/// Reads one IP, IPv4-mapped or not; the caller decides about mapped addresses because the
+/// suggestion differs for an IP and a CIDR.
+fn read_ip(s: &str) -> Result<IpText, AddrError> {
+    if s.contains(':') {
+        let a: Ipv6Addr = s.parse().map_err(|_| AddrError::Invalid {
+            expected: Forms::IP,
+        })?;
+        let value = u128::from(a);
+        Ok(IpText {
+            ip: Ip {
+                family: Family::V6,
+                value,
+            },
+            canonical: a.to_string() == s,
+            ipv4_compatible: s.contains('.') && value >> 32 == 0,
+        })
+    } else {
+        Ok(IpText {
+            ip: read_ipv4(s)?,
+            canonical: true,
+            ipv4_compatible: false,
+        })
+    }
+}
+
+/// Our own dotted-quad reader, so the error can say which rule was broken; it accepts exactly
+/// what `std` accepts (a property test holds it to that).
+fn read_ipv4(s: &str) -> Result<Ip, AddrError> {
+    let invalid = AddrError::Invalid {
+        expected: Forms::IP,
+    };
+    let mut octets = [""; 4];
+    let mut n = 0;
+    for part in s.split('.') {
+        if n == 4 || part.is_empty() || !part.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(invalid);
+        }
+        octets[n] = part;
+        n += 1;
+    }
+    if n != 4 {
+        return Err(invalid);
+    }
+    if octets.iter().any(|o| o.len() > 1 && o.starts_with('0')) {
+        return Err(AddrError::LeadingZeroOctet);
+    }
+    let mut value: u32 = 0;
+    for o in octets {
+        let octet = match o.parse::<u8>() {
+            Ok(v) => v,
+            Err(_) => return Err(AddrError::OctetTooLarge),
+        };
+        value = value << 8 | u32::from(octet);
+    }
+    Ok(Ip {
+        family: Family::V4,
+        value: u128::from(value),
+    })
+}
+
+/// A zone id follows `%` after an IPv6 address; only then do we name it, so `100%` stays
+/// "not valid" rather than a puzzling zone message.
+fn has_zone(s: &str) -> bool {
+    let Some(p) = s.find('%') else {
+        return false;
+    };
+    let head = &s[..p];
+    let token = head.rsplit(['-', '/']).next().unwrap_or(head);
+    token.parse::<Ipv6Addr>().is_ok()
+}
+
+fn not_canonical(written: &str, canonical: &str, ipv4_compatible: bool) -> String {
+    let note = if ipv4_compatible {
+        " (IPv4-compatible IPv6 notation is deprecated; this is an IPv6 address, not IPv4)"
+    } else {
+        ""
+    };
+    format!("\"{written}\" is not in canonical form, use \"{canonical}\"{note}")
+}
+
+/// What an entry's text turned out to be.
+enum Read {
+    Ip(Ip),
+    Range(Ip, Ip),
+    Cidr(Cidr),
+}
+
+fn reject_mapped(t: IpText) -> Result<IpText, AddrError> {
+    if let Some(v4) = t.ip.mapped_v4() {
+        return Err(AddrError::Ipv4Mapped {
+            use_instead: Some(v4.to_string()),
+        });
+    }
+    Ok(t)
+}
+
+fn read_single(s: &str) -> Result<Parsed<Read>, AddrError> {
+    let t = reject_mapped(read_ip(s)?)?;
+    let mut warnings = Vec::new();
+    if !t.canonical {
+        warnings.push(not_canonical(s, &t.ip.to_string(), t.ipv4_compatible));
+    }
+    Ok(Parsed {
+        value: Read::Ip(t.ip),
+        warnings,
+    })
+}
+
+fn read_range(s: &str) -> Result<Parsed<Read>, AddrError> {
+    let Some((a, b)) = s.split_once('-') else {
+        return Err(AddrError::RangeSeparators);
+    };
+    if b.contains('-') {
+        return Err(AddrError::RangeSeparators);
+    }
+    if a.is_empty() {
+        return Err(AddrError::RangeBoundMissing(RangeBound::Start));
+    }
+    if b.is_empty() {
+        return Err(AddrError::RangeBoundMissing(RangeBound::End));
+    }
+    if s.contains('/') {
+        return Err(AddrError::RangeOfCidrs);
+    }
+    let end_of = |bound: RangeBound, text: &str| {
+        read_ip(text)
+            .and_then(reject_mapped)
+            .map_err(|reason| AddrError::RangeBoundInvalid {
+                bound,
+                reason: Box::new(reason),
+            })
+    };
+    let start = end_of(RangeBound::Start, a)?;
+    let end = end_of(RangeBound::End, b)?;
+    if start.ip.family != end.ip.family {
+        return Err(AddrError::RangeMixedFamilies);
+    }
+    if start.ip.value > end.ip.value {
+        return Err(AddrError::RangeReversed {
+            start: start.ip,
+            end: end.ip,
+        });
+    }
+    let mut warnings = Vec::new();
+    if !start.canonical || !end.canonical {
+        warnings.push(not_canonical(
+            s,
+            &format!("{}-{}", start.ip, end.ip),
+            start.ipv4_compatible || end.ipv4_compatible,
+        ));
+    }
+    Ok(Parsed {
+        value: Read::Range(start.ip, end.ip),
+        warnings,
+    })
+}
+
+fn read_prefix(p: &str, family: Family) -> Result<u8, AddrError> {
+    if p.is_empty() {
+        return Err(AddrError::PrefixMissing);
+    }
+    if !p.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(AddrError::PrefixInvalid { family });
+    }
+    if p.len() > 1 && p.starts_with('0') {
+        return Err(AddrError::PrefixLeadingZero);
+    }
+    match p.parse::<u8>() {
+        Ok(v) if v <= family.bits() => Ok(v),
+        _ => Err(AddrError::PrefixInvalid { family }),
+    }
+}
+
+fn read_cidr(s: &str) -> Result<Parsed<Read>, AddrError> {
+    let Some((a, p)) = s.split_once('/') else {
+        return Err(AddrError::CidrSeparators);
+    };
+    if p.contains('/') {
+        return Err(AddrError::CidrSeparators);
+    }
+    if a.is_empty() {
+        return Err(AddrError::CidrAddressMissing);
+    }
+    let t = read_ip(a).map_err(|e| match e {
+        AddrError::Invalid { .. } => AddrError::CidrAddressInvalid,
+        other => other,
+    })?;
+    let prefix = read_prefix(p, t.ip.family)?;
+    if let Some(v4) = t.ip.mapped_v4() {
+        let use_instead = (prefix >= 96).then(|| format!("{v4}/{}", prefix - 96));
+        return Err(AddrError::Ipv4Mapped { use_instead });
+    }
+    let cidr = Cidr {
+        ip: t.ip,
+        prefix,
+        network: subnet_of(t.ip, prefix),
+    };
+    let mut warnings = Vec::new();
+    // The host-bits warning already names the canonical network, so one warning is enough.
+    if cidr.has_host_bits() {
+        warnings.push(format!("\"{s}\" has host bits set; it means {cidr}"));
+    } else if !t.canonical {
+        warnings.push(not_canonical(s, &cidr.to_string(), t.ipv4_compatible));
+    }
+    Ok(Parsed {
+        value: Read::Cidr(cidr),
+        warnings,
+    })
+}
+
+fn read_entry(s: &str, forms: Forms) -> Result<Parsed<Read>, AddrError> {
+    if s.is_empty() {
+        return Err(AddrError::Empty);
+    }
+    if s.trim() != s {
+        return Err(AddrError::OuterWhitespace);
+    }
+    if s.chars().any(char::is_whitespace) {
+        return Err(AddrError::InnerWhitespace);
+    }
+    if has_zone(s) {
+        return Err(AddrError::ZoneId);
+    }
+    // Neither '-' nor '/' occurs in a valid IP (zones were ruled out above), so the shape is
+    // known before the parts are read. A '/' followed by something prefix-like is a CIDR even
+    // with a '-' in it (`10.0.0.0/-8` is a bad prefix, not a range).
+    let kind = match s.rsplit_once('/') {
+        Some((_, after)) if !after.contains(['.', ':']) => FormKind::Cidr,
+        _ if s.contains('-') => FormKind::Range,
+        Some(_) => FormKind::Cidr,
+        None => FormKind::Ip,
+    };
+    let read = match kind {
+        FormKind::Ip => read_single(s),
+        FormKind::Range => read_range(s),
+        FormKind::Cidr => read_cidr(s),
+    };
+    if !forms.allows(kind) {
+        // Well-formed text in the wrong shape deserves to be told the shape; broken text in a
+        // shape the field does not take is only "not a valid <what the field takes>".
+        return Err(match read {
+            Ok(_) => AddrError::FormNotAllowed {
+                found: kind,
+                expected: forms,
+            },
+            Err(_) => AddrError::Invalid { expected: forms },
+        });
+    }
+    read.map_err(|e| match e {
+        AddrError::Invalid { .. } => AddrError::Invalid { expected: forms },
+        other => other,
+    })
+}
+
+/// Parses a single IP (addresses, gateways): `not a valid IP address` and friends.
+pub fn parse_ip(s: &str) -> Result<Parsed<Ip>, AddrError> {
+    read_entry(s, Forms::IP).map(|p| {
+        p.map(|r| match r {
+            Read::Ip(ip) => ip,
+            // Forms::IP admits nothing else; keep a total function anyway.
+            Read::Range(a, _) => a,
+            Read::Cidr(c) => c.ip,
+        })
+    })
+}
+
+/// Parses a CIDR (subnets). Host bits are a warning; `network` is the masked network.
+pub fn parse_cidr(s: &str) -> Result<Parsed<Cidr>, AddrError> {
+    let p = read_entry(s, Forms::CIDR)?;
+    match p.value {
+        Read::Cidr(c) => Ok(Parsed {
+            value: c,
+            warnings: p.warnings,
+        }),
+        // Forms::CIDR admits nothing else.
+        Read::Ip(_) | Read::Range(..) => Err(AddrError::Invalid {
+            expected: Forms::CIDR,
+        }),
+    }
+}
+
+/// Parses an entry in any of the forms `forms` allows.
+pub fn parse_entry(s: &str, forms: Forms) -> Result<Parsed<Entry>, AddrError> {
+    read_entry(s, forms).map(|p| {
+        p.map(|r| match r {
+            Read::Ip(ip) => Entry {
+                family: ip.family,
+                range: IpRange::single(ip.value),
+                form: EntryForm::Ip,
+            },
+            Read::Range(a, b) => Entry {
+                family: a.family,
+                range: IpRange::new(a.value, b.value),
+                form: EntryForm::Range,
+            },
+            Read::Cidr(c) => c.entry(),
+        })
+    })
+}
+
+/// Checks an integer prefix field against the family bound (SPEC A2).
+pub fn check_prefix(family: Family, prefix: i64) -> Result<u8, AddrError> {
+    if prefix < 0 {
+        return Err(AddrError::PrefixNegative);
+    }
+    match u8::try_from(prefix) {
+        Ok(p) if p <= family.bits() => Ok(p),
+        _ => Err(AddrError::PrefixTooLarge(family)),
+    }
+}
