@@ -46,13 +46,13 @@ fn reviews(c: &mut Criterion) {
     for case in Case::ALL {
         let body = &first(case).bytes;
         g.bench_function(case.name(), |b| {
-            b.iter(|| admission.review(Endpoint::Validate, black_box(body)))
+            b.iter(|| admission.review_now(Endpoint::Validate, black_box(body)))
         });
     }
     // The API server calls /mutate first for a claim create (M1, M2).
     let claim = &first(Case::ClaimCreate).bytes;
     g.bench_function("claim_create_mutate", |b| {
-        b.iter(|| admission.review(Endpoint::Mutate, black_box(claim)))
+        b.iter(|| admission.review_now(Endpoint::Mutate, black_box(claim)))
     });
     g.finish();
 
@@ -99,11 +99,11 @@ fn hostile(c: &mut Criterion) {
     }))
     .unwrap();
     let admission = Admission::new(Arc::new(Ledger::default()), Options::default());
-    let answer = admission.review(Endpoint::Validate, &body);
+    let answer = admission.review_now(Endpoint::Validate, &body);
     assert!(answer.body.len() < 64 * 1024, "{} bytes", answer.body.len());
     let mut g = c.benchmark_group("hostile");
     g.bench_function("pool_100k_bad_entries", |b| {
-        b.iter(|| admission.review(Endpoint::Validate, black_box(&body)))
+        b.iter(|| admission.review_now(Endpoint::Validate, black_box(&body)))
     });
     g.finish();
 }

@@ -12,7 +12,8 @@
 //! - 4 `rules`: each kind's `Validator` and `Mutator` (one table), `shape`, `Options`. Pure.
 //!   `manifests`: reading objects from files (find, parse, identify), for `check` and `--state-from`.
 //! - 5 `cluster`: the `ClusterView` the rules read (static from files, live from watches).
-//! - 6 `admission`: AdmissionReview in (`envelope`), through the rules (`dispatch`), out (`status`).
+//! - 6 `admission`: AdmissionReview in (`envelope`, `object`), through the rules and the X2 step
+//!   on its route (`dispatch`, `decision`), out (`status`); one entry, `Admission::review`.
 //! - 7 `server`: HTTPS, probes, metrics, certificate reload, shutdown. Never decides a verdict.
 //! - 8 `decider`: one decider across replicas (Lease, peer forwarding of the X2 step).
 //! - 9 `cli`: the commands; maps its flags onto `rules::Options`.

@@ -49,7 +49,7 @@ fn a_pool_of_100k_bad_entries_is_denied_quickly_with_a_bounded_answer() {
     // How long it takes is measured in `cargo bench --bench review -- hostile` (BENCHMARKS.md);
     // what keeps it short is asserted below: the reader stops at LIST_PROBLEMS, and the answer
     // holds 100 causes and a count.
-    let ans = admission().review(Endpoint::Validate, &body);
+    let ans = admission().review_now(Endpoint::Validate, &body);
     assert_eq!(ans.http_status, 200);
     assert!(
         ans.body.len() < 64 * 1024,
@@ -90,7 +90,7 @@ fn a_pool_of_100k_bad_entries_is_denied_quickly_with_a_bounded_answer() {
         &message[message.len().saturating_sub(200)..]
     );
     // Every one of them is still counted in the outcome's rules (metrics, logs).
-    assert_eq!(ans.outcome.unwrap().rules, ["P2"]);
+    assert_eq!(ans.summary.unwrap().rules, ["P2"]);
 }
 
 /// Found by the corpus: a Metal3 IPPool with 100k pools outside its gateway's network got one
@@ -115,7 +115,7 @@ fn a_metal3_pool_with_100k_entries_gets_at_most_101_warnings() {
                 "namePrefix": "p", "allocationStrategy": "sequential"}
         }),
     );
-    let ans = admission().review(Endpoint::Validate, &body);
+    let ans = admission().review_now(Endpoint::Validate, &body);
     assert_eq!(ans.http_status, 200);
     assert!(
         ans.body.len() < 64 * 1024,
@@ -138,7 +138,7 @@ fn a_metal3_pool_with_100k_entries_gets_at_most_101_warnings() {
 #[test]
 fn a_few_problems_are_all_shown() {
     let body = pool_review(vec![json!("x"), json!("x"), json!("10.0.0.1-10.0.0.0")]);
-    let ans = admission().review(Endpoint::Validate, &body);
+    let ans = admission().review_now(Endpoint::Validate, &body);
     let out: Value = serde_json::from_slice(&ans.body).unwrap();
     let causes = out["response"]["status"]["details"]["causes"]
         .as_array()
@@ -175,7 +175,7 @@ fn a_number_past_an_f64_is_denied_at_its_field() {
         let body = String::from_utf8(pool_review(vec![json!("10.0.0.1-10.0.0.9")]))
             .unwrap()
             .replacen(r#""prefix":24"#, &format!(r#""prefix":{number}"#), 1);
-        let ans = admission().review(Endpoint::Validate, body.as_bytes());
+        let ans = admission().review_now(Endpoint::Validate, body.as_bytes());
         let causes = causes(&ans);
         assert!(
             causes.iter().any(|c| c.starts_with("spec.prefix ")
@@ -200,7 +200,7 @@ fn a_metal3_pool_whose_spec_is_not_an_object_is_denied_at_spec() {
                 "spec": spec
             }),
         );
-        let causes = causes(&admission().review(Endpoint::Validate, &body));
+        let causes = causes(&admission().review_now(Endpoint::Validate, &body));
         assert!(
             causes
                 .iter()

@@ -22,7 +22,9 @@ const NOT_A_REVIEW: &[u8] = br#"{"kind":"NotAReview"}"#;
 #[tokio::test]
 async fn h1_and_h2_answer_exactly_what_review_answers() {
     let (server, ca, _dir) = start_default().await;
-    let expected = server.admission.review(Endpoint::Validate, NOT_A_REVIEW);
+    let expected = server
+        .admission
+        .review_now(Endpoint::Validate, NOT_A_REVIEW);
     for (proto, alpn, version) in [
         (Proto::H1, &b"http/1.1"[..], Version::HTTP_11),
         (Proto::H2, &b"h2"[..], Version::HTTP_2),
@@ -40,7 +42,7 @@ async fn h1_and_h2_answer_exactly_what_review_answers() {
             } else {
                 Endpoint::Validate
             };
-            let expected = server.admission.review(endpoint, NOT_A_REVIEW);
+            let expected = server.admission.review_now(endpoint, NOT_A_REVIEW);
             assert_eq!(reply.status, expected.http_status, "{proto:?} {path}");
             assert_eq!(reply.body, expected.body, "{proto:?} {path}");
             assert_eq!(reply.headers["content-type"], "application/json");
@@ -68,7 +70,7 @@ async fn a_client_without_alpn_gets_http1() {
         reply.status,
         server
             .admission
-            .review(Endpoint::Validate, NOT_A_REVIEW)
+            .review_now(Endpoint::Validate, NOT_A_REVIEW)
             .http_status
     );
     server.stop().await;
@@ -78,7 +80,7 @@ async fn a_client_without_alpn_gets_http1() {
 async fn body_up_to_7_mib_reaches_review_and_one_byte_more_is_413() {
     let (server, ca, _dir) = start_default().await;
     let at_limit = vec![b' '; BODY_LIMIT];
-    let expected = server.admission.review(Endpoint::Validate, &at_limit);
+    let expected = server.admission.review_now(Endpoint::Validate, &at_limit);
     for proto in [Proto::H1, Proto::H2] {
         let mut conn = Conn::open(server.addrs.webhook, &ca.der, proto)
             .await
@@ -171,7 +173,7 @@ async fn content_type_other_than_json_is_415() {
     }
     let expected = server
         .admission
-        .review(Endpoint::Validate, NOT_A_REVIEW)
+        .review_now(Endpoint::Validate, NOT_A_REVIEW)
         .http_status;
     for ct in ["application/json; charset=utf-8", "Application/JSON"] {
         let reply = conn
@@ -399,7 +401,7 @@ async fn serves_on_ipv6_loopback() {
         reply.status,
         server
             .admission
-            .review(Endpoint::Validate, NOT_A_REVIEW)
+            .review_now(Endpoint::Validate, NOT_A_REVIEW)
             .http_status
     );
     assert_eq!(

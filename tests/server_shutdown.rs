@@ -19,7 +19,7 @@ const NOT_A_REVIEW: &[u8] = br#"{"kind":"NotAReview"}"#;
 
 fn expected_status(body: &[u8]) -> u16 {
     Admission::new(Arc::new(StaticView::empty()), Default::default())
-        .review(Endpoint::Validate, body)
+        .review_now(Endpoint::Validate, body)
         .http_status
 }
 

@@ -18,7 +18,7 @@ const NOT_A_REVIEW: &[u8] = br#"{"kind":"NotAReview"}"#;
 
 fn expected_status() -> u16 {
     Admission::new(Arc::new(StaticView::empty()), Default::default())
-        .review(Endpoint::Validate, NOT_A_REVIEW)
+        .review_now(Endpoint::Validate, NOT_A_REVIEW)
         .http_status
 }
 

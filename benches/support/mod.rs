@@ -450,7 +450,7 @@ pub struct Body {
 pub fn check(bodies: &[Body], admission: &ipam_guard::admission::Admission) {
     let mut seen = HashSet::new();
     for b in bodies {
-        let answer = admission.review(ipam_guard::admission::Endpoint::Validate, &b.bytes);
+        let answer = admission.review_now(ipam_guard::admission::Endpoint::Validate, &b.bytes);
         assert!(
             answer.http_status == 200 && b.case.expect().matches(&answer.body),
             "{} answered {} {}",

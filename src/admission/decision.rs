@@ -6,26 +6,54 @@
 //! every replica runs, under its decision lock, and records the admitted projection as a pending
 //! entry. The object itself has to travel (the decider projects it into its pending entry, and the
 //! view rules read its ranges and addresses); sending only a projection would need a second,
-//! serialisable reading of every kind and a second place where rules are applied.
+//! serialisable reading of every kind and a second place where rules are applied. It travels as
+//! raw JSON, decoded once on the decider.
+//! Kind and operation are typed on both sides; only the wire spells them as text.
 //!
 //! The answer carries only the view-dependent findings (errors of any rule, in case the decider
 //! runs a different version; warnings of the view rules only): the follower keeps its own answer
 //! for everything else, so syntax, immutability and mutations never depend on the decider.
 
+use std::net::IpAddr;
+use std::sync::{Mutex, OnceLock};
+
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::Value;
 
+use super::object;
 use crate::cluster::Caller;
 use crate::field::{DenyReason, ErrorType, FieldError, Verdict, Warning};
 use crate::kinds::Kind;
 use crate::model::{Operation, Request};
 use crate::rule_id::RuleId;
 
-/// One decision sent to the decider.
+/// One decision sent to the decider: typed where the rules need a type, the objects as raw JSON
+/// (written once by the follower, decoded once on the decider). On the wire it is the same
+/// JSON as before the types (`group`, `kind` and `operation` as text), so replicas of other
+/// versions still understand each other.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(into = "Wire", try_from = "Wire")]
+pub struct DecisionRequest {
+    pub kind: Kind,
+    pub version: String,
+    pub operation: Operation,
+    pub namespace: Option<String>,
+    pub name: String,
+    pub object: Option<Box<RawValue>>,
+    pub old_object: Option<Box<RawValue>>,
+    pub dry_run: bool,
+    /// The address of the unauthenticated caller the follower answered, so the decider bounds
+    /// what it may reserve (`cluster::trust`); absent when the caller was authenticated. The
+    /// follower is itself authenticated (mutual TLS), so its word on this is taken.
+    pub stranger: Option<IpAddr>,
+}
+
+/// `DecisionRequest` as JSON text.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct DecisionRequest {
+pub struct Wire {
     pub group: String,
     pub kind: String,
     pub version: String,
@@ -34,41 +62,77 @@ pub struct DecisionRequest {
     pub namespace: Option<String>,
     pub name: String,
     #[serde(default)]
-    pub object: Option<Value>,
+    pub object: Option<Box<RawValue>>,
     #[serde(default)]
-    pub old_object: Option<Value>,
+    pub old_object: Option<Box<RawValue>>,
     #[serde(default)]
     pub dry_run: bool,
-    /// The address of the unauthenticated caller the follower answered, so the decider bounds
-    /// what it may reserve (`cluster::trust`); absent when the caller was authenticated. The
-    /// follower is itself authenticated (mutual TLS), so its word on this is taken.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stranger: Option<std::net::IpAddr>,
+    pub stranger: Option<IpAddr>,
+}
+
+impl From<DecisionRequest> for Wire {
+    fn from(r: DecisionRequest) -> Wire {
+        Wire {
+            group: r.kind.group().to_string(),
+            kind: r.kind.name().to_string(),
+            version: r.version,
+            operation: r.operation.as_str().to_string(),
+            namespace: r.namespace,
+            name: r.name,
+            object: r.object,
+            old_object: r.old_object,
+            dry_run: r.dry_run,
+            stranger: r.stranger,
+        }
+    }
+}
+
+impl TryFrom<Wire> for DecisionRequest {
+    type Error = String;
+
+    /// A kind or operation this build does not decide (a follower of another version) is an
+    /// answer the decider gives, not a broken request.
+    fn try_from(w: Wire) -> Result<Self, String> {
+        let kind = Kind::from_group_kind(&w.group, &w.kind)
+            .ok_or_else(|| format!("{}/{} is not a kind ipam-guard decides", w.group, w.kind))?;
+        let operation = Operation::parse(&w.operation)
+            .ok_or_else(|| format!("unknown operation {:?}", w.operation))?;
+        // JSON `null` is an absent object, as in a review.
+        let present = |raw: Option<Box<RawValue>>| raw.filter(|r| r.get() != "null");
+        Ok(DecisionRequest {
+            kind,
+            version: w.version,
+            operation,
+            namespace: w.namespace,
+            name: w.name,
+            object: present(w.object),
+            old_object: present(w.old_object),
+            dry_run: w.dry_run,
+            stranger: w.stranger,
+        })
+    }
 }
 
 impl DecisionRequest {
-    pub(crate) fn from_request(req: &Request) -> Self {
+    /// The step for `req`, from `caller`. Its objects are written as JSON once, here: only a
+    /// follower that forwards (or a decider that keeps an admission for a handover) pays for it.
+    pub(crate) fn new(req: &Request, caller: &Caller) -> Self {
+        let raw = |v: Option<&Value>| v.and_then(|v| serde_json::value::to_raw_value(v).ok());
         DecisionRequest {
-            group: req.kind.group().to_string(),
-            kind: req.kind.name().to_string(),
+            kind: req.kind,
             version: req.version.to_string(),
-            operation: req.operation.as_str().to_string(),
+            operation: req.operation,
             namespace: req.namespace.map(str::to_string),
             name: req.name.to_string(),
-            object: req.object.cloned(),
-            old_object: req.old_object.cloned(),
+            object: raw(req.object),
+            old_object: raw(req.old_object),
             dry_run: req.dry_run,
-            stranger: None,
+            stranger: match caller {
+                Caller::Trusted => None,
+                Caller::Stranger(addr) => Some(*addr),
+            },
         }
-    }
-
-    /// Tags the request with who asked the follower.
-    pub(crate) fn from(mut self, caller: &Caller) -> Self {
-        self.stranger = match caller {
-            Caller::Trusted => None,
-            Caller::Stranger(addr) => Some(*addr),
-        };
-        self
     }
 
     /// Who asked the follower that forwarded this.
@@ -79,30 +143,53 @@ impl DecisionRequest {
         }
     }
 
-    /// The request the rules read, or why this is not one we decide.
-    pub(crate) fn request(&self) -> Result<(Kind, Request<'_>), String> {
-        let kind = Kind::from_group_kind(&self.group, &self.kind).ok_or_else(|| {
-            format!(
-                "{}/{} is not a kind ipam-guard decides",
-                self.group, self.kind
-            )
-        })?;
-        let operation = Operation::parse(&self.operation)
-            .ok_or_else(|| format!("unknown operation {:?}", self.operation))?;
-        Ok((
-            kind,
-            Request {
-                operation,
-                kind,
-                version: &self.version,
-                namespace: self.namespace.as_deref(),
-                name: &self.name,
-                object: self.object.as_ref(),
-                old_object: self.old_object.as_ref(),
-                dry_run: self.dry_run,
-            },
-        ))
+    /// `f` of the request the rules read, its objects decoded once; or why they do not decode.
+    pub(crate) fn read<R>(&self, f: impl FnOnce(&Request) -> R) -> Result<R, String> {
+        let decode = |raw: Option<&RawValue>| {
+            raw.map(object::decode)
+                .transpose()
+                .map_err(|e| format!("the forwarded object is not valid JSON: {e}"))
+        };
+        let object = decode(self.object.as_deref())?;
+        let old_object = decode(self.old_object.as_deref())?;
+        Ok(f(&Request {
+            operation: self.operation,
+            kind: self.kind,
+            version: &self.version,
+            namespace: self.namespace.as_deref(),
+            name: &self.name,
+            object: object.as_ref(),
+            old_object: old_object.as_ref(),
+            dry_run: self.dry_run,
+        }))
     }
+}
+
+/// The body of a forwarded decision: a request, or the answer it gets without being decided.
+pub(crate) enum Forwarded {
+    Request(DecisionRequest),
+    NotOurs(String),
+}
+
+/// Reads a forwarded decision's body; `Err` when it is not one (a 400 to the peer).
+pub(crate) fn forwarded(body: &[u8]) -> serde_json::Result<Forwarded> {
+    let wire: Wire = serde_json::from_slice(body)?;
+    Ok(match DecisionRequest::try_from(wire) {
+        Ok(r) => Forwarded::Request(r),
+        Err(why) => Forwarded::NotOurs(why),
+    })
+}
+
+/// The entries of a handover this build can install; one it cannot (a kind of another version)
+/// is passed over, not a reason to refuse the whole list.
+pub(crate) fn known_entries<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Vec<DecisionRequest>, D::Error> {
+    let wire = Vec::<Wire>::deserialize(d)?;
+    Ok(wire
+        .into_iter()
+        .filter_map(|w| DecisionRequest::try_from(w).ok())
+        .collect())
 }
 
 /// The decider's answer.
@@ -215,22 +302,27 @@ impl DecisionAnswer {
 }
 
 /// A verdict's ids are `Copy` (`RuleId`). An id this build does not know (a decider of another
-/// version) is kept as the decider wrote it, so the user still sees which rule spoke: each distinct
-/// id is stored once, at most `FOREIGN_IDS` of them (the decider is an authenticated peer, and its
-/// ids are a short catalogue), and any beyond that read as `unknown`.
+/// version) is kept as the decider wrote it, so the user still sees which rule spoke: each
+/// distinct id fills one of `FOREIGN_IDS` fixed slots (the decider is an authenticated peer, and
+/// its ids are a short catalogue), and any beyond that read as `unknown`. The slots are the whole
+/// of what foreign ids can ever hold: nothing is leaked per answer.
 fn foreign_rule(id: &str) -> &'static str {
     const FOREIGN_IDS: usize = 64;
-    static SEEN: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
-    let mut seen = SEEN.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(known) = seen.iter().find(|s| **s == id) {
-        return known;
-    }
-    if seen.len() >= FOREIGN_IDS || id.len() > 16 {
+    static SLOTS: [OnceLock<Box<str>>; FOREIGN_IDS] = [const { OnceLock::new() }; FOREIGN_IDS];
+    static FILLING: Mutex<()> = Mutex::new(());
+    if id.len() > 16 {
         return "unknown";
     }
-    let stored: &'static str = Box::leak(id.to_string().into_boxed_str());
-    seen.push(stored);
-    stored
+    // One filler at a time, so two answers naming a new id take one slot, not two.
+    let _filling = FILLING.lock().unwrap_or_else(|p| p.into_inner());
+    for slot in &SLOTS {
+        match slot.get() {
+            Some(known) if **known == *id => return known,
+            Some(_) => {}
+            None => return slot.get_or_init(|| id.into()),
+        }
+    }
+    "unknown"
 }
 
 fn error_type(reason: &str) -> ErrorType {
@@ -250,9 +342,10 @@ pub trait Route: Send + Sync {
     /// Sends the step to the decider within the budget. Never fails: no answer in time is an
     /// answer with `unavailable` set.
     fn forward(&self, req: DecisionRequest) -> BoxFuture<'_, DecisionAnswer>;
-    /// The decider admitted `req` (a pending entry now exists for it). The route keeps it for
-    /// the pending TTL, to hand it to the next decider when this one steps down.
-    fn admitted(&self, req: DecisionRequest);
+    /// The decider admitted `req` (a pending entry now exists for it). A route of several
+    /// replicas keeps it for the pending TTL, to hand it to the next decider when this one steps
+    /// down; a replica that decides alone has no one to hand it to.
+    fn admitted(&self, req: &Request);
 }
 
 /// What `Route::standing` says.

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::envelope::Envelope;
 use super::status::Response;
-use super::{Admission, DecisionRequest, Endpoint, Here, Outcome, Route};
+use super::{Admission, Endpoint, Here, Summary};
 use crate::cluster::Caller;
 use crate::field::Verdict;
 use crate::kinds::Kind;
@@ -17,19 +17,22 @@ use crate::rules::{self, Ctx, Options};
 impl Admission {
     /// Everything before the X2 step: not ours, a broken request, a mutation, or a view that
     /// has not synced end here; a validation goes on to the decision.
-    pub(super) fn stage<'e>(&self, endpoint: Endpoint, env: &'e Envelope) -> Stage<'e> {
+    pub(super) fn stage<'e>(
+        &self,
+        endpoint: Endpoint,
+        env: &'e Envelope,
+        name: &'e str,
+    ) -> Stage<'e> {
         let Some(kind) = Kind::from_group_kind(&env.group, &env.kind) else {
             return Stage::Done(Judged::Untouched);
         };
-        let Some(operation) = Operation::parse(&env.operation) else {
-            return Stage::Done(Judged::Untouched);
-        };
+        let operation = env.operation;
         let req = Request {
             operation,
             kind,
             version: &env.version,
             namespace: env.namespace.as_deref(),
-            name: &env.name,
+            name,
             object: env.object.as_ref(),
             old_object: env.old_object.as_ref(),
             dry_run: env.dry_run,
@@ -57,8 +60,8 @@ impl Admission {
     /// here, and a decision that ends after its fence closed is refused (it may have been paused
     /// mid-decision while another replica took over).
     pub(super) fn validate_here(&self, req: &Request, caller: &Caller) -> Verdict {
-        let route = self.inner.route.as_deref();
-        if let Some(Here::Forward) = route.map(Route::standing) {
+        let route = &*self.inner.route;
+        if let Here::Forward = route.standing() {
             return unavailable(NOT_DECIDER.to_string());
         }
         let synced = self.inner.view.synced();
@@ -98,15 +101,13 @@ impl Admission {
                 pending.take()
             });
         }
-        if let Some(route) = route {
-            match route.standing() {
-                Here::Decide => {}
-                Here::Forward => return unavailable(NOT_DECIDER.to_string()),
-                Here::Refuse(why) => return unavailable(why),
-            }
-            if recorded {
-                route.admitted(DecisionRequest::from_request(req));
-            }
+        match route.standing() {
+            Here::Decide => {}
+            Here::Forward => return unavailable(NOT_DECIDER.to_string()),
+            Here::Refuse(why) => return unavailable(why),
+        }
+        if recorded {
+            route.admitted(req);
         }
         if !synced {
             // What the view-reading rules said came from a partial view: drop it, say so.
@@ -208,7 +209,35 @@ pub(super) enum Judged {
     Verdict(Kind, Verdict),
 }
 
-pub(super) fn verdict_rules(v: &std::thread::Result<Judged>) -> Vec<String> {
+/// What the server logs and counts of an answered review. The envelope's strings are copied
+/// once, here: the summary outlives the body they borrow from.
+pub(super) fn summarize(
+    env: &Envelope,
+    name: &str,
+    served: Option<Kind>,
+    response: &Response,
+    verdict: &std::thread::Result<Judged>,
+) -> Summary {
+    Summary {
+        uid: env.uid.to_string(),
+        group: env.group.to_string(),
+        kind: env.kind.to_string(),
+        served,
+        namespace: env.namespace.as_deref().map(str::to_string),
+        name: name.to_string(),
+        operation: env.operation,
+        allowed: response.allowed,
+        code: response.status.as_ref().map_or(0, |s| s.code),
+        rules: verdict_rules(verdict),
+        warnings: response.warnings.len(),
+        patched: response.patch.is_some(),
+        dry_run: env.dry_run,
+        user: env.user.to_string(),
+        groups: env.groups.iter().map(|g| g.to_string()).collect(),
+    }
+}
+
+fn verdict_rules(v: &std::thread::Result<Judged>) -> Vec<String> {
     match v {
         // The rules behind the decision: a denial's, or (when allowed) the warnings'. A warning
         // that rides along with a denial is not counted as a denial rule.
@@ -224,14 +253,6 @@ pub(super) fn verdict_rules(v: &std::thread::Result<Judged>) -> Vec<String> {
         }
         _ => Vec::new(),
     }
-}
-
-pub(super) fn fill_outcome(o: &mut Outcome, response: &Response, rules: Vec<String>) {
-    o.allowed = response.allowed;
-    o.code = response.status.as_ref().map_or(0, |s| s.code);
-    o.warnings = response.warnings.len();
-    o.patched = response.patch.is_some();
-    o.rules = rules;
 }
 
 #[cfg(test)]
@@ -330,9 +351,9 @@ mod tests {
     }
 
     fn judge(a: &Admission, object: &Value) -> (bool, Vec<String>) {
-        let answer = a.review(Endpoint::Validate, &create(object));
-        let outcome = answer.outcome.expect("a review");
-        (outcome.allowed, outcome.rules)
+        let answer = a.review_now(Endpoint::Validate, &create(object));
+        let summary = answer.summary.expect("a review");
+        (summary.allowed, summary.rules)
     }
 
     #[test]

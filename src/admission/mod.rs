@@ -1,33 +1,43 @@
-//! AdmissionReview in and out: `envelope` decodes, `dispatch` takes a review to the rules (and
-//! across replicas to the decider, `decision`), `status` encodes the Status and the patch.
+//! AdmissionReview in and out, through one entry, `Admission::review`: `envelope` decodes the
+//! review into borrowed types in one pass, each object into the tree the rules read (`object`),
+//! `dispatch`
+//! takes it to the rules and through the X2 step on the route (this replica, or the decider
+//! across replicas, `decision`), `status` encodes the Status and the patch.
 //!
-//! The envelope is read by hand from a `serde_json::Value` rather than through
+//! The envelope is read by our own serde visitors rather than through
 //! `kube::core::admission::AdmissionRequest`: that type decodes the object's metadata as a typed
 //! `ObjectMeta` (one wrong-typed label would turn a field problem into a 400 for the whole review),
 //! and its response writes `patch` as an array of numbers where Kubernetes documents a base64
 //! string. The Status we send is kube's own `Status` type.
 
+use std::borrow::Cow;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-use serde_json::json;
+use futures::future::BoxFuture;
+use serde_json::{json, Value};
 
 use crate::cluster::{Caller, ClusterView};
+use crate::kinds::Kind;
+use crate::model::{Operation, Request};
 use crate::rule_id::RuleId;
 use crate::rules::Options;
 
 mod decision;
 mod dispatch;
 mod envelope;
+mod numbers;
+mod object;
 mod status;
-pub use decision::{DecisionAnswer, DecisionRequest, Here, Route, WireError, WireWarning};
+pub(crate) use decision::{forwarded, known_entries, Forwarded};
+pub use decision::{DecisionAnswer, DecisionRequest, Here, Route, Wire, WireError, WireWarning};
 pub use status::denial_status;
 
 use dispatch::{
-    fill_outcome, needs_decider, not_synced, unavailable, verdict_rules, Judged, Stage,
-    NOT_DECIDER, VIEW_NOT_READY_WARNING,
+    needs_decider, not_synced, summarize, unavailable, Judged, Stage, NOT_DECIDER,
+    VIEW_NOT_READY_WARNING,
 };
-use envelope::{decode, Envelope};
+use envelope::{decode, Envelope, Refused};
 use status::{allow, fault, respond, ReviewOut};
 
 /// Which webhook path a review came in on.
@@ -47,15 +57,17 @@ impl Endpoint {
     }
 }
 
-/// What the server needs to know about one decision, for logs and metrics.
-#[derive(Debug, Clone, Default)]
-pub struct Outcome {
+/// What the server needs to know about one answered review, for logs and metrics.
+#[derive(Debug, Clone)]
+pub struct Summary {
     pub uid: String,
+    /// `request.kind` as sent, for the log; `served` is the kind it names, when we serve it.
     pub group: String,
     pub kind: String,
+    pub served: Option<Kind>,
     pub namespace: Option<String>,
     pub name: String,
-    pub operation: String,
+    pub operation: Operation,
     pub allowed: bool,
     /// Status code in the answer (0 when allowed without a status).
     pub code: u16,
@@ -69,12 +81,12 @@ pub struct Outcome {
     pub groups: Vec<String>,
 }
 
-/// An HTTP answer: status and JSON body. `outcome` is `None` when the body was not a review.
+/// An HTTP answer: status and JSON body. `summary` is `None` when the body was not a review.
 #[derive(Debug, Clone)]
 pub struct Answer {
     pub http_status: u16,
     pub body: Vec<u8>,
-    pub outcome: Option<Outcome>,
+    pub summary: Option<Summary>,
 }
 
 impl Answer {
@@ -84,7 +96,7 @@ impl Answer {
         Answer {
             http_status: 400,
             body: serde_json::to_vec(&body).unwrap_or_default(),
-            outcome: None,
+            summary: None,
         }
     }
 }
@@ -98,45 +110,55 @@ pub struct Admission {
 struct Inner {
     view: Arc<dyn ClusterView>,
     options: Options,
-    /// Set when replicas share one decider (SPEC X2 across replicas); None decides locally.
-    route: Option<Arc<dyn Route>>,
+    /// Where the X2 step runs: here (`Local`, one replica), or at the decider several replicas
+    /// share (SPEC X2 across replicas).
+    route: Arc<dyn Route>,
     /// The view is this process's on a user's machine (`serve --dev`), not an install's pods:
     /// what a 503 tells the user to look at.
     local: bool,
 }
 
+/// The route of a replica that decides alone: every X2 step is taken here.
+struct Local;
+
+impl Route for Local {
+    fn standing(&self) -> Here {
+        Here::Decide
+    }
+    fn forward(&self, _: DecisionRequest) -> BoxFuture<'_, DecisionAnswer> {
+        // `standing` never says `Forward`, so nothing is ever sent; were it, refuse, never allow.
+        Box::pin(async { DecisionAnswer::unavailable(NOT_DECIDER) })
+    }
+    fn admitted(&self, _: &Request) {}
+}
+
 impl Admission {
     pub fn new(view: Arc<dyn ClusterView>, options: Options) -> Self {
-        Admission {
-            inner: Arc::new(Inner {
-                view,
-                options,
-                route: None,
-                local: false,
-            }),
-        }
+        Self::build(view, options, Arc::new(Local), false)
     }
 
     /// As `new`, for a view held by this process on a user's machine (`serve --dev`).
     pub fn local(view: Arc<dyn ClusterView>, options: Options) -> Self {
-        Admission {
-            inner: Arc::new(Inner {
-                view,
-                options,
-                route: None,
-                local: true,
-            }),
-        }
+        Self::build(view, options, Arc::new(Local), true)
     }
 
     /// As `new`, with the X2 step sent to the decider `route` names (several replicas).
     pub fn with_route(view: Arc<dyn ClusterView>, options: Options, route: Arc<dyn Route>) -> Self {
+        Self::build(view, options, route, false)
+    }
+
+    fn build(
+        view: Arc<dyn ClusterView>,
+        options: Options,
+        route: Arc<dyn Route>,
+        local: bool,
+    ) -> Self {
         Admission {
             inner: Arc::new(Inner {
                 view,
                 options,
-                route: Some(route),
-                local: false,
+                route,
+                local,
             }),
         }
     }
@@ -151,99 +173,108 @@ impl Admission {
         self.inner.view.synced()
     }
 
-    /// Judges one AdmissionReview body. Never panics: bad bodies are a 400 answer with a message,
-    /// a fault inside the rules is a denial with code 500 (never an allow).
+    /// Judges one AdmissionReview body from `caller` (what a stranger's admitted write may
+    /// reserve is bounded: SPEC X2, `cluster::trust`). The one entry: decode, the panic guard and
+    /// the staging are here and nowhere else. Never panics: bad bodies are a 400 answer with a
+    /// message, a fault inside the rules is a denial with code 500 (never an allow).
     ///
-    /// With a route (several replicas), this is for callers that cannot wait: the X2 step is
-    /// decided locally only when this replica is the decider, else refused with 503. The server
-    /// calls `review_routed`.
-    pub fn review(&self, endpoint: Endpoint, body: &[u8]) -> Answer {
-        self.review_as(endpoint, body, &Caller::Trusted)
-    }
-
-    /// As `review`, for a request from `caller`: what a stranger's admitted write may reserve is
-    /// bounded (SPEC X2, `cluster::trust`).
-    pub fn review_as(&self, endpoint: Endpoint, body: &[u8], caller: &Caller) -> Answer {
+    /// The X2 step runs where the route says: here when this replica decides, at the decider
+    /// (awaited, within the route's budget) when another replica does.
+    pub async fn review(&self, endpoint: Endpoint, body: &[u8], caller: &Caller) -> Answer {
+        let quoted;
         let env = match decode(body) {
             Ok(env) => env,
-            Err(msg) => return Answer::bad_request(msg),
-        };
-        let verdict = catch_unwind(AssertUnwindSafe(|| match self.stage(endpoint, &env) {
-            Stage::Done(judged) => judged,
-            Stage::Validate(kind, req) => Judged::Verdict(kind, self.validate_here(&req, caller)),
-        }));
-        self.finish(env, verdict)
-    }
-
-    /// `review_as`, sending the X2 step to the elected decider when this replica is not it; the
-    /// decider bounds what `caller` may reserve as this replica would.
-    pub async fn review_routed(&self, endpoint: Endpoint, body: &[u8], caller: &Caller) -> Answer {
-        let Some(route) = &self.inner.route else {
-            return self.review_as(endpoint, body, caller);
-        };
-        let env = match decode(body) {
-            Ok(env) => env,
-            Err(msg) => return Answer::bad_request(msg),
-        };
-        // Everything up to the X2 step is judged here, without the decision lock.
-        let first = catch_unwind(AssertUnwindSafe(|| match self.stage(endpoint, &env) {
-            Stage::Done(judged) => Err(judged),
-            Stage::Validate(kind, req) => match route.standing() {
-                Here::Decide => Err(Judged::Verdict(kind, self.validate_here(&req, caller))),
-                Here::Refuse(why) => Err(Judged::Verdict(kind, unavailable(why))),
-                Here::Forward => {
-                    let mut local = self.validate_read_only(&req);
-                    if needs_decider(&req, &local, &self.inner.options) {
-                        Ok((
-                            kind,
-                            local,
-                            DecisionRequest::from_request(&req).from(caller),
-                        ))
-                    } else {
-                        if !self.inner.view.synced() {
-                            local.warn(RuleId::X3, "", VIEW_NOT_READY_WARNING);
-                        }
-                        Err(Judged::Verdict(kind, local))
+            // SPEC ROBUSTNESS O5: a number past an f64 is judged at its field, not refused whole.
+            Err(Refused::NumberOutOfRange(e)) => match numbers::quote_overflowing_numbers(body) {
+                Some(q) => {
+                    quoted = q;
+                    match decode(&quoted) {
+                        Ok(env) => env,
+                        Err(refused) => return Answer::bad_request(refused.message()),
                     }
                 }
+                None => return Answer::bad_request(Refused::NumberOutOfRange(e).message()),
             },
+            Err(refused) => return Answer::bad_request(refused.message()),
+        };
+        // A create may not carry the name yet (generateName): the object's own name is the
+        // better label, for the rules and the answer alike.
+        let name = match &env.name {
+            n if !n.is_empty() => Cow::Borrowed(&**n),
+            _ => Cow::Owned(
+                env.object
+                    .as_ref()
+                    .and_then(|o| o.pointer("/metadata/name"))
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+            ),
+        };
+        let route = &self.inner.route;
+        // Everything up to the X2 step is judged here, without the decision lock.
+        let first = catch_unwind(AssertUnwindSafe(|| {
+            match self.stage(endpoint, &env, &name) {
+                Stage::Done(judged) => Step::Done(judged),
+                Stage::Validate(kind, req) => match route.standing() {
+                    Here::Decide => {
+                        Step::Done(Judged::Verdict(kind, self.validate_here(&req, caller)))
+                    }
+                    Here::Refuse(why) => Step::Done(Judged::Verdict(kind, unavailable(why))),
+                    Here::Forward => {
+                        let mut local = self.validate_read_only(&req);
+                        if needs_decider(&req, &local, &self.inner.options) {
+                            Step::Forward(kind, local, DecisionRequest::new(&req, caller))
+                        } else {
+                            if !self.inner.view.synced() {
+                                local.warn(RuleId::X3, "", VIEW_NOT_READY_WARNING);
+                            }
+                            Step::Done(Judged::Verdict(kind, local))
+                        }
+                    }
+                },
+            }
         }));
         let verdict = match first {
-            Ok(Ok((kind, mut local, request))) => {
+            Ok(Step::Forward(kind, mut local, request)) => {
                 let answer = route.forward(request).await;
                 answer.merge_into(&mut local);
                 Ok(Judged::Verdict(kind, local))
             }
-            Ok(Err(judged)) => Ok(judged),
+            Ok(Step::Done(judged)) => Ok(judged),
             Err(panic) => Err(panic),
         };
-        self.finish(env, verdict)
+        self.finish(&env, &name, verdict)
     }
 
-    /// The decider's side of a forwarded decision: judge under the decision lock, record what is
-    /// admitted as pending, answer with the view-dependent findings.
-    pub fn decide_for_peer(&self, request: &DecisionRequest) -> DecisionAnswer {
-        let (_, req) = match request.request() {
-            Ok(r) => r,
-            Err(why) => return DecisionAnswer::unavailable(why),
-        };
-        match self.inner.route.as_ref().map(|r| r.standing()) {
-            Some(Here::Forward) => {
+    /// `review` from a trusted caller, driven to its end on this thread: for callers without an
+    /// executor (`explain`, tests) on a handler that decides alone, whose review never waits.
+    pub fn review_now(&self, endpoint: Endpoint, body: &[u8]) -> Answer {
+        futures::executor::block_on(self.review(endpoint, body, &Caller::Trusted))
+    }
+
+    /// The decider's side of a forwarded X2 step: judged and recorded under the decision lock
+    /// as a review of this replica's own would be, answered with the view-dependent findings.
+    pub fn answer_forwarded(&self, request: &DecisionRequest) -> DecisionAnswer {
+        match self.inner.route.standing() {
+            Here::Forward => {
                 return DecisionAnswer {
                     not_decider: true,
                     ..DecisionAnswer::unavailable(NOT_DECIDER)
                 }
             }
-            Some(Here::Refuse(why)) => return DecisionAnswer::unavailable(why),
-            Some(Here::Decide) | None => {}
+            Here::Refuse(why) => return DecisionAnswer::unavailable(why),
+            Here::Decide => {}
         }
         if !self.inner.view.synced() {
             return DecisionAnswer::from_verdict(&not_synced(self.inner.local));
         }
         let caller = request.caller();
-        let verdict = catch_unwind(AssertUnwindSafe(|| self.validate_here(&req, &caller)));
+        let verdict = catch_unwind(AssertUnwindSafe(|| {
+            request.read(|req| self.validate_here(req, &caller))
+        }));
         match verdict {
-            Ok(v) => DecisionAnswer::from_verdict(&v),
+            Ok(Ok(v)) => DecisionAnswer::from_verdict(&v),
+            Ok(Err(why)) => DecisionAnswer::unavailable(why),
             Err(_) => {
                 tracing::error!(kind = %request.kind, "internal fault while deciding a forwarded request");
                 DecisionAnswer::unavailable("internal error in the ipam-guard decider; the write is refused to stay safe, retry it")
@@ -251,42 +282,38 @@ impl Admission {
         }
     }
 
-    fn finish(&self, env: Envelope, verdict: std::thread::Result<Judged>) -> Answer {
-        let response = match &verdict {
-            Ok(Judged::Untouched) => allow(&env.uid),
-            Ok(Judged::Verdict(kind, v)) => respond(&env, *kind, v),
+    fn finish(&self, env: &Envelope, name: &str, verdict: std::thread::Result<Judged>) -> Answer {
+        let (response, served) = match &verdict {
+            Ok(Judged::Untouched) => (allow(&env.uid), None),
+            Ok(Judged::Verdict(kind, v)) => (respond(&env.uid, name, *kind, v), Some(*kind)),
             Err(_) => {
                 tracing::error!(uid = %env.uid, kind = %env.kind, "internal fault while judging a review");
-                fault(&env.uid, 500, "InternalError", "internal error in ipam-guard while judging this request; the write is refused to stay safe, retry it")
+                (
+                    fault(&env.uid, 500, "InternalError", "internal error in ipam-guard while judging this request; the write is refused to stay safe, retry it"),
+                    Kind::from_group_kind(&env.group, &env.kind),
+                )
             }
         };
         let body = serde_json::to_vec(&ReviewOut {
-            api_version: &env.api_version,
+            api_version: env.api_version,
             kind: "AdmissionReview",
             response: &response,
         })
         .unwrap_or_default();
-        let mut outcome = Outcome::default();
-        fill_outcome(&mut outcome, &response, verdict_rules(&verdict));
-        drop(response);
-        // The envelope's strings move into the outcome: it is not needed past the answer.
+        let summary = summarize(env, name, served, &response, &verdict);
         Answer {
             http_status: 200,
             body,
-            outcome: Some(Outcome {
-                uid: env.uid,
-                group: env.group,
-                kind: env.kind,
-                namespace: env.namespace,
-                name: env.name,
-                operation: env.operation,
-                dry_run: env.dry_run,
-                user: env.user,
-                groups: env.groups,
-                ..outcome
-            }),
+            summary: Some(summary),
         }
     }
+}
+
+/// Where the first, synchronous part of `review` left a review.
+enum Step {
+    Done(Judged),
+    /// The X2 step is the decider's: the follower's own verdict, and what to send.
+    Forward(Kind, crate::field::Verdict, DecisionRequest),
 }
 
 #[cfg(test)]
@@ -344,11 +371,11 @@ mod tests {
                 "operation",
             ),
         ] {
-            let ans = a.review(Endpoint::Validate, &input);
+            let ans = a.review_now(Endpoint::Validate, &input);
             assert_eq!(ans.http_status, 400, "{needle}");
             let msg: Value = serde_json::from_slice(&ans.body).unwrap();
             assert!(msg["message"].as_str().unwrap().contains(needle), "{msg}");
-            assert!(ans.outcome.is_none());
+            assert!(ans.summary.is_none());
         }
     }
 
@@ -358,7 +385,7 @@ mod tests {
         let review = json!({"apiVersion": "admission.k8s.io/v1beta1", "kind": "AdmissionReview",
             "request": {"uid": "abc", "kind": {"group": "apps", "version": "v1", "kind": "Deployment"},
                 "operation": "CREATE", "name": "x", "namespace": "ns", "object": {"spec": {}}}});
-        let ans = a.review(Endpoint::Validate, &body(&review));
+        let ans = a.review_now(Endpoint::Validate, &body(&review));
         assert_eq!(ans.http_status, 200);
         let out: Value = serde_json::from_slice(&ans.body).unwrap();
         assert_eq!(out["apiVersion"], "admission.k8s.io/v1beta1");
@@ -372,7 +399,7 @@ mod tests {
             "request": {"uid": "u1", "kind": {"group": "ipam.cluster.x-k8s.io", "version": "v1beta2", "kind": "IPAddress"},
                 "operation": "CREATE", "name": "x", "namespace": "ns", "object": "oops"}});
         let out: Value =
-            serde_json::from_slice(&a.review(Endpoint::Validate, &body(&review)).body).unwrap();
+            serde_json::from_slice(&a.review_now(Endpoint::Validate, &body(&review)).body).unwrap();
         assert_eq!(out["response"]["allowed"], false);
         assert_eq!(out["response"]["status"]["code"], 422);
         assert_eq!(
@@ -421,7 +448,7 @@ mod tests {
         let address = json!({"metadata": {"name": "x", "namespace": "ns"}, "spec": {"address": "10.0.0.5", "prefix": 24,
             "claimRef": {"name": "c"}, "poolRef": {"apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterIPPool", "name": "p"}}});
         let out: Value = serde_json::from_slice(
-            &a.review(
+            &a.review_now(
                 Endpoint::Validate,
                 &review_of("IPAddress", "CREATE", address),
             )
@@ -440,7 +467,7 @@ mod tests {
         let claim = json!({"metadata": {"name": "x", "namespace": "ns"}, "spec": {
             "poolRef": {"apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterIPPool", "name": "missing"}}});
         let out: Value = serde_json::from_slice(
-            &a.review(
+            &a.review_now(
                 Endpoint::Validate,
                 &review_of("IPAddressClaim", "CREATE", claim),
             )
@@ -458,7 +485,7 @@ mod tests {
     }
 
     #[test]
-    fn outcome_names_the_denying_rules_or_else_the_warning_ones() {
+    fn summary_names_the_denying_rules_or_else_the_warning_ones() {
         let a = admission();
         let claim = |ns: Option<&str>| {
             let mut pool_ref = json!({"apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterIPPool", "name": "missing"});
@@ -467,22 +494,22 @@ mod tests {
             }
             json!({"metadata": {"name": "x", "namespace": "ns"}, "spec": {"poolRef": pool_ref}})
         };
-        let denied = a.review(
+        let denied = a.review_now(
             Endpoint::Validate,
             &review_of("IPAddressClaim", "CREATE", claim(Some("other"))),
         );
-        let o = denied.outcome.unwrap();
+        let o = denied.summary.unwrap();
         assert!(!o.allowed);
         assert_eq!(
             o.rules,
             vec!["C2".to_string()],
             "C3's warning rides along but did not deny"
         );
-        let warned = a.review(
+        let warned = a.review_now(
             Endpoint::Validate,
             &review_of("IPAddressClaim", "CREATE", claim(None)),
         );
-        let o = warned.outcome.unwrap();
+        let o = warned.summary.unwrap();
         assert!(o.allowed);
         assert_eq!(o.rules, vec!["C3".to_string()]);
         assert_eq!(o.warnings, 1);
@@ -569,22 +596,8 @@ mod tests {
         assert!(s
             .message
             .ends_with(", and 3 more problems not shown [ipam-guard P2, P5]]"));
-        let env = Envelope {
-            api_version: String::new(),
-            uid: "u".into(),
-            group: String::new(),
-            version: String::new(),
-            kind: String::new(),
-            namespace: None,
-            name: "pool-a".into(),
-            operation: "CREATE".into(),
-            object: None,
-            old_object: None,
-            dry_run: false,
-            user: String::new(),
-            groups: Vec::new(),
-        };
-        let response = serde_json::to_value(respond(&env, Kind::InClusterIPPool, &v)).unwrap();
+        let response =
+            serde_json::to_value(respond("u", "pool-a", Kind::InClusterIPPool, &v)).unwrap();
         let warnings = response["warnings"].as_array().unwrap();
         assert_eq!(warnings.len(), MAX_SHOWN + 1);
         assert_eq!(warnings[0], "spec.x: w [ipam-guard P7]");

@@ -77,7 +77,7 @@ fn review(op: &str, object: &Value, dry_run: bool) -> Vec<u8> {
 fn create(view: &Arc<Ledger>, object: &Value) -> (bool, Vec<String>) {
     let a = Admission::new(view.clone(), Options::default());
     let out: Value = serde_json::from_slice(
-        &a.review(Endpoint::Validate, &review("CREATE", object, false))
+        &a.review_now(Endpoint::Validate, &review("CREATE", object, false))
             .body,
     )
     .unwrap();
@@ -211,11 +211,11 @@ fn r1_reviews_record_no_release_only_the_watch_does() {
     let (v, _) = view(&[pool(None), address("old", "10.0.0.15")], 60);
     let a = Admission::new(v.clone(), Options::default());
     for dry_run in [true, false] {
-        let out = a.review(
+        let out = a.review_now(
             Endpoint::Validate,
             &review("DELETE", &address("old", "10.0.0.15"), dry_run),
         );
-        assert!(out.outcome.unwrap().allowed);
+        assert!(out.summary.unwrap().allowed);
     }
     assert_eq!(v.read().releases().len(), 0);
     // Until the watch shows it gone, the old object still holds the address (A9).
@@ -275,18 +275,17 @@ fn r1_the_decider_answers_from_its_own_view_for_a_forwarded_create() {
     let decider = Admission::new(decider_view, Options::default());
     let object = address("new", "10.0.0.15");
     let request = DecisionRequest {
-        group: "ipam.cluster.x-k8s.io".into(),
-        kind: "IPAddress".into(),
+        kind: Kind::IPAddress,
         version: "v1beta2".into(),
-        operation: "CREATE".into(),
+        operation: crate::model::Operation::Create,
         namespace: Some("ns".into()),
         name: "new".into(),
-        object: Some(object),
+        object: Some(serde_json::value::RawValue::from_string(object.to_string()).unwrap()),
         old_object: None,
         dry_run: false,
         stranger: None,
     };
-    let answer = decider.decide_for_peer(&request);
+    let answer = decider.answer_forwarded(&request);
     assert_eq!(answer.errors.len(), 1, "{answer:?}");
     assert_eq!(answer.errors[0].rule, "R1");
     // Merged into a follower's verdict that found nothing, it is the denial.

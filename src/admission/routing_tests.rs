@@ -10,6 +10,8 @@ use serde_json::{json, Value};
 
 use super::*;
 use crate::cluster::Ledger;
+use crate::kinds::Kind;
+use crate::model::Operation;
 
 /// A route whose standing is scripted (the last entry repeats) and whose decider answers with
 /// a fixed answer, recording what it was sent.
@@ -48,8 +50,8 @@ impl Route for Scripted {
         let answer = self.answer.clone();
         async move { answer }.boxed()
     }
-    fn admitted(&self, req: DecisionRequest) {
-        self.admitted.lock().unwrap().push(req.name);
+    fn admitted(&self, req: &Request) {
+        self.admitted.lock().unwrap().push(req.name.to_string());
     }
 }
 
@@ -99,7 +101,7 @@ async fn x2_a_follower_forwards_a_view_dependent_create_and_relays_the_deciders_
     let route = Scripted::new(&[Here::Forward], p10("overlaps InClusterIPPool ns/first"));
     let (a, view) = admission(route.clone());
     let out = a
-        .review_routed(
+        .review(
             Endpoint::Validate,
             &pool_review("second", "10.0.0.10-10.0.0.20"),
             &crate::cluster::Caller::Trusted,
@@ -112,12 +114,12 @@ async fn x2_a_follower_forwards_a_view_dependent_create_and_relays_the_deciders_
         .as_str()
         .unwrap()
         .contains("overlaps InClusterIPPool ns/first"));
-    assert_eq!(out.outcome.unwrap().rules, vec!["P10".to_string()]);
+    assert_eq!(out.summary.unwrap().rules, vec!["P10".to_string()]);
     // The compact request: what the rules read, nothing about the caller.
     let sent = route.sent();
     assert_eq!(sent.len(), 1);
     assert_eq!(sent[0].name, "second");
-    assert_eq!(sent[0].operation, "CREATE");
+    assert_eq!(sent[0].operation, Operation::Create);
     assert!(sent[0].object.is_some());
     let wire = serde_json::to_value(&sent[0]).unwrap();
     assert!(wire.get("uid").is_none() && wire.get("userInfo").is_none());
@@ -130,7 +132,7 @@ async fn x2_a_follower_relays_an_allow_and_keeps_its_own_answer_for_the_rest() {
     let route = Scripted::new(&[Here::Forward], DecisionAnswer::default());
     let (a, _) = admission(route.clone());
     let out = a
-        .review_routed(
+        .review(
             Endpoint::Validate,
             &pool_review("p", "10.0.0.10-10.0.0.20"),
             &crate::cluster::Caller::Trusted,
@@ -145,7 +147,7 @@ async fn x2_a_follower_denies_syntax_itself_without_asking_the_decider() {
     let route = Scripted::new(&[Here::Forward], DecisionAnswer::default());
     let (a, _) = admission(route.clone());
     let out = a
-        .review_routed(
+        .review(
             Endpoint::Validate,
             &pool_review("p", "10.0.0.300-10.0.0.1"),
             &crate::cluster::Caller::Trusted,
@@ -163,7 +165,7 @@ async fn x2_no_decider_is_a_503_that_says_so() {
     );
     let (a, _) = admission(route);
     let r = response(
-        &a.review_routed(
+        &a.review(
             Endpoint::Validate,
             &pool_review("p", "10.0.0.10-10.0.0.20"),
             &crate::cluster::Caller::Trusted,
@@ -183,7 +185,7 @@ async fn x2_mutations_never_reach_the_decider() {
     let route = Scripted::new(&[Here::Refuse("waiting".into())], DecisionAnswer::default());
     let (a, _) = admission(route.clone());
     let out = a
-        .review_routed(
+        .review(
             Endpoint::Mutate,
             &pool_review("p", "10.0.0.10-10.0.0.20"),
             &crate::cluster::Caller::Trusted,
@@ -201,7 +203,7 @@ async fn x2_a_new_decider_still_waiting_refuses_with_503() {
     );
     let (a, view) = admission(route);
     let r = response(
-        &a.review_routed(
+        &a.review(
             Endpoint::Validate,
             &pool_review("p", "10.0.0.10-10.0.0.20"),
             &crate::cluster::Caller::Trusted,
@@ -217,7 +219,7 @@ async fn x2_the_decider_decides_locally_and_the_second_overlap_is_denied() {
     let route = Scripted::new(&[Here::Decide], DecisionAnswer::default());
     let (a, view) = admission(route.clone());
     let first = a
-        .review_routed(
+        .review(
             Endpoint::Validate,
             &pool_review("a", "10.0.0.10-10.0.0.20"),
             &crate::cluster::Caller::Trusted,
@@ -226,7 +228,7 @@ async fn x2_the_decider_decides_locally_and_the_second_overlap_is_denied() {
     assert_eq!(response(&first)["allowed"], true);
     assert_eq!(view.pending_len(), 1);
     let second = a
-        .review_routed(
+        .review(
             Endpoint::Validate,
             &pool_review("b", "10.0.0.15-10.0.0.25"),
             &crate::cluster::Caller::Trusted,
@@ -248,7 +250,7 @@ async fn x2_a_decision_that_ends_after_the_fence_closed_is_refused() {
     );
     let (a, _) = admission(route);
     let r = response(
-        &a.review_routed(
+        &a.review(
             Endpoint::Validate,
             &pool_review("a", "10.0.0.10-10.0.0.20"),
             &crate::cluster::Caller::Trusted,
@@ -259,56 +261,69 @@ async fn x2_a_decision_that_ends_after_the_fence_closed_is_refused() {
     assert_eq!(r["status"]["code"], 503);
 }
 
+/// A forwarded decision as a follower sends it: the review's object, raw.
+fn forwarded_pool(name: &str, range: &str) -> DecisionRequest {
+    let review: Value = serde_json::from_slice(&pool_review(name, range)).unwrap();
+    DecisionRequest {
+        kind: Kind::InClusterIPPool,
+        version: "v1alpha2".into(),
+        operation: Operation::Create,
+        namespace: Some("ns".into()),
+        name: name.into(),
+        object: Some(
+            serde_json::value::RawValue::from_string(review["request"]["object"].to_string())
+                .unwrap(),
+        ),
+        old_object: None,
+        dry_run: false,
+        stranger: None,
+    }
+}
+
 #[test]
 fn x2_the_deciders_side_records_and_serialises_forwarded_decisions() {
     let route = Scripted::new(&[Here::Decide], DecisionAnswer::default());
-    let (a, view) = admission(route);
-    let request = |name: &str, range: &str| -> DecisionRequest {
-        let review: Value = serde_json::from_slice(&pool_review(name, range)).unwrap();
-        let r = &review["request"];
-        DecisionRequest {
-            group: "ipam.cluster.x-k8s.io".into(),
-            kind: "InClusterIPPool".into(),
-            version: "v1alpha2".into(),
-            operation: "CREATE".into(),
-            namespace: Some("ns".into()),
-            name: name.into(),
-            object: Some(r["object"].clone()),
-            old_object: None,
-            dry_run: false,
-            stranger: None,
-        }
-    };
-    let first = a.decide_for_peer(&request("a", "10.0.0.10-10.0.0.20"));
+    let (a, view) = admission(route.clone());
+    let first = a.answer_forwarded(&forwarded_pool("a", "10.0.0.10-10.0.0.20"));
     assert_eq!(first, DecisionAnswer::default());
     assert_eq!(view.pending_len(), 1);
-    let second = a.decide_for_peer(&request("b", "10.0.0.15-10.0.0.25"));
+    assert_eq!(*route.admitted.lock().unwrap(), ["a"]);
+    let second = a.answer_forwarded(&forwarded_pool("b", "10.0.0.15-10.0.0.25"));
     assert_eq!(second.errors.len(), 1, "{second:?}");
     assert_eq!(second.errors[0].rule, "P10");
-    // Not a kind we decide: an answer, not a panic.
-    let mut odd = request("c", "10.0.0.30-10.0.0.40");
-    odd.kind = "Deployment".into();
-    assert!(a.decide_for_peer(&odd).unavailable.is_some());
+}
+
+#[test]
+fn x2_the_wire_is_text_and_a_kind_this_build_does_not_decide_is_answered() {
+    let sent = serde_json::to_value(forwarded_pool("a", "10.0.0.10-10.0.0.20")).unwrap();
+    assert_eq!(sent["group"], "ipam.cluster.x-k8s.io");
+    assert_eq!(sent["kind"], "InClusterIPPool");
+    assert_eq!(sent["operation"], "CREATE");
+    assert_eq!(
+        sent["object"]["spec"]["addresses"][0],
+        "10.0.0.10-10.0.0.20"
+    );
+    let back = forwarded(&serde_json::to_vec(&sent).unwrap()).unwrap();
+    let Forwarded::Request(back) = back else {
+        panic!("a kind we decide")
+    };
+    assert_eq!(back.kind, Kind::InClusterIPPool);
+    assert_eq!(back.operation, Operation::Create);
+    // Not a kind we decide (a follower of another version): an answer, not a panic.
+    let mut odd = sent.clone();
+    odd["kind"] = json!("Deployment");
+    match forwarded(&serde_json::to_vec(&odd).unwrap()).unwrap() {
+        Forwarded::NotOurs(why) => assert!(why.contains("not a kind"), "{why}"),
+        Forwarded::Request(_) => panic!("Deployment is not ours"),
+    }
+    assert!(forwarded(b"{\"kind\": 7}").is_err());
 }
 
 #[test]
 fn x2_a_replica_that_is_not_the_decider_refuses_forwarded_decisions() {
     let route = Scripted::new(&[Here::Forward], DecisionAnswer::default());
     let (a, view) = admission(route);
-    let review: Value = serde_json::from_slice(&pool_review("a", "10.0.0.10-10.0.0.20")).unwrap();
-    let req = DecisionRequest {
-        group: "ipam.cluster.x-k8s.io".into(),
-        kind: "InClusterIPPool".into(),
-        version: "v1alpha2".into(),
-        operation: "CREATE".into(),
-        namespace: Some("ns".into()),
-        name: "a".into(),
-        object: Some(review["request"]["object"].clone()),
-        old_object: None,
-        dry_run: false,
-        stranger: None,
-    };
-    let answer = a.decide_for_peer(&req);
+    let answer = a.answer_forwarded(&forwarded_pool("a", "10.0.0.10-10.0.0.20"));
     assert!(answer.unavailable.is_some());
     // Tells the asker to look at the lease again rather than wait for its next read.
     assert!(answer.not_decider);

@@ -7,7 +7,6 @@ use kube::core::Status;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::envelope::Envelope;
 use crate::field::{DenyReason, Verdict};
 use crate::kinds::Kind;
 use crate::rule_id::RuleId;
@@ -67,16 +66,16 @@ pub(super) fn fault<'a>(uid: &'a str, code: u16, reason: &str, message: &str) ->
 }
 
 /// Builds the `response` of a review from a verdict (SPEC §8).
-pub(super) fn respond<'a>(env: &'a Envelope, kind: Kind, v: &Verdict) -> Response<'a> {
+pub(super) fn respond<'a>(uid: &'a str, name: &str, kind: Kind, v: &Verdict) -> Response<'a> {
     let mut response = if let Some(why) = &v.unavailable {
-        fault(&env.uid, 503, "ServiceUnavailable", why)
+        fault(uid, 503, "ServiceUnavailable", why)
     } else if v.errors.is_empty() {
-        allow(&env.uid)
+        allow(uid)
     } else {
         Response {
             allowed: false,
-            status: Some(denial_status(&env.name, kind, v)),
-            ..allow(&env.uid)
+            status: Some(denial_status(name, kind, v)),
+            ..allow(uid)
         }
     };
     if !v.warnings.is_empty() {

@@ -268,7 +268,7 @@ fn review(op: &str, m: &Manifest, object: Option<&Value>, old: Option<&Value>) -
 
 fn answer(admission: &Admission, endpoint: Endpoint, review: &Value) -> Result<Value, String> {
     let body = serde_json::to_vec(review).map_err(|e| e.to_string())?;
-    let ans = admission.review(endpoint, &body);
+    let ans = admission.review_now(endpoint, &body);
     let out: Value = serde_json::from_slice(&ans.body).map_err(|e| e.to_string())?;
     if ans.http_status != 200 {
         return Err(format!("HTTP {}: {out}", ans.http_status));

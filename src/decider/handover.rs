@@ -31,6 +31,7 @@ const CAP: usize = 100_000;
 /// What `GET /pending` answers.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Handover {
+    #[serde(deserialize_with = "crate::admission::known_entries")]
     pub entries: Vec<DecisionRequest>,
 }
 
@@ -117,10 +118,9 @@ mod tests {
 
     fn req(name: &str) -> DecisionRequest {
         DecisionRequest {
-            group: "ipam.cluster.x-k8s.io".into(),
-            kind: "InClusterIPPool".into(),
+            kind: crate::kinds::Kind::InClusterIPPool,
             version: "v1alpha2".into(),
-            operation: "CREATE".into(),
+            operation: crate::model::Operation::Create,
             namespace: Some("ns".into()),
             name: name.into(),
             object: None,

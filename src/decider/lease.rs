@@ -347,13 +347,12 @@ impl Takeover {
         let now = Instant::now();
         let mut installed = 0;
         for request in list.entries {
-            if let Ok((kind, req)) = request.request() {
-                if let Some(projection) = req.object.and_then(|o| project(kind, o)) {
-                    // Recorded under the decision lock like any admission.
-                    let mut once = Some(projection);
-                    self.view.decide(&mut |_| once.take());
-                    installed += 1;
-                }
+            let projected = request.read(|req| req.object.and_then(|o| project(req.kind, o)));
+            if let Ok(Some(projection)) = projected {
+                // Recorded under the decision lock like any admission.
+                let mut once = Some(projection);
+                self.view.decide(&mut |_| once.take());
+                installed += 1;
             }
             self.log.record(now, request);
         }

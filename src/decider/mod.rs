@@ -28,6 +28,7 @@ use tokio::task::JoinHandle;
 
 use crate::admission::{Admission, DecisionAnswer, DecisionRequest, Here, Route};
 use crate::cluster::ClusterView;
+use crate::model::Request;
 use crate::server::Listen;
 use election::{Election, Standing, Timing};
 use handover::Log;
@@ -354,8 +355,11 @@ impl Route for Decider {
         self.forward_to(req).boxed()
     }
 
-    fn admitted(&self, req: DecisionRequest) {
-        self.log.record(Instant::now(), req);
+    fn admitted(&self, req: &Request) {
+        self.log.record(
+            Instant::now(),
+            DecisionRequest::new(req, &crate::cluster::Caller::Trusted),
+        );
     }
 }
 

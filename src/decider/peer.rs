@@ -30,7 +30,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 
 use super::handover::{Handover, Log, PENDING_PATH};
-use crate::admission::{Admission, DecisionAnswer, DecisionRequest};
+use crate::admission::{forwarded, Admission, DecisionAnswer, DecisionRequest, Forwarded};
 use crate::server::tls::{self, CertFiles};
 
 /// The one route of the peer listener.
@@ -289,14 +289,14 @@ async fn handle(admission: &Admission, log: &Log, req: Request<Incoming>) -> Res
             return reply(StatusCode::BAD_REQUEST, msg.to_string().into_bytes());
         }
     };
-    let request: DecisionRequest = match serde_json::from_slice(&body) {
-        Ok(r) => r,
+    let answer = match forwarded(&body) {
+        Ok(Forwarded::Request(request)) => admission.answer_forwarded(&request),
+        Ok(Forwarded::NotOurs(why)) => DecisionAnswer::unavailable(why),
         Err(e) => {
             let msg = serde_json::json!({ "message": format!("not a decision request: {e}") });
             return reply(StatusCode::BAD_REQUEST, msg.to_string().into_bytes());
         }
     };
-    let answer = admission.decide_for_peer(&request);
     reply(
         StatusCode::OK,
         serde_json::to_vec(&answer).unwrap_or_default(),

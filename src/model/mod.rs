@@ -7,11 +7,9 @@ pub mod capi;
 pub mod capv;
 pub mod incluster;
 pub mod metal3;
-pub mod numbers;
 pub mod pool;
 pub mod prefix;
 pub mod read;
-pub mod review_body;
 pub mod spider;
 #[cfg(test)]
 pub(crate) mod test_support;

@@ -15,9 +15,8 @@ use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Registry, Unit};
 
-use crate::admission::{Admission, Endpoint, Outcome};
+use crate::admission::{Admission, Endpoint, Summary};
 use crate::kinds::{Kind, CAPI_IPAM};
-use crate::model::Operation;
 
 /// Reviews take tens of microseconds: the low buckets must resolve 50 µs.
 const LATENCY_BUCKETS: [f64; 12] = [
@@ -51,7 +50,7 @@ struct RequestLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct DecisionLabels {
     kind: Cow<'static, str>,
-    operation: Cow<'static, str>,
+    operation: &'static str,
     decision: &'static str,
     rule: String,
 }
@@ -164,29 +163,26 @@ impl Metrics {
             .observe(elapsed.as_secs_f64());
     }
 
-    pub(crate) fn decision(&self, outcome: &Outcome) {
-        let decision = if !outcome.allowed {
+    pub(crate) fn decision(&self, summary: &Summary) {
+        let decision = if !summary.allowed {
             "denied"
-        } else if outcome.warnings > 0 {
+        } else if summary.warnings > 0 {
             "warned"
         } else {
             "allowed"
         };
-        let kind = kind_label(&outcome.group, &outcome.kind);
-        let operation = match Operation::parse(&outcome.operation) {
-            Some(op) => Cow::Borrowed(op.as_str()),
-            None => Cow::Owned(outcome.operation.clone()),
-        };
+        let kind = kind_label(summary.served, &summary.kind);
+        let operation = summary.operation.as_str();
         let mut labels = DecisionLabels {
             kind,
             operation,
             decision,
             rule: String::new(),
         };
-        if outcome.rules.is_empty() {
+        if summary.rules.is_empty() {
             self.decisions.get_or_create(&labels).inc();
         }
-        for rule in &outcome.rules {
+        for rule in &summary.rules {
             labels.rule.clone_from(rule);
             self.decisions.get_or_create(&labels).inc();
         }
@@ -201,8 +197,8 @@ pub(crate) struct ListenerMetrics {
 }
 
 /// Kinds as `check` writes them, so Metal3's IPAddress does not merge with CAPI's.
-fn kind_label(group: &str, kind: &str) -> Cow<'static, str> {
-    match Kind::from_group_kind(group, kind) {
+fn kind_label(served: Option<Kind>, kind: &str) -> Cow<'static, str> {
+    match served {
         Some(k) if k.group() == CAPI_IPAM => Cow::Borrowed(k.name()),
         Some(k) => Cow::Owned(k.display_name()),
         None => Cow::Owned(kind.to_string()),

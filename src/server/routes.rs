@@ -16,7 +16,7 @@ use http::{HeaderValue, Method, StatusCode, Version};
 use http_body_util::BodyExt;
 
 use super::Shared;
-use crate::admission::{Endpoint, Outcome};
+use crate::admission::{Endpoint, Summary};
 use crate::cluster::Caller;
 
 pub(crate) fn webhook(shared: Arc<Shared>) -> Router {
@@ -148,8 +148,7 @@ async fn answer(shared: &Shared, endpoint: Endpoint, req: Request) -> Response {
     };
     // `review` promises not to panic; if it ever does, one 500 beats tearing down an h2
     // connection and every other request multiplexed on it.
-    let review =
-        std::panic::AssertUnwindSafe(shared.admission.review_routed(endpoint, &body, &caller));
+    let review = std::panic::AssertUnwindSafe(shared.admission.review(endpoint, &body, &caller));
     let answer = match futures::FutureExt::catch_unwind(review).await {
         Ok(answer) => answer,
         Err(_) => {
@@ -157,10 +156,10 @@ async fn answer(shared: &Shared, endpoint: Endpoint, req: Request) -> Response {
             return message(StatusCode::INTERNAL_SERVER_ERROR, "internal error");
         }
     };
-    if let Some(outcome) = &answer.outcome {
-        log_outcome(endpoint, outcome);
+    if let Some(summary) = &answer.summary {
+        log_summary(endpoint, summary);
         if endpoint == Endpoint::Validate {
-            shared.metrics.decision(outcome);
+            shared.metrics.decision(summary);
         }
     }
     let status =
@@ -252,7 +251,7 @@ fn json_content_type(value: Option<&HeaderValue>) -> Result<(), String> {
 
 /// Denials and warnings at info (one line each, what an operator greps for, with who asked);
 /// requests allowed without a word at debug only.
-fn log_outcome(endpoint: Endpoint, o: &Outcome) {
+fn log_summary(endpoint: Endpoint, o: &Summary) {
     // Formatted only by a subscriber that takes the line: an allowed review at info costs no
     // formatting at all.
     let object = ObjectName(o);
@@ -262,7 +261,7 @@ fn log_outcome(endpoint: Endpoint, o: &Outcome) {
             uid = %o.uid,
             kind = %o.kind,
             object = %object,
-            operation = %o.operation,
+            operation = o.operation.as_str(),
             patched = o.patched,
             dry_run = o.dry_run,
             "allowed"
@@ -280,7 +279,7 @@ fn log_outcome(endpoint: Endpoint, o: &Outcome) {
         kind = %o.kind,
         group = %o.group,
         object = %object,
-        operation = %o.operation,
+        operation = o.operation.as_str(),
         rules = %Joined(&o.rules),
         code = o.code,
         warnings = o.warnings,
@@ -292,7 +291,7 @@ fn log_outcome(endpoint: Endpoint, o: &Outcome) {
 }
 
 /// `namespace/name`, or `name` for a cluster-scoped object.
-struct ObjectName<'a>(&'a Outcome);
+struct ObjectName<'a>(&'a Summary);
 
 impl std::fmt::Display for ObjectName<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

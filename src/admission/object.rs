@@ -1,0 +1,194 @@
+//! An object of a review (`request.object`, `request.oldObject`), decoded into the `Value` tree
+//! the rules read in the envelope's own pass, without `metadata.managedFields`: a fifth of a
+//! create body and a third of an update's, read by nothing, and building then freeing its tree
+//! was a third of a review's instructions (BENCHMARKS.md, issue 14). It is still checked as JSON.
+
+use std::fmt;
+
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use super::numbers::quote_overflowing_numbers;
+
+/// The seed of one object, for `MapAccess::next_value_seed`.
+pub(super) struct Object;
+
+impl<'de> DeserializeSeed<'de> for Object {
+    type Value = Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        Level::Object.deserialize(d)
+    }
+}
+
+/// An object sent as raw JSON (a forwarded X2 step), decoded once. A number past an f64 is
+/// quoted for its field to judge, as in a review (SPEC ROBUSTNESS O5).
+pub(super) fn decode(raw: &RawValue) -> serde_json::Result<Value> {
+    let text = raw.get().as_bytes();
+    parse(text).or_else(|e| match quote_overflowing_numbers(text) {
+        Some(quoted) if e.to_string().starts_with("number out of range") => parse(&quoted),
+        _ => Err(e),
+    })
+}
+
+fn parse(text: &[u8]) -> serde_json::Result<Value> {
+    let mut de = serde_json::Deserializer::from_slice(text);
+    let value = Object.deserialize(&mut de)?;
+    de.end()?;
+    Ok(value)
+}
+
+/// Where in the object a map sits, which says what to skip in it.
+#[derive(Clone, Copy)]
+enum Level {
+    Object,
+    Metadata,
+}
+
+enum Key {
+    Skip,
+    Plain,
+    Into(Level),
+}
+
+impl Level {
+    fn key(self, key: &str) -> Key {
+        match (self, key) {
+            (Level::Object, "metadata") => Key::Into(Level::Metadata),
+            (Level::Metadata, "managedFields") => Key::Skip,
+            _ => Key::Plain,
+        }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Level {
+    type Value = Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+/// A map at a level reads its keys by `Level::key`; anything else is the plain `Value`.
+impl<'de> Visitor<'de> for Level {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any valid JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            match self.key(&key) {
+                Key::Skip => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+                Key::Plain => {
+                    out.insert(key, map.next_value::<Value>()?);
+                }
+                Key::Into(level) => {
+                    out.insert(key, map.next_value_seed(level)?);
+                }
+            }
+        }
+        Ok(Value::Object(out))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut out = Vec::new();
+        while let Some(v) = seq.next_element::<Value>()? {
+            out.push(v);
+        }
+        Ok(Value::Array(out))
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_string()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn same_tree_less_managed_fields() {
+        let object = json!({
+            "apiVersion": "g/v", "kind": "K",
+            "metadata": {"name": "n", "labels": {"a": "b"},
+                         "managedFields": [{"manager": "kubectl", "fieldsV1": {"f:spec": {}}}]},
+            "spec": {"addresses": ["10.0.0.1-10.0.0.9"], "prefix": 24, "big": 1.5e300, "neg": -3},
+            "status": {"allocatedIPs": "{}"}
+        });
+        let mut want = object.clone();
+        want["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .remove("managedFields");
+        assert_eq!(parse(object.to_string().as_bytes()).unwrap(), want);
+    }
+
+    #[test]
+    fn shapes_that_are_not_an_object_decode_as_plain_json() {
+        for text in [r#"[1, "a", null]"#, r#""text""#, "42", r#"{"metadata": 7}"#] {
+            let plain: Value = serde_json::from_str(text).unwrap();
+            let r = RawValue::from_string(text.to_string()).unwrap();
+            assert_eq!(decode(&r).unwrap(), plain);
+        }
+    }
+
+    #[test]
+    fn overflowing_numbers_are_quoted_for_their_field_to_judge() {
+        let r = RawValue::from_string(r#"{"spec": {"prefix": 1e400}}"#.to_string()).unwrap();
+        assert_eq!(decode(&r).unwrap(), json!({"spec": {"prefix": "1e400"}}));
+    }
+
+    #[test]
+    fn broken_json_in_managed_fields_is_refused_as_plain_json_refuses_it() {
+        for text in [
+            r#"{"metadata": {"managedFields": [1,}}"#,
+            r#"{"metadata": {"managedFields": [1]}} trailing"#,
+        ] {
+            let plain = serde_json::from_str::<Value>(text).unwrap_err();
+            assert_eq!(
+                parse(text.as_bytes()).unwrap_err().to_string(),
+                plain.to_string()
+            );
+        }
+    }
+
+    #[test]
+    fn nesting_past_the_limit_is_refused() {
+        let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
+        let text = format!(r#"{{"spec": {deep}}}"#);
+        let err = parse(text.as_bytes()).unwrap_err().to_string();
+        assert!(err.contains("recursion limit"), "{err}");
+    }
+}
