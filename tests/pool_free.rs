@@ -12,7 +12,7 @@ use ipam_guard::cli::usage_free;
 use ipam_guard::index::free::{FreeRun, PoolFree};
 use ipam_guard::index::Index;
 use ipam_guard::kinds::Kind;
-use ipam_guard::model::{project, ObjKey};
+use ipam_guard::model::ObjKey;
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
@@ -29,14 +29,6 @@ fn ip_address(name: &str, v6: bool, offset: u128, kind: &str, pool: &str) -> Val
             "poolRef": {"apiGroup": "ipam.cluster.x-k8s.io", "kind": kind, "name": pool},
         },
     })
-}
-
-fn index_of(objects: &[(Kind, Value)]) -> Index {
-    let mut index = Index::new();
-    for (kind, o) in objects {
-        index.upsert(project(*kind, o).expect("a named object projects"));
-    }
-    index
 }
 
 fn free_of(index: &Index, kind: Kind, ns: Option<&str>, name: &str) -> PoolFree {
@@ -265,18 +257,8 @@ fn the_whole_ipv6_space_is_one_free_block() {
 
 #[test]
 fn metal3_spiderpool_and_prefix_pools_are_listed_with_the_rest() {
-    let m3 = json!({
-        "apiVersion": "ipam.metal3.io/v1alpha1", "kind": "IPPool",
-        "metadata": {"name": "m3", "namespace": NS},
-        "spec": {"namePrefix": "m3", "allocationStrategy": "sequential",
-            "pools": [{"start": "192.168.0.10", "end": "192.168.0.19", "gateway": "192.168.0.11", "prefix": 24}]},
-    });
-    let m3_address = json!({
-        "apiVersion": "ipam.metal3.io/v1alpha1", "kind": "IPAddress",
-        "metadata": {"name": "m3-0", "namespace": NS},
-        "spec": {"address": "192.168.0.15", "prefix": 24,
-            "pool": {"name": "m3", "namespace": NS}, "claim": {"name": "c0", "namespace": NS}},
-    });
+    let m3 = metal3_pool();
+    let m3_address = metal3_address("192.168.0.15");
     let spider = json!({
         "apiVersion": "spiderpool.spidernet.io/v2beta1", "kind": "SpiderIPPool",
         "metadata": {"name": "sp"},

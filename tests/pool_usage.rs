@@ -11,7 +11,7 @@ use ipam_guard::cluster::Ledger;
 use ipam_guard::index::usage::PoolUsage;
 use ipam_guard::index::Index;
 use ipam_guard::kinds::Kind;
-use ipam_guard::model::{project, ObjKey};
+use ipam_guard::model::ObjKey;
 use ipam_guard::server::pool_metrics;
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -29,14 +29,6 @@ fn ip_address(name: &str, v6: bool, offset: u128, pool: &str) -> Value {
             "poolRef": {"apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterIPPool", "name": pool},
         },
     })
-}
-
-fn index_of(objects: &[(Kind, Value)]) -> Index {
-    let mut index = Index::new();
-    for (kind, o) in objects {
-        index.upsert(project(*kind, o).expect("a named object projects"));
-    }
-    index
 }
 
 /// The metrics text of a registry holding only the pool usage collector over `index`.
@@ -188,18 +180,8 @@ fn slash_31_and_slash_127_hand_out_both_addresses() {
 
 #[test]
 fn metal3_pool_counts_its_own_and_capi_addresses_and_skips_the_gateway() {
-    let pool = json!({
-        "apiVersion": "ipam.metal3.io/v1alpha1", "kind": "IPPool",
-        "metadata": {"name": "m3", "namespace": NS},
-        "spec": {"namePrefix": "m3", "allocationStrategy": "sequential",
-            "pools": [{"start": "192.168.0.10", "end": "192.168.0.19", "gateway": "192.168.0.11", "prefix": 24}]},
-    });
-    let m3_address = json!({
-        "apiVersion": "ipam.metal3.io/v1alpha1", "kind": "IPAddress",
-        "metadata": {"name": "m3-0", "namespace": NS},
-        "spec": {"address": "192.168.0.10", "prefix": 24,
-            "pool": {"name": "m3", "namespace": NS}, "claim": {"name": "c0", "namespace": NS}},
-    });
+    let pool = metal3_pool();
+    let m3_address = metal3_address("192.168.0.10");
     let capi_address = json!({
         "apiVersion": "ipam.cluster.x-k8s.io/v1beta2", "kind": "IPAddress",
         "metadata": {"name": "capi-0", "namespace": NS},

@@ -6,6 +6,9 @@
 use std::collections::BTreeSet;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
+use ipam_guard::index::Index;
+use ipam_guard::kinds::Kind;
+use ipam_guard::model::project;
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
@@ -151,4 +154,33 @@ pub fn pool(v6: bool) -> impl Strategy<Value = Pool> {
                 allocate_reserved,
             },
         )
+}
+
+/// An index of `objects`, each projected as the view would.
+pub fn index_of(objects: &[(Kind, Value)]) -> Index {
+    let mut index = Index::new();
+    for (kind, o) in objects {
+        index.upsert(project(*kind, o).expect("a named object projects"));
+    }
+    index
+}
+
+/// Metal3's pool `m3`: 192.168.0.10–19, gateway .11.
+pub fn metal3_pool() -> Value {
+    json!({
+        "apiVersion": "ipam.metal3.io/v1alpha1", "kind": "IPPool",
+        "metadata": {"name": "m3", "namespace": NS},
+        "spec": {"namePrefix": "m3", "allocationStrategy": "sequential",
+            "pools": [{"start": "192.168.0.10", "end": "192.168.0.19", "gateway": "192.168.0.11", "prefix": 24}]},
+    })
+}
+
+/// Metal3's IPAddress `m3-0` of pool `m3` at `address`.
+pub fn metal3_address(address: &str) -> Value {
+    json!({
+        "apiVersion": "ipam.metal3.io/v1alpha1", "kind": "IPAddress",
+        "metadata": {"name": "m3-0", "namespace": NS},
+        "spec": {"address": address, "prefix": 24,
+            "pool": {"name": "m3", "namespace": NS}, "claim": {"name": "c0", "namespace": NS}},
+    })
 }
