@@ -570,24 +570,8 @@ impl Walk<'_> {
                 self.within_key(r, |w| w.push("Required value".into()));
             }
         }
-        // Both maps are sorted by key (serde_json's Map is a BTreeMap unless some crate turns
-        // on `preserve_order`), so the schema's properties are walked beside the fields instead
-        // of searched for each one: a tree search per field was a twentieth of `check`'s work.
-        // A field out of order (insertion-ordered maps) is looked up as before.
-        let mut props = n.properties.iter().peekable();
-        let mut furthest: Option<&str> = None;
         for (k, v) in fields {
-            let found = if furthest.is_some_and(|f| k.as_str() < f) {
-                n.properties.get(k)
-            } else {
-                furthest = Some(k.as_str());
-                while props
-                    .next_if(|(name, _)| name.as_str() < k.as_str())
-                    .is_some()
-                {}
-                props.next_if(|(name, _)| *name == k).map(|(_, p)| p)
-            };
-            if let Some(p) = found {
+            if let Some(p) = n.properties.get(k) {
                 // metadata is ObjectMeta whatever the CRD says (`validate_metadata`).
                 if root && k == "metadata" {
                     continue;
