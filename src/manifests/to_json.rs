@@ -229,14 +229,23 @@ impl<'de> Visitor<'de> for ToJson<'_> {
                 }
                 continue;
             }
-            if out.contains_key(&key) || dropped.contains(&key) || (streamed && key == "items") {
+            if dropped.contains(&key) || (streamed && key == "items") {
                 return Err(de::Error::custom(format!("duplicate key {key:?}")));
             }
             if self.place == Place::Metadata && UNREAD_METADATA.contains(&key.as_str()) {
                 dropped.push(key);
                 continue;
             }
-            out.insert(key, value);
+            // One search of the map per key, for the duplicate check and the insert.
+            match out.entry(key) {
+                serde_json::map::Entry::Occupied(taken) => {
+                    let key = taken.key();
+                    return Err(de::Error::custom(format!("duplicate key {key:?}")));
+                }
+                serde_json::map::Entry::Vacant(free) => {
+                    free.insert(value);
+                }
+            }
         }
         for merged in merges {
             let Value::Object(merged) = merged else {
