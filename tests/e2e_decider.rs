@@ -828,7 +828,8 @@ async fn x2_killing_the_decider_never_admits_two_and_decisions_resume_against(as
             .collect()
     };
     // The decider admits one of a burst over all replicas, and dies before the API server has
-    // written it (the write lands a second later, as a slow write would).
+    // written it (the write lands once the survivors have answered a burst without it, as a
+    // slow write would).
     let first = burst(&s.webhooks(&[]), &ca, bodies(24)).await;
     let admitted: Vec<usize> = (0..first.len())
         .filter(|i| first[*i] == Answer::Allowed)
@@ -838,11 +839,8 @@ async fn x2_killing_the_decider_never_admits_two_and_decisions_resume_against(as
     let killed = Instant::now();
     let winner = pool(&format!("k-{}", admitted[0] + 1), range);
     let client = s.client.clone();
-    let write = tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        let (status, body) = create(&client, &collection(&winner), &winner).await;
-        assert_eq!(status, 201, "{body}");
-    });
+    let mut winner = Some(winner);
+    let mut write = None;
 
     // Conflicting creates keep arriving at the survivors until decisions resume.
     let survivors = s.webhooks(&[d]);
@@ -865,9 +863,16 @@ async fn x2_killing_the_decider_never_admits_two_and_decisions_resume_against(as
                 Answer::Failed(e) => panic!("no answer from a survivor: {e}"),
             }
         }
+        if let Some(winner) = winner.take() {
+            let client = client.clone();
+            write = Some(tokio::spawn(async move {
+                let (status, body) = create(&client, &collection(&winner), &winner).await;
+                assert_eq!(status, 201, "{body}");
+            }));
+        }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    write.await.unwrap();
+    write.expect("the winner was written").await.unwrap();
     let resumed = resumed.unwrap();
     println!(
         "decider killed: decisions resumed after {resumed:?} ({refused} requests refused with 503 meanwhile; \
