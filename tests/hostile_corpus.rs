@@ -9,6 +9,9 @@
 //!
 //! Every case goes to `/validate` with its own expectation, and to `/mutate` held to the
 //! contract alone (a 4xx with a message, or a 200 verdict that echoes the uid).
+//!
+//! The cases are made in `hostile_corpus/`, by kind of input: `wrong_types`, `malformed`,
+//! `envelopes`, `values`; what they must get, the run and the judging are here.
 
 #[path = "hostile_corpus/envelopes.rs"]
 mod envelopes;
@@ -348,7 +351,7 @@ fn body(v: &Value) -> Vec<u8> {
     serde_json::to_vec(v).unwrap()
 }
 
-// === the named hostile inputs ===
+// === the named hostile inputs (the cases: `malformed`, `envelopes`, `values`) ===
 
 fn big_string() -> String {
     "1".repeat(1 << 20)

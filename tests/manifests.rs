@@ -5,6 +5,9 @@
 //! kinds is derived from `ipam_guard::kinds::KINDS`, so adding a kind there without registering it
 //! here fails. Needs kubectl on PATH (or `KUBECTL=/path/to/kubectl`); without it the tests fail
 //! rather than pass silently.
+//!
+//! Rendering, the workload and the webhook rules are here; the rest in `manifests/`: `rbac`,
+//! `wiring` (webhook settings, Service, certificate), `deployment`, `components`.
 #[path = "manifests/components.rs"]
 mod components;
 #[path = "manifests/deployment.rs"]

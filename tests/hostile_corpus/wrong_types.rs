@@ -3,8 +3,6 @@
 
 use super::*;
 
-// === wrong types at every node of the envelope and of each kind's object ===
-
 /// The envelope: every node of the review outside the objects, each stand-in in turn.
 pub fn envelope_cases(out: &mut Vec<Case>) {
     let source = "ipaddress-create.json";
