@@ -478,20 +478,40 @@ async fn policies_and_webhook_agree_on_every_example() {
 
 // === matchConditions ===
 
+/// `controller_runtime_webhook_requests_total` summed over its series, read once no admission
+/// request is in flight. The API server calls the webhooks before it answers a write, and
+/// ipam-guard counts a request before it sends its answer; so once a write has returned and
+/// nothing is in flight, every call that write caused is counted: a write the API server did
+/// not send leaves the counter where it was, without a wait to prove it.
 async fn counter(metrics: std::net::SocketAddr) -> f64 {
-    let url = format!("http://{metrics}/metrics");
-    let text = tokio::task::spawn_blocking(move || {
+    let start = std::time::Instant::now();
+    loop {
+        let text = scrape(metrics).await;
+        let sum = |family: &str| -> f64 {
+            text.lines()
+                .filter(|l| l.starts_with(family))
+                .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+                .sum()
+        };
+        let in_flight = sum("controller_runtime_webhook_requests_in_flight{");
+        if in_flight == 0.0 {
+            return sum("controller_runtime_webhook_requests_total{");
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "{in_flight} admission requests still in flight after 60 s"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn scrape(metrics: std::net::SocketAddr) -> String {
+    tokio::task::spawn_blocking(move || {
         use std::io::{Read, Write};
-        let addr = url
-            .trim_start_matches("http://")
-            .split('/')
-            .next()
-            .unwrap()
-            .to_string();
-        let mut s = std::net::TcpStream::connect(&addr).unwrap();
+        let mut s = std::net::TcpStream::connect(metrics).unwrap();
         write!(
             s,
-            "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+            "GET /metrics HTTP/1.1\r\nHost: {metrics}\r\nConnection: close\r\n\r\n"
         )
         .unwrap();
         let mut out = String::new();
@@ -499,22 +519,12 @@ async fn counter(metrics: std::net::SocketAddr) -> f64 {
         out
     })
     .await
-    .unwrap();
-    text.lines()
-        .filter(|l| l.starts_with("controller_runtime_webhook_requests_total{"))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
+    .unwrap()
 }
 
-/// Whether the request reached ipam-guard: the counter moves within 2 s, or stays for 1.5 s.
+/// Whether the write just returned reached ipam-guard: the settled counter moved past `before`.
 async fn reached(metrics: std::net::SocketAddr, before: f64) -> bool {
-    for _ in 0..10 {
-        if counter(metrics).await > before {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(150)).await;
-    }
-    false
+    counter(metrics).await > before
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -711,8 +721,7 @@ async fn send_counted(
         let r = create(client, o, false).await;
         assert!(r.status == 201 || r.status == 409, "{}: {r:#?}", rule.id);
     }
-    // Let the set-up's calls finish counting before the count starts.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The set-up's calls are counted by now (`counter` reads once none is in flight).
     let before = counter(metrics).await;
     let r = send_final(client, rule, p).await;
     let moved = reached(metrics, before).await;

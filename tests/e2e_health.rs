@@ -307,37 +307,52 @@ async fn e2e_health_e1_h1_h2_and_policy_reports_against(assets: e2e::Server) {
         "{row}"
     );
 
-    // A claim no provider serves, in a pool with free addresses (H1 once older than 1 s).
+    // A claim no provider serves, in a pool with free addresses (H1 once older than 1 s). The
+    // age is the audit's wall clock against the API server's creationTimestamp (whole seconds):
+    // the audit runs again until it finds the claim stuck, instead of sleeping past the second.
     let stuck = api::claim(NS, "stuck", "spare");
     api::create(&client, &stuck, false).await.expect(201);
-    tokio::time::sleep(Duration::from_millis(2_100)).await;
-
-    let audit = ipam_guard(&[
-        "audit",
-        "--kubeconfig",
-        &kc,
-        "--stuck-after",
-        "1s",
-        "-o",
-        "json",
-    ]);
-    let found: Value = serde_json::from_slice(&audit.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&audit.stderr)));
-    let mut got: Vec<(String, String)> = found
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| {
-            f["namespace"] == NS && ["E1", "H1", "H2"].contains(&f["rule"].as_str().unwrap())
-        })
-        .map(|f| {
-            (
-                f["rule"].as_str().unwrap().to_string(),
-                f["name"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
-    got.sort();
+    let audit_ns = || {
+        let audit = ipam_guard(&[
+            "audit",
+            "--kubeconfig",
+            &kc,
+            "--stuck-after",
+            "1s",
+            "-o",
+            "json",
+        ]);
+        let found: Value = serde_json::from_slice(&audit.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&audit.stderr)));
+        let mut got: Vec<(String, String)> = found
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| {
+                f["namespace"] == NS && ["E1", "H1", "H2"].contains(&f["rule"].as_str().unwrap())
+            })
+            .map(|f| {
+                (
+                    f["rule"].as_str().unwrap().to_string(),
+                    f["name"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        got.sort();
+        (found, got)
+    };
+    let stuck_seen = std::time::Instant::now();
+    let (found, got) = loop {
+        let (found, got) = audit_ns();
+        if got.contains(&("H1".to_string(), "stuck".to_string())) {
+            break (found, got);
+        }
+        assert!(
+            stuck_seen.elapsed() < WAIT,
+            "the audit never found the claim stuck: {found:#}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
     assert_eq!(
         got,
         pairs(&[
@@ -379,10 +394,31 @@ async fn e2e_health_e1_h1_h2_and_policy_reports_against(assets: e2e::Server) {
         }
     })
     .await;
-    // Rounds that find the same leave the reports alone (the results keep their first-seen time).
+    // Rounds that find the same leave the reports alone (the results keep their first-seen time):
+    // two whole rounds more, seen in the log as writes that changed nothing, and the version
+    // stands. (The round that wrote what was just read may log after the count is taken, so
+    // it is not one of the two.)
     let version = |r: api::Resp| r.body["metadata"]["resourceVersion"].clone();
     let before = version(get(&client, REPORT).await);
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    let written = |log: &str| -> Vec<String> {
+        log.lines()
+            .filter(|l| l.contains("PolicyReports written"))
+            .map(str::to_string)
+            .collect()
+    };
+    let rounds_before = written(&log_tail()).len();
+    eventually("three more audit rounds", WAIT, || {
+        let n = written(&log_tail()).len();
+        async move { n >= rounds_before + 3 }
+    })
+    .await;
+    let later = written(&log_tail()).split_off(rounds_before + 1);
+    assert!(
+        later
+            .iter()
+            .all(|l| l.contains("applied=0") && l.contains("deleted=0")),
+        "{later:#?}"
+    );
     assert_eq!(
         version(get(&client, REPORT).await),
         before,
