@@ -8,7 +8,10 @@ use std::path::{Path, PathBuf};
 /// Top-level modules by rank, lowest first. `main.rs` and `lib.rs` may use anything.
 ///
 /// `rule_id` sits below `catalogue` and `field` because both are keyed by it; `manifests`
-/// (files → objects) reads `model` and `schema` and is read by `cluster` and `cli`.
+/// (files → objects) reads `model` and `schema` and is read by `cluster` and `cli`. `judge`
+/// (schema → mutate → validate for `check`, `audit`, `usage` and the periodic audit) reads a
+/// live cluster, so it sits above `cluster`, beside `admission` (neither uses the other), below
+/// `server` (the periodic audit) and `cli`.
 const RANKS: &[(&str, u8)] = &[
     ("address", 0),
     ("kinds", 0),
@@ -24,6 +27,7 @@ const RANKS: &[(&str, u8)] = &[
     ("rules", 4),
     ("cluster", 5),
     ("admission", 6),
+    ("judge", 6),
     ("server", 7),
     ("decider", 8),
     ("cli", 9),
