@@ -216,18 +216,9 @@ fn an_upward_import_is_caught_with_its_line() {
 // between a module file and the files of its own submodules are left out as well: a child using
 // the types its parent declares while the parent calls into the child is how a module directory
 // is built, not two files that cannot be read apart. Circles among siblings, cousins and across
-// modules, of any length, are what this catches.
+// modules, of any length, are what this catches; none is allowed.
 
 use std::collections::{BTreeMap, BTreeSet};
-
-/// A temporary allowance, not a rule: `cli/audit.rs` and the `check` pipeline (`cli/check.rs`,
-/// `cli/check/*`) import each other until that pipeline moves to its own layer (issue 25; the
-/// branch moving it removes this). A circle passes only if every file in it is one of these.
-fn allowed_circle(files: &[String]) -> bool {
-    files
-        .iter()
-        .all(|f| f == "cli/audit.rs" || f == "cli/check.rs" || f.starts_with("cli/check/"))
-}
 
 /// A module path from the crate root (`["cluster", "trust"]`).
 type ModPath = Vec<String>;
@@ -714,7 +705,6 @@ fn no_import_circles_between_files() {
     let graph = file_graph(&src);
     let found: Vec<String> = circles(&graph)
         .into_iter()
-        .filter(|c| !allowed_circle(c))
         .map(|c| describe(&c, &graph))
         .collect();
     assert!(
