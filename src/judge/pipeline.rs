@@ -1,7 +1,7 @@
-//! One object's way through the API server, as `check`, `audit` and `usage` judge it: the
-//! mutating webhook's patch applied and the schema judged on the result (`hold`, per object, on
-//! the worker that read it), then every object validated as a CREATE against the index of all
-//! of them (`judge_held`).
+//! One object's way through the API server, as `check` and `audit` judge it: the mutating
+//! webhook's patch applied and the schema judged on the result (`hold`, per object, on the
+//! worker that read it), then every object validated as a CREATE against the index of all of
+//! them (`judge_held`).
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
