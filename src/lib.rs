@@ -14,9 +14,14 @@
 //! - 5 `cluster`: the `ClusterView` the rules read (static from files, live from watches).
 //! - 6 `admission`: AdmissionReview in (`envelope`, `object`), through the rules and the X2 step
 //!   on its route (`dispatch`, `decision`), out (`status`); one entry, `Admission::review`.
-//! - 7 `server`: HTTPS, probes, metrics, certificate reload, shutdown. Never decides a verdict.
+//!   `judge`: objects judged as the API server would create them (schema → mutate → validate)
+//!   into `Finding`s, from files (`check`), a cluster's listing or a view (`audit`, the periodic
+//!   audit), and a cluster read as what others count against (`check --kubeconfig`, `usage`).
+//! - 7 `server`: HTTPS, probes, metrics, certificate reload, shutdown; the periodic audit
+//!   (`judge` on a timer, PolicyReports). Never decides a verdict.
 //! - 8 `decider`: one decider across replicas (Lease, peer forwarding of the X2 step).
-//! - 9 `cli`: the commands; maps its flags onto `rules::Options`.
+//! - 9 `cli`: the commands (flags, output formats, progress); maps its flags onto
+//!   `rules::Options`.
 #![forbid(unsafe_code)]
 
 pub mod address;
@@ -27,6 +32,7 @@ pub mod cluster;
 pub mod decider;
 pub mod field;
 pub mod index;
+pub mod judge;
 pub mod kinds;
 pub mod kube_version;
 pub mod manifests;

@@ -7,8 +7,8 @@ mod server_support;
 use std::collections::BTreeSet;
 
 use ipam_guard::admission::Admission;
-use ipam_guard::cli::audit;
 use ipam_guard::cluster::StaticView;
+use ipam_guard::server::audit;
 use ipam_guard::server::{CertFiles, Server};
 use prometheus_client::registry::Registry;
 use serde_json::Value;

@@ -12,9 +12,9 @@ mod e2e;
 
 use e2e::api::*;
 use e2e::{eventually, ControlPlane};
-use ipam_guard::cli::audit;
-use ipam_guard::cli::report::Severity;
 use ipam_guard::cluster::ClusterView;
+use ipam_guard::judge::audit;
+use ipam_guard::judge::Severity;
 use ipam_guard::kinds::Kind;
 use ipam_guard::rules::Options;
 use serde_json::{json, Value};

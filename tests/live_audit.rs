@@ -6,10 +6,12 @@ mod live_support;
 
 use std::time::Duration;
 
-use ipam_guard::cli::audit::{self, ViolationLabels};
-use ipam_guard::cli::report::Severity;
+use ipam_guard::judge::audit;
+use ipam_guard::judge::stored::Judged;
+use ipam_guard::judge::{Finding, Severity};
 use ipam_guard::kinds::Kind;
 use ipam_guard::rules::Options;
+use ipam_guard::server::audit::{periodic, register_violations, ViolationLabels};
 use live_support::*;
 use prometheus_client::registry::Registry;
 
@@ -35,10 +37,7 @@ async fn cluster_with_slipped_objects() -> FakeApi {
     api
 }
 
-fn rules_of(
-    findings: &[ipam_guard::cli::report::Finding],
-    severity: Severity,
-) -> Vec<&'static str> {
+fn rules_of(findings: &[Finding], severity: Severity) -> Vec<&'static str> {
     let mut r: Vec<&'static str> = findings
         .iter()
         .filter(|f| f.severity == severity)
@@ -102,11 +101,11 @@ async fn x4_a_namespace_audit_judges_its_objects_against_the_whole_cluster() {
     let ns = audit::audit_judging(
         &api.client(),
         Options::default(),
-        audit::Judged::Namespace("ns".into()),
+        Judged::Namespace("ns".into()),
     )
     .await;
     assert!(ns.errors.is_empty(), "{:?}", ns.errors);
-    let lines = |findings: &[ipam_guard::cli::report::Finding], only_ns: bool| {
+    let lines = |findings: &[Finding], only_ns: bool| {
         findings
             .iter()
             .filter(|f| !only_ns || f.subject.key.namespace() == Some("ns"))
@@ -164,8 +163,8 @@ async fn x4_audit_without_a_cluster_exits_2() {
 async fn x4_periodic_audit_sets_violations_per_rule() {
     let api = cluster_with_slipped_objects().await;
     let mut registry = Registry::default();
-    let violations = audit::register_violations(&mut registry);
-    let task = tokio::spawn(audit::periodic(
+    let violations = register_violations(&mut registry);
+    let task = tokio::spawn(periodic(
         api.client(),
         Options::default(),
         Duration::from_millis(100),

@@ -9,11 +9,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
-use ipam_guard::cli::audit::{register_violations, ViolationLabels};
 use ipam_guard::cluster::Ledger;
 use ipam_guard::index::Index;
 use ipam_guard::kinds::Kind;
 use ipam_guard::model::project;
+use ipam_guard::server::audit::{register_violations, ViolationLabels};
 use ipam_guard::server::pool_metrics;
 use prometheus_client::registry::Registry;
 use serde::Deserialize;

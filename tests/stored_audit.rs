@@ -7,11 +7,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ipam_guard::cli::audit::{self, ViolationLabels};
-use ipam_guard::cli::check;
-use ipam_guard::cli::report::{Finding, Severity};
 use ipam_guard::cluster::{ClusterView, StaticView};
+use ipam_guard::judge::audit::{self, ClusterFindings};
+use ipam_guard::judge::{self, Finding, Severity};
 use ipam_guard::rules::Options;
+use ipam_guard::server::audit::{periodic_view, register_violations, ViolationLabels};
 use prometheus_client::registry::Registry;
 
 /// What the projections answer exactly as admission words it.
@@ -65,7 +65,7 @@ fn x4_the_view_audit_agrees_with_check_on_what_projections_answer() {
     // Each example on its own, so objects of one do not meet those of another.
     for path in examples() {
         let view = StaticView::load(std::slice::from_ref(&path)).unwrap();
-        let (_, checked) = check::judge(view.manifests().to_vec(), Options::default());
+        let (_, checked) = judge::judge(view.manifests().to_vec(), Options::default());
         let from_view = audit::judge_view(&view, Options::default());
         let name = path.file_name().unwrap().to_string_lossy().to_string();
 
@@ -117,8 +117,8 @@ fn x4_the_view_audit_of_clean_manifests_finds_nothing() {
 async fn x4_periodic_view_audit_sets_violations_per_rule() {
     let view: Arc<dyn ClusterView> = Arc::new(StaticView::load(&examples()[5..6]).unwrap());
     let mut registry = Registry::default();
-    let violations = audit::register_violations(&mut registry);
-    let task = tokio::spawn(audit::periodic_view(
+    let violations = register_violations(&mut registry);
+    let task = tokio::spawn(periodic_view(
         view,
         Options::default(),
         Duration::from_millis(50),
@@ -200,7 +200,7 @@ fn h1_the_periodic_audit_reports_a_claim_once_it_waited_longer_than_stuck_after(
     let created = std::time::UNIX_EPOCH + Duration::from_secs(1_795_514_400);
     let clock = ManualClock::at(created);
     clock.advance(Duration::from_secs(9 * 60));
-    let h1 = |o: &audit::Outcome| o.findings.iter().filter(|f| f.rule == "H1").count();
+    let h1 = |o: &ClusterFindings| o.findings.iter().filter(|f| f.rule == "H1").count();
     assert_eq!(
         h1(&audit::judge_view_at(
             &view,

@@ -9,10 +9,10 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use ipam_guard::cli::check::check;
 use ipam_guard::cli::report::write_findings;
 use ipam_guard::cli::OutputFormat;
 use ipam_guard::cluster::load;
+use ipam_guard::judge::files::check;
 use ipam_guard::rules::Options;
 use libfuzzer_sys::fuzz_target;
 

@@ -286,7 +286,7 @@ pub fn show(rule: &Rule) -> Result<Shown, String> {
     let file = format!("{}.yaml", m.name());
     if rule.effect() == Effect::CheckOnly {
         let written = manifests(&file, e.object)?;
-        let (_, findings) = super::check::judge(written, Options::default());
+        let (_, findings) = crate::judge::judge(written, Options::default());
         let mut transcript = format!("$ ipam-guard check {file}\n");
         for f in findings {
             transcript.push_str(&format!("{f}\n"));
@@ -302,8 +302,11 @@ pub fn show(rule: &Rule) -> Result<Shown, String> {
         let mut stored = manifests("cluster.yaml", e.cluster)?;
         stored.extend(manifests(&file, e.object)?);
         let view = crate::cluster::StaticView::from_manifests(stored);
-        let outcome =
-            super::audit::judge_view_at(&view, Options::default(), std::time::SystemTime::now());
+        let outcome = crate::judge::audit::judge_view_at(
+            &view,
+            Options::default(),
+            std::time::SystemTime::now(),
+        );
         let mut transcript = format!("$ ipam-guard audit --rule {}\n", rule.id);
         transcript.push_str(&super::audit::text(&outcome.findings, rule.id.as_str()));
         return Ok(Shown {

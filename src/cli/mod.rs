@@ -6,7 +6,6 @@ pub mod completions;
 pub mod dev_webhooks;
 pub mod explain;
 pub mod policies;
-pub mod policy_reports;
 pub mod progress;
 pub mod report;
 pub mod serve;

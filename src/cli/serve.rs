@@ -92,21 +92,21 @@ pub async fn run_with(
     // The periodic audit (off unless --audit-interval) judges what the view already holds: no
     // second copy of the cluster and no list calls each round (rules::stored, rules::health).
     let _audit = args.audit_interval.map(|interval| {
-        let violations = crate::cli::audit::register_violations(&mut registry);
-        let findings = crate::cli::audit::register_findings(&mut registry);
+        let violations = crate::server::audit::register_violations(&mut registry);
+        let findings = crate::server::audit::register_findings(&mut registry);
         let reports = client.filter(|_| args.policy_reports).map(|client| {
             // One writer across replicas: the decider; a lone replica is its own.
             let leader = decider.clone();
-            crate::cli::audit::ReportSink {
-                writer: crate::cli::policy_reports::Writer::new(client),
+            crate::server::audit::ReportSink {
+                writer: crate::server::policy_reports::Writer::new(client),
                 may_write: Arc::new(move || leader.as_ref().is_none_or(|d| d.leads())),
             }
         });
-        AbortOnDrop(tokio::spawn(crate::cli::audit::periodic_view_with(
+        AbortOnDrop(tokio::spawn(crate::server::audit::periodic_view_with(
             view,
             args.rules.audit_options(&args.health),
             interval,
-            crate::cli::audit::Outputs {
+            crate::server::audit::Outputs {
                 violations,
                 findings: Some(findings),
                 reports,

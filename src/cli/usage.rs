@@ -4,12 +4,11 @@
 
 use std::io::{self, BufWriter, Write};
 
-use super::check::{Judged, Judging};
 use super::usage_entry::UsageEntry;
 use super::{UsageArgs, UsageFormat};
-use crate::cluster::live;
 use crate::cluster::{index_of, StaticView};
 use crate::index::usage::PoolUsage;
+use crate::judge::cluster::projections;
 use crate::kinds::{Kind, KINDS};
 use crate::manifests;
 
@@ -47,15 +46,9 @@ pub async fn run(args: &UsageArgs) -> i32 {
             }
         };
         // The kinds usage counts are those the live view keeps; only their projections are held.
-        let (read, errors) = live::read::read(
-            &client,
-            &server,
-            live::watched,
-            Judging::new(Judged::None, super::audit::FILE),
-            super::progress::for_stderr(args.quiet),
-        )
-        .await;
-        (index_of(read.into_projections()), errors)
+        let (projections, errors) =
+            projections(&client, &server, super::progress::for_stderr(args.quiet)).await;
+        (index_of(projections), errors)
     } else {
         let loaded = manifests::read_paths(&args.paths);
         let errors = loaded.errors.iter().map(ToString::to_string).collect();

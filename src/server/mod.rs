@@ -1,6 +1,7 @@
 //! HTTPS for `/validate` and `/mutate`, plain-HTTP probes and metrics, certificate reload and
-//! graceful shutdown. Never decides a verdict: every webhook answer body comes from
-//! `Admission::review`, byte for byte.
+//! graceful shutdown, and the periodic audit (`audit`: `judge` on a timer, with PolicyReports).
+//! Never decides a verdict: every webhook answer body comes from `Admission::review`, byte for
+//! byte.
 //!
 //! ```text
 //! let server = Server::bind(config, admission, registry).await?;   // sockets bound, certs loaded
@@ -8,12 +9,14 @@
 //! server.run(shutdown_signal).await;                               // returns once drained
 //! ```
 
+pub mod audit;
 mod client_auth;
 mod conn;
 /// Binds a listener as the webhook's are bound (`:PORT` dual-stack); the decider's peer port uses it.
 pub(crate) use conn::bind as bind_listener;
 pub mod dev;
 mod metrics;
+pub mod policy_reports;
 pub mod pool_metrics;
 mod routes;
 pub mod tls;

@@ -17,7 +17,7 @@ use kube::core::ApiResource;
 use kube::Client;
 use serde_json::{json, Value};
 
-use super::report::{Finding, Severity};
+use crate::judge::{Finding, Severity, Who};
 
 /// The reports' group and version.
 pub const GROUP: &str = "wgpolicyk8s.io";
@@ -83,8 +83,8 @@ fn result(f: &Finding, seen: i64) -> Value {
     };
     let who = &f.subject.key;
     let api_version = match who {
-        super::report::Who::Served(k) => format!("{}/{}", k.kind.group(), k.kind.storage_version()),
-        super::report::Who::Other(o) => o.group.clone(),
+        Who::Served(k) => format!("{}/{}", k.kind.group(), k.kind.storage_version()),
+        Who::Other(o) => o.group.clone(),
     };
     let mut resource =
         json!({"apiVersion": api_version, "kind": who.kind_name(), "name": who.name()});
@@ -244,8 +244,8 @@ impl Writer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::report::Subject;
     use crate::field::{FieldError, Warning};
+    use crate::judge::Subject;
     use crate::kinds::Kind;
     use crate::model::ObjKey;
     use crate::rule_id::RuleId;

@@ -8,9 +8,10 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::patch::apply_add;
 use super::phases::{Phases, Steps};
-use super::{apply_add, hold, judge_held, quiet, request, Held};
-use crate::cli::report::{Finding, Who};
+use super::pipeline::{hold, judge_held, quiet, request, Held};
+use super::{Finding, Who};
 use crate::cluster::live::read::Each;
 use crate::cluster::WatchedObject;
 use crate::index::Index;
@@ -18,6 +19,9 @@ use crate::kinds::Kind;
 use crate::manifests::{Manifest, Source};
 use crate::model::{ObjKey, Projection};
 use crate::rules::{self, Options};
+
+/// What findings about stored objects name as their file.
+pub const FILE: &str = "cluster";
 
 /// Which stored objects are judged; the others count only as what the judged ones are judged
 /// against (their projections), so a namespace's audit keeps no other namespace's objects.
@@ -131,9 +135,7 @@ impl Each for Judging {
             self.context.extend(projection);
             return;
         }
-        let file = self
-            .file
-            .get_or_insert_with(|| Arc::from(crate::cli::audit::FILE));
+        let file = self.file.get_or_insert_with(|| Arc::from(FILE));
         let m = Manifest {
             source: Source {
                 file: file.clone(),
