@@ -10,7 +10,6 @@
 use std::fmt;
 use std::io::{self, Read};
 
-use anyhow::Context;
 use bytes::Bytes;
 use futures::io::{AsyncBufRead, AsyncBufReadExt};
 use kube::Client;
@@ -22,6 +21,48 @@ use crate::cluster::WatchedObject;
 
 /// Body chunks buffered between the connection and the decoder.
 const CHUNKS_IN_FLIGHT: usize = 16;
+
+/// Why a list did not complete. Typed, so that the watch loop can tell a server that answered
+/// with a status (a 504 from a cache behind the requested version, a 410) from one that did not
+/// answer at all, without looking inside an opaque error.
+#[derive(Debug, thiserror::Error)]
+pub enum ListError {
+    /// The request was not made or not answered with a success: a kube `Api` error carries the
+    /// status the server sent, any other kind means no answer.
+    #[error(transparent)]
+    Request(#[from] kube::Error),
+    /// The URL could not be made into a request.
+    #[error(transparent)]
+    Url(#[from] http::Error),
+    /// The body was cut or is not a list. (The cause is in the text, not a `source`: every
+    /// place this is shown prints it in one line.)
+    #[error("cannot decode the list: {0}")]
+    Body(serde_json::Error),
+    /// The list was complete but more followed it.
+    #[error("trailing data after the list: {0}")]
+    Trailing(serde_json::Error),
+    /// The decoder thread panicked (the items' sink went with it).
+    #[error("the list decoder failed: {0}")]
+    Decoder(String),
+    /// No sink to list into (an earlier decoder panicked and took it).
+    #[error("no feed")]
+    NoFeed,
+}
+
+impl ListError {
+    /// The status the API server answered with, when it answered.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            ListError::Request(kube::Error::Api(s)) => Some(s.code),
+            _ => None,
+        }
+    }
+
+    /// The request got no answer from the API server (no HTTP status): refused, reset, timed out.
+    pub fn unanswered(&self) -> bool {
+        matches!(self, ListError::Request(e) if !matches!(e, kube::Error::Api(_)))
+    }
+}
 
 /// Where `list` hands the items, in order, on a blocking thread.
 pub trait Items: Send + 'static {
@@ -37,7 +78,7 @@ pub async fn list<S: Items>(
     client: &Client,
     url: &str,
     items: S,
-) -> (anyhow::Result<String>, Option<S>) {
+) -> (Result<String, ListError>, Option<S>) {
     let (listed, items) = list_page(client, url, items).await;
     (listed.map(|l| l.resource_version), items)
 }
@@ -55,10 +96,10 @@ pub async fn list_page<S: Items>(
     client: &Client,
     url: &str,
     mut items: S,
-) -> (anyhow::Result<Listed>, Option<S>) {
+) -> (Result<Listed, ListError>, Option<S>) {
     let request = match http::Request::get(url).body(Vec::new()) {
         Ok(r) => r,
-        Err(e) => return (Err(anyhow::Error::new(e)), Some(items)),
+        Err(e) => return (Err(e.into()), Some(items)),
     };
     let body = match client.request_stream(request).await {
         Ok(b) => b,
@@ -87,7 +128,7 @@ pub async fn list_page<S: Items>(
     drop(tx);
     match decoder.await {
         Ok((listed, items)) => (listed, Some(items)),
-        Err(e) => (Err(anyhow::anyhow!("the list decoder failed: {e}")), None),
+        Err(e) => (Err(ListError::Decoder(e.to_string())), None),
     }
 }
 
@@ -95,7 +136,7 @@ pub async fn list_page<S: Items>(
 pub fn decode<R: Read>(
     reader: R,
     on_item: &mut dyn FnMut(WatchedObject),
-) -> anyhow::Result<String> {
+) -> Result<String, ListError> {
     decode_page(reader, on_item).map(|l| l.resource_version)
 }
 
@@ -103,13 +144,13 @@ pub fn decode<R: Read>(
 pub fn decode_page<R: Read>(
     reader: R,
     on_item: &mut dyn FnMut(WatchedObject),
-) -> anyhow::Result<Listed> {
+) -> Result<Listed, ListError> {
     let reader = io::BufReader::with_capacity(64 * 1024, reader);
     let mut de = serde_json::Deserializer::from_reader(reader);
     let meta = ListSeed { on_item }
         .deserialize(&mut de)
-        .context("cannot decode the list")?;
-    de.end().context("trailing data after the list")?;
+        .map_err(ListError::Body)?;
+    de.end().map_err(ListError::Trailing)?;
     Ok(Listed {
         resource_version: meta.resource_version.unwrap_or_default(),
         next: meta.continue_.filter(|c| !c.is_empty()),
@@ -235,7 +276,7 @@ impl<'de> Visitor<'de> for ItemsSeed<'_> {
 mod tests {
     use super::*;
 
-    fn version_of(json: &str) -> anyhow::Result<String> {
+    fn version_of(json: &str) -> Result<String, ListError> {
         decode(json.as_bytes(), &mut |_| {})
     }
 
@@ -285,7 +326,10 @@ mod tests {
             &mut |_| seen += 1,
         )
         .unwrap_err();
-        assert!(format!("{err:#}").contains("cannot decode"), "{err:#}");
+        assert!(
+            err.to_string().contains("cannot decode the list: "),
+            "{err}"
+        );
         assert_eq!(seen, 1);
         assert!(version_of(r#"{"items":[]} x"#).is_err());
         assert!(version_of(r#"{"kind":"Status","code":500}"#).is_err());

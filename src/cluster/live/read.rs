@@ -95,7 +95,7 @@ pub async fn list_resource<S: Items>(
     client: &Client,
     resource: &ApiResource,
     items: S,
-) -> (anyhow::Result<String>, Option<S>) {
+) -> (Result<String, list::ListError>, Option<S>) {
     let url = format!(
         "/apis/{}/{}?resourceVersion=0",
         resource.api_version, resource.plural
@@ -104,10 +104,10 @@ pub async fn list_resource<S: Items>(
 }
 
 /// A list error in words, with the API status explained when there is one.
-pub fn describe(server: &str, e: &anyhow::Error) -> String {
-    match e.downcast_ref::<kube::Error>() {
-        Some(k) => explain(server, k),
-        None => format!("{e:#}"),
+pub fn describe(server: &str, e: &list::ListError) -> String {
+    match e {
+        list::ListError::Request(k) => explain(server, k),
+        other => other.to_string(),
     }
 }
 

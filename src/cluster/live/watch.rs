@@ -29,7 +29,7 @@ use kube::runtime::watcher::Event;
 use kube::{Api, Client};
 
 use super::health::{ListCause, Source, Status};
-use super::list;
+use super::list::{self, ListError};
 use crate::cluster::clock::Clock;
 use crate::cluster::WatchedObject;
 
@@ -144,8 +144,8 @@ fn form_encode(s: &str) -> String {
 }
 
 /// The server cannot serve a list that new (its cache is behind and did not catch up in time).
-fn too_new(e: &anyhow::Error) -> bool {
-    matches!(e.downcast_ref::<kube::Error>(), Some(kube::Error::Api(s)) if s.code == 504)
+fn too_new(e: &ListError) -> bool {
+    e.status() == Some(504)
 }
 
 /// The request got no answer from the API server (no HTTP status): refused, reset, timed out.
@@ -213,9 +213,9 @@ impl<F: Feed> WatchLoop<F> {
                     backoff.reset();
                 }
                 Err(e) => {
-                    unreached = e.downcast_ref::<kube::Error>().is_some_and(unanswered);
+                    unreached = e.unanswered();
                     status.failed(source, &version);
-                    tracing::warn!(%source, error = %format!("{e:#}"), "list failed; retrying");
+                    tracing::warn!(%source, error = %e, "list failed; retrying");
                     if feed.is_none() {
                         // The decoder panicked and took the feed with it: nothing sane is left.
                         tracing::error!(%source, "list decoder lost its feed: stopping this watch");
@@ -277,7 +277,7 @@ async fn list_into<F: Feed>(
     seen: Option<&str>,
     paged: bool,
     feed: &mut Option<F>,
-) -> anyhow::Result<String> {
+) -> Result<String, ListError> {
     let mut first = format!("{}?{}", url(resource), list_query(seen));
     // A server whose watch cache is still reading etcd answers a list with a limit from etcd
     // at once and makes one without wait for the cache (kube-apiserver's cacher).
@@ -319,9 +319,9 @@ async fn list_once<F: Feed>(
     status: &Arc<Status>,
     clock: &Arc<dyn Clock>,
     feed: &mut Option<F>,
-) -> anyhow::Result<String> {
+) -> Result<String, ListError> {
     let Some(mut f) = feed.take() else {
-        anyhow::bail!("no feed");
+        return Err(ListError::NoFeed);
     };
     f.event(Event::Init);
     let started = Instant::now();
