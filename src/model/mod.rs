@@ -14,11 +14,10 @@ pub mod spider;
 #[cfg(test)]
 pub(crate) mod test_support;
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::address::{AddrSet, Cidr, Family, Ip};
 use crate::kinds::{Kind, ADDRESS_SPACE_ANNOTATION, DEFAULT_ADDRESS_SPACE};
@@ -61,34 +60,29 @@ impl fmt::Display for ObjKey {
     }
 }
 
-/// The metadata fields the rules read.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Meta {
-    pub namespace: Option<String>,
-    pub name: String,
-    pub labels: BTreeMap<String, String>,
-    pub annotations: BTreeMap<String, String>,
+/// The metadata fields the rules read, borrowed from the object: reading them copies nothing
+/// (a pool is read up to three times a review; copying its labels and annotations each time cost
+/// about 5k of a review's 165k instructions, BENCHMARKS.md issue 25).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Meta<'a> {
+    pub namespace: Option<&'a str>,
+    pub name: &'a str,
+    /// `metadata.labels` and `metadata.annotations` when they are maps. Only string values count
+    /// (`label`, `annotation`): wrong types are ignored here.
+    labels: Option<&'a Map<String, Value>>,
+    annotations: Option<&'a Map<String, Value>>,
     pub deleting: bool,
 }
 
-impl Meta {
+impl<'a> Meta<'a> {
     /// Reads `metadata`; wrong types are ignored here (the API server validates metadata itself).
-    pub fn read(obj: &Value) -> Meta {
+    pub fn read(obj: &'a Value) -> Meta<'a> {
         let m = obj.get("metadata");
         let s = |k: &str| m.and_then(|m| m.get(k)).and_then(Value::as_str);
-        let map = |k: &str| -> BTreeMap<String, String> {
-            m.and_then(|m| m.get(k))
-                .and_then(Value::as_object)
-                .map(|o| {
-                    o.iter()
-                        .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
+        let map = |k: &str| m.and_then(|m| m.get(k)).and_then(Value::as_object);
         Meta {
-            namespace: s("namespace").map(str::to_string),
-            name: s("name").unwrap_or_default().to_string(),
+            namespace: s("namespace"),
+            name: s("name").unwrap_or_default(),
             labels: map("labels"),
             annotations: map("annotations"),
             deleting: m
@@ -97,18 +91,26 @@ impl Meta {
         }
     }
 
+    /// The label `key`, when it is a string.
+    pub fn label(&self, key: &str) -> Option<&'a str> {
+        self.labels?.get(key)?.as_str()
+    }
+
+    /// The annotation `key`, when it is a string.
+    pub fn annotation(&self, key: &str) -> Option<&'a str> {
+        self.annotations?.get(key)?.as_str()
+    }
+
     /// Whether the object carries an annotation that switches off delete protection (P9, MP4, S6).
     pub fn skips_delete_check(&self) -> bool {
         pool::SKIP_DELETE_ANNOTATIONS
             .iter()
-            .any(|a| self.annotations.contains_key(*a))
+            .any(|a| self.annotation(a).is_some())
     }
 
     /// The address space the object names (SPEC §6): annotation `ipam-guard.io/address-space`, or `default`.
-    pub fn address_space(&self) -> &str {
-        self.annotations
-            .get(ADDRESS_SPACE_ANNOTATION)
-            .map(String::as_str)
+    pub fn address_space(&self) -> &'a str {
+        self.annotation(ADDRESS_SPACE_ANNOTATION)
             .filter(|s| !s.is_empty())
             .unwrap_or(DEFAULT_ADDRESS_SPACE)
     }

@@ -109,7 +109,7 @@ pub(crate) fn projection(
     prefix: Option<u8>,
 ) -> PoolProj {
     PoolProj {
-        key: ObjKey::new(kind, meta.namespace.as_deref(), &meta.name),
+        key: ObjKey::new(kind, meta.namespace, meta.name),
         space: Arc::from(meta.address_space()),
         family,
         allocatable,

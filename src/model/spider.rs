@@ -394,7 +394,7 @@ fn pod_affinity(obj: &Value, meta: &Meta, errors: &mut Vec<FieldError>) {
         errors,
     )
     .unwrap_or_default();
-    if meta.labels.contains_key(OWNER_APPLICATION_LABEL) {
+    if meta.label(OWNER_APPLICATION_LABEL).is_some() {
         for key in labels.into_iter().flat_map(|m| m.keys()) {
             if !AUTO_POOL_AFFINITY.contains(&key.as_str()) {
                 errors.push(FieldError::invalid(

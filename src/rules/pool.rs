@@ -313,9 +313,9 @@ fn overlap(r: &PoolReading, before: Option<&PoolReading>, ctx: &Ctx, v: &mut Ver
 fn delete_held_in_view(rule: RuleId, call: &Call, old: &Value, ctx: &Ctx) -> Verdict {
     let meta = Meta::read(old);
     refuse_delete(rule, &meta, || {
-        let namespace = call.namespace.or(meta.namespace.as_deref());
+        let namespace = call.namespace.or(meta.namespace);
         let name = if call.name.is_empty() {
-            meta.name.as_str()
+            meta.name
         } else {
             call.name
         };
