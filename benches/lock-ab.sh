@@ -5,7 +5,7 @@
 #
 #   BEFORE=/path/to/ipam-guard-with-the-old-lock benches/lock-ab.sh
 #
-# BEFORE is a release build of this tree with `validate_here` judging inside `decide_as` (the code
+# BEFORE is a release build of this tree with `validate_here` judging inside `decide_as` (now `reserve_as`) (the code
 # before e12e4cd); AFTER defaults to target/release/ipam-guard.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -31,17 +31,19 @@ pub trait ClusterView: Send + Sync {
     /// The index the rules read. A static view lends a plain reference; a live view a read guard,
     /// so hold it only for one decision and never across an `await`.
     fn read(&self) -> Box<dyn Deref<Target = Index> + '_>;
-    /// Runs one admission decision that reads other objects (SPEC X2): `f` judges against the
-    /// index and returns the projection of what it admits (None for a denial or a dry run), which
-    /// then counts as existing until the watch shows it or 30 s pass. Decisions run one at a time.
+    /// Runs one admission decision that reads other objects (SPEC X2) and reserves what it
+    /// admits: `f` judges against the index and returns the projection of what it admits (None
+    /// for a denial or a dry run), which then counts as existing (a pending entry) until the watch
+    /// shows it or 30 s pass. Decisions run one at a time. (Named for what it leaves behind: the
+    /// replica that runs it is "the decider", the peer call is `send`.)
     ///
     /// No default: every view says how it serialises. Across replicas only the elected decider
     /// calls this for admissions (`crate::decider`); the others forward the step to it.
-    fn decide(&self, f: &mut dyn FnMut(&Index) -> Option<Projection>);
-    /// As `decide`, for a request from `caller` (the webhook passes who connected). A view that
+    fn reserve(&self, f: &mut dyn FnMut(&Index) -> Option<Projection>);
+    /// As `reserve`, for a request from `caller` (the webhook passes who connected). A view that
     /// records pending entries bounds what strangers reserve here (`trust.rs`). No default: a
-    /// wrapper that forwarded only `decide` would silently drop those bounds.
-    fn decide_as(&self, caller: &Caller, f: &mut dyn FnMut(&Index) -> Option<Projection>);
+    /// wrapper that forwarded only `reserve` would silently drop those bounds.
+    fn reserve_as(&self, caller: &Caller, f: &mut dyn FnMut(&Index) -> Option<Projection>);
     /// The time the view's timers read (the reuse grace of R1 is judged against it): a view
     /// with an injected clock answers from it, so tests move time instead of sleeping.
     fn now(&self) -> Instant {

@@ -181,7 +181,7 @@ fn x2_decide_sweeps_expired_entries_first() {
         &["10.0.9.10-10.0.9.20"],
     )));
     clock.advance(ttl);
-    let seen = shared.decide(|index| (index.pools().count(), None));
+    let seen = shared.reserve(|index| (index.pools().count(), None));
     assert_eq!(seen, 0);
 }
 
@@ -257,7 +257,7 @@ fn x2_decisions_are_serialised_and_see_what_was_admitted_before() {
                 };
                 let set = pool.allocatable.clone();
                 barrier.wait();
-                shared.decide(|index| {
+                shared.reserve(|index| {
                     let free = index.overlapping_pools("default", &set).is_empty();
                     (free, free.then_some(proj))
                 })

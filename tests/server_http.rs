@@ -236,18 +236,18 @@ impl ClusterView for Syncing {
         ]
     }
     /// Reads only, as the static view it wraps.
-    fn decide(
+    fn reserve(
         &self,
         f: &mut dyn FnMut(&ipam_guard::index::Index) -> Option<ipam_guard::model::Projection>,
     ) {
-        self.0.decide(f);
+        self.0.reserve(f);
     }
-    fn decide_as(
+    fn reserve_as(
         &self,
         caller: &ipam_guard::cluster::Caller,
         f: &mut dyn FnMut(&ipam_guard::index::Index) -> Option<ipam_guard::model::Projection>,
     ) {
-        self.0.decide_as(caller, f);
+        self.0.reserve_as(caller, f);
     }
 }
 

@@ -85,7 +85,7 @@ impl Admission {
         let mut pending = admitted(req, &verdict);
         let mut recorded = pending.is_some();
         if recorded {
-            self.inner.view.decide_as(caller, &mut |index| {
+            self.inner.view.reserve_as(caller, &mut |index| {
                 if index.version() != seen {
                     verdict = rules::validate(
                         req,
@@ -301,12 +301,12 @@ mod tests {
         fn read(&self) -> Box<dyn Deref<Target = Index> + '_> {
             ClusterView::read(&*self.outside)
         }
-        fn decide(&self, f: &mut dyn FnMut(&Index) -> Option<Projection>) {
-            self.decide_as(&Caller::Trusted, f)
+        fn reserve(&self, f: &mut dyn FnMut(&Index) -> Option<Projection>) {
+            self.reserve_as(&Caller::Trusted, f)
         }
-        fn decide_as(&self, caller: &Caller, f: &mut dyn FnMut(&Index) -> Option<Projection>) {
+        fn reserve_as(&self, caller: &Caller, f: &mut dyn FnMut(&Index) -> Option<Projection>) {
             self.decisions.fetch_add(1, Ordering::SeqCst);
-            ClusterView::decide_as(&*self.inside, caller, f)
+            ClusterView::reserve_as(&*self.inside, caller, f)
         }
     }
 

@@ -422,15 +422,15 @@ mod tests {
             self.0.read()
         }
         /// Reads only, as the static view it wraps.
-        fn decide(&self, f: &mut dyn FnMut(&crate::index::Index) -> Option<Projection>) {
-            self.0.decide(f);
+        fn reserve(&self, f: &mut dyn FnMut(&crate::index::Index) -> Option<Projection>) {
+            self.0.reserve(f);
         }
-        fn decide_as(
+        fn reserve_as(
             &self,
             caller: &Caller,
             f: &mut dyn FnMut(&crate::index::Index) -> Option<Projection>,
         ) {
-            self.0.decide_as(caller, f);
+            self.0.reserve_as(caller, f);
         }
     }
 

@@ -228,15 +228,15 @@ impl ClusterView for NotSynced {
         ClusterView::read(&self.0)
     }
     /// As the shared view it wraps: one decision at a time, admissions pending.
-    fn decide(&self, f: &mut dyn FnMut(&Index) -> Option<crate::model::Projection>) {
-        ClusterView::decide(&self.0, f)
+    fn reserve(&self, f: &mut dyn FnMut(&Index) -> Option<crate::model::Projection>) {
+        ClusterView::reserve(&self.0, f)
     }
-    fn decide_as(
+    fn reserve_as(
         &self,
         caller: &crate::cluster::Caller,
         f: &mut dyn FnMut(&Index) -> Option<crate::model::Projection>,
     ) {
-        ClusterView::decide_as(&self.0, caller, f)
+        ClusterView::reserve_as(&self.0, caller, f)
     }
 }
 

@@ -1,6 +1,6 @@
 //! What every view holds: the index the rules read, the pending entries of SPEC X2, and the lock
 //! that serialises decisions. The live view feeds it from watches; the static view (`--dev`,
-//! `--state-from`) from files; both let admission go through `decide`, so a dev server also refuses
+//! `--state-from`) from files; both let admission go through `reserve`, so a dev server also refuses
 //! the second of two overlapping creates.
 //!
 //! Pending entries live inside the index (so every rule sees them without knowing about them) and
@@ -169,13 +169,13 @@ impl Ledger {
     /// same key is replaced (a retried CREATE does not conflict with itself).
     ///
     /// Decisions run one at a time; keep `f` free of I/O.
-    pub fn decide<R>(&self, f: impl FnOnce(&Index) -> (R, Option<Projection>)) -> R {
-        self.decide_as(&Caller::Trusted, f)
+    pub fn reserve<R>(&self, f: impl FnOnce(&Index) -> (R, Option<Projection>)) -> R {
+        self.reserve_as(&Caller::Trusted, f)
     }
 
-    /// As `decide`, for a request from `caller`: a stranger's admission reserves within the
+    /// As `reserve`, for a request from `caller`: a stranger's admission reserves within the
     /// bounds of `StrangerPolicy`, or not at all once its address is barred.
-    pub fn decide_as<R>(
+    pub fn reserve_as<R>(
         &self,
         caller: &Caller,
         f: impl FnOnce(&Index) -> (R, Option<Projection>),
@@ -195,7 +195,7 @@ impl Ledger {
         answer
     }
 
-    /// Records an object admitted outside `decide` (same rules as its `admitted` result).
+    /// Records an object admitted outside `reserve` (same rules as its `admitted` result).
     pub fn admit(&self, projection: Projection) {
         self.admit_as(projection, &Caller::Trusted);
     }
@@ -507,15 +507,15 @@ impl ClusterView for Ledger {
     }
     fn read(&self) -> Box<dyn Deref<Target = Index> + '_> {
         // Admission judges on this reading outside the decision lock: what expired must be gone
-        // here as it is in `decide`, or a denial for an expired entry would never end.
+        // here as it is in `reserve`, or a denial for an expired entry would never end.
         self.sweep(self.clock.now());
         Box::new(Ledger::read(self))
     }
-    fn decide(&self, f: &mut dyn FnMut(&Index) -> Option<Projection>) {
-        Ledger::decide(self, |index| ((), f(index)));
+    fn reserve(&self, f: &mut dyn FnMut(&Index) -> Option<Projection>) {
+        Ledger::reserve(self, |index| ((), f(index)));
     }
-    fn decide_as(&self, caller: &Caller, f: &mut dyn FnMut(&Index) -> Option<Projection>) {
-        Ledger::decide_as(self, caller, |index| ((), f(index)));
+    fn reserve_as(&self, caller: &Caller, f: &mut dyn FnMut(&Index) -> Option<Projection>) {
+        Ledger::reserve_as(self, caller, |index| ((), f(index)));
     }
 }
 

@@ -490,7 +490,7 @@ impl LiveView {
         })
     }
 
-    /// The index, pending entries and decision lock (admission calls `decide` on it).
+    /// The index, pending entries and decision lock (admission calls `reserve` on it).
     pub fn ledger(&self) -> &Arc<Ledger> {
         &self.shared
     }
@@ -518,8 +518,8 @@ impl ClusterView for LiveView {
         self.shared.sweep(self.shared.now());
         Box::new(self.shared.read())
     }
-    fn decide(&self, f: &mut dyn FnMut(&crate::index::Index) -> Option<model::Projection>) {
-        self.shared.decide(|index| ((), f(index)));
+    fn reserve(&self, f: &mut dyn FnMut(&crate::index::Index) -> Option<model::Projection>) {
+        self.shared.reserve(|index| ((), f(index)));
     }
     fn watch_health(&self) -> Vec<WatchHealth> {
         self.status.health(self.clock.now())
@@ -527,12 +527,12 @@ impl ClusterView for LiveView {
     fn now(&self) -> std::time::Instant {
         self.clock.now()
     }
-    fn decide_as(
+    fn reserve_as(
         &self,
         caller: &super::Caller,
         f: &mut dyn FnMut(&crate::index::Index) -> Option<model::Projection>,
     ) {
-        self.shared.decide_as(caller, |index| ((), f(index)));
+        self.shared.reserve_as(caller, |index| ((), f(index)));
     }
 }
 

@@ -222,11 +222,11 @@ impl ClusterView for StaticView {
     /// Only reads, with nothing to serialise: `check` judges files and admits nothing, and a
     /// server never answers from a bare static view (`serve --state-from` wraps the index in
     /// `Ledger`, which keeps pending entries under its decision lock).
-    fn decide(&self, f: &mut dyn FnMut(&Index) -> Option<Projection>) {
+    fn reserve(&self, f: &mut dyn FnMut(&Index) -> Option<Projection>) {
         f(&self.index);
     }
     /// Records nothing, so there is nothing to bound: the caller changes nothing.
-    fn decide_as(&self, _caller: &Caller, f: &mut dyn FnMut(&Index) -> Option<Projection>) {
+    fn reserve_as(&self, _caller: &Caller, f: &mut dyn FnMut(&Index) -> Option<Projection>) {
         f(&self.index);
     }
 }

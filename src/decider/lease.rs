@@ -351,7 +351,7 @@ impl Takeover {
             if let Ok(Some(projection)) = projected {
                 // Recorded under the decision lock like any admission.
                 let mut once = Some(projection);
-                self.view.decide(&mut |_| once.take());
+                self.view.reserve(&mut |_| once.take());
                 installed += 1;
             }
             self.log.record(now, request);

@@ -300,7 +300,7 @@ impl Decider {
             return DecisionAnswer::unavailable(NO_DECIDER);
         };
         let left = self.budget.saturating_sub(start.elapsed());
-        let sent = tokio::time::timeout(left, self.client.decide(&addr, request)).await;
+        let sent = tokio::time::timeout(left, self.client.send(&addr, request)).await;
         self.metrics
             .forward_duration
             .observe(start.elapsed().as_secs_f64());

@@ -345,7 +345,7 @@ impl PeerClient {
     }
 
     /// Sends one decision to `addr`. The caller bounds the time.
-    pub(crate) async fn decide(
+    pub(crate) async fn send(
         &self,
         addr: &str,
         request: &DecisionRequest,
