@@ -138,8 +138,12 @@ fn relist() -> impl Strategy<Value = Op> {
             let kind = POOL_KINDS[k];
             let key = (0..NAMESPACES.len(), 0..3u8)
                 .prop_map(move |(ns, n)| ObjKey::new(kind, Some(NAMESPACES[ns]), &format!("p{n}")));
-            prop::collection::vec(pool_with(key), 0..4)
-                .prop_map(move |ps| Op::Relist(kind, ps.into_iter().map(Object::Pool).collect()))
+            prop::collection::vec(pool_with(key), 0..4).prop_map(move |ps| {
+                Op::Relist(
+                    kind,
+                    ps.into_iter().map(|p| Object::Pool(Box::new(p))).collect(),
+                )
+            })
         }),
         (0..ADDRESS_KINDS.len()).prop_flat_map(|k| {
             let kind = ADDRESS_KINDS[k];
@@ -201,7 +205,7 @@ impl Model {
                 let seen: Vec<ObjKey> = objects.iter().map(|o| o.key().clone()).collect();
                 for o in objects {
                     match o {
-                        Object::Pool(p) => upsert(&mut self.pools, p, |p| &p.key),
+                        Object::Pool(p) => upsert(&mut self.pools, *p, |p| &p.key),
                         Object::Address(a) => upsert(&mut self.addresses, a, |a| &a.key),
                         Object::Claim(c) => upsert(&mut self.claims, c, |c| &c.key),
                     }

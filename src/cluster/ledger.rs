@@ -534,7 +534,7 @@ fn give_back(index: &mut Index, key: &ObjKey, displaced: Option<Object>) {
 
 fn lookup(index: &Index, key: &ObjKey) -> Option<Object> {
     if let Some(p) = index.pool(key) {
-        return Some(Object::Pool(p.clone()));
+        return Some(Object::Pool(Box::new(p.clone())));
     }
     if let Some(a) = index.address(key) {
         return Some(Object::Address(a.clone()));

@@ -194,7 +194,7 @@ fn judge_one<T: Identified, R>(index: &mut Index, m: &T, f: impl FnOnce(&T, &Ind
 /// last definition, which is what the others are judged against and what goes back afterwards.
 fn take(index: &mut Index, kind: Kind, key: &ObjKey) -> Option<Object> {
     match kind {
-        k if k.is_pool() => index.remove_pool(key).map(Object::Pool),
+        k if k.is_pool() => index.remove_pool(key).map(|p| Object::Pool(Box::new(p))),
         Kind::IPAddress | Kind::Metal3IPAddress => index.remove_address(key).map(Object::Address),
         Kind::IPAddressClaim | Kind::Metal3IPClaim => index.remove_claim(key).map(Object::Claim),
         _ => None,

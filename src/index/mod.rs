@@ -524,7 +524,7 @@ impl Index {
     pub fn upsert(&mut self, object: Object) {
         match object {
             Object::Pool(p) => {
-                self.upsert_pool(p);
+                self.upsert_pool(*p);
             }
             Object::Address(a) => {
                 self.upsert_address(a);

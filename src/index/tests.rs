@@ -648,8 +648,8 @@ fn relist_drops_vanished_keys_of_that_kind_only() {
     index.replace_kind(
         Kind::GlobalInClusterIPPool,
         [
-            Object::Pool(global("b", "default", &["10.0.5.0/24"])),
-            Object::Pool(global("c", "default", &["10.0.6.0/24"])),
+            Object::Pool(Box::new(global("b", "default", &["10.0.5.0/24"]))),
+            Object::Pool(Box::new(global("c", "default", &["10.0.6.0/24"]))),
         ],
     );
     index.check_consistency();

@@ -254,7 +254,7 @@ mod tests {
             "metadata": {"name": "m3", "namespace": "capture-eco"},
             "spec": {"namePrefix": "m3", "pools": [{"subnet": "10.1.0.0/24"}]}});
         if let Some(Projection::Pool(p)) = project(Kind::Metal3IPPool, &m3) {
-            ix.upsert_pool(p);
+            ix.upsert_pool(*p);
         }
         let edit = |obj: &mut Value| {
             obj["spec"]["network"]["devices"][0]["addressesFromPools"] = json!([

@@ -27,7 +27,7 @@ pub(crate) fn index(objects: &[(Kind, &Value)]) -> Index {
     for (kind, obj) in objects {
         match project(*kind, obj).expect("projectable") {
             Projection::Pool(p) => {
-                ix.upsert_pool(p);
+                ix.upsert_pool(*p);
             }
             Projection::Address(a) => {
                 ix.upsert_address(a);
