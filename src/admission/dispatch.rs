@@ -10,9 +10,9 @@ use super::{Admission, Endpoint, Here, Summary};
 use crate::cluster::Caller;
 use crate::field::Verdict;
 use crate::kinds::Kind;
-use crate::model::{project, Operation, Projection, Request};
+use crate::model::{project, project_read, Operation, Projection, Request};
 use crate::rule_id::RuleId;
-use crate::rules::{self, Ctx, Options};
+use crate::rules::{self, Ctx, Options, Readings};
 
 impl Admission {
     /// Everything before the X2 step: not ours, a broken request, a mutation, or a view that
@@ -67,35 +67,39 @@ impl Admission {
         let synced = self.inner.view.synced();
         let options = self.inner.options;
         let now = self.inner.view.now();
+        // The objects are read once for the review: both validations and the record share it.
+        let readings = Readings::default();
         // Judged outside the decision lock, on one consistent reading of the view: only what
         // records a pending entry needs the lock, and under it the work is redone only when the
         // view changed since that reading (another admission, a watch event, an expiry).
         let (mut verdict, seen) = {
             let index = self.inner.view.read();
-            let verdict = rules::validate(
+            let verdict = rules::validate_reading(
                 req,
                 &Ctx {
                     index: &index,
                     options,
                     now,
                 },
+                &readings,
             );
             (verdict, index.version())
         };
-        let mut pending = admitted(req, &verdict);
+        let mut pending = admitted(req, &verdict, &readings);
         let mut recorded = pending.is_some();
         if recorded {
             self.inner.view.reserve_as(caller, &mut |index| {
                 if index.version() != seen {
-                    verdict = rules::validate(
+                    verdict = rules::validate_reading(
                         req,
                         &Ctx {
                             index,
                             options,
                             now,
                         },
+                        &readings,
                     );
-                    pending = admitted(req, &verdict);
+                    pending = admitted(req, &verdict, &readings);
                     recorded = pending.is_some();
                 }
                 pending.take()
@@ -166,13 +170,20 @@ pub(super) fn unavailable(why: String) -> Verdict {
     }
 }
 
-/// What an allowed, real (not dry-run) create or update adds to the view before the watch shows it.
-pub(super) fn admitted(req: &Request, verdict: &Verdict) -> Option<Projection> {
+/// What an allowed, real (not dry-run) create or update adds to the view before the watch shows it,
+/// from the pool reading the validation kept in `readings` where it took one.
+pub(super) fn admitted(
+    req: &Request,
+    verdict: &Verdict,
+    readings: &Readings,
+) -> Option<Projection> {
     if req.dry_run || !verdict.allowed() {
         return None;
     }
     match req.operation {
-        Operation::Create | Operation::Update => project(req.kind, req.object?),
+        Operation::Create | Operation::Update => {
+            project_read(req.kind, req.object?, readings.object())
+        }
         Operation::Delete | Operation::Connect => None,
     }
 }

@@ -299,6 +299,12 @@ pub fn reads_status(kind: Kind) -> bool {
 /// Turns an object of `kind` (any served version) into what the index keeps; None for kinds the
 /// index does not hold and for objects without a name.
 pub fn project(kind: Kind, obj: &Value) -> Option<Projection> {
+    project_read(kind, obj, None)
+}
+
+/// As `project`, where `reading` (if any) is `read_pool(kind, obj)` taken already: a pool is
+/// not read again (issue 25: the X2 record of an admitted pool).
+pub fn project_read(kind: Kind, obj: &Value, reading: Option<&PoolReading>) -> Option<Projection> {
     let m = obj.get("metadata");
     let name = m.and_then(|m| m.get("name")).and_then(Value::as_str)?;
     let namespace = m.and_then(|m| m.get("namespace")).and_then(Value::as_str);
@@ -308,7 +314,10 @@ pub fn project(kind: Kind, obj: &Value) -> Option<Projection> {
         | Kind::InClusterPrefixPool
         | Kind::GlobalInClusterPrefixPool
         | Kind::Metal3IPPool
-        | Kind::SpiderIPPool => Some(Projection::Pool(Box::new(read_pool(kind, obj).proj))),
+        | Kind::SpiderIPPool => Some(Projection::Pool(Box::new(match reading {
+            Some(r) => r.proj.clone(),
+            None => read_pool(kind, obj).proj,
+        }))),
         Kind::IPAddress => Some(Projection::Address(capi::project_address(
             obj,
             ObjKey::new(kind, namespace, name),

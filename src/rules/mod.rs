@@ -29,7 +29,7 @@ use crate::model::{Operation, Request};
 use crate::rule_id::RuleId;
 pub use mutate::Mutator;
 pub use table::{for_kind, mutator_for};
-pub use validator::{shape, Call, Review, Validator};
+pub use validator::{shape, Call, Readings, Review, Validator};
 
 /// Settings that change verdicts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,6 +76,12 @@ pub struct Ctx<'a> {
 
 /// Validating webhook: every rule of SPEC for the request's kind. Unknown kinds never reach here.
 pub fn validate(req: &Request, ctx: &Ctx) -> Verdict {
+    validate_reading(req, ctx, &Readings::default())
+}
+
+/// As `validate`, keeping what it reads of the request's objects in `readings`, where a second
+/// validation of the same request and its X2 record find it (`readings` is this request's only).
+pub fn validate_reading(req: &Request, ctx: &Ctx, readings: &Readings) -> Verdict {
     if req.operation == Operation::Connect {
         return Verdict::default();
     }
@@ -99,7 +105,7 @@ pub fn validate(req: &Request, ctx: &Ctx) -> Verdict {
         Ok(review) => review,
         Err(broken) => return Verdict::denied(broken),
     };
-    let call = Call::of(req);
+    let call = Call::of(req, readings);
     let validator = for_kind(req.kind);
     match review {
         Review::Create(obj) => validator.create(obj, &call, ctx),

@@ -119,14 +119,14 @@ pub(crate) static IN_CLUSTER_PREFIX: Pools<InClusterPrefix> = Pools(PhantomData)
 /// kind's immutable fields and held addresses; DELETE is the kind's delete protection.
 impl<K: PoolKind + Sync> Validator for Pools<K> {
     fn create(&self, obj: &Value, call: &Call, ctx: &Ctx) -> Verdict {
-        let r = read_pool(call.kind, obj);
+        let r = call.read_object(obj);
         let mut v = Verdict {
             errors: r.errors.clone(),
             warnings: r.warnings.clone(),
             ..Verdict::default()
         };
-        overlap(&r, None, ctx, &mut v);
-        K::against_view(&r, None, ctx, &mut v);
+        overlap(r, None, ctx, &mut v);
+        K::against_view(r, None, ctx, &mut v);
         v
     }
 
@@ -165,20 +165,20 @@ fn update<K: PoolKind>(call: &Call, obj: &Value, old: &Value, ctx: &Ctx) -> Verd
     if !changed && !space_changed {
         return v;
     }
-    let r = read_pool(call.kind, obj);
+    let r = call.read_object(obj);
     if !changed {
         // Only the address space moved: the whole pool meets new neighbours.
-        overlap(&r, None, ctx, &mut v);
-        K::against_view(&r, None, ctx, &mut v);
+        overlap(r, None, ctx, &mut v);
+        K::against_view(r, None, ctx, &mut v);
         return v;
     }
-    let before = read_pool(call.kind, old);
+    let before = call.read_old(old);
     K::immutable(obj, old, &mut v.errors);
     v.errors.extend(ratchet(r.errors.clone(), &before.errors));
     v.warnings.clone_from(&r.warnings);
-    K::keeps_held(&r, &before, obj, old, ctx, &mut v);
-    overlap(&r, (!space_changed).then_some(&before), ctx, &mut v);
-    K::against_view(&r, (!space_changed).then_some(&before), ctx, &mut v);
+    K::keeps_held(r, before, obj, old, ctx, &mut v);
+    overlap(r, (!space_changed).then_some(before), ctx, &mut v);
+    K::against_view(r, (!space_changed).then_some(before), ctx, &mut v);
     v
 }
 

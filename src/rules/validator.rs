@@ -5,11 +5,14 @@
 //! every rule file implements the trait here, so the table cannot live beside it without each
 //! rule file and this one importing each other.
 
+use std::cell::OnceCell;
+
 use serde_json::Value;
 
 use crate::field::{FieldError, Verdict};
 use crate::kinds::Kind;
-use crate::model::{read, Operation, Request};
+use crate::model::pool::PoolReading;
+use crate::model::{read, read_pool, Operation, Request};
 use crate::rule_id::RuleId;
 use crate::rules::{Ctx, Options};
 
@@ -34,23 +37,59 @@ pub struct Call<'a> {
     pub namespace: Option<&'a str>,
     pub name: &'a str,
     pub dry_run: bool,
+    /// What was read of the request's objects so far (kept for the review, `Readings`).
+    readings: &'a Readings,
 }
 
 impl<'a> Call<'a> {
-    pub fn of(req: &Request<'a>) -> Self {
+    /// The call of `req`, whose objects' readings are kept in `readings` (which must be kept for
+    /// this request only).
+    pub fn of(req: &Request<'a>, readings: &'a Readings) -> Self {
         Call {
             kind: req.kind,
             version: req.version,
             namespace: req.namespace,
             name: req.name,
             dry_run: req.dry_run,
+            readings,
         }
+    }
+
+    /// The pool reading (`model::read_pool`) of the request's new object, `obj`: read once per
+    /// review, however many times the review is validated.
+    pub(crate) fn read_object(&self, obj: &Value) -> &'a PoolReading {
+        self.readings
+            .object
+            .get_or_init(|| read_pool(self.kind, obj))
+    }
+
+    /// As `read_object`, for the request's stored object (`oldObject`).
+    pub(crate) fn read_old(&self, old: &Value) -> &'a PoolReading {
+        self.readings.old.get_or_init(|| read_pool(self.kind, old))
     }
 
     /// The request's namespace, else the one `obj` names in its metadata.
     pub fn namespace_of<'o>(&'o self, obj: &'o Value) -> Option<&'o str> {
         self.namespace
             .or_else(|| read::get(obj, "metadata.namespace").and_then(Value::as_str))
+    }
+}
+
+/// What was read of one request's pools (`model::read_pool`), kept for the review: the
+/// validation outside the decision lock, a second one under it, and the X2 record of the
+/// admitted object read each object once between them (issue 25). A reading depends on the
+/// object and its kind alone, so it stays right while the view changes; it must not be kept
+/// across requests.
+#[derive(Debug, Default)]
+pub struct Readings {
+    object: OnceCell<PoolReading>,
+    old: OnceCell<PoolReading>,
+}
+
+impl Readings {
+    /// The new object's reading, when a validator took it.
+    pub fn object(&self) -> Option<&PoolReading> {
+        self.object.get()
     }
 }
 
