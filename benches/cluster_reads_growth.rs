@@ -614,24 +614,7 @@ fn timed(args: &[&str], out: &Path) -> Timed {
         .output()
         .expect("/usr/bin/time");
     let err = String::from_utf8_lossy(&run.stderr);
-    let field = |name: &str| {
-        err.lines()
-            .find_map(|l| l.trim().strip_prefix(name))
-            .map(str::trim)
-            .unwrap_or_default()
-            .to_string()
-    };
-    let wall = field("Elapsed (wall clock) time (h:mm:ss or m:ss):")
-        .split(':')
-        .filter_map(|p| p.parse::<f64>().ok())
-        .fold(0.0, |acc, p| acc * 60.0 + p);
-    let cpu = ["User time (seconds):", "System time (seconds):"]
-        .iter()
-        .filter_map(|f| field(f).parse::<f64>().ok())
-        .sum();
-    let rss_kb: f64 = field("Maximum resident set size (kbytes):")
-        .parse()
-        .unwrap_or(0.0);
+    let e2e::measure::TimeV { wall, cpu, rss_mib } = e2e::measure::time_v(&err);
     let said = err
         .lines()
         .take_while(|l| !l.trim_start().starts_with("Command being timed"))
@@ -642,7 +625,7 @@ fn timed(args: &[&str], out: &Path) -> Timed {
     Timed {
         wall,
         cpu,
-        rss_mib: rss_kb / 1024.0,
+        rss_mib,
         code: run.status.code().unwrap_or(-1),
         said,
     }
@@ -669,22 +652,7 @@ fn raw_lists(api: &Api, port: u16) -> (f64, Vec<String>) {
             "https://127.0.0.1:{port}/apis/{}/{version}/{}?resourceVersion=0",
             k.group, k.plural
         );
-        let out = Command::new("curl")
-            .args([
-                "-sk",
-                "-o",
-                "/dev/null",
-                "-w",
-                "%{time_total} %{size_download}",
-            ])
-            .args(["-H", &format!("Authorization: Bearer {}", e2e::TOKEN)])
-            .arg(&url)
-            .output()
-            .expect("curl");
-        let text = String::from_utf8_lossy(&out.stdout).to_string();
-        let mut it = text.split_whitespace();
-        let secs: f64 = it.next().and_then(|s| s.parse().ok()).unwrap_or(0.0);
-        let bytes: f64 = it.next().and_then(|s| s.parse().ok()).unwrap_or(0.0);
+        let (secs, bytes) = e2e::measure::curl_get(&url);
         total += secs;
         if bytes > 1e6 {
             parts.push(format!("{} {secs:.2} s, {:.0} MB", k.plural, bytes / 1e6));

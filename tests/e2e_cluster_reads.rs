@@ -64,30 +64,12 @@ fn timed(args: &[&str]) -> (f64, f64, i32, f64) {
         .output()
         .expect("/usr/bin/time");
     let err = String::from_utf8_lossy(&out.stderr);
-    let field = |name: &str| {
-        err.lines()
-            .find_map(|l| l.trim().strip_prefix(name))
-            .map(str::trim)
-            .unwrap_or_default()
-            .to_string()
-    };
-    let wall = field("Elapsed (wall clock) time (h:mm:ss or m:ss):");
-    let secs = wall
-        .split(':')
-        .filter_map(|p| p.parse::<f64>().ok())
-        .fold(0.0, |acc, p| acc * 60.0 + p);
-    let rss_kb: f64 = field("Maximum resident set size (kbytes):")
-        .parse()
-        .unwrap_or(0.0);
+    let t = e2e::measure::time_v(&err);
     let code = out.status.code().unwrap_or(-1);
-    if secs == 0.0 {
+    if t.wall == 0.0 {
         eprintln!("no time for {args:?}: {err}");
     }
-    let cpu: f64 = ["User time (seconds):", "System time (seconds):"]
-        .iter()
-        .filter_map(|f| field(f).parse::<f64>().ok())
-        .sum();
-    (secs, rss_kb / 1024.0, code, cpu)
+    (t.wall, t.rss_mib, code, t.cpu)
 }
 
 fn line(text: String) {
@@ -125,22 +107,7 @@ async fn raw_lists(cp: &ControlPlane) -> (f64, Vec<String>) {
             "https://127.0.0.1:{}/apis/{}/{}?resourceVersion=0",
             cp.port, r.api_version, r.plural
         );
-        let out = Command::new("curl")
-            .args([
-                "-sk",
-                "-o",
-                "/dev/null",
-                "-w",
-                "%{time_total} %{size_download}",
-            ])
-            .args(["-H", &format!("Authorization: Bearer {}", e2e::TOKEN)])
-            .arg(&url)
-            .output()
-            .expect("curl");
-        let text = String::from_utf8_lossy(&out.stdout).to_string();
-        let mut it = text.split_whitespace();
-        let secs: f64 = it.next().and_then(|s| s.parse().ok()).unwrap_or(0.0);
-        let bytes: f64 = it.next().and_then(|s| s.parse().ok()).unwrap_or(0.0);
+        let (secs, bytes) = e2e::measure::curl_get(&url);
         total += secs;
         if bytes > 1e6 {
             parts.push(format!("{}: {secs:.2} s, {:.0} MB", r.plural, bytes / 1e6));

@@ -10,6 +10,7 @@
 #![allow(dead_code)]
 
 pub mod api;
+pub mod measure;
 
 use std::fs;
 use std::net::TcpListener;
