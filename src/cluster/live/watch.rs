@@ -213,7 +213,11 @@ impl<F: Feed> WatchLoop<F> {
                     backoff.reset();
                 }
                 Err(e) => {
-                    unreached = e.unanswered();
+                    // Sticky until a list completes: a server that has just come back answers
+                    // before it serves our kinds (a 404 until its CRDs are loaded, a 503 while
+                    // it starts), and such an answer says nothing about its watch cache; an
+                    // unpaged list would then wait for that cache to read every object.
+                    unreached = unreached || e.unanswered();
                     status.failed(source, &version);
                     tracing::warn!(%source, error = %e, "list failed; retrying");
                     if feed.is_none() {
