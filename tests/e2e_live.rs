@@ -209,6 +209,11 @@ async fn e2e_live_ready_soon_after_a_long_outage_against(assets: e2e::Server) {
         pools * per_pool,
         LONG_OUTAGE.as_secs()
     ));
+    // The view's own log (lists, failures, relists, with times), shown when this test fails.
+    let _ = tracing_subscriber::fmt()
+        .with_test_writer()
+        .with_max_level(tracing::Level::INFO)
+        .try_init();
     let _ = rustls::crypto::ring::default_provider().install_default();
     let mut cp = ControlPlane::start(&assets).await;
     let client = cp.client().await;
