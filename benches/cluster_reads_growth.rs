@@ -65,15 +65,6 @@ fn text_arg(name: &str) -> Option<String> {
         .cloned()
 }
 
-fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .unwrap_or_default()
-        .split_whitespace()
-        .next()
-        .unwrap_or("?")
-        .to_string()
-}
-
 // === What is served ===
 
 /// One kind a CRD serves, as discovery and the LISTs need it.
@@ -727,7 +718,7 @@ fn main() {
             "\n## {pools} pools + {addresses} IPAddresses\n\nraw LIST per kind (curl): {raw:.2} s ({}); \
              pretty-printed, as kube-apiserver answers curl, the IPAddresses would be ≈ {pretty_mb:.0} MB; load {}\n",
             parts.join("; "),
-            loadavg()
+            e2e::measure::load()
         );
         println!("| run | command | wall | cpu (user + sys) | peak RSS | exit | its LISTs, served in | load |");
         println!("|---|---|---|---|---|---|---|---|");
@@ -752,7 +743,7 @@ fn main() {
                     t.rss_mib,
                     t.code,
                     lists.join(", "),
-                    loadavg()
+                    e2e::measure::load()
                 );
                 if run == 0 {
                     let size = std::fs::metadata(&out).map_or(0, |m| m.len());

@@ -85,15 +85,6 @@ fn line(text: String) {
     }
 }
 
-fn load() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .unwrap_or_default()
-        .split_whitespace()
-        .next()
-        .unwrap_or("?")
-        .to_string()
-}
-
 /// One raw `resourceVersion=0` LIST of each served kind with curl, as the commands make them
 /// (to /dev/null): seconds per kind and their sum.
 async fn raw_lists(cp: &ControlPlane) -> (f64, Vec<String>) {
@@ -294,7 +285,7 @@ async fn measure(
         line(format!(
             "run {run}: raw LIST per kind: {raw:.2} s ({}); load {}",
             parts.join("; "),
-            load()
+            e2e::measure::load()
         ));
         for (label, bin) in bins_now(hold) {
             let bin = bin.to_str().unwrap().to_string();
@@ -314,7 +305,7 @@ async fn measure(
                 let budget = 1.5 * raw + 5.0;
                 line(format!(
                         "run {run}: {label}: {name}: {secs:.1} s (budget {budget:.1} s), cpu {cpu:.1} s, peak RSS {rss:.0} MiB, exit {code}; load {}",
-                        load()
+                        e2e::measure::load()
                     ));
             }
         }

@@ -64,3 +64,13 @@ pub fn curl_get(url: &str) -> (f64, f64) {
     let bytes: f64 = it.next().and_then(|s| s.parse().ok()).unwrap_or(0.0);
     (secs, bytes)
 }
+
+/// The 1-minute load average, printed beside each figure (wall times depend on it).
+pub fn load() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .split_whitespace()
+        .next()
+        .unwrap_or("?")
+        .to_string()
+}
