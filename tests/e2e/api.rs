@@ -374,6 +374,17 @@ pub struct Guard {
     pub metrics: SocketAddr,
 }
 
+impl Guard {
+    /// How many objects of `kind` the view holds.
+    pub fn count(&self, kind: Kind) -> usize {
+        self.view
+            .object_counts()
+            .into_iter()
+            .find(|(k, _)| *k == kind)
+            .map_or(0, |(_, n)| n)
+    }
+}
+
 impl Drop for Guard {
     fn drop(&mut self) {
         if let Some(stop) = self.stop.take() {
