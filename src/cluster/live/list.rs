@@ -60,8 +60,13 @@ impl ListError {
 
     /// The request got no answer from the API server (no HTTP status): refused, reset, timed out.
     pub fn unanswered(&self) -> bool {
-        matches!(self, ListError::Request(e) if !matches!(e, kube::Error::Api(_)))
+        matches!(self, ListError::Request(e) if unanswered(e))
     }
+}
+
+/// A kube request got no answer from the API server (no HTTP status): refused, reset, timed out.
+pub fn unanswered(e: &kube::Error) -> bool {
+    !matches!(e, kube::Error::Api(_))
 }
 
 /// Where `list` hands the items, in order, on a blocking thread.

@@ -29,7 +29,7 @@ use kube::runtime::watcher::Event;
 use kube::{Api, Client};
 
 use super::health::{ListCause, Source, Status};
-use super::list::{self, ListError};
+use super::list::{self, unanswered, ListError};
 use crate::cluster::clock::Clock;
 use crate::cluster::WatchedObject;
 
@@ -146,11 +146,6 @@ fn form_encode(s: &str) -> String {
 /// The server cannot serve a list that new (its cache is behind and did not catch up in time).
 fn too_new(e: &ListError) -> bool {
     e.status() == Some(504)
-}
-
-/// The request got no answer from the API server (no HTTP status): refused, reset, timed out.
-fn unanswered(e: &kube::Error) -> bool {
-    !matches!(e, kube::Error::Api(_))
 }
 
 fn gone(e: &kube::Error) -> bool {
