@@ -57,14 +57,6 @@ const GROUP: &str = "ipam.cluster.x-k8s.io";
 const CREATED: &str = "2026-11-25T06:00:00Z";
 const CHUNK: usize = 64 * 1024;
 
-fn text_arg(name: &str) -> Option<String> {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .cloned()
-}
-
 // === What is served ===
 
 /// One kind a CRD serves, as discovery and the LISTs need it.
@@ -653,13 +645,16 @@ fn raw_lists(api: &Api, port: u16) -> (f64, Vec<String>) {
 }
 
 fn main() {
-    let sizes: Vec<usize> = text_arg("--pools")
+    let sizes: Vec<usize> = e2e::measure::flag("--pools")
         .unwrap_or_else(|| "10000,20000,40000".to_string())
         .split(',')
         .filter_map(|s| s.trim().parse().ok())
         .collect();
-    let runs: usize = text_arg("--runs").and_then(|r| r.parse().ok()).unwrap_or(1);
-    let bin = text_arg("--bin").unwrap_or_else(|| env!("CARGO_BIN_EXE_ipam-guard").to_string());
+    let runs: usize = e2e::measure::flag("--runs")
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(1);
+    let bin =
+        e2e::measure::flag("--bin").unwrap_or_else(|| env!("CARGO_BIN_EXE_ipam-guard").to_string());
     let hold = std::env::args().any(|a| a == "--hold");
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)

@@ -42,17 +42,9 @@ use serde_json::json;
 const NS: &str = "bench";
 
 fn arg(name: &str, default: usize) -> usize {
-    text_arg(name)
+    e2e::measure::flag(name)
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
-}
-
-fn text_arg(name: &str) -> Option<String> {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .cloned()
 }
 
 /// utime + stime of a process, in seconds.
@@ -374,9 +366,9 @@ async fn main() {
         return;
     }
     let _ = rustls::crypto::ring::default_provider().install_default();
-    if let Some(mode) = text_arg("--child") {
+    if let Some(mode) = e2e::measure::flag("--child") {
         let start = Instant::now();
-        let kubeconfig = text_arg("--kubeconfig").expect("--kubeconfig");
+        let kubeconfig = e2e::measure::flag("--kubeconfig").expect("--kubeconfig");
         match mode.as_str() {
             "own" => child_own(Path::new(&kubeconfig), start).await,
             "watcher" => child_watcher(Path::new(&kubeconfig), start).await,
@@ -387,14 +379,14 @@ async fn main() {
     let pools = arg("--pools", 10_000);
     let addresses = arg("--addresses", 100_000);
     let rounds = arg("--rounds", 2);
-    let modes = text_arg("--modes").unwrap_or_else(|| "raw,serve".to_string());
+    let modes = e2e::measure::flag("--modes").unwrap_or_else(|| "raw,serve".to_string());
     let binary =
         std::env::var("IPAM_GUARD_BIN").unwrap_or_else(|_| "target/release/ipam-guard".to_string());
     let scratch = tempfile::tempdir().expect("temp dir");
     let certs = ipam_guard::server::dev::ensure(&scratch.path().join("certs")).expect("dev certs");
     // Held by this process (dropped at the end: the API server and etcd stop) unless attached.
     let mut held = None;
-    let target = match text_arg("--attach") {
+    let target = match e2e::measure::flag("--attach") {
         Some(path) => read_attach(&path),
         None => {
             let Some(assets) = e2e::assets() else {
@@ -470,7 +462,7 @@ async fn main() {
             }
         }
     }
-    if let (Some(path), Some(cp)) = (text_arg("--keep"), &held) {
+    if let (Some(path), Some(cp)) = (e2e::measure::flag("--keep"), &held) {
         let port = cp.port;
         std::fs::write(
             &path,

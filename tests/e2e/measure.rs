@@ -1,6 +1,6 @@
 //! What the measurements of whole commands share (`tests/e2e_cluster_reads.rs` against a real API
-//! server, `benches/cluster_reads_growth.rs` against a stand-in): reading `/usr/bin/time -v`, and
-//! one raw list with curl beside the commands.
+//! server, `benches/cluster_reads_growth.rs` against a stand-in): reading `/usr/bin/time -v`, one
+//! raw list with curl beside the commands, and the benches' command-line flags.
 
 use std::process::Command;
 
@@ -73,4 +73,14 @@ pub fn load() -> String {
         .next()
         .unwrap_or("?")
         .to_string()
+}
+
+/// The value after `name` on the command line (`--pools 10000`): the benches that measure whole
+/// commands take their few flags this way.
+pub fn flag(name: &str) -> Option<String> {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .cloned()
 }
