@@ -6,6 +6,81 @@ use serde_json::Value;
 
 pub use crate::rule_id::RuleId;
 
+/// A field's place in an object, written once and used both to find the field and to name it
+/// in a cause (`field.NewPath("spec").Child("gateway")` in Kubernetes). Readers only take a
+/// `FieldPath`, never a bare string, so a path is spelled in one place per kind (`model::paths`)
+/// and a misspelling fails that module's test against the kinds' schemas instead of turning
+/// into "Required value" for a field the user did write.
+///
+/// Dotted object keys from the root (`spec.poolRef.name`), or from a list entry for the fields
+/// of one (`start` of `spec.pools[i]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FieldPath(&'static str);
+
+impl FieldPath {
+    pub const fn new(dotted: &'static str) -> Self {
+        FieldPath(dotted)
+    }
+
+    pub const fn as_str(self) -> &'static str {
+        self.0
+    }
+
+    /// The object keys from the root, in order.
+    pub fn keys(self) -> impl Iterator<Item = &'static str> {
+        self.0.split('.')
+    }
+
+    /// The value at this path in `obj`: None when a key is missing, a step is not an object,
+    /// or the value is null (the API server treats an explicit null as absent).
+    pub fn get(self, obj: &Value) -> Option<&Value> {
+        let mut cur = obj;
+        for key in self.keys() {
+            cur = cur.get(key)?;
+        }
+        (!cur.is_null()).then_some(cur)
+    }
+
+    /// `spec.addresses[3]`: entry `i` of the list at this path.
+    pub fn index(self, i: usize) -> String {
+        format!("{}[{i}]", self.0)
+    }
+
+    /// `metadata.labels[app]`: the value under `key` of the map at this path.
+    pub fn key(self, key: &str) -> String {
+        format!("{}[{key}]", self.0)
+    }
+
+    /// `spec.pools[2].start`: `field` of entry `i` of the list at this path.
+    pub fn entry(self, i: usize, field: FieldPath) -> String {
+        format!("{}[{i}].{}", self.0, field.0)
+    }
+}
+
+impl fmt::Display for FieldPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl AsRef<str> for FieldPath {
+    fn as_ref(&self) -> &str {
+        self.0
+    }
+}
+
+impl From<FieldPath> for String {
+    fn from(p: FieldPath) -> String {
+        p.0.to_string()
+    }
+}
+
+impl PartialEq<FieldPath> for String {
+    fn eq(&self, other: &FieldPath) -> bool {
+        self == other.0
+    }
+}
+
 /// The types of `k8s.io/apimachinery/pkg/util/validation/field.ErrorType` that ipam-guard uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ErrorType {

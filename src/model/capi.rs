@@ -10,8 +10,9 @@
 use serde_json::Value;
 
 use crate::address::{Family, Ip};
-use crate::field::{FieldError, Warning};
+use crate::field::{FieldError, FieldPath, Warning};
 use crate::kinds::{default_pool_group, Kind};
+use crate::model::paths::{address, claim, reference};
 use crate::model::read;
 use crate::model::{AddressProj, ClaimProj, ObjKey, PoolRef};
 use crate::rule_id::RuleId;
@@ -30,11 +31,11 @@ pub struct RefReading<'a> {
 
 impl<'a> RefReading<'a> {
     /// Reads the reference at `path` (`spec.poolRef`); type errors go to `errors` under `rule`.
-    fn read(rule: RuleId, obj: &'a Value, path: &str, errors: &mut Vec<FieldError>) -> Self {
+    fn read(rule: RuleId, obj: &'a Value, path: FieldPath, errors: &mut Vec<FieldError>) -> Self {
         let Some(r) = read::keep(read::object(rule, obj, path), errors) else {
             return RefReading::default();
         };
-        let mut field = |key: &str| match r.get(key) {
+        let mut field = |key: FieldPath| match key.get(r) {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) => Some(s.as_str()),
             Some(v) => {
@@ -49,10 +50,10 @@ impl<'a> RefReading<'a> {
         };
         RefReading {
             raw: Some(r),
-            api_group: field("apiGroup"),
-            kind: field("kind"),
-            name: field("name"),
-            has_namespace: r.get("namespace").is_some(),
+            api_group: field(reference::API_GROUP),
+            kind: field(reference::KIND),
+            name: field(reference::NAME),
+            has_namespace: r.get(reference::NAMESPACE.as_str()).is_some(),
         }
     }
 
@@ -106,9 +107,9 @@ pub struct ClaimReading<'a> {
 /// Reads an `IPAddressClaim` of any served version.
 pub fn read_claim(obj: &Value) -> ClaimReading<'_> {
     let mut errors = Vec::new();
-    let pool_ref = RefReading::read(RuleId::C1, obj, "spec.poolRef", &mut errors);
+    let pool_ref = RefReading::read(RuleId::C1, obj, claim::POOL_REF, &mut errors);
     let cluster_name = read::keep(
-        read::string(RuleId::C5, obj, "spec.clusterName"),
+        read::string(RuleId::C5, obj, claim::CLUSTER_NAME),
         &mut errors,
     );
     ClaimReading {
@@ -122,12 +123,12 @@ pub fn read_claim(obj: &Value) -> ClaimReading<'_> {
 /// What the index keeps of a claim.
 pub fn project_claim(obj: &Value, key: ObjKey) -> ClaimProj {
     let mut ignored = Vec::new();
-    let pool_ref = RefReading::read(RuleId::C1, obj, "spec.poolRef", &mut ignored);
+    let pool_ref = RefReading::read(RuleId::C1, obj, claim::POOL_REF, &mut ignored);
     ClaimProj {
         key,
         pool_ref: pool_ref.pool_ref(),
         created: super::creation_timestamp(obj),
-        bound: super::has_name(obj, "status.addressRef.name"),
+        bound: super::has_name(obj, claim::ADDRESS_REF_NAME),
     }
 }
 
@@ -167,27 +168,40 @@ pub fn read_address(obj: &Value) -> AddressReading<'_> {
     let mut errors = Vec::new();
     let mut warnings = Vec::new();
 
-    let (address_text, address) =
-        read::ip(RuleId::A1, obj, "spec.address", &mut errors, &mut warnings);
-    if address_text.is_none() && !errors.iter().any(|e| e.path == "spec.address") {
-        errors.push(FieldError::required(RuleId::A1, "spec.address", ""));
+    let (address_text, address) = read::ip(
+        RuleId::A1,
+        obj,
+        address::ADDRESS,
+        &mut errors,
+        &mut warnings,
+    );
+    if address_text.is_none() && !errors.iter().any(|e| e.path == address::ADDRESS) {
+        errors.push(FieldError::required(RuleId::A1, address::ADDRESS, ""));
     }
-    let (gateway_text, gateway) =
-        read::ip(RuleId::A3, obj, "spec.gateway", &mut errors, &mut warnings);
+    let (gateway_text, gateway) = read::ip(
+        RuleId::A3,
+        obj,
+        address::GATEWAY,
+        &mut errors,
+        &mut warnings,
+    );
 
-    let prefix_raw = read::get(obj, "spec.prefix");
+    let prefix_raw = read::get(obj, address::PREFIX);
     let family = address.or(gateway).map(|ip| ip.family);
-    let prefix = read::prefix(RuleId::A2, obj, "spec.prefix", family, &mut errors);
+    let prefix = read::prefix(RuleId::A2, obj, address::PREFIX, family, &mut errors);
     if prefix_raw.is_none() {
-        errors.push(FieldError::required(RuleId::A2, "spec.prefix", ""));
+        errors.push(FieldError::required(RuleId::A2, address::PREFIX, ""));
     }
 
-    let claim_ref = read::keep(read::object(RuleId::A5, obj, "spec.claimRef"), &mut errors);
-    let claim_name = read::keep(
-        read::string(RuleId::A5, obj, "spec.claimRef.name"),
+    let claim_ref = read::keep(
+        read::object(RuleId::A5, obj, address::CLAIM_REF),
         &mut errors,
     );
-    let pool_ref = RefReading::read(RuleId::A5, obj, "spec.poolRef", &mut errors);
+    let claim_name = read::keep(
+        read::string(RuleId::A5, obj, address::CLAIM_REF_NAME),
+        &mut errors,
+    );
+    let pool_ref = RefReading::read(RuleId::A5, obj, address::POOL_REF, &mut errors);
 
     AddressReading {
         address_text,
@@ -206,10 +220,10 @@ pub fn read_address(obj: &Value) -> AddressReading<'_> {
 
 /// What the index keeps of an address: only what A7–A9 and P8–P9 ask about.
 pub fn project_address(obj: &Value, key: ObjKey) -> AddressProj {
-    let ip = read::ip_value(obj, "spec.address");
+    let ip = read::ip_value(obj, address::ADDRESS);
     let mut ignored = Vec::new();
-    let pool_ref = RefReading::read(RuleId::A5, obj, "spec.poolRef", &mut ignored);
-    let claim = read::get(obj, "spec.claimRef.name")
+    let pool_ref = RefReading::read(RuleId::A5, obj, address::POOL_REF, &mut ignored);
+    let claim = read::get(obj, address::CLAIM_REF_NAME)
         .and_then(Value::as_str)
         .filter(|s| !s.is_empty())
         .map(std::sync::Arc::from);

@@ -5,7 +5,9 @@
 
 use serde_json::Value;
 
+use crate::field::FieldPath;
 use crate::kinds::Kind;
+use crate::model::paths::{capv as fields, reference};
 use crate::model::read;
 
 /// One `addressesFromPools[j]` entry as written.
@@ -28,43 +30,43 @@ impl PoolRefReading<'_> {
     }
 }
 
-/// Where the machine spec sits: templates nest it under `spec.template.spec`.
-pub fn spec_path(kind: Kind) -> &'static str {
+/// The `network` of the machine spec and its `devices`: templates nest the spec under
+/// `spec.template.spec`.
+fn network_paths(kind: Kind) -> (FieldPath, FieldPath) {
     match kind {
-        Kind::VSphereMachineTemplate => "spec.template.spec",
-        _ => "spec",
+        Kind::VSphereMachineTemplate => (fields::TEMPLATE_NETWORK, fields::TEMPLATE_DEVICES),
+        _ => (fields::NETWORK, fields::DEVICES),
     }
 }
 
 /// The `network` of the machine spec, for comparing old and new on UPDATE.
 pub fn network(kind: Kind, obj: &Value) -> Option<&Value> {
-    read::get(obj, &format!("{}.network", spec_path(kind)))
+    read::get(obj, network_paths(kind).0)
 }
 
 /// Every pool reference of the object, in device and list order. Entries of the wrong shape are
 /// returned with empty fields so the caller can say so.
 pub fn pool_refs(kind: Kind, obj: &Value) -> Vec<PoolRefReading<'_>> {
-    let base = format!("{}.network.devices", spec_path(kind));
-    let devices = read::get(obj, &base)
+    let base = network_paths(kind).1;
+    let devices = read::get(obj, base)
         .and_then(Value::as_array)
         .map(Vec::as_slice)
         .unwrap_or_default();
     let mut out = Vec::new();
     for (i, device) in devices.iter().enumerate() {
-        let refs = device
-            .get("addressesFromPools")
+        let refs = read::get(device, fields::ADDRESSES_FROM_POOLS)
             .and_then(Value::as_array)
             .map(Vec::as_slice)
             .unwrap_or_default();
         for (j, r) in refs.iter().enumerate() {
-            let s = |k: &str| r.get(k).and_then(Value::as_str);
+            let s = |k: FieldPath| read::get(r, k).and_then(Value::as_str);
             out.push(PoolRefReading {
-                path: format!("{base}[{i}].addressesFromPools[{j}]"),
+                path: format!("{}[{j}]", base.entry(i, fields::ADDRESSES_FROM_POOLS)),
                 raw: r,
-                api_group: s("apiGroup"),
-                kind: s("kind"),
-                name: s("name"),
-                has_namespace: r.get("namespace").is_some(),
+                api_group: s(reference::API_GROUP),
+                kind: s(reference::KIND),
+                name: s(reference::NAME),
+                has_namespace: r.get(reference::NAMESPACE.as_str()).is_some(),
             });
         }
     }

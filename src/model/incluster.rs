@@ -9,8 +9,9 @@
 use serde_json::Value;
 
 use crate::address::{parse_cidr, parse_entry, AddrError, AddrSet, Family, Forms, Ip, IpRange};
-use crate::field::{FieldError, Warning};
+use crate::field::{FieldError, FieldPath, Warning};
 use crate::kinds::Kind;
+use crate::model::paths::in_cluster as fields;
 use crate::model::pool::{
     allocatable, has_room_for_subnet, is_link_local_gateway, is_point_to_point, pool_entries,
     pool_subnet, projection, set_of, subnet_text, ListEntry, PoolEntry, PoolReading,
@@ -55,7 +56,7 @@ impl<'a> Reader<'a> {
 
     /// A list of pool entries at `path`; the list itself (for list-level causes) and the entries
     /// that parse. Entries that do not parse are P2 causes at `path[i]`.
-    fn entries(&mut self, path: &str) -> (Option<&'a [Value]>, Vec<ListEntry<'a>>) {
+    fn entries(&mut self, path: FieldPath) -> (Option<&'a [Value]>, Vec<ListEntry<'a>>) {
         let list = self.keep(read::array(RuleId::P2, self.obj, path));
         let mut items = Vec::new();
         let before = self.errors.len();
@@ -64,7 +65,7 @@ impl<'a> Reader<'a> {
             if read::list_full(RuleId::P2, path, &mut self.errors, before, all.len() - i) {
                 break;
             }
-            let item_path = format!("{path}[{i}]");
+            let item_path = path.index(i);
             let Some(text) = read::item_text(RuleId::P2, v, &item_path, &mut self.errors) else {
                 continue;
             };
@@ -88,14 +89,14 @@ impl<'a> Reader<'a> {
     }
 
     /// A single IP field (`spec.gateway`, `spec.start`, `spec.end`).
-    fn ip(&mut self, rule: RuleId, path: &str) -> (Option<&'a str>, Option<Ip>) {
+    fn ip(&mut self, rule: RuleId, path: FieldPath) -> (Option<&'a str>, Option<Ip>) {
         read::ip(rule, self.obj, path, &mut self.errors, &mut self.warnings)
     }
 
     /// `spec.prefix` checked against `family` (IPv6's bound when the family is unknown).
     fn prefix(&mut self, raw: i64, family: Option<Family>) -> Option<u8> {
-        let value = read::get(self.obj, "spec.prefix");
-        self.keep(read::prefix_in_family(RuleId::P4, "spec.prefix", raw, value, family).map(Some))
+        let value = read::get(self.obj, fields::PREFIX);
+        self.keep(read::prefix_in_family(RuleId::P4, fields::PREFIX, raw, value, family).map(Some))
     }
 
     /// P6: the gateway's family, and its place inside the subnet when the prefix leaves room.
@@ -112,7 +113,7 @@ impl<'a> Reader<'a> {
         if gw.family != family {
             self.errors.push(FieldError::invalid(
                 RuleId::P3,
-                "spec.gateway",
+                fields::GATEWAY,
                 text,
                 MIXED_GATEWAY,
             ));
@@ -125,7 +126,7 @@ impl<'a> Reader<'a> {
             {
                 self.errors.push(FieldError::invalid(
                     RuleId::P6,
-                    "spec.gateway",
+                    fields::GATEWAY,
                     text,
                     format!(
                         "must be inside the pool's subnet {}",
@@ -148,7 +149,7 @@ impl<'a> Reader<'a> {
         if !declared.is_empty() && allocatable.is_empty() {
             self.warnings.push(Warning::new(
                 RuleId::P7,
-                "spec.addresses",
+                fields::ADDRESSES,
                 "the pool has no allocatable address: every declared address is excluded, the gateway or reserved",
             ));
         }
@@ -156,7 +157,7 @@ impl<'a> Reader<'a> {
             if is_point_to_point(Family::V4, p) && !allocate_reserved {
                 self.warnings.push(Warning::new(
                     RuleId::P7,
-                    "spec.prefix",
+                    fields::PREFIX,
                     format!(
                         "the in-cluster provider hands out no address from a /{p} pool unless allocateReservedIPAddresses is true"
                     ),
@@ -178,28 +179,28 @@ pub(crate) fn read(kind: Kind, obj: &Value) -> PoolReading {
         errors: Vec::new(),
         warnings: Vec::new(),
     };
-    let addresses_given = read::get(obj, "spec.addresses")
+    let addresses_given = read::get(obj, fields::ADDRESSES)
         .and_then(Value::as_array)
         .is_some_and(|a| !a.is_empty());
     if v1alpha1 && !addresses_given && has_subnet_form(obj) {
         return read_subnet_form(kind, &meta, r);
     }
 
-    let (list, items) = r.entries("spec.addresses");
-    if list.is_none_or(|l| l.is_empty()) && !r.errors.iter().any(|e| e.path == "spec.addresses") {
+    let (list, items) = r.entries(fields::ADDRESSES);
+    if list.is_none_or(|l| l.is_empty()) && !r.errors.iter().any(|e| e.path == fields::ADDRESSES) {
         let detail = if v1alpha1 {
             "addresses or subnet is required"
         } else {
             "addresses is required"
         };
         r.errors
-            .push(FieldError::required(RuleId::P1, "spec.addresses", detail));
+            .push(FieldError::required(RuleId::P1, fields::ADDRESSES, detail));
     }
     if v1alpha1 {
         for (key, field) in [
-            ("subnet", "spec.subnet"),
-            ("start", "spec.start"),
-            ("end", "spec.end"),
+            ("subnet", fields::SUBNET),
+            ("start", fields::START),
+            ("end", fields::END),
         ] {
             if let Some(v) = read::get(obj, field) {
                 r.errors.push(FieldError::invalid(
@@ -215,17 +216,13 @@ pub(crate) fn read(kind: Kind, obj: &Value) -> PoolReading {
     let (excluded_list, excluded_items) = if v1alpha1 {
         (None, Vec::new())
     } else {
-        r.entries("spec.excludedAddresses")
+        r.entries(fields::EXCLUDED_ADDRESSES)
     };
     let allocate_reserved = !v1alpha1
-        && r.keep(read::boolean(
-            RuleId::P7,
-            obj,
-            "spec.allocateReservedIPAddresses",
-        ))
-        .unwrap_or(false);
-    let gateway = r.ip(RuleId::P6, "spec.gateway");
-    let raw_prefix = r.keep(read::integer(RuleId::P4, obj, "spec.prefix"));
+        && r.keep(read::boolean(RuleId::P7, obj, fields::ALLOCATE_RESERVED))
+            .unwrap_or(false);
+    let gateway = r.ip(RuleId::P6, fields::GATEWAY);
+    let raw_prefix = r.keep(read::integer(RuleId::P4, obj, fields::PREFIX));
 
     // P3: families never mix.
     let (d4, d6) = families(&items);
@@ -233,7 +230,7 @@ pub(crate) fn read(kind: Kind, obj: &Value) -> PoolReading {
     if d4 && d6 {
         r.errors.push(FieldError::invalid(
             RuleId::P3,
-            "spec.addresses",
+            fields::ADDRESSES,
             list_value(list),
             MIXED,
         ));
@@ -241,7 +238,7 @@ pub(crate) fn read(kind: Kind, obj: &Value) -> PoolReading {
     if x4 && x6 {
         r.errors.push(FieldError::invalid(
             RuleId::P3,
-            "spec.excludedAddresses",
+            fields::EXCLUDED_ADDRESSES,
             list_value(excluded_list),
             MIXED,
         ));
@@ -249,7 +246,7 @@ pub(crate) fn read(kind: Kind, obj: &Value) -> PoolReading {
     if (d4 && x6) || (d6 && x4) {
         r.errors.push(FieldError::invalid(
             RuleId::P3,
-            "spec.excludedAddresses",
+            fields::EXCLUDED_ADDRESSES,
             list_value(excluded_list),
             MIXED_EXCLUDED,
         ));
@@ -260,7 +257,7 @@ pub(crate) fn read(kind: Kind, obj: &Value) -> PoolReading {
     // P4
     let prefix = match raw_prefix {
         Some(p) => r.prefix(p, family),
-        None if r.errors.iter().any(|e| e.path == "spec.prefix") => None,
+        None if r.errors.iter().any(|e| e.path == fields::PREFIX) => None,
         None => {
             let detail = if v1alpha1 {
                 "prefix is required when using addresses"
@@ -268,7 +265,7 @@ pub(crate) fn read(kind: Kind, obj: &Value) -> PoolReading {
                 "prefix is required"
             };
             r.errors
-                .push(FieldError::required(RuleId::P4, "spec.prefix", detail));
+                .push(FieldError::required(RuleId::P4, fields::PREFIX, detail));
             None
         }
     };
@@ -323,7 +320,7 @@ pub(crate) fn read(kind: Kind, obj: &Value) -> PoolReading {
         excluded,
         subnet,
         entries,
-        declared_path: "spec.addresses",
+        declared_path: fields::ADDRESSES,
         errors: r.errors,
         warnings: r.warnings,
     }
@@ -332,14 +329,14 @@ pub(crate) fn read(kind: Kind, obj: &Value) -> PoolReading {
 /// `spec.addressReuseGracePeriodSeconds` (v1alpha2; the schema keeps it an int32 ≥ 0). A value
 /// the schema would refuse is no grace here: the API server never stores one.
 fn reuse_grace(obj: &Value) -> Option<std::time::Duration> {
-    let seconds = read::get(obj, "spec.addressReuseGracePeriodSeconds")?.as_u64()?;
+    let seconds = read::get(obj, fields::REUSE_GRACE)?.as_u64()?;
     (seconds <= i32::MAX as u64).then(|| std::time::Duration::from_secs(seconds))
 }
 
 fn has_subnet_form(obj: &Value) -> bool {
-    ["spec.subnet", "spec.start", "spec.end"]
+    [fields::SUBNET, fields::START, fields::END]
         .iter()
-        .any(|p| read::get(obj, p).is_some())
+        .any(|p| read::get(obj, *p).is_some())
 }
 
 /// A list as a cause's value (printed as JSON text, cut at 64 characters).
@@ -351,22 +348,22 @@ fn list_value(list: Option<&[Value]>) -> Value {
 /// but one for IPv4 (the broadcast) and to the last address for IPv6 (SPEC §5 table).
 fn read_subnet_form(kind: Kind, meta: &Meta, mut r: Reader<'_>) -> PoolReading {
     let obj = r.obj;
-    let subnet_field = r.keep(read::string(RuleId::P2, obj, "spec.subnet"));
-    let start = r.ip(RuleId::P2, "spec.start");
-    let end = r.ip(RuleId::P2, "spec.end");
-    let gateway = r.ip(RuleId::P6, "spec.gateway");
+    let subnet_field = r.keep(read::string(RuleId::P2, obj, fields::SUBNET));
+    let start = r.ip(RuleId::P2, fields::START);
+    let end = r.ip(RuleId::P2, fields::END);
+    let gateway = r.ip(RuleId::P6, fields::GATEWAY);
     // Go's zero value: a prefix of 0 in v1alpha1 means "take the subnet's".
     let raw_prefix = r
-        .keep(read::integer(RuleId::P4, obj, "spec.prefix"))
+        .keep(read::integer(RuleId::P4, obj, fields::PREFIX))
         .filter(|p| *p != 0);
 
     // The subnet: written, or the one of `prefix` around `start` (what the provider's defaulting did).
-    let mut entry_path = "spec.subnet";
+    let mut entry_path = fields::SUBNET;
     let mut entry_text = subnet_field.unwrap_or_default();
     let cidr: Option<(Family, IpRange, u8)> = match subnet_field {
         Some(text) => read::parsed(
             RuleId::P2,
-            "spec.subnet",
+            fields::SUBNET,
             text,
             parse_cidr(text),
             &mut r.errors,
@@ -377,13 +374,13 @@ fn read_subnet_form(kind: Kind, meta: &Meta, mut r: Reader<'_>) -> PoolReading {
             (_, None) | ((_, None), _) => {
                 r.errors.push(FieldError::required(
                     RuleId::P1,
-                    "spec.subnet",
+                    fields::SUBNET,
                     "subnet is required when addresses is empty",
                 ));
                 None
             }
             ((text, Some(s)), Some(p)) => {
-                entry_path = "spec.start";
+                entry_path = fields::START;
                 entry_text = text.unwrap_or_default();
                 r.prefix(p, Some(s.family))
                     .map(|p| (s.family, crate::address::subnet_of(s, p), p))
@@ -407,7 +404,7 @@ fn read_subnet_form(kind: Kind, meta: &Meta, mut r: Reader<'_>) -> PoolReading {
         if r.prefix(p, Some(family)).is_some() && p != i64::from(subnet_prefix) {
             r.errors.push(FieldError::invalid(
                 RuleId::P4,
-                "spec.prefix",
+                fields::PREFIX,
                 p,
                 "does not match prefix of spec.subnet",
             ));
@@ -415,7 +412,7 @@ fn read_subnet_form(kind: Kind, meta: &Meta, mut r: Reader<'_>) -> PoolReading {
     }
 
     // Each bound: of the subnet's family and inside it, else the default is used for the set.
-    let mut bound = |(text, ip): (Option<&str>, Option<Ip>), path: &'static str| -> Option<u128> {
+    let mut bound = |(text, ip): (Option<&str>, Option<Ip>), path: FieldPath| -> Option<u128> {
         let (text, ip) = (text?, ip?);
         if ip.family != family {
             r.errors
@@ -433,13 +430,13 @@ fn read_subnet_form(kind: Kind, meta: &Meta, mut r: Reader<'_>) -> PoolReading {
             Some(ip.value)
         }
     };
-    let start_v = bound(start, "spec.start");
-    let end_v = bound(end, "spec.end");
+    let start_v = bound(start, fields::START);
+    let end_v = bound(end, fields::END);
     if let (Some(s), Some(e), Some(text)) = (start_v, end_v, end.0) {
         if s > e {
             r.errors.push(FieldError::invalid(
                 RuleId::P2,
-                "spec.end",
+                fields::END,
                 text,
                 "must not be before spec.start",
             ));
@@ -522,7 +519,7 @@ mod tests {
         let r = read(Kind::InClusterIPPool, &review["request"]["object"]);
         assert!(r.errors.is_empty(), "{:?}", texts(&r));
         assert_eq!(r.proj.allocatable.to_string(), "10.20.0.10-10.20.0.20");
-        assert_eq!(r.declared_path, "spec.subnet");
+        assert_eq!(r.declared_path, fields::SUBNET);
     }
 
     #[test]

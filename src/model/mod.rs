@@ -7,6 +7,7 @@ pub mod capi;
 pub mod capv;
 pub mod incluster;
 pub mod metal3;
+pub mod paths;
 pub mod pool;
 pub mod prefix;
 pub mod read;
@@ -20,6 +21,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use crate::address::{AddrSet, Cidr, Family, Ip};
+use crate::field::FieldPath;
 use crate::kinds::{Kind, ADDRESS_SPACE_ANNOTATION, DEFAULT_ADDRESS_SPACE};
 use pool::PoolReading;
 
@@ -190,14 +192,14 @@ pub struct ClaimProj {
 
 /// `metadata.creationTimestamp` (RFC 3339, as the API server writes it) in Unix seconds.
 pub fn creation_timestamp(obj: &Value) -> Option<i64> {
-    let text = read::get(obj, "metadata.creationTimestamp")?.as_str()?;
+    let text = read::get(obj, paths::meta::CREATION_TIMESTAMP)?.as_str()?;
     time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
         .ok()
         .map(|t| t.unix_timestamp())
 }
 
 /// Whether the string at `path` is set and non-empty.
-pub(crate) fn has_name(obj: &Value, path: &str) -> bool {
+pub(crate) fn has_name(obj: &Value, path: FieldPath) -> bool {
     read::get(obj, path)
         .and_then(Value::as_str)
         .is_some_and(|s| !s.is_empty())
@@ -252,7 +254,7 @@ impl<'a> Request<'a> {
     /// The request's namespace, else the one `obj` names in its metadata.
     pub fn namespace_of(&self, obj: &'a Value) -> Option<&'a str> {
         self.namespace
-            .or_else(|| read::get(obj, "metadata.namespace").and_then(Value::as_str))
+            .or_else(|| read::get(obj, paths::meta::NAMESPACE).and_then(Value::as_str))
     }
 }
 

@@ -5,9 +5,9 @@
 use std::sync::Arc;
 
 use crate::address::{subnet_of, AddrSet, Entry, Family, Ip, IpRange};
-use crate::field::{FieldError, Warning};
+use crate::field::{FieldError, FieldPath, Warning};
 use crate::kinds::Kind;
-use crate::model::{Meta, ObjKey, PoolProj};
+use crate::model::{paths, Meta, ObjKey, PoolProj};
 
 /// Annotations that switch off delete protection (P9): the in-cluster provider's own escape
 /// hatch, and the one `clusterctl move` sets before it deletes the source objects.
@@ -76,7 +76,7 @@ pub struct PoolReading {
     pub entries: Vec<PoolEntry>,
     /// The field that declares the addresses (`spec.addresses`, `spec.subnet`): where a cause about
     /// the declared set as a whole goes (P8).
-    pub declared_path: &'static str,
+    pub declared_path: FieldPath,
     /// Problems of the spec on its own (P1–P6), collected.
     pub errors: Vec<FieldError>,
     /// P7 and address-syntax warnings.
@@ -92,7 +92,7 @@ impl PoolReading {
             excluded: AddrSet::empty(Family::V4),
             subnet: None,
             entries: Vec::new(),
-            declared_path: "spec",
+            declared_path: paths::SPEC,
             errors: Vec::new(),
             warnings: Vec::new(),
         }

@@ -13,6 +13,7 @@ use serde_json::Value;
 use crate::address::{parse_cidr, parse_entry, AddrError, AddrSet, Family, Forms, IpRange};
 use crate::field::{FieldError, Warning};
 use crate::kinds::Kind;
+use crate::model::paths::prefix_pool as fields;
 use crate::model::pool::{projection, PoolEntry, PoolReading};
 use crate::model::{read, Meta};
 use crate::rule_id::RuleId;
@@ -28,7 +29,7 @@ const V6_ONLY_EXCLUDED: &str = "only IPv6 excluded prefixes are supported";
 /// `spec.allocationPrefixLength` as the provider reads it: absent means the default. Returns the
 /// raw value too, for messages. A wrong type is None here (the reader reports it).
 pub fn allocation_length(obj: &Value) -> Option<i64> {
-    match read::get(obj, "spec.allocationPrefixLength") {
+    match read::get(obj, fields::ALLOCATION_PREFIX_LENGTH) {
         None => Some(i64::from(DEFAULT_ALLOCATION_PREFIX_LENGTH)),
         Some(v) => v.as_i64(),
     }
@@ -49,17 +50,17 @@ pub(crate) fn read(kind: Kind, obj: &Value) -> PoolReading {
 
     // PP3: the length of every sub-prefix handed out.
     let length = match read::keep(
-        read::integer(RuleId::PP3, obj, "spec.allocationPrefixLength"),
+        read::integer(RuleId::PP3, obj, fields::ALLOCATION_PREFIX_LENGTH),
         &mut errors,
     ) {
-        None if read::get(obj, "spec.allocationPrefixLength").is_some() => None,
+        None if read::get(obj, fields::ALLOCATION_PREFIX_LENGTH).is_some() => None,
         None => Some(DEFAULT_ALLOCATION_PREFIX_LENGTH),
         Some(n) => match u8::try_from(n) {
             Ok(n @ 1..=128) => Some(n),
             _ => {
                 errors.push(FieldError::invalid(
                     RuleId::PP3,
-                    "spec.allocationPrefixLength",
+                    fields::ALLOCATION_PREFIX_LENGTH,
                     n,
                     "allocationPrefixLength must be between 1 and 128",
                 ));
@@ -69,12 +70,12 @@ pub(crate) fn read(kind: Kind, obj: &Value) -> PoolReading {
     };
 
     // PP1, PP2, PP3: the prefixes.
-    let list = read::keep(read::array(RuleId::PP1, obj, "spec.prefixes"), &mut errors);
+    let list = read::keep(read::array(RuleId::PP1, obj, fields::PREFIXES), &mut errors);
     let all = list.unwrap_or_default();
-    if all.is_empty() && !errors.iter().any(|e| e.path == "spec.prefixes") {
+    if all.is_empty() && !errors.iter().any(|e| e.path == fields::PREFIXES) {
         errors.push(FieldError::required(
             RuleId::PP1,
-            "spec.prefixes",
+            fields::PREFIXES,
             "prefixes is required",
         ));
     }
@@ -83,7 +84,7 @@ pub(crate) fn read(kind: Kind, obj: &Value) -> PoolReading {
     for (i, v) in all.iter().enumerate() {
         if read::list_full(
             RuleId::PP2,
-            "spec.prefixes",
+            fields::PREFIXES,
             &mut errors,
             before,
             all.len() - i,
@@ -142,7 +143,7 @@ pub(crate) fn read(kind: Kind, obj: &Value) -> PoolReading {
 
     // PP4: the exclusions, each inside the pool.
     let excluded_list = read::keep(
-        read::array(RuleId::PP4, obj, "spec.excludedPrefixes"),
+        read::array(RuleId::PP4, obj, fields::EXCLUDED_PREFIXES),
         &mut errors,
     );
     let excluded_all = excluded_list.unwrap_or_default();
@@ -152,7 +153,7 @@ pub(crate) fn read(kind: Kind, obj: &Value) -> PoolReading {
         let left = excluded_all.len() - i;
         if read::list_full(
             RuleId::PP4,
-            "spec.excludedPrefixes",
+            fields::EXCLUDED_PREFIXES,
             &mut errors,
             before,
             left,
@@ -194,12 +195,18 @@ pub(crate) fn read(kind: Kind, obj: &Value) -> PoolReading {
     }
 
     // PP5: the gateway, informational but an IPv6 address.
-    let (gw_text, gateway) = read::ip(RuleId::PP5, obj, "spec.gateway", &mut errors, &mut warnings);
+    let (gw_text, gateway) = read::ip(
+        RuleId::PP5,
+        obj,
+        fields::GATEWAY,
+        &mut errors,
+        &mut warnings,
+    );
     let gateway = match (gw_text, gateway) {
         (Some(text), Some(gw)) if gw.family != Family::V6 => {
             errors.push(FieldError::invalid(
                 RuleId::PP5,
-                "spec.gateway",
+                fields::GATEWAY,
                 text,
                 "provided gateway must be IPv6",
             ));
@@ -222,7 +229,7 @@ pub(crate) fn read(kind: Kind, obj: &Value) -> PoolReading {
         if allocatable.is_empty() && !declared.whole_blocks(len).is_empty() {
             warnings.push(Warning::new(
                 RuleId::PP6,
-                "spec.excludedPrefixes",
+                fields::EXCLUDED_PREFIXES,
                 format!(
                     "the pool has no allocatable /{len}: every /{len} of spec.prefixes overlaps an excluded entry"
                 ),
@@ -231,13 +238,13 @@ pub(crate) fn read(kind: Kind, obj: &Value) -> PoolReading {
         if len == 128 {
             warnings.push(Warning::new(
                 RuleId::PP6,
-                "spec.allocationPrefixLength",
+                fields::ALLOCATION_PREFIX_LENGTH,
                 "allocationPrefixLength 128 hands out single addresses; InClusterIPPool does that with a gateway kept out",
             ));
             if let Some(gw) = gateway.filter(|gw| allocatable.contains(*gw)) {
                 warnings.push(Warning::new(
                     RuleId::PP6,
-                    "spec.gateway",
+                    fields::GATEWAY,
                     format!("{gw} is inside spec.prefixes and, with /128 allocations, may be handed out to a claim"),
                 ));
             }
@@ -259,7 +266,7 @@ pub(crate) fn read(kind: Kind, obj: &Value) -> PoolReading {
         excluded,
         subnet: None,
         entries,
-        declared_path: "spec.prefixes",
+        declared_path: fields::PREFIXES,
         errors,
         warnings,
     }

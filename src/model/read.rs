@@ -7,21 +7,17 @@ use std::fmt::Display;
 use serde_json::Value;
 
 use crate::address::{check_prefix, parse_ip, Family, Ip, Parsed};
-use crate::field::{FieldError, Warning};
+use crate::field::{FieldError, FieldPath, Warning};
 use crate::rule_id::RuleId;
 
-/// Follows a dotted path of object keys (`spec.poolRef.name`). Missing or null → None.
-pub fn get<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
-    let mut cur = obj;
-    for part in path.split('.') {
-        cur = cur.get(part)?;
-    }
-    (!cur.is_null()).then_some(cur)
+/// The value at `path` (`spec.poolRef.name`). Missing or null → None.
+pub fn get(obj: &Value, path: FieldPath) -> Option<&Value> {
+    path.get(obj)
 }
 
 /// The value under `key` of the map at `path` (`metadata.labels`, `metadata.annotations`), whose
 /// keys hold the dots and slashes a dotted path cannot name.
-pub fn entry<'a>(obj: &'a Value, path: &str, key: &str) -> Option<&'a Value> {
+pub fn entry<'a>(obj: &'a Value, path: FieldPath, key: &str) -> Option<&'a Value> {
     get(obj, path)?.get(key)
 }
 
@@ -35,7 +31,7 @@ pub const LIST_PROBLEMS: usize = 1_000;
 /// cause at the list says how many entries, `left`, were not read; the request is denied anyway.
 pub fn list_full(
     rule: RuleId,
-    path: &str,
+    path: impl AsRef<str>,
     errors: &mut Vec<FieldError>,
     before: usize,
     left: usize,
@@ -45,14 +41,14 @@ pub fn list_full(
     }
     errors.push(FieldError::forbidden(
         rule,
-        path,
+        path.as_ref(),
         format!("{left} more entries not checked after {LIST_PROBLEMS} problems in this list"),
     ));
     true
 }
 
 /// A string field. Missing → Ok(None); another type → Invalid at the path.
-pub fn string<'a>(rule: RuleId, obj: &'a Value, path: &str) -> Result<Option<&'a str>, FieldError> {
+pub fn string(rule: RuleId, obj: &Value, path: FieldPath) -> Result<Option<&str>, FieldError> {
     typed(
         rule,
         obj,
@@ -64,7 +60,7 @@ pub fn string<'a>(rule: RuleId, obj: &'a Value, path: &str) -> Result<Option<&'a
 }
 
 /// An integer field, never truncated: `4294967320` stays that number and `"abc"` is an error.
-pub fn integer(rule: RuleId, obj: &Value, path: &str) -> Result<Option<i64>, FieldError> {
+pub fn integer(rule: RuleId, obj: &Value, path: FieldPath) -> Result<Option<i64>, FieldError> {
     match get(obj, path) {
         None => Ok(None),
         Some(Value::Number(n)) => match n.as_i64() {
@@ -90,29 +86,21 @@ pub fn integer(rule: RuleId, obj: &Value, path: &str) -> Result<Option<i64>, Fie
 }
 
 /// An array field. Missing → Ok(None); another type → Invalid.
-pub fn array<'a>(
-    rule: RuleId,
-    obj: &'a Value,
-    path: &str,
-) -> Result<Option<&'a [Value]>, FieldError> {
+pub fn array(rule: RuleId, obj: &Value, path: FieldPath) -> Result<Option<&[Value]>, FieldError> {
     typed(rule, obj, path, "must be a list", short, |v| {
         v.as_array().map(Vec::as_slice)
     })
 }
 
 /// An object field. Missing → Ok(None); another type → Invalid.
-pub fn object<'a>(
-    rule: RuleId,
-    obj: &'a Value,
-    path: &str,
-) -> Result<Option<&'a Value>, FieldError> {
+pub fn object(rule: RuleId, obj: &Value, path: FieldPath) -> Result<Option<&Value>, FieldError> {
     typed(rule, obj, path, "must be an object", short, |v| {
         v.is_object().then_some(v)
     })
 }
 
 /// A boolean field. Missing → Ok(None); another type → Invalid.
-pub fn boolean(rule: RuleId, obj: &Value, path: &str) -> Result<Option<bool>, FieldError> {
+pub fn boolean(rule: RuleId, obj: &Value, path: FieldPath) -> Result<Option<bool>, FieldError> {
     typed(rule, obj, path, "must be a boolean", short, Value::as_bool)
 }
 
@@ -121,7 +109,7 @@ pub fn boolean(rule: RuleId, obj: &Value, path: &str) -> Result<Option<bool>, Fi
 fn typed<'a, T>(
     rule: RuleId,
     obj: &'a Value,
-    path: &str,
+    path: FieldPath,
     detail: &str,
     shown: fn(&Value) -> Value,
     pick: impl FnOnce(&'a Value) -> Option<T>,
@@ -146,9 +134,9 @@ pub fn keep<T>(r: Result<Option<T>, FieldError>, errors: &mut Vec<FieldError>) -
 
 /// Reports a field error at `path`: the dotted readers know no list indexes, so a field of
 /// `spec.pools[i]` is read from the entry itself and its error moved to the full path.
-pub fn at<T>(r: Result<T, FieldError>, path: &str) -> Result<T, FieldError> {
+pub fn at<T>(r: Result<T, FieldError>, path: impl AsRef<str>) -> Result<T, FieldError> {
     r.map_err(|mut e| {
-        e.path = path.to_string();
+        e.path = path.as_ref().to_string();
         e
     })
 }
@@ -157,14 +145,14 @@ pub fn at<T>(r: Result<T, FieldError>, path: &str) -> Result<T, FieldError> {
 pub fn item_text<'a>(
     rule: RuleId,
     v: &'a Value,
-    path: &str,
+    path: impl AsRef<str>,
     errors: &mut Vec<FieldError>,
 ) -> Option<&'a str> {
     let text = v.as_str();
     if text.is_none() {
         errors.push(FieldError::invalid(
             rule,
-            path,
+            path.as_ref(),
             v.clone(),
             "must be a string",
         ));
@@ -176,12 +164,13 @@ pub fn item_text<'a>(
 /// text) go to `warnings`, a syntax error to `errors` with the error as detail, both under `rule`.
 pub fn parsed<T, E: Display>(
     rule: RuleId,
-    path: &str,
+    path: impl AsRef<str>,
     text: &str,
     parse: Result<Parsed<T>, E>,
     errors: &mut Vec<FieldError>,
     warnings: &mut Vec<Warning>,
 ) -> Option<T> {
+    let path = path.as_ref();
     match parse {
         Ok(p) => {
             warnings.extend(p.warnings.into_iter().map(|w| Warning::new(rule, path, w)));
@@ -199,7 +188,7 @@ pub fn parsed<T, E: Display>(
 pub fn ip<'a>(
     rule: RuleId,
     obj: &'a Value,
-    path: &str,
+    path: FieldPath,
     errors: &mut Vec<FieldError>,
     warnings: &mut Vec<Warning>,
 ) -> (Option<&'a str>, Option<Ip>) {
@@ -210,11 +199,12 @@ pub fn ip<'a>(
 pub fn ip_at<'a>(
     rule: RuleId,
     base: &'a Value,
-    field: &str,
-    path: &str,
+    field: FieldPath,
+    path: impl AsRef<str>,
     errors: &mut Vec<FieldError>,
     warnings: &mut Vec<Warning>,
 ) -> (Option<&'a str>, Option<Ip>) {
+    let path = path.as_ref();
     let Some(text) = keep(at(string(rule, base, field), path), errors) else {
         return (None, None);
     };
@@ -224,7 +214,7 @@ pub fn ip_at<'a>(
 
 /// The address at `path` when there is one that parses; nothing is reported. What the index keeps
 /// of an address object: one that does not parse holds nothing.
-pub fn ip_value(obj: &Value, path: &str) -> Option<Ip> {
+pub fn ip_value(obj: &Value, path: FieldPath) -> Option<Ip> {
     get(obj, path)
         .and_then(Value::as_str)
         .and_then(|s| parse_ip(s).ok())
@@ -236,7 +226,7 @@ pub fn ip_value(obj: &Value, path: &str) -> Option<Ip> {
 /// narrowed: a prefix that does not fit is an error showing the value as written.
 pub fn prefix_in_family(
     rule: RuleId,
-    path: &str,
+    path: impl AsRef<str>,
     raw: i64,
     value: Option<&Value>,
     family: Option<Family>,
@@ -244,7 +234,7 @@ pub fn prefix_in_family(
     check_prefix(family.unwrap_or(Family::V6), raw).map_err(|e| {
         FieldError::invalid(
             rule,
-            path,
+            path.as_ref(),
             value.cloned().unwrap_or(Value::Null),
             e.to_string(),
         )
@@ -256,7 +246,7 @@ pub fn prefix_in_family(
 pub fn prefix(
     rule: RuleId,
     obj: &Value,
-    path: &str,
+    path: FieldPath,
     family: Option<Family>,
     errors: &mut Vec<FieldError>,
 ) -> Option<u8> {
@@ -284,27 +274,36 @@ mod tests {
     fn integers_are_never_wrapped() {
         let o = json!({"spec": {"prefix": 4294967320u64, "bad": "abc", "huge": 18446744073709551615u64, "f": 24.0}});
         assert_eq!(
-            integer(RuleId::A2, &o, "spec.prefix").unwrap(),
+            integer(RuleId::A2, &o, FieldPath::new("spec.prefix")).unwrap(),
             Some(4294967320)
         );
         assert_eq!(
-            integer(RuleId::A2, &o, "spec.huge").unwrap(),
+            integer(RuleId::A2, &o, FieldPath::new("spec.huge")).unwrap(),
             Some(i64::MAX)
         );
-        assert_eq!(integer(RuleId::A2, &o, "spec.f").unwrap(), Some(24));
-        let e = integer(RuleId::A2, &o, "spec.bad").unwrap_err();
+        assert_eq!(
+            integer(RuleId::A2, &o, FieldPath::new("spec.f")).unwrap(),
+            Some(24)
+        );
+        let e = integer(RuleId::A2, &o, FieldPath::new("spec.bad")).unwrap_err();
         assert_eq!(
             e.to_string(),
             r#"spec.bad: Invalid value: "abc": must be an integer"#
         );
-        assert_eq!(integer(RuleId::A2, &o, "spec.missing").unwrap(), None);
+        assert_eq!(
+            integer(RuleId::A2, &o, FieldPath::new("spec.missing")).unwrap(),
+            None
+        );
     }
 
     #[test]
     fn wrong_types_are_field_errors() {
         let o = json!({"spec": {"poolRef": "x", "name": 5}});
-        assert!(object(RuleId::C1, &o, "spec.poolRef").is_err());
-        assert!(string(RuleId::C1, &o, "spec.name").is_err());
-        assert_eq!(string(RuleId::C1, &o, "spec.none").unwrap(), None);
+        assert!(object(RuleId::C1, &o, FieldPath::new("spec.poolRef")).is_err());
+        assert!(string(RuleId::C1, &o, FieldPath::new("spec.name")).is_err());
+        assert_eq!(
+            string(RuleId::C1, &o, FieldPath::new("spec.none")).unwrap(),
+            None
+        );
     }
 }

@@ -15,9 +15,10 @@ use serde_json::Value;
 use crate::address::{
     parse_cidr, parse_entry, parse_ip, AddrSet, Cidr, Family, Forms, Ip, IpRange,
 };
-use crate::field::{FieldError, Warning};
+use crate::field::{FieldError, FieldPath, Warning};
 use crate::kinds::Kind;
 use crate::kube_version::KubeVersion;
+use crate::model::paths::{selector, spider as fields};
 use crate::model::pool::{
     allocatable, is_link_local_gateway, is_point_to_point, pool_entries, projection, set_of,
     ListEntry, PoolReading,
@@ -30,7 +31,7 @@ use crate::schema::{label_key_problem, label_value_problem};
 /// inside it.
 fn entries<'a>(
     obj: &'a Value,
-    path: &str,
+    path: FieldPath,
     family: Option<Family>,
     subnet: Option<Cidr>,
     errors: &mut Vec<FieldError>,
@@ -43,7 +44,7 @@ fn entries<'a>(
         if read::list_full(RuleId::S3, path, errors, before, list.len() - i) {
             break;
         }
-        let item = format!("{path}[{i}]");
+        let item = path.index(i);
         let Some(text) = read::item_text(RuleId::S3, v, &item, errors) else {
             continue;
         };
@@ -87,10 +88,10 @@ pub(crate) fn read_pool(obj: &Value) -> PoolReading {
     let mut warnings = Vec::new();
 
     // S1: the subnet, in the canonical form Spiderpool itself insists on.
-    let subnet_text = match read::string(RuleId::S1, obj, "spec.subnet") {
+    let subnet_text = match read::string(RuleId::S1, obj, fields::SUBNET) {
         Ok(Some(t)) => Some(t),
         Ok(None) => {
-            errors.push(FieldError::required(RuleId::S1, "spec.subnet", ""));
+            errors.push(FieldError::required(RuleId::S1, fields::SUBNET, ""));
             None
         }
         Err(e) => {
@@ -104,7 +105,7 @@ pub(crate) fn read_pool(obj: &Value) -> PoolReading {
             if canonical != t {
                 errors.push(FieldError::invalid(
                     RuleId::S1,
-                    "spec.subnet",
+                    fields::SUBNET,
                     t,
                     format!("unformatted subnet {t}, please change it to {canonical}"),
                 ));
@@ -114,7 +115,7 @@ pub(crate) fn read_pool(obj: &Value) -> PoolReading {
         Err(e) => {
             errors.push(FieldError::invalid(
                 RuleId::S1,
-                "spec.subnet",
+                fields::SUBNET,
                 t,
                 e.to_string(),
             ));
@@ -123,14 +124,14 @@ pub(crate) fn read_pool(obj: &Value) -> PoolReading {
     });
 
     // S2: ipVersion names the subnet's family.
-    let version_family = match read::integer(RuleId::S2, obj, "spec.ipVersion") {
+    let version_family = match read::integer(RuleId::S2, obj, fields::IP_VERSION) {
         Ok(None) => None,
         Ok(Some(4)) => Some(Family::V4),
         Ok(Some(6)) => Some(Family::V6),
         Ok(Some(v)) => {
             errors.push(FieldError::invalid(
                 RuleId::S2,
-                "spec.ipVersion",
+                fields::IP_VERSION,
                 v,
                 "must be 4 or 6",
             ));
@@ -143,12 +144,12 @@ pub(crate) fn read_pool(obj: &Value) -> PoolReading {
     };
     if let (Some(c), Some(f)) = (subnet, version_family) {
         if c.family() != f {
-            let v = read::get(obj, "spec.ipVersion")
+            let v = read::get(obj, fields::IP_VERSION)
                 .cloned()
                 .unwrap_or(Value::Null);
             errors.push(FieldError::invalid(
                 RuleId::S2,
-                "spec.ipVersion",
+                fields::IP_VERSION,
                 v,
                 format!("does not match spec.subnet {c}, an {} subnet", c.family()),
             ));
@@ -156,10 +157,10 @@ pub(crate) fn read_pool(obj: &Value) -> PoolReading {
     }
     let family = subnet.map(|c| c.family()).or(version_family);
 
-    let ips = entries(obj, "spec.ips", family, subnet, &mut errors, &mut warnings);
+    let ips = entries(obj, fields::IPS, family, subnet, &mut errors, &mut warnings);
     let excluded_items = entries(
         obj,
-        "spec.excludeIPs",
+        fields::EXCLUDE_IPS,
         family,
         subnet,
         &mut errors,
@@ -174,12 +175,12 @@ pub(crate) fn read_pool(obj: &Value) -> PoolReading {
 
     // S4: the gateway sits inside the subnet and is never handed out.
     let mut gateway = None;
-    let gw = read::ip(RuleId::S4, obj, "spec.gateway", &mut errors, &mut warnings);
+    let gw = read::ip(RuleId::S4, obj, fields::GATEWAY, &mut errors, &mut warnings);
     if let (Some(text), Some(gw)) = gw {
         if family.is_some_and(|f| f != gw.family) {
             errors.push(FieldError::invalid(
                 RuleId::S4,
-                "spec.gateway",
+                fields::GATEWAY,
                 text,
                 "provided gateway and addresses are of mixed IP families",
             ));
@@ -189,7 +190,7 @@ pub(crate) fn read_pool(obj: &Value) -> PoolReading {
                 if !is_link_local_gateway(gw) && !c.network.contains(gw.value) {
                     errors.push(FieldError::invalid(
                         RuleId::S4,
-                        "spec.gateway",
+                        fields::GATEWAY,
                         text,
                         format!("must be inside spec.subnet {c}"),
                     ));
@@ -198,7 +199,7 @@ pub(crate) fn read_pool(obj: &Value) -> PoolReading {
             if usable.contains(gw) {
                 errors.push(FieldError::invalid(
                     RuleId::S4,
-                    "spec.gateway",
+                    fields::GATEWAY,
                     text,
                     "must not be allocatable: it is in spec.ips and not in spec.excludeIPs",
                 ));
@@ -219,7 +220,7 @@ pub(crate) fn read_pool(obj: &Value) -> PoolReading {
             if usable.contains(Ip::new(fam, v)) {
                 warnings.push(Warning::new(
                     RuleId::S3,
-                    "spec.ips",
+                    fields::IPS,
                     format!(
                         "includes {}, the {what} address of spec.subnet; list it in spec.excludeIPs",
                         Ip::new(fam, v)
@@ -250,7 +251,7 @@ pub(crate) fn read_pool(obj: &Value) -> PoolReading {
         excluded,
         subnet: network,
         entries: pool_entries,
-        declared_path: "spec.ips",
+        declared_path: fields::IPS,
         errors,
         warnings,
     }
@@ -269,14 +270,14 @@ fn routes(
     errors: &mut Vec<FieldError>,
     warnings: &mut Vec<Warning>,
 ) {
-    let list = read::keep(read::array(RuleId::S7, obj, "spec.routes"), errors).unwrap_or_default();
+    let list = read::keep(read::array(RuleId::S7, obj, fields::ROUTES), errors).unwrap_or_default();
     let mut seen: Vec<(Cidr, usize)> = Vec::new();
     let before = errors.len();
     for (i, route) in list.iter().enumerate() {
-        if read::list_full(RuleId::S7, "spec.routes", errors, before, list.len() - i) {
+        if read::list_full(RuleId::S7, fields::ROUTES, errors, before, list.len() - i) {
             break;
         }
-        let path = format!("spec.routes[{i}]");
+        let path = fields::ROUTES.index(i);
         if !route.is_object() {
             errors.push(FieldError::invalid(
                 RuleId::S7,
@@ -286,9 +287,12 @@ fn routes(
             ));
             continue;
         }
-        let dst_path = format!("{path}.dst");
+        let dst_path = fields::ROUTES.entry(i, fields::ROUTE_DST);
         match read::keep(
-            read::at(read::string(RuleId::S7, route, "dst"), &dst_path),
+            read::at(
+                read::string(RuleId::S7, route, fields::ROUTE_DST),
+                &dst_path,
+            ),
             errors,
         ) {
             None => {
@@ -304,7 +308,7 @@ fn routes(
                     if family.is_some_and(|f| f != dst.family()) {
                         let of = match subnet {
                             Some(c) => format!("spec.subnet {c}"),
-                            None => "spec.ipVersion".to_string(),
+                            None => fields::IP_VERSION.to_string(),
                         };
                         errors.push(FieldError::invalid(
                             RuleId::S7,
@@ -335,8 +339,15 @@ fn routes(
                 }
             }
         }
-        let gw_path = format!("{path}.gw");
-        let (text, gw) = read::ip_at(RuleId::S7, route, "gw", &gw_path, errors, warnings);
+        let gw_path = fields::ROUTES.entry(i, fields::ROUTE_GW);
+        let (text, gw) = read::ip_at(
+            RuleId::S7,
+            route,
+            fields::ROUTE_GW,
+            &gw_path,
+            errors,
+            warnings,
+        );
         let (Some(text), Some(gw)) = (text, gw) else {
             if text.is_none() && !errors.iter().any(|e| e.path == gw_path) {
                 errors.push(FieldError::required(RuleId::S7, gw_path, ""));
@@ -383,14 +394,17 @@ pub const AUTO_POOL_AFFINITY: [&str; 5] = [
 /// pool it is a valid selector (keys qualified names, values label values, operators known) that
 /// selects something: an empty selector would match every Pod.
 fn pod_affinity(obj: &Value, meta: &Meta, errors: &mut Vec<FieldError>) {
-    const AT: &str = "spec.podAffinity";
+    const AT: FieldPath = fields::POD_AFFINITY;
     let Some(selector) = read::keep(read::object(RuleId::S8, obj, AT), errors) else {
         return;
     };
-    let labels = read::keep(read::object(RuleId::S8, selector, "matchLabels"), errors)
-        .and_then(Value::as_object);
+    let labels = read::keep(
+        read::object(RuleId::S8, selector, selector::MATCH_LABELS),
+        errors,
+    )
+    .and_then(Value::as_object);
     let expressions = read::keep(
-        read::array(RuleId::S8, selector, "matchExpressions"),
+        read::array(RuleId::S8, selector, selector::MATCH_EXPRESSIONS),
         errors,
     )
     .unwrap_or_default();
@@ -464,9 +478,9 @@ fn expression(e: &Value, at: &str, errors: &mut Vec<FieldError>) {
         ));
         return;
     }
-    let key_at = format!("{at}.key");
+    let key_at = format!("{at}.{}", selector::KEY);
     match read::keep(
-        read::at(read::string(RuleId::S8, e, "key"), &key_at),
+        read::at(read::string(RuleId::S8, e, selector::KEY), &key_at),
         errors,
     ) {
         None if !errors.iter().any(|x| x.path == key_at) => {
@@ -479,14 +493,14 @@ fn expression(e: &Value, at: &str, errors: &mut Vec<FieldError>) {
             }
         }
     }
-    let values_at = format!("{at}.values");
+    let values_at = format!("{at}.{}", selector::VALUES);
     let values = read::keep(
-        read::at(read::array(RuleId::S8, e, "values"), &values_at),
+        read::at(read::array(RuleId::S8, e, selector::VALUES), &values_at),
         errors,
     )
     .unwrap_or_default();
-    let op_at = format!("{at}.operator");
-    match read::keep(read::at(read::string(RuleId::S8, e, "operator"), &op_at), errors) {
+    let op_at = format!("{at}.{}", selector::OPERATOR);
+    match read::keep(read::at(read::string(RuleId::S8, e, selector::OPERATOR), &op_at), errors) {
         Some("In" | "NotIn") if values.is_empty() => errors.push(FieldError::required(
             RuleId::S8,
             values_at.clone(),
@@ -565,8 +579,8 @@ impl Allocation {
 
 /// Reads `status.allocatedIPCount` and `status.allocatedIPs`.
 pub fn allocation(obj: &Value) -> Allocation {
-    let count = read::get(obj, "status.allocatedIPCount").and_then(Value::as_i64);
-    let parsed: Option<Value> = match read::get(obj, "status.allocatedIPs") {
+    let count = read::get(obj, fields::ALLOCATED_IP_COUNT).and_then(Value::as_i64);
+    let parsed: Option<Value> = match read::get(obj, fields::ALLOCATED_IPS) {
         None => {
             return Allocation {
                 count,

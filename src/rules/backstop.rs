@@ -12,6 +12,7 @@
 
 use serde_json::{json, Value};
 
+use crate::model::paths::{address, claim, meta, metal3};
 use crate::kinds::Kind;
 use crate::rule_id::{Effect, RuleId};
 
@@ -151,19 +152,19 @@ const M3_ADDRESS: &[Kind] = &[Kind::Metal3IPAddress];
 /// Spec leaves of each kind whose spec is immutable, from the CRD schemas of every served
 /// version (`tests/backstop.rs` checks them against the CRDs).
 pub const CLAIM_LEAVES: &[&str] = &[
-    "spec.clusterName",
-    "spec.poolRef.apiGroup",
-    "spec.poolRef.kind",
-    "spec.poolRef.name",
+    claim::CLUSTER_NAME.as_str(),
+    claim::POOL_REF_API_GROUP.as_str(),
+    claim::POOL_REF_KIND.as_str(),
+    claim::POOL_REF_NAME.as_str(),
 ];
 pub const ADDRESS_LEAVES: &[&str] = &[
-    "spec.address",
-    "spec.claimRef.name",
-    "spec.gateway",
-    "spec.poolRef.apiGroup",
-    "spec.poolRef.kind",
-    "spec.poolRef.name",
-    "spec.prefix",
+    address::ADDRESS.as_str(),
+    address::CLAIM_REF_NAME.as_str(),
+    address::GATEWAY.as_str(),
+    address::POOL_REF_API_GROUP.as_str(),
+    address::POOL_REF_KIND.as_str(),
+    address::POOL_REF_NAME.as_str(),
+    address::PREFIX.as_str(),
 ];
 const REF_LEAVES: [&str; 7] = [
     "apiVersion",
@@ -190,10 +191,10 @@ pub fn metal3_claim_leaves() -> Vec<String> {
 /// Metal3 IPAddress's spec leaves.
 pub fn metal3_address_leaves() -> Vec<String> {
     let mut out: Vec<String> = [
-        "spec.address",
-        "spec.dnsServers",
-        "spec.gateway",
-        "spec.prefix",
+        metal3::ADDRESS,
+        metal3::DNS_SERVERS,
+        metal3::GATEWAY,
+        metal3::PREFIX,
     ]
     .iter()
     .map(|s| s.to_string())
@@ -207,9 +208,13 @@ pub fn metal3_address_leaves() -> Vec<String> {
 /// Every policy, in catalogue order.
 pub fn policies() -> Vec<Policy> {
     let pool_ref = |id| {
-        let mut checks = vec![required_object(id, "spec.poolRef")];
-        for f in ["apiGroup", "kind", "name"] {
-            checks.push(required(id, &format!("spec.poolRef.{f}")));
+        let mut checks = vec![required_object(id, claim::POOL_REF.as_str())];
+        for path in [
+            claim::POOL_REF_API_GROUP,
+            claim::POOL_REF_KIND,
+            claim::POOL_REF_NAME,
+        ] {
+            checks.push(required(id, path.as_str()));
         }
         checks
     };
@@ -217,10 +222,10 @@ pub fn policies() -> Vec<Policy> {
     let name = "object.spec.poolRef.name";
     let name_set = format!(
         "!({}) || {name} == ''",
-        present("object", "spec.poolRef.name")
+        present("object", claim::POOL_REF_NAME.as_str())
     );
     c1.push(Check {
-        field: "spec.poolRef.name".into(),
+        field: claim::POOL_REF_NAME.into(),
         expression: format!("{name_set} || size({name}) <= 253"),
         message: signed(
             "Invalid value: must be no more than 253 characters",
@@ -228,7 +233,7 @@ pub fn policies() -> Vec<Policy> {
         ),
     });
     c1.push(Check {
-        field: "spec.poolRef.name".into(),
+        field: claim::POOL_REF_NAME.into(),
         expression: format!("{name_set} || {name}.matches('{DNS1123_SUBDOMAIN}')"),
         message: signed(
             "Invalid value: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
@@ -242,13 +247,13 @@ pub fn policies() -> Vec<Policy> {
     };
     let both = format!(
         "{} && {}",
-        present("object", "spec.clusterName"),
+        present("object", claim::CLUSTER_NAME.as_str()),
         has_label("object")
     );
     let cluster_changed = format!(
         "({a}) != ({b}) || (({a}) && object.spec.clusterName != oldObject.spec.clusterName)",
-        a = present("object", "spec.clusterName"),
-        b = present("oldObject", "spec.clusterName")
+        a = present("object", claim::CLUSTER_NAME.as_str()),
+        b = present("oldObject", claim::CLUSTER_NAME.as_str())
     );
     let label_changed = format!(
         "{a} != {b} || ({a} && {label} != oldObject.metadata.labels['{CLUSTER_NAME_LABEL}'])",
@@ -256,7 +261,7 @@ pub fn policies() -> Vec<Policy> {
         b = has_label("oldObject")
     );
     let c5 = Check {
-        field: "metadata.labels".into(),
+        field: meta::LABELS.into(),
         expression: format!(
             "!(request.operation == 'CREATE' || {cluster_changed} || {label_changed}) || !({both}) || {label} == object.spec.clusterName"
         ),
@@ -267,16 +272,16 @@ pub fn policies() -> Vec<Policy> {
     };
 
     let mut a5 = vec![
-        required_object(RuleId::A5, "spec.claimRef"),
-        required(RuleId::A5, "spec.claimRef.name"),
+        required_object(RuleId::A5, address::CLAIM_REF.as_str()),
+        required(RuleId::A5, address::CLAIM_REF_NAME.as_str()),
     ];
     a5.extend(pool_ref(RuleId::A5));
 
     let a1 = Check {
-        field: "spec.address".into(),
+        field: address::ADDRESS.into(),
         expression: format!(
             "!({}) || isIP(object.spec.address)",
-            present("object", "spec.address")
+            present("object", address::ADDRESS.as_str())
         ),
         message: signed("Invalid value: not a valid IP address", RuleId::A1),
     };
@@ -339,7 +344,7 @@ pub fn policies() -> Vec<Policy> {
             id: RuleId::MC1,
             kinds: M3_CLAIM,
             operations: &["CREATE"],
-            checks: vec![required(RuleId::MC1, "spec.pool.name")],
+            checks: vec![required(RuleId::MC1, metal3::POOL_NAME.as_str())],
             ip_library: false,
             partial: None,
         },
@@ -347,7 +352,7 @@ pub fn policies() -> Vec<Policy> {
             id: RuleId::MC2,
             kinds: M3_CLAIM,
             operations: &["CREATE"],
-            checks: vec![own_namespace(RuleId::MC2, "spec.pool.namespace")],
+            checks: vec![own_namespace(RuleId::MC2, metal3::POOL_NAMESPACE.as_str())],
             ip_library: false,
             partial: None,
         },
@@ -364,10 +369,10 @@ pub fn policies() -> Vec<Policy> {
             kinds: M3_ADDRESS,
             operations: &["CREATE"],
             checks: vec![
-                required(RuleId::MA2, "spec.pool.name"),
-                required(RuleId::MA2, "spec.claim.name"),
-                own_namespace(RuleId::MA2, "spec.pool.namespace"),
-                own_namespace(RuleId::MA2, "spec.claim.namespace"),
+                required(RuleId::MA2, metal3::POOL_NAME.as_str()),
+                required(RuleId::MA2, metal3::CLAIM_NAME.as_str()),
+                own_namespace(RuleId::MA2, metal3::POOL_NAMESPACE.as_str()),
+                own_namespace(RuleId::MA2, metal3::CLAIM_NAMESPACE.as_str()),
             ],
             ip_library: false,
             partial: None,

@@ -2,9 +2,10 @@
 
 use serde_json::Value;
 
-use crate::field::{FieldError, Verdict};
+use crate::field::{FieldError, FieldPath, Verdict};
 use crate::kinds::{Kind, KINDS};
 use crate::model::capi::{read_claim, ClaimReading, RefReading};
+use crate::model::paths::{self, claim, meta};
 use crate::model::{read, ObjKey, Operation};
 use crate::rule_id::RuleId;
 use crate::rules::mutate::CLUSTER_NAME_LABEL;
@@ -34,10 +35,10 @@ impl Validator for Claim {
         // X5: the spec is immutable, so a changed spec is judged by C4 alone and an unchanged
         // one never fails for a problem it already had.
         if spec_changed(obj, old) {
-            immutable_fields(RuleId::C4, &["spec"], obj, old, &mut v.errors);
+            immutable_fields(RuleId::C4, &[paths::SPEC], obj, old, &mut v.errors);
         }
-        let touched = |p: &str| read::get(obj, p) != read::get(old, p);
-        if touched("spec.clusterName") || label(obj) != label(old) {
+        let touched = |p: FieldPath| read::get(obj, p) != read::get(old, p);
+        if touched(claim::CLUSTER_NAME) || label(obj) != label(old) {
             c5(obj, &read_claim(obj), &mut v);
         }
         v
@@ -57,7 +58,7 @@ impl Validator for Claim {
 }
 
 fn label(obj: &Value) -> Option<&Value> {
-    read::entry(obj, "metadata.labels", CLUSTER_NAME_LABEL)
+    read::entry(obj, meta::LABELS, CLUSTER_NAME_LABEL)
 }
 
 /// C1: every poolRef field present and non-empty, the name a DNS-1123 subdomain; C2: no namespace.
@@ -71,7 +72,7 @@ fn c1_c2(r: &ClaimReading, v: &mut Verdict) {
         for detail in dns1123_subdomain_errors(name) {
             v.deny(FieldError::invalid(
                 RuleId::C1,
-                "spec.poolRef.name",
+                claim::POOL_REF_NAME,
                 name,
                 detail,
             ));
@@ -80,7 +81,7 @@ fn c1_c2(r: &ClaimReading, v: &mut Verdict) {
     if p.has_namespace {
         v.deny(FieldError::forbidden(
             RuleId::C2,
-            "spec.poolRef.namespace",
+            claim::POOL_REF_NAMESPACE,
             NO_REF_NAMESPACE,
         ));
     }
@@ -90,17 +91,17 @@ fn c1_c2(r: &ClaimReading, v: &mut Verdict) {
 /// non-empty. A field the reader already reported (a wrong type) is not reported again.
 pub(crate) fn pool_ref_required(rule: RuleId, p: &RefReading, errors: &mut Vec<FieldError>) {
     if p.raw.is_none() {
-        if !errors.iter().any(|e| e.path == "spec.poolRef") {
-            errors.push(FieldError::required(rule, "spec.poolRef", ""));
+        if !errors.iter().any(|e| e.path == claim::POOL_REF) {
+            errors.push(FieldError::required(rule, claim::POOL_REF, ""));
         }
         return;
     }
-    for (field, value) in [
-        ("apiGroup", p.api_group),
-        ("kind", p.kind),
-        ("name", p.name),
+    for (path, value) in [
+        (claim::POOL_REF_API_GROUP, p.api_group),
+        (claim::POOL_REF_KIND, p.kind),
+        (claim::POOL_REF_NAME, p.name),
     ] {
-        require(rule, &format!("spec.poolRef.{field}"), value, errors);
+        require(rule, path, value, errors);
     }
 }
 
@@ -118,24 +119,24 @@ fn c3(r: &ClaimReading, namespace: Option<&str>, ctx: &Ctx, v: &mut Verdict) {
         Some(k) => {
             let key = ObjKey::new(k, namespace, name);
             if ctx.index.pool(&key).is_some() {
-                crate::rules::exhaustion::on_create(&key, "spec.poolRef.name", ctx, v);
+                crate::rules::exhaustion::on_create(&key, claim::POOL_REF_NAME, ctx, v);
             } else {
                 let detail = format!("{key} not found");
                 if ctx.options.require_existing_pool {
                     v.deny(FieldError::invalid(
                         RuleId::C3,
-                        "spec.poolRef.name",
+                        claim::POOL_REF_NAME,
                         name,
                         detail,
                     ));
                 } else {
-                    v.warn(RuleId::C3, "spec.poolRef.name", detail);
+                    v.warn(RuleId::C3, claim::POOL_REF_NAME, detail);
                 }
             }
         }
         None => {
             if let Some(message) = not_a_pool_kind_of(group, kind) {
-                v.warn(RuleId::C3, "spec.poolRef.kind", message);
+                v.warn(RuleId::C3, claim::POOL_REF_KIND, message);
             }
         }
     }
@@ -165,7 +166,7 @@ fn c5(obj: &Value, r: &ClaimReading, v: &mut Verdict) {
     if cluster != l {
         v.deny(FieldError::invalid(
             RuleId::C5,
-            "metadata.labels",
+            meta::LABELS,
             l.as_str(),
             format!("label {CLUSTER_NAME_LABEL} must equal spec.clusterName {cluster:?}"),
         ));

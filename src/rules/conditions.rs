@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 
 use crate::kinds::{Kind, ADDRESS_SPACE_ANNOTATION, KINDS};
 use crate::model::metal3::IP_ADDRESS_ANNOTATION;
+use crate::model::paths::meta;
 use crate::model::pool::SKIP_DELETE_ANNOTATIONS;
 use crate::model::spider::OWNER_APPLICATION_LABEL;
 use crate::model::{read, Operation};
@@ -108,12 +109,9 @@ pub fn reads(kind: Kind) -> Reads {
 fn changed(part: Part, obj: &Value, old: &Value) -> bool {
     match part {
         Part::Spec => !same(obj.get("spec"), old.get("spec")),
-        Part::Label(k) => {
-            read::entry(obj, "metadata.labels", k) != read::entry(old, "metadata.labels", k)
-        }
+        Part::Label(k) => read::entry(obj, meta::LABELS, k) != read::entry(old, meta::LABELS, k),
         Part::Annotation(k) => {
-            read::entry(obj, "metadata.annotations", k)
-                != read::entry(old, "metadata.annotations", k)
+            read::entry(obj, meta::ANNOTATIONS, k) != read::entry(old, meta::ANNOTATIONS, k)
         }
     }
 }
@@ -124,7 +122,7 @@ fn deleting(obj: &Value) -> bool {
 }
 
 fn has_annotation(obj: &Value, key: &str) -> bool {
-    read::entry(obj, "metadata.annotations", key).is_some_and(Value::is_string)
+    read::entry(obj, meta::ANNOTATIONS, key).is_some_and(Value::is_string)
 }
 
 /// Whether the validating webhook can say anything about this request (deny, warn or allow
@@ -152,7 +150,7 @@ pub fn mutation_matters(kind: Kind, op: Operation, obj: &Value) -> bool {
                     .pointer("/spec/clusterName")
                     .and_then(Value::as_str)
                     .is_some_and(|s| !s.is_empty());
-                cluster && read::entry(obj, "metadata.labels", CLUSTER_NAME_LABEL).is_none()
+                cluster && read::entry(obj, meta::LABELS, CLUSTER_NAME_LABEL).is_none()
             }
         }
         _ => true,

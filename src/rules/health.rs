@@ -20,6 +20,7 @@ use crate::field::Warning;
 use crate::index::usage::PoolUsage;
 use crate::index::Index;
 use crate::kinds::Kind;
+use crate::model::paths::{address, claim, metal3};
 use crate::model::{AddressProj, ClaimProj, ObjKey};
 use crate::rule_id::RuleId;
 use crate::rules::exhaustion;
@@ -51,8 +52,12 @@ fn claim(
     out: &mut Vec<(ObjKey, Warning)>,
 ) {
     let (address_kind, pool_field, status_field) = match c.key.kind {
-        Kind::Metal3IPClaim => (Kind::Metal3IPAddress, "spec.pool.name", "status.address"),
-        _ => (Kind::IPAddress, "spec.poolRef.name", "status.addressRef"),
+        Kind::Metal3IPClaim => (
+            Kind::Metal3IPAddress,
+            metal3::POOL_NAME,
+            metal3::STATUS_ADDRESS,
+        ),
+        _ => (Kind::IPAddress, claim::POOL_REF_NAME, claim::ADDRESS_REF),
     };
     let ns = c.key.namespace.as_deref();
     if c.bound
@@ -111,11 +116,11 @@ fn claim(
 
 fn address(index: &Index, a: &AddressProj, out: &mut Vec<(ObjKey, Warning)>) {
     let (claim_kind, claim_field, pool_field) = match a.key.kind {
-        Kind::Metal3IPAddress => (Kind::Metal3IPClaim, "spec.claim.name", "spec.pool.name"),
+        Kind::Metal3IPAddress => (Kind::Metal3IPClaim, metal3::CLAIM_NAME, metal3::POOL_NAME),
         _ => (
             Kind::IPAddressClaim,
-            "spec.claimRef.name",
-            "spec.poolRef.name",
+            address::CLAIM_REF_NAME,
+            claim::POOL_REF_NAME,
         ),
     };
     let holds =

@@ -3,9 +3,10 @@
 use serde_json::Value;
 
 use crate::address::{is_block_start, subnet_of, Family, Ip};
-use crate::field::{FieldError, Verdict, Warning};
+use crate::field::{FieldError, FieldPath, Verdict, Warning};
 use crate::kinds::{Kind, DEFAULT_ADDRESS_SPACE};
 use crate::model::capi::{read_address, AddressReading};
+use crate::model::paths::{self, address};
 use crate::model::pool::{has_room_for_subnet, is_link_local_gateway, subnet_text};
 use crate::model::{AddressProj, ObjKey, Operation, PoolProj};
 use crate::rule_id::RuleId;
@@ -40,7 +41,7 @@ impl Validator for Address {
         if !spec_changed(obj, old) {
             return v;
         }
-        immutable_fields(RuleId::A10, &["spec"], obj, old, &mut v.errors);
+        immutable_fields(RuleId::A10, &[paths::SPEC], obj, old, &mut v.errors);
         let (errors, warnings) = findings(&read_address(obj));
         let (old_errors, _) = findings(&read_address(old));
         v.errors.extend(ratchet(errors, &old_errors));
@@ -65,28 +66,32 @@ impl Validator for Address {
 fn findings(r: &AddressReading) -> (Vec<FieldError>, Vec<Warning>) {
     let mut errors = r.errors.clone();
     let mut warnings = r.warnings.clone();
-    let has_error_at = |errors: &[FieldError], p: &str| errors.iter().any(|e| e.path == p);
+    let has_error_at = |errors: &[FieldError], p: FieldPath| errors.iter().any(|e| e.path == p);
 
     // A5: the references are required.
     if r.claim_name.is_none_or(str::is_empty)
-        && !has_error_at(&errors, "spec.claimRef")
-        && !has_error_at(&errors, "spec.claimRef.name")
+        && !has_error_at(&errors, address::CLAIM_REF)
+        && !has_error_at(&errors, address::CLAIM_REF_NAME)
     {
-        errors.push(FieldError::required(RuleId::A5, "spec.claimRef.name", ""));
+        errors.push(FieldError::required(
+            RuleId::A5,
+            address::CLAIM_REF_NAME,
+            "",
+        ));
     }
     pool_ref_required(RuleId::A5, &r.pool_ref, &mut errors);
     // C2: references never leave the namespace.
     if r.pool_ref.has_namespace {
         errors.push(FieldError::forbidden(
             RuleId::C2,
-            "spec.poolRef.namespace",
+            address::POOL_REF_NAMESPACE,
             NO_REF_NAMESPACE,
         ));
     }
     if r.claim_ref_has_namespace {
         errors.push(FieldError::forbidden(
             RuleId::C2,
-            "spec.claimRef.namespace",
+            address::CLAIM_REF_NAMESPACE,
             NO_REF_NAMESPACE,
         ));
     }
@@ -119,13 +124,13 @@ fn findings(r: &AddressReading) -> (Vec<FieldError>, Vec<Warning>) {
         if addr.value == net.start {
             warnings.push(Warning::new(
                 RuleId::A4,
-                "spec.address",
+                address::ADDRESS,
                 format!("{addr} is the network address of {cidr}"),
             ));
         } else if family == Family::V4 && addr.value == net.end {
             warnings.push(Warning::new(
                 RuleId::A4,
-                "spec.address",
+                address::ADDRESS,
                 format!("{addr} is the broadcast address of {cidr}"),
             ));
         }
@@ -160,7 +165,7 @@ pub(crate) fn gateway_findings(
             subnet_text(family, net, p)
         )
     };
-    Some(FieldError::invalid(rule, "spec.gateway", text, detail))
+    Some(FieldError::invalid(rule, address::GATEWAY, text, detail))
 }
 
 /// A6–A9: the address against the claim, the pool and the other addresses the view holds.
@@ -178,14 +183,14 @@ fn cross_object(r: &AddressReading, own: &ObjKey, ctx: &Ctx, v: &mut Verdict) {
                     // `Kind.group/name` rather than the JSON object, which the 64-character cut
                     // would end before the name, the part that usually differs.
                     let value = format!("{}.{}/{}", mine.kind, mine.api_group, mine.name);
-                    v.deny(FieldError::invalid(RuleId::A6, "spec.poolRef", value, OTHER_POOL));
+                    v.deny(FieldError::invalid(RuleId::A6, address::POOL_REF, value, OTHER_POOL));
                 }
             }
             // Stored already, it is an orphan rather than a write to allow: H2 (`health`).
             None if ctx.options.stored => {}
             None => v.warn(
                 RuleId::A6,
-                "spec.claimRef.name",
+                address::CLAIM_REF_NAME,
                 format!(
                     "{claim_key} not found; allowed because restores may create addresses before their claims"
                 ),
@@ -201,7 +206,7 @@ fn cross_object(r: &AddressReading, own: &ObjKey, ctx: &Ctx, v: &mut Verdict) {
         if !others.is_empty() {
             v.deny(FieldError::duplicate(
                 RuleId::A7,
-                "spec.claimRef.name",
+                address::CLAIM_REF_NAME,
                 claim,
                 format!(
                     "{claim_key} is already fulfilled by {}",
@@ -227,7 +232,7 @@ fn cross_object(r: &AddressReading, own: &ObjKey, ctx: &Ctx, v: &mut Verdict) {
             if pp != ap {
                 v.warn(
                     RuleId::A8,
-                    "spec.prefix",
+                    address::PREFIX,
                     format!("prefix {ap} differs from the prefix {pp} of {}", pool.key),
                 );
             }
@@ -235,17 +240,17 @@ fn cross_object(r: &AddressReading, own: &ObjKey, ctx: &Ctx, v: &mut Verdict) {
         match (pool.gateway, r.gateway) {
             (Some(pg), Some(ag)) if pg != ag => v.warn(
                 RuleId::A8,
-                "spec.gateway",
+                address::GATEWAY,
                 format!("gateway {ag} differs from the gateway {pg} of {}", pool.key),
             ),
             (Some(pg), None) if r.gateway_text.is_none() => v.warn(
                 RuleId::A8,
-                "spec.gateway",
+                address::GATEWAY,
                 format!("not set, while {} has gateway {pg}", pool.key),
             ),
             (None, Some(ag)) => v.warn(
                 RuleId::A8,
-                "spec.gateway",
+                address::GATEWAY,
                 format!("gateway {ag} is set, while {} has none", pool.key),
             ),
             _ => {}
@@ -283,15 +288,15 @@ fn sub_prefix_length(pool: &PoolProj, r: &AddressReading, v: &mut Verdict) {
         Some(p) if p == len => {}
         Some(p) => v.deny(FieldError::invalid(
             RuleId::A8,
-            "spec.prefix",
+            address::PREFIX,
             p,
             format!("must be {len}, the allocationPrefixLength of {}", pool.key),
         )),
         // A prefix that is there but wrong has its own cause (A2).
-        None if r.errors.iter().any(|e| e.path == "spec.prefix") => {}
+        None if r.errors.iter().any(|e| e.path == address::PREFIX) => {}
         None => v.deny(FieldError::required(
             RuleId::A8,
-            "spec.prefix",
+            address::PREFIX,
             format!("{} hands out /{len} sub-prefixes", pool.key),
         )),
     }
@@ -321,12 +326,12 @@ pub(crate) fn outside_pool(
         } else {
             return None;
         };
-        return Some(FieldError::invalid(rule, "spec.address", text, detail));
+        return Some(FieldError::invalid(rule, address::ADDRESS, text, detail));
     }
     (!pool.allocatable.contains(addr)).then(|| {
         FieldError::invalid(
             rule,
-            "spec.address",
+            address::ADDRESS,
             text,
             format!(
                 "not an allocatable address of {}: {}",
@@ -376,7 +381,7 @@ pub(crate) fn held_elsewhere(
     (total > 0).then(|| {
         FieldError::duplicate(
             rule,
-            "spec.address",
+            address::ADDRESS,
             text,
             format!("{addr} is already held by {}", join_shown(&shown, total)),
         )
@@ -431,7 +436,7 @@ pub(crate) fn recently_released(
     };
     Some(FieldError::invalid(
         RuleId::R1,
-        "spec.address",
+        address::ADDRESS,
         text,
         format!(
             "{addr} was released by {} {} ago; {grace}: a new holder may take it in {}",

@@ -11,9 +11,10 @@
 use serde_json::Value;
 
 use crate::address::parse_ip;
-use crate::field::{FieldError, Verdict};
+use crate::field::{FieldError, FieldPath, Verdict};
 use crate::kinds::Kind;
 use crate::model::metal3::{read_address, read_claim, AddressReading, IP_ADDRESS_ANNOTATION};
+use crate::model::paths::{self, meta, metal3};
 use crate::model::{read, ObjKey, Operation};
 use crate::rule_id::RuleId;
 use crate::rules::ipaddress::{gateway_findings, held_elsewhere, outside_pool, recently_released};
@@ -38,7 +39,7 @@ impl PoolKind for IPPool {
     fn immutable(obj: &Value, old: &Value, out: &mut Vec<FieldError>) {
         immutable_fields(
             RuleId::MP4,
-            &["spec.namePrefix", "spec.allocationStrategy"],
+            &[metal3::NAME_PREFIX, metal3::ALLOCATION_STRATEGY],
             obj,
             old,
             out,
@@ -57,10 +58,10 @@ impl Validator for Claim {
         let ns = call.namespace_of(obj);
         let r = read_claim(obj);
         v.errors.extend(r.errors.iter().cloned());
-        require(RuleId::MC1, "spec.pool.name", r.pool_name, &mut v.errors);
+        require(RuleId::MC1, metal3::POOL_NAME, r.pool_name, &mut v.errors);
         mc2_namespace(
             RuleId::MC2,
-            "spec.pool.namespace",
+            metal3::POOL_NAMESPACE,
             r.pool_namespace,
             ns,
             &mut v,
@@ -68,7 +69,7 @@ impl Validator for Claim {
         mc4(obj, ns, ctx, &mut v);
         if let Some(name) = r.pool_name.filter(|n| !n.is_empty()) {
             let key = ObjKey::new(Kind::Metal3IPPool, ns, name);
-            crate::rules::exhaustion::on_create(&key, "spec.pool.name", ctx, &mut v);
+            crate::rules::exhaustion::on_create(&key, metal3::POOL_NAME, ctx, &mut v);
         }
         v
     }
@@ -77,9 +78,9 @@ impl Validator for Claim {
         let mut v = Verdict::default();
         let ns = call.namespace_of(obj);
         if spec_changed(obj, old) {
-            immutable_fields(RuleId::MC3, &["spec"], obj, old, &mut v.errors);
+            immutable_fields(RuleId::MC3, &[paths::SPEC], obj, old, &mut v.errors);
         }
-        let annotation = |o| read::entry(o, "metadata.annotations", IP_ADDRESS_ANNOTATION);
+        let annotation = |o| read::entry(o, meta::ANNOTATIONS, IP_ADDRESS_ANNOTATION);
         if !same(annotation(obj), annotation(old)) {
             mc4(obj, ns, ctx, &mut v);
         }
@@ -101,7 +102,7 @@ impl Validator for Claim {
 /// ignores claims for pools elsewhere.
 fn mc2_namespace(
     rule: RuleId,
-    path: &str,
+    path: FieldPath,
     given: Option<&str>,
     own: Option<&str>,
     v: &mut Verdict,
@@ -176,7 +177,7 @@ impl Validator for Address {
 
     fn update(&self, obj: &Value, old: &Value, call: &Call, _ctx: &Ctx) -> Verdict {
         let mut v = Verdict::default();
-        let annotation = |o| read::entry(o, "metadata.annotations", IP_ADDRESS_ANNOTATION);
+        let annotation = |o| read::entry(o, meta::ANNOTATIONS, IP_ADDRESS_ANNOTATION);
         if !same(annotation(obj), annotation(old)) {
             ma5(obj, &mut v);
         }
@@ -186,7 +187,7 @@ impl Validator for Address {
             return v;
         }
         let ns = call.namespace_of(obj);
-        immutable_fields(RuleId::MA3, &["spec"], obj, old, &mut v.errors);
+        immutable_fields(RuleId::MA3, &[paths::SPEC], obj, old, &mut v.errors);
         let r = read_address(obj);
         let old_ns = call.namespace_of(old);
         v.errors.extend(ratchet(
@@ -215,7 +216,7 @@ impl Validator for Address {
 /// an empty annotation is no request at all.
 fn ma5(obj: &Value, v: &mut Verdict) {
     let path = format!("metadata.annotations[{IP_ADDRESS_ANNOTATION}]");
-    let Some(given) = read::entry(obj, "metadata.annotations", IP_ADDRESS_ANNOTATION) else {
+    let Some(given) = read::entry(obj, meta::ANNOTATIONS, IP_ADDRESS_ANNOTATION) else {
         return;
     };
     let Some(text) = given.as_str() else {
@@ -244,22 +245,22 @@ fn ma5(obj: &Value, v: &mut Verdict) {
 fn findings(r: &AddressReading, ns: Option<&str>) -> Vec<FieldError> {
     let mut errors = r.errors.clone();
     for (path, value) in [
-        ("spec.pool.name", r.pool_name),
-        ("spec.claim.name", r.claim_name),
+        (metal3::POOL_NAME, r.pool_name),
+        (metal3::CLAIM_NAME, r.claim_name),
     ] {
         require(RuleId::MA2, path, value, &mut errors);
     }
     let mut v = Verdict::default();
     mc2_namespace(
         RuleId::MA2,
-        "spec.pool.namespace",
+        metal3::POOL_NAMESPACE,
         r.pool_namespace,
         ns,
         &mut v,
     );
     mc2_namespace(
         RuleId::MA2,
-        "spec.claim.namespace",
+        metal3::CLAIM_NAMESPACE,
         r.claim_namespace,
         ns,
         &mut v,

@@ -5,6 +5,7 @@ use serde_json::{json, Value};
 
 use crate::field::{PatchOp, Verdict};
 use crate::kinds::default_pool_group;
+use crate::model::paths::claim;
 use crate::rule_id::RuleId;
 
 /// The label CAPI uses to tie an object to its cluster.
@@ -109,7 +110,7 @@ fn m2_cluster_label(obj: &Value, v: &mut Verdict) {
         // The API server would reject the whole request for our label: warn instead.
         v.warn(
             RuleId::M2,
-            "spec.clusterName",
+            claim::CLUSTER_NAME,
             format!("not a valid label value, label {CLUSTER_NAME_LABEL} was not added"),
         );
         return;

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::address::{AddrSet, Ip};
 use crate::field::{DenyReason, FieldError, Verdict};
+use crate::model::paths::{meta, prefix_pool};
 use crate::model::pool::PoolReading;
 use crate::model::prefix::allocation_length;
 use crate::model::read_pool;
@@ -97,13 +98,13 @@ impl PoolKind for InClusterPrefix {
         if new_len != old_len {
             let shown = |v: Option<i64>, o: &Value| match v {
                 Some(n) => Value::from(n),
-                None => read::get(o, "spec.allocationPrefixLength")
+                None => read::get(o, prefix_pool::ALLOCATION_PREFIX_LENGTH)
                     .cloned()
                     .unwrap_or(Value::Null),
             };
             out.push(FieldError::immutable(
                 RuleId::PP7,
-                "spec.allocationPrefixLength",
+                prefix_pool::ALLOCATION_PREFIX_LENGTH,
                 &shown(new_len, obj),
                 &shown(old_len, old),
             ));
@@ -354,7 +355,7 @@ pub(crate) fn refuse_delete(
     }
     if let Some(detail) = held() {
         v.reason = DenyReason::Forbidden;
-        v.deny(FieldError::forbidden(rule, "metadata.name", detail));
+        v.deny(FieldError::forbidden(rule, meta::NAME, detail));
     }
     v
 }

@@ -11,6 +11,7 @@ use serde_json::Value;
 use crate::address::Cidr;
 use crate::field::{FieldError, Verdict};
 use crate::kinds::Kind;
+use crate::model::paths::spider;
 use crate::model::pool::PoolReading;
 use crate::model::spider::{allocation, Allocation};
 use crate::model::{Meta, ObjKey};
@@ -77,7 +78,7 @@ impl PoolKind for SpiderIPPool {
         let written = read_subnet_text(r).unwrap_or_else(|| mine.to_string());
         v.deny(FieldError::invalid(
             RuleId::S9,
-            "spec.subnet",
+            spider::SUBNET,
             written,
             format!(
                 "overlaps the subnet of {}; SpiderIPPools whose subnets overlap must declare the same subnet",
@@ -90,7 +91,7 @@ impl PoolKind for SpiderIPPool {
     fn immutable(obj: &Value, old: &Value, out: &mut Vec<FieldError>) {
         immutable_fields(
             RuleId::S5,
-            &["spec.subnet", "spec.ipVersion"],
+            &[spider::SUBNET, spider::IP_VERSION],
             obj,
             old,
             out,

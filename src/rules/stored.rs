@@ -13,6 +13,7 @@
 use crate::field::FieldError;
 use crate::index::Index;
 use crate::kinds::Kind;
+use crate::model::paths::address;
 use crate::model::{AddressProj, ObjKey};
 use crate::rule_id::RuleId;
 use crate::rules::ipaddress::{held_elsewhere, outside_pool};
@@ -112,7 +113,7 @@ fn one_per_claim(ctx: &Ctx, a: &AddressProj, out: &mut Vec<(ObjKey, FieldError)>
         a.key.clone(),
         FieldError::duplicate(
             RuleId::A7,
-            "spec.claimRef.name",
+            address::CLAIM_REF_NAME,
             claim,
             format!(
                 "{claim_key} is already fulfilled by {}",

@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use crate::field::FieldError;
+use crate::field::{FieldError, FieldPath};
 use crate::model::read;
 use crate::rule_id::RuleId;
 
@@ -71,19 +71,30 @@ pub(crate) fn immutable_changes(
 /// is immutable (C4, A10, MC3, MA3), single fields for the pools (MP4, S5).
 pub(crate) fn immutable_fields(
     rule: RuleId,
-    paths: &[&str],
+    paths: &[FieldPath],
     new: &Value,
     old: &Value,
     out: &mut Vec<FieldError>,
 ) {
-    for path in paths {
-        immutable_changes(rule, path, read::get(new, path), read::get(old, path), out);
+    for &path in paths {
+        immutable_changes(
+            rule,
+            path.as_str(),
+            read::get(new, path),
+            read::get(old, path),
+            out,
+        );
     }
 }
 
 /// A field that must be set and non-empty (C1, A5, MC1, MA2): a Required cause at `path`, unless
 /// the reader already reported the field (a wrong type).
-pub(crate) fn require(rule: RuleId, path: &str, value: Option<&str>, errors: &mut Vec<FieldError>) {
+pub(crate) fn require(
+    rule: RuleId,
+    path: FieldPath,
+    value: Option<&str>,
+    errors: &mut Vec<FieldError>,
+) {
     if value.is_none_or(str::is_empty) && !errors.iter().any(|e| e.path == path) {
         errors.push(FieldError::required(rule, path, ""));
     }

@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use crate::field::{FieldError, Verdict};
 use crate::kinds::Kind;
+use crate::model::paths::meta;
 use crate::model::pool::PoolReading;
 use crate::model::{read, read_pool, Operation, Request};
 use crate::rule_id::RuleId;
@@ -71,7 +72,7 @@ impl<'a> Call<'a> {
     /// The request's namespace, else the one `obj` names in its metadata.
     pub fn namespace_of<'o>(&'o self, obj: &'o Value) -> Option<&'o str> {
         self.namespace
-            .or_else(|| read::get(obj, "metadata.namespace").and_then(Value::as_str))
+            .or_else(|| read::get(obj, meta::NAMESPACE).and_then(Value::as_str))
     }
 }
 

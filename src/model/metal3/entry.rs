@@ -4,7 +4,8 @@
 use serde_json::Value;
 
 use crate::address::{parse_cidr, parse_ip, Cidr, Family, Ip, IpRange};
-use crate::field::{FieldError, Warning};
+use crate::field::{FieldError, FieldPath, Warning};
+use crate::model::paths::metal3 as fields;
 use crate::model::read;
 use crate::rule_id::RuleId;
 
@@ -17,7 +18,7 @@ pub(super) const MIXED_DNS: &str = "DNS server and addresses are of mixed IP fam
 /// Checked against `family` when known, else against IPv6's bound.
 pub(super) fn prefix_field(
     base: &Value,
-    field: &str,
+    field: FieldPath,
     path: &str,
     family: Option<Family>,
     errors: &mut Vec<FieldError>,
@@ -37,7 +38,7 @@ pub(super) fn prefix_field(
 /// `dnsServers` at `path`: valid IPs of `family`.
 pub(super) fn dns_servers(
     base: &Value,
-    field: &str,
+    field: FieldPath,
     path: &str,
     family: Option<Family>,
     errors: &mut Vec<FieldError>,
@@ -83,9 +84,9 @@ pub(super) fn read_entry<'a>(
     errors: &mut Vec<FieldError>,
     warnings: &mut Vec<Warning>,
 ) -> Option<EntryReading<'a>> {
-    let path = format!("spec.pools[{i}]");
+    let path = fields::POOLS.index(i);
     let errors_before = errors.len();
-    let entry = read::get(obj, "spec.pools")?.get(i)?;
+    let entry = read::get(obj, fields::POOLS)?.get(i)?;
     if !entry.is_object() {
         errors.push(FieldError::invalid(
             RuleId::MP1,
@@ -95,17 +96,34 @@ pub(super) fn read_entry<'a>(
         ));
         return None;
     }
-    let sub = |field: &str| format!("{path}.{field}");
-    let start = read::ip_at(RuleId::MP1, entry, "start", &sub("start"), errors, warnings);
-    let end = read::ip_at(RuleId::MP1, entry, "end", &sub("end"), errors, warnings);
+    let sub = |field: FieldPath| fields::POOLS.entry(i, field);
+    let start = read::ip_at(
+        RuleId::MP1,
+        entry,
+        fields::ENTRY_START,
+        sub(fields::ENTRY_START),
+        errors,
+        warnings,
+    );
+    let end = read::ip_at(
+        RuleId::MP1,
+        entry,
+        fields::ENTRY_END,
+        sub(fields::ENTRY_END),
+        errors,
+        warnings,
+    );
     let subnet_text_given = read::keep(
-        read::at(read::string(RuleId::MP1, entry, "subnet"), &sub("subnet")),
+        read::at(
+            read::string(RuleId::MP1, entry, fields::ENTRY_SUBNET),
+            sub(fields::ENTRY_SUBNET),
+        ),
         errors,
     );
     let subnet = subnet_text_given.and_then(|t| {
         read::parsed(
             RuleId::MP1,
-            &sub("subnet"),
+            sub(fields::ENTRY_SUBNET),
             t,
             parse_cidr(t),
             errors,
@@ -125,7 +143,7 @@ pub(super) fn read_entry<'a>(
         .map(|c| c.family())
         .or(start.1.map(|ip| ip.family))
         .or(end.1.map(|ip| ip.family));
-    let mut bound = |(text, ip): (Option<&str>, Option<Ip>), field: &str| -> Option<u128> {
+    let mut bound = |(text, ip): (Option<&str>, Option<Ip>), field: FieldPath| -> Option<u128> {
         let (text, ip) = (text?, ip?);
         if Some(ip.family) != family {
             errors.push(FieldError::invalid(
@@ -149,15 +167,15 @@ pub(super) fn read_entry<'a>(
         }
         Some(ip.value)
     };
-    let start_v = bound(start, "start");
-    let end_v = bound(end, "end");
+    let start_v = bound(start, fields::ENTRY_START);
+    let end_v = bound(end, fields::ENTRY_END);
     let mut reversed = false;
     if let (Some(s), Some(e), Some(text)) = (start_v, end_v, end.0) {
         if s > e {
             reversed = true;
             errors.push(FieldError::invalid(
                 RuleId::MP1,
-                sub("end"),
+                sub(fields::ENTRY_END),
                 text,
                 format!("must not be before start {}", start.0.unwrap_or_default()),
             ));
@@ -178,7 +196,7 @@ pub(super) fn read_entry<'a>(
             if e.is_some() {
                 warnings.push(Warning::new(
                     RuleId::MP1,
-                    sub("end"),
+                    sub(fields::ENTRY_END),
                     "without start, ip-address-manager ignores end and hands out the whole subnet; set start as well",
                 ));
             }
@@ -212,12 +230,18 @@ pub(super) fn read_entry<'a>(
         _ => None,
     };
 
-    let prefix = prefix_field(entry, "prefix", &sub("prefix"), family, errors);
+    let prefix = prefix_field(
+        entry,
+        fields::ENTRY_PREFIX,
+        &sub(fields::ENTRY_PREFIX),
+        family,
+        errors,
+    );
     let gateway = read::ip_at(
         RuleId::MP2,
         entry,
-        "gateway",
-        &sub("gateway"),
+        fields::ENTRY_GATEWAY,
+        sub(fields::ENTRY_GATEWAY),
         errors,
         warnings,
     );
@@ -225,7 +249,7 @@ pub(super) fn read_entry<'a>(
         if gw.family != f {
             errors.push(FieldError::invalid(
                 RuleId::MP2,
-                sub("gateway"),
+                sub(fields::ENTRY_GATEWAY),
                 text,
                 MIXED_GATEWAY,
             ));
@@ -233,8 +257,8 @@ pub(super) fn read_entry<'a>(
     }
     dns_servers(
         entry,
-        "dnsServers",
-        &sub("dnsServers"),
+        fields::ENTRY_DNS_SERVERS,
+        &sub(fields::ENTRY_DNS_SERVERS),
         family,
         errors,
         warnings,

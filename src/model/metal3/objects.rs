@@ -5,8 +5,9 @@ use serde_json::Value;
 
 use super::IP_ADDRESS_ANNOTATION;
 use crate::address::Ip;
-use crate::field::{FieldError, Warning};
+use crate::field::{FieldError, FieldPath, Warning};
 use crate::kinds::Kind;
+use crate::model::paths::{self, metal3 as fields};
 use crate::model::{read, AddressProj, ClaimProj, ObjKey, PoolRef};
 use crate::rule_id::RuleId;
 
@@ -26,11 +27,12 @@ pub struct ClaimReading<'a> {
 /// Reads a Metal3 `IPClaim`.
 pub fn read_claim(obj: &Value) -> ClaimReading<'_> {
     let mut errors = Vec::new();
-    let mut s = |rule: RuleId, path: &str| read::keep(read::string(rule, obj, path), &mut errors);
-    let pool_name = s(RuleId::MC1, "spec.pool.name");
-    let pool_namespace = s(RuleId::MC2, "spec.pool.namespace");
+    let mut s =
+        |rule: RuleId, path: FieldPath| read::keep(read::string(rule, obj, path), &mut errors);
+    let pool_name = s(RuleId::MC1, fields::POOL_NAME);
+    let pool_namespace = s(RuleId::MC2, fields::POOL_NAMESPACE);
     let requested =
-        read::entry(obj, "metadata.annotations", IP_ADDRESS_ANNOTATION).and_then(Value::as_str);
+        read::entry(obj, paths::meta::ANNOTATIONS, IP_ADDRESS_ANNOTATION).and_then(Value::as_str);
     ClaimReading {
         pool_name,
         pool_namespace,
@@ -41,7 +43,7 @@ pub fn read_claim(obj: &Value) -> ClaimReading<'_> {
 
 /// What the index keeps of an IPClaim: its pool (always an `IPPool` of the claim's namespace).
 pub fn project_claim(obj: &Value, key: ObjKey) -> ClaimProj {
-    let pool = read::get(obj, "spec.pool.name")
+    let pool = read::get(obj, fields::POOL_NAME)
         .and_then(Value::as_str)
         .unwrap_or_default();
     ClaimProj {
@@ -51,7 +53,7 @@ pub fn project_claim(obj: &Value, key: ObjKey) -> ClaimProj {
             name: pool.to_string(),
         },
         created: crate::model::creation_timestamp(obj),
-        bound: crate::model::has_name(obj, "status.address.name"),
+        bound: crate::model::has_name(obj, fields::STATUS_ADDRESS_NAME),
         key,
     }
 }
@@ -81,22 +83,32 @@ pub struct AddressReading<'a> {
 pub fn read_address(obj: &Value) -> AddressReading<'_> {
     let mut errors = Vec::new();
     let mut warnings = Vec::new();
-    let (address_text, address) =
-        read::ip(RuleId::MA1, obj, "spec.address", &mut errors, &mut warnings);
-    if address_text.is_none() && !errors.iter().any(|e| e.path == "spec.address") {
-        errors.push(FieldError::required(RuleId::MA1, "spec.address", ""));
+    let (address_text, address) = read::ip(
+        RuleId::MA1,
+        obj,
+        fields::ADDRESS,
+        &mut errors,
+        &mut warnings,
+    );
+    if address_text.is_none() && !errors.iter().any(|e| e.path == fields::ADDRESS) {
+        errors.push(FieldError::required(RuleId::MA1, fields::ADDRESS, ""));
     }
-    let (gateway_text, gateway) =
-        read::ip(RuleId::MA1, obj, "spec.gateway", &mut errors, &mut warnings);
-    let prefix_raw = read::get(obj, "spec.prefix");
+    let (gateway_text, gateway) = read::ip(
+        RuleId::MA1,
+        obj,
+        fields::GATEWAY,
+        &mut errors,
+        &mut warnings,
+    );
+    let prefix_raw = read::get(obj, fields::PREFIX);
     // Unlike CAPI's, a Metal3 prefix is optional.
     let family = address.or(gateway).map(|ip| ip.family);
-    let prefix = read::prefix(RuleId::MA1, obj, "spec.prefix", family, &mut errors);
-    let mut s = |path: &str| read::keep(read::string(RuleId::MA2, obj, path), &mut errors);
-    let pool_name = s("spec.pool.name");
-    let pool_namespace = s("spec.pool.namespace");
-    let claim_name = s("spec.claim.name");
-    let claim_namespace = s("spec.claim.namespace");
+    let prefix = read::prefix(RuleId::MA1, obj, fields::PREFIX, family, &mut errors);
+    let mut s = |path: FieldPath| read::keep(read::string(RuleId::MA2, obj, path), &mut errors);
+    let pool_name = s(fields::POOL_NAME);
+    let pool_namespace = s(fields::POOL_NAMESPACE);
+    let claim_name = s(fields::CLAIM_NAME);
+    let claim_namespace = s(fields::CLAIM_NAMESPACE);
     AddressReading {
         address_text,
         address,
@@ -117,16 +129,16 @@ pub fn read_address(obj: &Value) -> AddressReading<'_> {
 /// pool's own namespace, so the pool is keyed there whatever `spec.pool.namespace` says (MA2
 /// denies a different one).
 pub fn project_address(obj: &Value, key: ObjKey) -> AddressProj {
-    let ip = read::ip_value(obj, "spec.address");
-    let name = |path: &str| {
+    let ip = read::ip_value(obj, fields::ADDRESS);
+    let name = |path: FieldPath| {
         read::get(obj, path)
             .and_then(Value::as_str)
             .filter(|s| !s.is_empty())
     };
     AddressProj {
-        pool: name("spec.pool.name")
+        pool: name(fields::POOL_NAME)
             .map(|n| ObjKey::new(Kind::Metal3IPPool, key.namespace.as_deref(), n)),
-        claim: name("spec.claim.name").map(std::sync::Arc::from),
+        claim: name(fields::CLAIM_NAME).map(std::sync::Arc::from),
         ip,
         key,
     }

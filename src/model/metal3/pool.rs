@@ -11,6 +11,7 @@ use super::entry::{
 use crate::address::{parse_ip, subnet_of, AddrSet, Family, Ip};
 use crate::field::{FieldError, Warning};
 use crate::kinds::Kind;
+use crate::model::paths::{self, metal3 as fields};
 use crate::model::pool::{
     allocatable, has_room_for_subnet, is_link_local_gateway, pool_subnet, projection, subnet_text,
     PoolEntry, PoolReading,
@@ -26,15 +27,15 @@ pub(crate) fn read_pool(obj: &Value) -> PoolReading {
     let mut warnings = Vec::new();
 
     // A spec that is not an object would otherwise read as a pool with no pools (ROBUSTNESS O4).
-    read::keep(read::object(RuleId::MP1, obj, "spec"), &mut errors);
+    read::keep(read::object(RuleId::MP1, obj, paths::SPEC), &mut errors);
     let list =
-        read::keep(read::array(RuleId::MP1, obj, "spec.pools"), &mut errors).unwrap_or_default();
+        read::keep(read::array(RuleId::MP1, obj, fields::POOLS), &mut errors).unwrap_or_default();
     let mut entries: Vec<EntryReading> = Vec::new();
     let before = errors.len();
     for i in 0..list.len() {
         if read::list_full(
             RuleId::MP1,
-            "spec.pools",
+            fields::POOLS,
             &mut errors,
             before,
             list.len() - i,
@@ -61,13 +62,25 @@ pub(crate) fn read_pool(obj: &Value) -> PoolReading {
     random_sizes(obj, &entries, &mut errors);
 
     // Pool-level defaults (MP2).
-    let pool_prefix = prefix_field(obj, "spec.prefix", "spec.prefix", family, &mut errors);
-    let pool_gateway = read::ip(RuleId::MP2, obj, "spec.gateway", &mut errors, &mut warnings);
+    let pool_prefix = prefix_field(
+        obj,
+        fields::PREFIX,
+        fields::PREFIX.as_str(),
+        family,
+        &mut errors,
+    );
+    let pool_gateway = read::ip(
+        RuleId::MP2,
+        obj,
+        fields::GATEWAY,
+        &mut errors,
+        &mut warnings,
+    );
     if let (Some(text), Some(gw), Some(f)) = (pool_gateway.0, pool_gateway.1, family) {
         if gw.family != f {
             errors.push(FieldError::invalid(
                 RuleId::MP2,
-                "spec.gateway",
+                fields::GATEWAY,
                 text,
                 MIXED_GATEWAY,
             ));
@@ -75,8 +88,8 @@ pub(crate) fn read_pool(obj: &Value) -> PoolReading {
     }
     dns_servers(
         obj,
-        "spec.dnsServers",
-        "spec.dnsServers",
+        fields::DNS_SERVERS,
+        fields::DNS_SERVERS.as_str(),
         family,
         &mut errors,
         &mut warnings,
@@ -103,7 +116,7 @@ pub(crate) fn read_pool(obj: &Value) -> PoolReading {
             let gw_path = if e.gateway.0.is_some() {
                 format!("{}.gateway", e.path)
             } else {
-                "spec.gateway".to_string()
+                fields::GATEWAY.to_string()
             };
             if has_room_for_subnet(fam, p) && !is_link_local_gateway(gw) && !net.contains(gw.value)
             {
@@ -201,7 +214,7 @@ pub(crate) fn read_pool(obj: &Value) -> PoolReading {
         excluded: AddrSet::empty(fam),
         subnet,
         entries: pool_entries,
-        declared_path: "spec.pools",
+        declared_path: fields::POOLS,
         errors,
         warnings,
     }
@@ -216,7 +229,7 @@ pub(super) const RANDOM_MAX: u128 = i64::MAX as u128;
 /// at most [`RANDOM_MAX`] addresses. Otherwise the pool is accepted and every claim on it fails
 /// later as exhausted. Entries that already have an error (MP1) are not sized.
 fn random_sizes(obj: &Value, entries: &[EntryReading], errors: &mut Vec<FieldError>) {
-    if read::get(obj, "spec.allocationStrategy").and_then(Value::as_str) != Some("random") {
+    if read::get(obj, fields::ALLOCATION_STRATEGY).and_then(Value::as_str) != Some("random") {
         return;
     }
     for e in entries.iter().filter(|e| e.clean) {
@@ -262,7 +275,7 @@ fn pre_allocations(
 ) -> BTreeMap<String, Ip> {
     let mut out = BTreeMap::new();
     let Some(Value::Object(map)) = read::keep(
-        read::object(RuleId::MP3, obj, "spec.preAllocations"),
+        read::object(RuleId::MP3, obj, fields::PRE_ALLOCATIONS),
         errors,
     ) else {
         return out;
