@@ -14,6 +14,7 @@ pub mod read;
 pub mod spider;
 #[cfg(test)]
 pub(crate) mod test_support;
+pub mod written;
 
 use std::fmt;
 use std::sync::Arc;

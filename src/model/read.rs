@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use crate::address::{check_prefix, parse_ip, Family, Ip, Parsed};
 use crate::field::{FieldError, FieldPath, Warning};
+use crate::model::written;
 use crate::rule_id::RuleId;
 
 /// The value at `path` (`spec.poolRef.name`). Missing or null → None.
@@ -49,78 +50,27 @@ pub fn list_full(
 
 /// A string field. Missing → Ok(None); another type → Invalid at the path.
 pub fn string(rule: RuleId, obj: &Value, path: FieldPath) -> Result<Option<&str>, FieldError> {
-    typed(
-        rule,
-        obj,
-        path,
-        "must be a string",
-        Value::clone,
-        Value::as_str,
-    )
+    written::string(obj, path).into_result(rule, path)
 }
 
 /// An integer field, never truncated: `4294967320` stays that number and `"abc"` is an error.
 pub fn integer(rule: RuleId, obj: &Value, path: FieldPath) -> Result<Option<i64>, FieldError> {
-    match get(obj, path) {
-        None => Ok(None),
-        Some(Value::Number(n)) => match n.as_i64() {
-            Some(i) => Ok(Some(i)),
-            None if n.as_u64().is_some() => Ok(Some(i64::MAX)),
-            None => match n.as_f64() {
-                Some(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => Ok(Some(f as i64)),
-                _ => Err(FieldError::invalid(
-                    rule,
-                    path,
-                    Value::Number(n.clone()),
-                    "must be an integer",
-                )),
-            },
-        },
-        Some(v) => Err(FieldError::invalid(
-            rule,
-            path,
-            v.clone(),
-            "must be an integer",
-        )),
-    }
+    written::integer(obj, path).into_result(rule, path)
 }
 
 /// An array field. Missing → Ok(None); another type → Invalid.
 pub fn array(rule: RuleId, obj: &Value, path: FieldPath) -> Result<Option<&[Value]>, FieldError> {
-    typed(rule, obj, path, "must be a list", short, |v| {
-        v.as_array().map(Vec::as_slice)
-    })
+    written::list(obj, path).into_result(rule, path)
 }
 
 /// An object field. Missing → Ok(None); another type → Invalid.
 pub fn object(rule: RuleId, obj: &Value, path: FieldPath) -> Result<Option<&Value>, FieldError> {
-    typed(rule, obj, path, "must be an object", short, |v| {
-        v.is_object().then_some(v)
-    })
+    written::object(obj, path).into_result(rule, path)
 }
 
 /// A boolean field. Missing → Ok(None); another type → Invalid.
 pub fn boolean(rule: RuleId, obj: &Value, path: FieldPath) -> Result<Option<bool>, FieldError> {
-    typed(rule, obj, path, "must be a boolean", short, Value::as_bool)
-}
-
-/// A field of one JSON type, taken by `pick`: missing → Ok(None); another type → Invalid with
-/// `detail`, showing the value as `shown` writes it.
-fn typed<'a, T>(
-    rule: RuleId,
-    obj: &'a Value,
-    path: FieldPath,
-    detail: &str,
-    shown: fn(&Value) -> Value,
-    pick: impl FnOnce(&'a Value) -> Option<T>,
-) -> Result<Option<T>, FieldError> {
-    let Some(v) = get(obj, path) else {
-        return Ok(None);
-    };
-    match pick(v) {
-        Some(t) => Ok(Some(t)),
-        None => Err(FieldError::invalid(rule, path, shown(v), detail)),
-    }
+    written::boolean(obj, path).into_result(rule, path)
 }
 
 /// The value of a lenient read, its error (if any) collected in `errors`: readers report every
@@ -255,14 +205,6 @@ pub fn prefix(
         prefix_in_family(rule, path, raw, get(obj, path), family).map(Some),
         errors,
     )
-}
-
-/// Containers are echoed by their JSON text (cut at 64 characters by the formatter), not as whole objects.
-fn short(v: &Value) -> Value {
-    match v {
-        Value::Array(_) | Value::Object(_) => Value::String(v.to_string()),
-        _ => v.clone(),
-    }
 }
 
 #[cfg(test)]

@@ -12,8 +12,8 @@
 
 use serde_json::{json, Value};
 
-use crate::model::paths::{address, claim, meta, metal3};
 use crate::kinds::Kind;
+use crate::model::paths::{address, claim, meta, metal3};
 use crate::rule_id::{Effect, RuleId};
 
 /// Namespaces the webhooks skip (manifests/webhooks.yaml): the policies skip them too, or they

@@ -6,10 +6,13 @@ use crate::field::{FieldError, FieldPath, Verdict};
 use crate::kinds::{Kind, KINDS};
 use crate::model::capi::{read_claim, ClaimReading, RefReading};
 use crate::model::paths::{self, claim, meta};
+use crate::model::written::Written;
 use crate::model::{read, ObjKey, Operation};
 use crate::rule_id::RuleId;
 use crate::rules::mutate::CLUSTER_NAME_LABEL;
-use crate::rules::util::{dns1123_subdomain_errors, immutable_fields, require, spec_changed};
+use crate::rules::util::{
+    dns1123_subdomain_errors, immutable_fields, reference_types, spec_changed,
+};
 use crate::rules::{Call, Ctx, Options, Validator};
 
 /// C2's detail, shared with IPAddress references.
@@ -23,7 +26,7 @@ impl Validator for Claim {
         let mut v = Verdict::default();
         let namespace = call.namespace_of(obj);
         let r = read_claim(obj);
-        v.errors.extend(r.errors.iter().cloned());
+        types(&r, &mut v);
         c1_c2(&r, &mut v);
         c3(&r, namespace, ctx, &mut v);
         c5(obj, &r, &mut v);
@@ -61,14 +64,21 @@ fn label(obj: &Value) -> Option<&Value> {
     read::entry(obj, meta::LABELS, CLUSTER_NAME_LABEL)
 }
 
+/// C1 and C5: the reference and `clusterName` are of their schema's types.
+fn types(r: &ClaimReading, v: &mut Verdict) {
+    reference_types(RuleId::C1, &r.pool_ref, claim::POOL_REF, &mut v.errors);
+    v.errors
+        .extend(r.cluster_name.type_error(RuleId::C5, claim::CLUSTER_NAME));
+}
+
 /// C1: every poolRef field present and non-empty, the name a DNS-1123 subdomain; C2: no namespace.
 fn c1_c2(r: &ClaimReading, v: &mut Verdict) {
     pool_ref_required(RuleId::C1, &r.pool_ref, &mut v.errors);
-    if !r.has_pool_ref {
+    if r.pool_ref.raw.get().is_none() {
         return;
     }
     let p = &r.pool_ref;
-    if let Some(name) = p.name.filter(|n| !n.is_empty()) {
+    if let Some(name) = p.name.get().filter(|n| !n.is_empty()) {
         for detail in dns1123_subdomain_errors(name) {
             v.deny(FieldError::invalid(
                 RuleId::C1,
@@ -88,20 +98,22 @@ fn c1_c2(r: &ClaimReading, v: &mut Verdict) {
 }
 
 /// C1, and A5 for an IPAddress: `spec.poolRef` and its apiGroup, kind and name are set and
-/// non-empty. A field the reader already reported (a wrong type) is not reported again.
+/// non-empty. A field of the wrong type has its own cause (`reference_types`), not this one.
 pub(crate) fn pool_ref_required(rule: RuleId, p: &RefReading, errors: &mut Vec<FieldError>) {
-    if p.raw.is_none() {
-        if !errors.iter().any(|e| e.path == claim::POOL_REF) {
-            errors.push(FieldError::required(rule, claim::POOL_REF, ""));
+    match p.raw {
+        Written::Absent => errors.push(FieldError::required(rule, claim::POOL_REF, "")),
+        Written::Wrong(_) => {}
+        Written::Ok(_) => {
+            for (path, value) in [
+                (claim::POOL_REF_API_GROUP, &p.api_group),
+                (claim::POOL_REF_KIND, &p.kind),
+                (claim::POOL_REF_NAME, &p.name),
+            ] {
+                if matches!(value, Written::Absent | Written::Ok("")) {
+                    errors.push(FieldError::required(rule, path, ""));
+                }
+            }
         }
-        return;
-    }
-    for (path, value) in [
-        (claim::POOL_REF_API_GROUP, p.api_group),
-        (claim::POOL_REF_KIND, p.kind),
-        (claim::POOL_REF_NAME, p.name),
-    ] {
-        require(rule, path, value, errors);
     }
 }
 
@@ -109,8 +121,8 @@ pub(crate) fn pool_ref_required(rule: RuleId, p: &RefReading, errors: &mut Vec<F
 fn c3(r: &ClaimReading, namespace: Option<&str>, ctx: &Ctx, v: &mut Verdict) {
     let p = &r.pool_ref;
     let (Some(kind), Some(name)) = (
-        p.kind.filter(|k| !k.is_empty()),
-        p.name.filter(|n| !n.is_empty()),
+        p.kind.get().filter(|k| !k.is_empty()),
+        p.name.get().filter(|n| !n.is_empty()),
     ) else {
         return;
     };
@@ -160,7 +172,7 @@ pub(crate) fn not_a_pool_kind_of(group: &str, kind: &str) -> Option<String> {
 
 /// C5: `spec.clusterName` and the cluster-name label, when both are set, agree.
 fn c5(obj: &Value, r: &ClaimReading, v: &mut Verdict) {
-    let (Some(cluster), Some(Value::String(l))) = (r.cluster_name, label(obj)) else {
+    let (Some(cluster), Some(Value::String(l))) = (r.cluster_name.get(), label(obj)) else {
         return;
     };
     if cluster != l {

@@ -2,17 +2,19 @@
 
 use serde_json::Value;
 
-use crate::address::{is_block_start, subnet_of, Family, Ip};
-use crate::field::{FieldError, FieldPath, Verdict, Warning};
+use crate::address::{check_prefix, is_block_start, subnet_of, Family, Ip};
+use crate::field::{FieldError, Verdict, Warning};
 use crate::kinds::{Kind, DEFAULT_ADDRESS_SPACE};
 use crate::model::capi::{read_address, AddressReading};
 use crate::model::paths::{self, address};
 use crate::model::pool::{has_room_for_subnet, is_link_local_gateway, subnet_text};
+use crate::model::written::Written;
 use crate::model::{AddressProj, ObjKey, Operation, PoolProj};
 use crate::rule_id::RuleId;
 use crate::rules::claim::{pool_ref_required, NO_REF_NAMESPACE};
 use crate::rules::util::{
-    immutable_fields, join_limited, join_shown, ratchet, spec_changed, MAX_LISTED,
+    immutable_fields, ip_findings, join_limited, join_shown, ratchet, reference_types,
+    spec_changed, MAX_LISTED,
 };
 use crate::rules::OverlapScope;
 use crate::rules::{Call, Ctx, Options, Validator};
@@ -64,14 +66,24 @@ impl Validator for Address {
 
 /// A1–A5 and C2: what the object says on its own.
 fn findings(r: &AddressReading) -> (Vec<FieldError>, Vec<Warning>) {
-    let mut errors = r.errors.clone();
-    let mut warnings = r.warnings.clone();
-    let has_error_at = |errors: &[FieldError], p: FieldPath| errors.iter().any(|e| e.path == p);
+    let mut errors = Vec::new();
+    let mut warnings = Vec::new();
+    a1(r, &mut errors, &mut warnings);
+    ip_findings(
+        RuleId::A3,
+        address::GATEWAY,
+        &r.gateway,
+        &mut errors,
+        &mut warnings,
+    );
+    a2(r, &mut errors);
+    errors.extend(r.claim_ref.type_error(RuleId::A5, address::CLAIM_REF));
+    errors.extend(r.claim_name.type_error(RuleId::A5, address::CLAIM_REF_NAME));
+    reference_types(RuleId::A5, &r.pool_ref, address::POOL_REF, &mut errors);
 
-    // A5: the references are required.
-    if r.claim_name.is_none_or(str::is_empty)
-        && !has_error_at(&errors, address::CLAIM_REF)
-        && !has_error_at(&errors, address::CLAIM_REF_NAME)
+    // A5: the references are required (a reference of the wrong type has its cause already).
+    if matches!(r.claim_name, Written::Absent | Written::Ok(""))
+        && !matches!(r.claim_ref, Written::Wrong(_))
     {
         errors.push(FieldError::required(
             RuleId::A5,
@@ -96,11 +108,11 @@ fn findings(r: &AddressReading) -> (Vec<FieldError>, Vec<Warning>) {
         ));
     }
 
-    let Some(addr) = r.address else {
+    let Some(addr) = r.ip() else {
         return (errors, warnings);
     };
     let family = addr.family;
-    let subnet = r.prefix.map(|p| (p, subnet_of(addr, p)));
+    let subnet = r.prefix_len().map(|p| (p, subnet_of(addr, p)));
     // A sub-prefix of a prefix pool is handed out at its network address, with the pool's one
     // gateway (informational, usually outside the sub-prefix): A3's subnet check and A4 would
     // refuse or flag every address the provider writes.
@@ -110,9 +122,9 @@ fn findings(r: &AddressReading) -> (Vec<FieldError>, Vec<Warning>) {
     errors.extend(gateway_findings(
         RuleId::A3,
         addr,
-        r.prefix.filter(|_| !sub_prefix),
-        r.gateway,
-        r.gateway_text,
+        r.prefix_len().filter(|_| !sub_prefix),
+        r.gateway_ip(),
+        r.gateway_text(),
     ));
 
     // A4: network and broadcast addresses are legal but almost never meant.
@@ -136,6 +148,33 @@ fn findings(r: &AddressReading) -> (Vec<FieldError>, Vec<Warning>) {
         }
     }
     (errors, warnings)
+}
+
+/// A1: the address is set, a string, and an IP address (in canonical text, or a warning says).
+fn a1(r: &AddressReading, errors: &mut Vec<FieldError>, warnings: &mut Vec<Warning>) {
+    if r.address.is_absent() {
+        errors.push(FieldError::required(RuleId::A1, address::ADDRESS, ""));
+    }
+    ip_findings(RuleId::A1, address::ADDRESS, &r.address, errors, warnings);
+}
+
+/// A2: the prefix is set, an integer, and within the bound of the address's family (of IPv6
+/// when the family is unknown), never narrowed: 2^32 + 24 is not 24.
+fn a2(r: &AddressReading, errors: &mut Vec<FieldError>) {
+    match &r.prefix {
+        Written::Absent => errors.push(FieldError::required(RuleId::A2, address::PREFIX, "")),
+        Written::Wrong(w) => errors.push(w.error(RuleId::A2, address::PREFIX)),
+        Written::Ok(raw) => {
+            if let Err(e) = check_prefix(r.family().unwrap_or(Family::V6), *raw) {
+                errors.push(FieldError::invalid(
+                    RuleId::A2,
+                    address::PREFIX,
+                    r.prefix_value.cloned().unwrap_or(Value::Null),
+                    e.to_string(),
+                ));
+            }
+        }
+    }
 }
 
 /// A3, and MA1 for Metal3 addresses: the gateway (`text`, parsed as `gateway`) is of the address's
@@ -173,13 +212,13 @@ fn cross_object(r: &AddressReading, own: &ObjKey, ctx: &Ctx, v: &mut Verdict) {
     let index = ctx.index;
     let namespace = own.namespace.as_deref();
 
-    if let Some(claim) = r.claim_name.filter(|c| !c.is_empty()) {
+    if let Some(claim) = r.claim().filter(|c| !c.is_empty()) {
         // A6: the address fulfils its claim with the claim's pool.
         let claim_key = ObjKey::new(Kind::IPAddressClaim, namespace, claim);
         match index.claim(&claim_key) {
             Some(c) => {
                 let mine = r.pool_ref.pool_ref();
-                if r.pool_ref.raw.is_some() && c.pool_ref != mine {
+                if r.pool_ref.raw.get().is_some() && c.pool_ref != mine {
                     // `Kind.group/name` rather than the JSON object, which the 64-character cut
                     // would end before the name, the part that usually differs.
                     let value = format!("{}.{}/{}", mine.kind, mine.api_group, mine.name);
@@ -217,7 +256,7 @@ fn cross_object(r: &AddressReading, own: &ObjKey, ctx: &Ctx, v: &mut Verdict) {
     }
 
     let pool_key = r.pool_ref.pool_key(namespace);
-    let (Some(addr), Some(text)) = (r.address, r.address_text) else {
+    let (Some(addr), Some(text)) = (r.ip(), r.ip_text()) else {
         return;
     };
 
@@ -227,7 +266,8 @@ fn cross_object(r: &AddressReading, own: &ObjKey, ctx: &Ctx, v: &mut Verdict) {
         if pool.key.kind.is_prefix_pool() {
             sub_prefix_length(pool, r, v);
         }
-        if let (Some(pp), Some(ap), false) = (pool.prefix, r.prefix, pool.key.kind.is_prefix_pool())
+        if let (Some(pp), Some(ap), false) =
+            (pool.prefix, r.prefix_len(), pool.key.kind.is_prefix_pool())
         {
             if pp != ap {
                 v.warn(
@@ -237,13 +277,13 @@ fn cross_object(r: &AddressReading, own: &ObjKey, ctx: &Ctx, v: &mut Verdict) {
                 );
             }
         }
-        match (pool.gateway, r.gateway) {
+        match (pool.gateway, r.gateway_ip()) {
             (Some(pg), Some(ag)) if pg != ag => v.warn(
                 RuleId::A8,
                 address::GATEWAY,
                 format!("gateway {ag} differs from the gateway {pg} of {}", pool.key),
             ),
-            (Some(pg), None) if r.gateway_text.is_none() => v.warn(
+            (Some(pg), None) if r.gateway_text().is_none() => v.warn(
                 RuleId::A8,
                 address::GATEWAY,
                 format!("not set, while {} has gateway {pg}", pool.key),
@@ -271,7 +311,7 @@ fn cross_object(r: &AddressReading, own: &ObjKey, ctx: &Ctx, v: &mut Verdict) {
         addr,
         text,
         own,
-        r.claim_name,
+        r.claim(),
         pool_key.as_ref(),
         ctx,
     ));
@@ -284,7 +324,7 @@ fn sub_prefix_length(pool: &PoolProj, r: &AddressReading, v: &mut Verdict) {
         // The pool's length is broken: nothing can be said about its sub-prefixes.
         return;
     };
-    match r.prefix {
+    match r.prefix_len() {
         Some(p) if p == len => {}
         Some(p) => v.deny(FieldError::invalid(
             RuleId::A8,
@@ -292,13 +332,8 @@ fn sub_prefix_length(pool: &PoolProj, r: &AddressReading, v: &mut Verdict) {
             p,
             format!("must be {len}, the allocationPrefixLength of {}", pool.key),
         )),
-        // A prefix that is there but wrong has its own cause (A2).
-        None if r.errors.iter().any(|e| e.path == address::PREFIX) => {}
-        None => v.deny(FieldError::required(
-            RuleId::A8,
-            address::PREFIX,
-            format!("{} hands out /{len} sub-prefixes", pool.key),
-        )),
+        // A prefix that is missing or wrong has its own cause (A2).
+        None => {}
     }
 }
 

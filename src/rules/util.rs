@@ -4,8 +4,11 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use crate::field::{FieldError, FieldPath};
+use crate::field::{FieldError, FieldPath, Warning};
+use crate::model::capi::RefReading;
+use crate::model::paths::reference;
 use crate::model::read;
+use crate::model::written::{IpText, Written};
 use crate::rule_id::RuleId;
 
 /// Lists of offenders stop here (SPEC §8), followed by `and N more`.
@@ -97,6 +100,43 @@ pub(crate) fn require(
 ) {
     if value.is_none_or(str::is_empty) && !errors.iter().any(|e| e.path == path) {
         errors.push(FieldError::required(rule, path, ""));
+    }
+}
+
+/// An IP field's own findings under `rule`: a wrong type or a syntax error denies, a
+/// non-canonical text warns (A1, A3).
+pub(crate) fn ip_findings(
+    rule: RuleId,
+    path: FieldPath,
+    field: &Written<IpText>,
+    errors: &mut Vec<FieldError>,
+    warnings: &mut Vec<Warning>,
+) {
+    match field {
+        Written::Absent => {}
+        Written::Wrong(w) => errors.push(w.error(rule, path)),
+        Written::Ok(IpText { text, parsed }) => match parsed {
+            Ok(p) => warnings.extend(p.warnings.iter().map(|w| Warning::new(rule, path, w))),
+            Err(e) => errors.push(FieldError::invalid(rule, path, *text, e.to_string())),
+        },
+    }
+}
+
+/// A typed reference's own findings under `rule`: the reference at `path` is an object, its
+/// keys strings (C1, A5).
+pub(crate) fn reference_types(
+    rule: RuleId,
+    r: &RefReading,
+    path: FieldPath,
+    errors: &mut Vec<FieldError>,
+) {
+    errors.extend(r.raw.type_error(rule, path));
+    for (key, field) in [
+        (reference::API_GROUP, &r.api_group),
+        (reference::KIND, &r.kind),
+        (reference::NAME, &r.name),
+    ] {
+        errors.extend(field.type_error(rule, format!("{path}.{key}")));
     }
 }
 
