@@ -9,12 +9,11 @@
 
 use serde_json::Value;
 
-use crate::address::{check_prefix, Family, Ip};
 use crate::field::FieldPath;
 use crate::kinds::{default_pool_group, Kind};
 use crate::model::paths::{address, claim, reference};
 use crate::model::read;
-use crate::model::written::{self, IpText, Written};
+use crate::model::written::{self, AddressFields, AddressPaths, Written};
 use crate::model::{AddressProj, ClaimProj, ObjKey, PoolRef};
 
 /// A `poolRef` (TypedLocalObjectReference) as written; borrowed from the object.
@@ -123,12 +122,8 @@ pub fn project_claim(obj: &Value, key: ObjKey) -> ClaimProj {
 /// An `IPAddress` spec as read: each field parsed once.
 #[derive(Debug, Clone)]
 pub struct AddressReading<'a> {
-    pub address: Written<'a, IpText<'a>>,
-    /// Never narrowed: checked against the address's family by [`AddressReading::prefix_len`].
-    pub prefix: Written<'a, i64>,
-    /// `spec.prefix` as written, for a cause's value.
-    pub prefix_value: Option<&'a Value>,
-    pub gateway: Written<'a, IpText<'a>>,
+    /// `spec.address`, `spec.prefix`, `spec.gateway`.
+    pub spec: AddressFields<'a>,
     pub claim_ref: Written<'a, &'a Value>,
     pub claim_name: Written<'a, &'a str>,
     pub claim_ref_has_namespace: bool,
@@ -136,52 +131,24 @@ pub struct AddressReading<'a> {
 }
 
 impl<'a> AddressReading<'a> {
-    /// The address, when it parses.
-    pub fn ip(&self) -> Option<Ip> {
-        self.address.ok().and_then(IpText::ip)
-    }
-
-    /// `spec.address` as written, when it is a string.
-    pub fn ip_text(&self) -> Option<&'a str> {
-        self.address.ok().map(|t| t.text)
-    }
-
-    /// The gateway, when it parses.
-    pub fn gateway_ip(&self) -> Option<Ip> {
-        self.gateway.ok().and_then(IpText::ip)
-    }
-
-    /// `spec.gateway` as written, when it is a string.
-    pub fn gateway_text(&self) -> Option<&'a str> {
-        self.gateway.ok().map(|t| t.text)
-    }
-
-    /// The family the object is about: the address's, else the gateway's.
-    pub fn family(&self) -> Option<Family> {
-        self.ip().or(self.gateway_ip()).map(|ip| ip.family)
-    }
-
-    /// The prefix length when it is an integer within the bound of the object's family (of
-    /// IPv6 when the family is unknown: 129 is wrong whatever the address turns out to be).
-    pub fn prefix_len(&self) -> Option<u8> {
-        let raw = self.prefix.get()?;
-        check_prefix(self.family().unwrap_or(Family::V6), raw).ok()
-    }
-
     /// `spec.claimRef.name`, when it is a string.
     pub fn claim(&self) -> Option<&'a str> {
         self.claim_name.get()
     }
 }
 
+/// Where a CAPI `IPAddress` keeps its address, prefix and gateway.
+pub const ADDRESS_PATHS: AddressPaths = AddressPaths {
+    address: address::ADDRESS,
+    prefix: address::PREFIX,
+    gateway: address::GATEWAY,
+};
+
 /// Reads a CAPI `IPAddress` of any served version.
 pub fn read_address(obj: &Value) -> AddressReading<'_> {
     let claim_ref = written::object(obj, address::CLAIM_REF);
     AddressReading {
-        address: written::ip(obj, address::ADDRESS),
-        prefix: written::integer(obj, address::PREFIX),
-        prefix_value: read::get(obj, address::PREFIX),
-        gateway: written::ip(obj, address::GATEWAY),
+        spec: AddressFields::read(obj, ADDRESS_PATHS),
         claim_ref_has_namespace: claim_ref
             .get()
             .is_some_and(|c| c.get(reference::NAMESPACE.as_str()).is_some()),
@@ -227,9 +194,9 @@ mod tests {
         ] {
             let obj = capture(f);
             let r = read_address(&obj);
-            assert_eq!(r.ip().unwrap().to_string(), "10.10.0.10", "{f}");
-            assert_eq!(r.prefix_len(), Some(24));
-            assert_eq!(r.gateway_ip().unwrap().to_string(), "10.10.0.1");
+            assert_eq!(r.spec.ip().unwrap().to_string(), "10.10.0.10", "{f}");
+            assert_eq!(r.spec.prefix_len(), Some(24));
+            assert_eq!(r.spec.gateway_ip().unwrap().to_string(), "10.10.0.1");
             assert_eq!(r.claim(), Some("claim-a"));
             assert!(matches!(r.claim_ref, Written::Ok(_)));
             assert_eq!(r.pool_ref.name, Written::Ok("pool-a"));
@@ -260,10 +227,10 @@ mod tests {
         // 2^32 + 24 would read as 24 if narrowed to 32 bits.
         let obj = json!({"spec": {"address": "10.0.0.1", "prefix": 4294967320u64}});
         let r = read_address(&obj);
-        assert_eq!(r.prefix, Written::Ok(4294967320));
-        assert_eq!(r.prefix_len(), None);
+        assert_eq!(r.spec.prefix, Written::Ok(4294967320));
+        assert_eq!(r.spec.prefix_len(), None);
         let obj = json!({"spec": {"address": "10.0.0.1", "prefix": "abc"}});
-        assert!(matches!(read_address(&obj).prefix, Written::Wrong(_)));
+        assert!(matches!(read_address(&obj).spec.prefix, Written::Wrong(_)));
     }
 
     #[test]

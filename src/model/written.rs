@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::address::{parse_ip, AddrError, Ip, Parsed};
+use crate::address::{check_prefix, parse_ip, AddrError, Family, Ip, Parsed};
 use crate::field::{FieldError, FieldPath};
 use crate::rule_id::RuleId;
 
@@ -177,6 +177,71 @@ pub fn ip(obj: &Value, path: FieldPath) -> Written<'_, IpText<'_>> {
             text,
             parsed: parse_ip(text),
         }),
+    }
+}
+
+/// The address, prefix and gateway of an address object (CAPI and Metal3 `IPAddress`), with
+/// where each was read.
+#[derive(Debug, Clone)]
+pub struct AddressFields<'a> {
+    pub address: Written<'a, IpText<'a>>,
+    /// Never narrowed: checked against the address's family by [`AddressFields::prefix_len`].
+    pub prefix: Written<'a, i64>,
+    /// The prefix as written, for a cause's value.
+    pub prefix_value: Option<&'a Value>,
+    pub gateway: Written<'a, IpText<'a>>,
+    pub paths: AddressPaths,
+}
+
+/// Where an address object keeps its address, prefix and gateway.
+#[derive(Debug, Clone, Copy)]
+pub struct AddressPaths {
+    pub address: FieldPath,
+    pub prefix: FieldPath,
+    pub gateway: FieldPath,
+}
+
+impl<'a> AddressFields<'a> {
+    pub fn read(obj: &'a Value, paths: AddressPaths) -> Self {
+        AddressFields {
+            address: ip(obj, paths.address),
+            prefix: integer(obj, paths.prefix),
+            prefix_value: paths.prefix.get(obj),
+            gateway: ip(obj, paths.gateway),
+            paths,
+        }
+    }
+
+    /// The address, when it parses.
+    pub fn ip(&self) -> Option<Ip> {
+        self.address.ok().and_then(IpText::ip)
+    }
+
+    /// The address as written, when it is a string.
+    pub fn ip_text(&self) -> Option<&'a str> {
+        self.address.ok().map(|t| t.text)
+    }
+
+    /// The gateway, when it parses.
+    pub fn gateway_ip(&self) -> Option<Ip> {
+        self.gateway.ok().and_then(IpText::ip)
+    }
+
+    /// The gateway as written, when it is a string.
+    pub fn gateway_text(&self) -> Option<&'a str> {
+        self.gateway.ok().map(|t| t.text)
+    }
+
+    /// The family the object is about: the address's, else the gateway's.
+    pub fn family(&self) -> Option<Family> {
+        self.ip().or(self.gateway_ip()).map(|ip| ip.family)
+    }
+
+    /// The prefix length when it is an integer within the bound of the object's family (of
+    /// IPv6 when the family is unknown: 129 is wrong whatever the address turns out to be).
+    pub fn prefix_len(&self) -> Option<u8> {
+        let raw = self.prefix.get()?;
+        check_prefix(self.family().unwrap_or(Family::V6), raw).ok()
     }
 }
 

@@ -8,7 +8,7 @@ use crate::kinds::{Kind, DEFAULT_ADDRESS_SPACE};
 use crate::model::capi::{read_address, AddressReading};
 use crate::model::paths::{self, address};
 use crate::model::pool::{has_room_for_subnet, is_link_local_gateway, subnet_text};
-use crate::model::written::Written;
+use crate::model::written::{AddressFields, Written};
 use crate::model::{AddressProj, ObjKey, Operation, PoolProj};
 use crate::rule_id::RuleId;
 use crate::rules::claim::{pool_ref_required, NO_REF_NAMESPACE};
@@ -68,15 +68,13 @@ impl Validator for Address {
 fn findings(r: &AddressReading) -> (Vec<FieldError>, Vec<Warning>) {
     let mut errors = Vec::new();
     let mut warnings = Vec::new();
-    a1(r, &mut errors, &mut warnings);
-    ip_findings(
-        RuleId::A3,
-        address::GATEWAY,
-        &r.gateway,
+    address_fields(
+        [RuleId::A1, RuleId::A2, RuleId::A3],
+        true,
+        &r.spec,
         &mut errors,
         &mut warnings,
     );
-    a2(r, &mut errors);
     errors.extend(r.claim_ref.type_error(RuleId::A5, address::CLAIM_REF));
     errors.extend(r.claim_name.type_error(RuleId::A5, address::CLAIM_REF_NAME));
     reference_types(RuleId::A5, &r.pool_ref, address::POOL_REF, &mut errors);
@@ -108,11 +106,11 @@ fn findings(r: &AddressReading) -> (Vec<FieldError>, Vec<Warning>) {
         ));
     }
 
-    let Some(addr) = r.ip() else {
+    let Some(addr) = r.spec.ip() else {
         return (errors, warnings);
     };
     let family = addr.family;
-    let subnet = r.prefix_len().map(|p| (p, subnet_of(addr, p)));
+    let subnet = r.spec.prefix_len().map(|p| (p, subnet_of(addr, p)));
     // A sub-prefix of a prefix pool is handed out at its network address, with the pool's one
     // gateway (informational, usually outside the sub-prefix): A3's subnet check and A4 would
     // refuse or flag every address the provider writes.
@@ -122,9 +120,9 @@ fn findings(r: &AddressReading) -> (Vec<FieldError>, Vec<Warning>) {
     errors.extend(gateway_findings(
         RuleId::A3,
         addr,
-        r.prefix_len().filter(|_| !sub_prefix),
-        r.gateway_ip(),
-        r.gateway_text(),
+        r.spec.prefix_len().filter(|_| !sub_prefix),
+        r.spec.gateway_ip(),
+        r.spec.gateway_text(),
     ));
 
     // A4: network and broadcast addresses are legal but almost never meant.
@@ -150,26 +148,36 @@ fn findings(r: &AddressReading) -> (Vec<FieldError>, Vec<Warning>) {
     (errors, warnings)
 }
 
-/// A1: the address is set, a string, and an IP address (in canonical text, or a warning says).
-fn a1(r: &AddressReading, errors: &mut Vec<FieldError>, warnings: &mut Vec<Warning>) {
-    if r.address.is_absent() {
-        errors.push(FieldError::required(RuleId::A1, address::ADDRESS, ""));
+/// A1–A3 for CAPI addresses, MA1 for Metal3 ones (`rules`: address, prefix, gateway): the
+/// address is set and an IP address, the gateway an IP address (canonical text, or a warning
+/// says), the prefix an integer within the bound of the family (of IPv6 when the family is
+/// unknown), never narrowed: 2^32 + 24 is not 24. CAPI requires the prefix, Metal3 does not.
+pub(crate) fn address_fields(
+    rules: [RuleId; 3],
+    prefix_required: bool,
+    f: &AddressFields,
+    errors: &mut Vec<FieldError>,
+    warnings: &mut Vec<Warning>,
+) {
+    let [address_rule, prefix_rule, gateway_rule] = rules;
+    let at = f.paths;
+    if f.address.is_absent() {
+        errors.push(FieldError::required(address_rule, at.address, ""));
     }
-    ip_findings(RuleId::A1, address::ADDRESS, &r.address, errors, warnings);
-}
-
-/// A2: the prefix is set, an integer, and within the bound of the address's family (of IPv6
-/// when the family is unknown), never narrowed: 2^32 + 24 is not 24.
-fn a2(r: &AddressReading, errors: &mut Vec<FieldError>) {
-    match &r.prefix {
-        Written::Absent => errors.push(FieldError::required(RuleId::A2, address::PREFIX, "")),
-        Written::Wrong(w) => errors.push(w.error(RuleId::A2, address::PREFIX)),
+    ip_findings(address_rule, at.address, &f.address, errors, warnings);
+    ip_findings(gateway_rule, at.gateway, &f.gateway, errors, warnings);
+    match &f.prefix {
+        Written::Absent if prefix_required => {
+            errors.push(FieldError::required(prefix_rule, at.prefix, ""));
+        }
+        Written::Absent => {}
+        Written::Wrong(w) => errors.push(w.error(prefix_rule, at.prefix)),
         Written::Ok(raw) => {
-            if let Err(e) = check_prefix(r.family().unwrap_or(Family::V6), *raw) {
+            if let Err(e) = check_prefix(f.family().unwrap_or(Family::V6), *raw) {
                 errors.push(FieldError::invalid(
-                    RuleId::A2,
-                    address::PREFIX,
-                    r.prefix_value.cloned().unwrap_or(Value::Null),
+                    prefix_rule,
+                    at.prefix,
+                    f.prefix_value.cloned().unwrap_or(Value::Null),
                     e.to_string(),
                 ));
             }
@@ -256,7 +264,7 @@ fn cross_object(r: &AddressReading, own: &ObjKey, ctx: &Ctx, v: &mut Verdict) {
     }
 
     let pool_key = r.pool_ref.pool_key(namespace);
-    let (Some(addr), Some(text)) = (r.ip(), r.ip_text()) else {
+    let (Some(addr), Some(text)) = (r.spec.ip(), r.spec.ip_text()) else {
         return;
     };
 
@@ -266,9 +274,11 @@ fn cross_object(r: &AddressReading, own: &ObjKey, ctx: &Ctx, v: &mut Verdict) {
         if pool.key.kind.is_prefix_pool() {
             sub_prefix_length(pool, r, v);
         }
-        if let (Some(pp), Some(ap), false) =
-            (pool.prefix, r.prefix_len(), pool.key.kind.is_prefix_pool())
-        {
+        if let (Some(pp), Some(ap), false) = (
+            pool.prefix,
+            r.spec.prefix_len(),
+            pool.key.kind.is_prefix_pool(),
+        ) {
             if pp != ap {
                 v.warn(
                     RuleId::A8,
@@ -277,13 +287,13 @@ fn cross_object(r: &AddressReading, own: &ObjKey, ctx: &Ctx, v: &mut Verdict) {
                 );
             }
         }
-        match (pool.gateway, r.gateway_ip()) {
+        match (pool.gateway, r.spec.gateway_ip()) {
             (Some(pg), Some(ag)) if pg != ag => v.warn(
                 RuleId::A8,
                 address::GATEWAY,
                 format!("gateway {ag} differs from the gateway {pg} of {}", pool.key),
             ),
-            (Some(pg), None) if r.gateway_text().is_none() => v.warn(
+            (Some(pg), None) if r.spec.gateway_text().is_none() => v.warn(
                 RuleId::A8,
                 address::GATEWAY,
                 format!("not set, while {} has gateway {pg}", pool.key),
@@ -324,7 +334,7 @@ fn sub_prefix_length(pool: &PoolProj, r: &AddressReading, v: &mut Verdict) {
         // The pool's length is broken: nothing can be said about its sub-prefixes.
         return;
     };
-    match r.prefix_len() {
+    match r.spec.prefix_len() {
         Some(p) if p == len => {}
         Some(p) => v.deny(FieldError::invalid(
             RuleId::A8,

@@ -11,13 +11,15 @@
 use serde_json::Value;
 
 use crate::address::parse_ip;
-use crate::field::{FieldError, FieldPath, Verdict};
+use crate::field::{FieldError, FieldPath, Verdict, Warning};
 use crate::kinds::Kind;
 use crate::model::metal3::{read_address, read_claim, AddressReading, IP_ADDRESS_ANNOTATION};
 use crate::model::paths::{self, meta, metal3};
 use crate::model::{read, ObjKey, Operation};
 use crate::rule_id::RuleId;
-use crate::rules::ipaddress::{gateway_findings, held_elsewhere, outside_pool, recently_released};
+use crate::rules::ipaddress::{
+    address_fields, gateway_findings, held_elsewhere, outside_pool, recently_released,
+};
 use crate::rules::pool::{PoolKind, Pools};
 use crate::rules::util::{immutable_fields, ratchet, require, same, spec_changed, MAX_LISTED};
 use crate::rules::{Call, Ctx, Options, Validator};
@@ -57,17 +59,22 @@ impl Validator for Claim {
         let mut v = Verdict::default();
         let ns = call.namespace_of(obj);
         let r = read_claim(obj);
-        v.errors.extend(r.errors.iter().cloned());
-        require(RuleId::MC1, metal3::POOL_NAME, r.pool_name, &mut v.errors);
+        v.errors
+            .extend(r.pool_name.type_error(RuleId::MC1, metal3::POOL_NAME));
+        v.errors.extend(
+            r.pool_namespace
+                .type_error(RuleId::MC2, metal3::POOL_NAMESPACE),
+        );
+        require(RuleId::MC1, metal3::POOL_NAME, &r.pool_name, &mut v.errors);
         mc2_namespace(
             RuleId::MC2,
             metal3::POOL_NAMESPACE,
-            r.pool_namespace,
+            r.pool_namespace.get(),
             ns,
             &mut v,
         );
         mc4(obj, ns, ctx, &mut v);
-        if let Some(name) = r.pool_name.filter(|n| !n.is_empty()) {
+        if let Some(name) = r.pool_name.get().filter(|n| !n.is_empty()) {
             let key = ObjKey::new(Kind::Metal3IPPool, ns, name);
             crate::rules::exhaustion::on_create(&key, metal3::POOL_NAME, ctx, &mut v);
         }
@@ -139,7 +146,7 @@ fn mc4(obj: &Value, ns: Option<&str>, ctx: &Ctx, v: &mut Verdict) {
             return;
         }
     };
-    let Some(name) = r.pool_name.filter(|n| !n.is_empty()) else {
+    let Some(name) = r.pool_name.get().filter(|n| !n.is_empty()) else {
         return;
     };
     let key = ObjKey::new(Kind::Metal3IPPool, ns, name);
@@ -167,8 +174,7 @@ impl Validator for Address {
         let mut v = Verdict::default();
         let ns = call.namespace_of(obj);
         let r = read_address(obj);
-        v.errors = findings(&r, ns);
-        v.warnings.clone_from(&r.warnings);
+        (v.errors, v.warnings) = findings(&r, ns);
         ma5(obj, &mut v);
         let own = ObjKey::new(Kind::Metal3IPAddress, ns, call.name);
         ma4(&r, &own, ctx, &mut v);
@@ -188,13 +194,11 @@ impl Validator for Address {
         }
         let ns = call.namespace_of(obj);
         immutable_fields(RuleId::MA3, &[paths::SPEC], obj, old, &mut v.errors);
-        let r = read_address(obj);
+        let (errors, warnings) = findings(&read_address(obj), ns);
         let old_ns = call.namespace_of(old);
-        v.errors.extend(ratchet(
-            findings(&r, ns),
-            &findings(&read_address(old), old_ns),
-        ));
-        v.warnings.clone_from(&r.warnings);
+        v.errors
+            .extend(ratchet(errors, &findings(&read_address(old), old_ns).0));
+        v.warnings = warnings;
         v
     }
 
@@ -242,52 +246,61 @@ fn ma5(obj: &Value, v: &mut Verdict) {
 }
 
 /// MA1 and MA2: what the object says on its own. The gateway is held to A3's terms.
-fn findings(r: &AddressReading, ns: Option<&str>) -> Vec<FieldError> {
-    let mut errors = r.errors.clone();
-    for (path, value) in [
-        (metal3::POOL_NAME, r.pool_name),
-        (metal3::CLAIM_NAME, r.claim_name),
-    ] {
-        require(RuleId::MA2, path, value, &mut errors);
+fn findings(r: &AddressReading, ns: Option<&str>) -> (Vec<FieldError>, Vec<Warning>) {
+    let mut errors = Vec::new();
+    let mut warnings = Vec::new();
+    // A Metal3 prefix, unlike CAPI's, is optional.
+    address_fields([RuleId::MA1; 3], false, &r.spec, &mut errors, &mut warnings);
+    let references = [
+        (metal3::POOL_NAME, &r.pool_name),
+        (metal3::POOL_NAMESPACE, &r.pool_namespace),
+        (metal3::CLAIM_NAME, &r.claim_name),
+        (metal3::CLAIM_NAMESPACE, &r.claim_namespace),
+    ];
+    for (path, field) in references {
+        errors.extend(field.type_error(RuleId::MA2, path));
     }
+    require(RuleId::MA2, metal3::POOL_NAME, &r.pool_name, &mut errors);
+    require(RuleId::MA2, metal3::CLAIM_NAME, &r.claim_name, &mut errors);
     let mut v = Verdict::default();
     mc2_namespace(
         RuleId::MA2,
         metal3::POOL_NAMESPACE,
-        r.pool_namespace,
+        r.pool_namespace.get(),
         ns,
         &mut v,
     );
     mc2_namespace(
         RuleId::MA2,
         metal3::CLAIM_NAMESPACE,
-        r.claim_namespace,
+        r.claim_namespace.get(),
         ns,
         &mut v,
     );
     errors.append(&mut v.errors);
 
-    if let Some(addr) = r.address {
+    if let Some(addr) = r.spec.ip() {
         errors.extend(gateway_findings(
             RuleId::MA1,
             addr,
-            r.prefix,
-            r.gateway,
-            r.gateway_text,
+            r.spec.prefix_len(),
+            r.spec.gateway_ip(),
+            r.spec.gateway_text(),
         ));
     }
-    errors
+    (errors, warnings)
 }
 
 /// MA4 (as A8–A9): inside the pool's allocatable set, and the only holder of the address in its
 /// address space. Unlike A8, the prefix and gateway are not compared with the pool's: a Metal3
 /// pool sets them per entry, and the index keeps only the pool-level ones.
 fn ma4(r: &AddressReading, own: &ObjKey, ctx: &Ctx, v: &mut Verdict) {
-    let (Some(addr), Some(text)) = (r.address, r.address_text) else {
+    let (Some(addr), Some(text)) = (r.spec.ip(), r.spec.ip_text()) else {
         return;
     };
     let pool_key = r
         .pool_name
+        .get()
         .filter(|n| !n.is_empty())
         .map(|n| ObjKey::new(Kind::Metal3IPPool, own.namespace.as_deref(), n));
     if let Some(pool) = pool_key.as_ref().and_then(|k| ctx.index.pool(k)) {
@@ -305,7 +318,7 @@ fn ma4(r: &AddressReading, own: &ObjKey, ctx: &Ctx, v: &mut Verdict) {
         addr,
         text,
         own,
-        r.claim_name,
+        r.claim_name.get(),
         pool_key.as_ref(),
         ctx,
     ));

@@ -90,15 +90,15 @@ pub(crate) fn immutable_fields(
     }
 }
 
-/// A field that must be set and non-empty (C1, A5, MC1, MA2): a Required cause at `path`, unless
-/// the reader already reported the field (a wrong type).
+/// A field that must be set and non-empty (C1, A5, MC1, MA2): a Required cause at `path`. A
+/// value of the wrong type has its own cause (`Written::type_error`), not this one.
 pub(crate) fn require(
     rule: RuleId,
     path: FieldPath,
-    value: Option<&str>,
+    value: &Written<&str>,
     errors: &mut Vec<FieldError>,
 ) {
-    if value.is_none_or(str::is_empty) && !errors.iter().any(|e| e.path == path) {
+    if matches!(value, Written::Absent | Written::Ok("")) {
         errors.push(FieldError::required(rule, path, ""));
     }
 }

@@ -31,6 +31,7 @@ mod tests {
     use crate::field::FieldError;
     use crate::kinds::Kind;
     use crate::model::test_support::fixture;
+    use crate::model::written::Written;
     use crate::model::ObjKey;
     use serde_json::{json, Value};
 
@@ -195,10 +196,9 @@ mod tests {
         let review = capture("metal3-ipaddress-create.json");
         let obj = &review["request"]["object"];
         let r = read_address(obj);
-        assert!(r.errors.is_empty(), "{:?}", texts(&r.errors));
-        assert_eq!(r.address.unwrap().to_string(), "192.168.0.13");
-        assert_eq!(r.prefix, Some(25));
-        assert_eq!(r.pool_name, Some("provisioning-pool"));
+        assert_eq!(r.spec.ip().unwrap().to_string(), "192.168.0.13");
+        assert_eq!(r.spec.prefix_len(), Some(25));
+        assert_eq!(r.pool_name, Written::Ok("provisioning-pool"));
         let key = ObjKey::new(Kind::Metal3IPAddress, Some("capture-eco"), "a");
         let p = project_address(obj, key);
         assert_eq!(
@@ -221,7 +221,7 @@ mod tests {
             "spec": {"pool": {"name": "p", "namespace": "ns"}}});
         let r = read_claim(&obj);
         assert_eq!(r.requested, Some("10.0.0.5"));
-        assert_eq!(r.pool_name, Some("p"));
-        assert_eq!(r.pool_namespace, Some("ns"));
+        assert_eq!(r.pool_name, Written::Ok("p"));
+        assert_eq!(r.pool_namespace, Written::Ok("ns"));
     }
 }
