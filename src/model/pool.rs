@@ -29,7 +29,7 @@ pub struct PoolEntry {
 
 /// One parsed entry of a pool's address list (in-cluster `addresses`, Spiderpool `ips`, and their
 /// exclusions), with where it was written.
-pub(crate) struct ListEntry<'a> {
+pub struct ListEntry<'a> {
     /// `spec.addresses[1]`.
     pub path: String,
     /// The text as written.
@@ -77,9 +77,10 @@ pub struct PoolReading {
     /// The field that declares the addresses (`spec.addresses`, `spec.subnet`): where a cause about
     /// the declared set as a whole goes (P8).
     pub declared_path: FieldPath,
-    /// Problems of the spec on its own (P1–P6), collected.
+    /// Problems of the spec on its own, collected: filled by the rules for kinds read into a
+    /// typed spec (`rules::validator::read_judged`: the in-cluster kinds), by the reader for the others.
     pub errors: Vec<FieldError>,
-    /// P7 and address-syntax warnings.
+    /// Warnings of the spec on its own (P7, address texts that are not canonical), likewise.
     pub warnings: Vec<Warning>,
 }
 

@@ -171,6 +171,11 @@ pub fn ip_value(obj: &Value, path: FieldPath) -> Option<Ip> {
         .map(|p| p.value)
 }
 
+/// A prefix length within the bound of `family`, or of IPv6 when the family is unknown.
+pub fn in_family(raw: i64, family: Option<Family>) -> Option<u8> {
+    check_prefix(family.unwrap_or(Family::V6), raw).ok()
+}
+
 /// A prefix length `raw`, written at `path` as `value`, within the bound of `family`, or of IPv6
 /// when the family is unknown (129 is wrong whatever the address turns out to be). Never
 /// narrowed: a prefix that does not fit is an error showing the value as written.

@@ -154,28 +154,40 @@ pub fn integer(obj: &Value, path: FieldPath) -> Written<'_, i64> {
     })
 }
 
-/// An IP address field as written: its text and what parsing made of it (the address with any
-/// non-canonical-text warnings, or the syntax error).
+/// An address field as written (an IP, a CIDR, a pool entry): its text and what parsing made
+/// of it (the value with any non-canonical-text warnings, or the syntax error).
 #[derive(Debug, Clone, PartialEq)]
-pub struct IpText<'a> {
+pub struct Text<'a, T> {
     pub text: &'a str,
-    pub parsed: Result<Parsed<Ip>, AddrError>,
+    pub parsed: Result<Parsed<T>, AddrError>,
 }
 
-impl IpText<'_> {
-    pub fn ip(&self) -> Option<Ip> {
+pub type IpText<'a> = Text<'a, Ip>;
+
+impl<T: Copy> Text<'_, T> {
+    /// The value, when the text parses.
+    pub fn value(&self) -> Option<T> {
         self.parsed.as_ref().ok().map(|p| p.value)
     }
 }
 
 /// The IP address at `path` in `obj`, parsed.
 pub fn ip(obj: &Value, path: FieldPath) -> Written<'_, IpText<'_>> {
+    text(obj, path, parse_ip)
+}
+
+/// The string at `path` in `obj`, parsed by `parse`.
+pub fn text<'a, T>(
+    obj: &'a Value,
+    path: FieldPath,
+    parse: impl FnOnce(&str) -> Result<Parsed<T>, AddrError>,
+) -> Written<'a, Text<'a, T>> {
     match string(obj, path) {
         Written::Absent => Written::Absent,
         Written::Wrong(w) => Written::Wrong(w),
-        Written::Ok(text) => Written::Ok(IpText {
+        Written::Ok(text) => Written::Ok(Text {
             text,
-            parsed: parse_ip(text),
+            parsed: parse(text),
         }),
     }
 }
@@ -214,7 +226,7 @@ impl<'a> AddressFields<'a> {
 
     /// The address, when it parses.
     pub fn ip(&self) -> Option<Ip> {
-        self.address.ok().and_then(IpText::ip)
+        self.address.ok().and_then(Text::value)
     }
 
     /// The address as written, when it is a string.
@@ -224,7 +236,7 @@ impl<'a> AddressFields<'a> {
 
     /// The gateway, when it parses.
     pub fn gateway_ip(&self) -> Option<Ip> {
-        self.gateway.ok().and_then(IpText::ip)
+        self.gateway.ok().and_then(Text::value)
     }
 
     /// The gateway as written, when it is a string.

@@ -7,6 +7,7 @@ pub mod claim;
 pub mod conditions;
 pub mod exhaustion;
 pub mod health;
+pub mod in_cluster;
 pub mod ipaddress;
 pub mod metal3;
 pub mod mutate;

@@ -1,6 +1,6 @@
 //! Pools (SPEC §5): the admission every pool kind shares, and the in-cluster kinds'
-//! (`InClusterIPPool`, `GlobalInClusterIPPool`). P1–P7 come from the pool reader (the same reading
-//! the index uses); P8–P11 are judged here. Metal3 and Spiderpool pools run the same code as
+//! (`InClusterIPPool`, `GlobalInClusterIPPool`). P1–P7 are `rules::in_cluster`'s, on the same
+//! reading the index uses; P8–P11 are judged here. Metal3 and Spiderpool pools run the same code as
 //! [`PoolKind`]s that name their own immutable fields, rule ids and record of holders.
 
 use std::marker::PhantomData;

@@ -13,8 +13,9 @@ use crate::field::{FieldError, Verdict};
 use crate::kinds::Kind;
 use crate::model::paths::meta;
 use crate::model::pool::PoolReading;
-use crate::model::{read, read_pool, Operation, Request};
+use crate::model::{incluster, read, read_pool, Operation, Request};
 use crate::rule_id::RuleId;
+use crate::rules::in_cluster;
 use crate::rules::{Ctx, Options};
 
 /// A request's objects, as its operation needs them.
@@ -56,17 +57,20 @@ impl<'a> Call<'a> {
         }
     }
 
-    /// The pool reading (`model::read_pool`) of the request's new object, `obj`: read once per
-    /// review, however many times the review is validated.
+    /// The pool reading of the request's new object, `obj`, with its kind's own findings
+    /// (`read_judged`): read and judged once per review, however many times the
+    /// review is validated.
     pub(crate) fn read_object(&self, obj: &Value) -> &'a PoolReading {
         self.readings
             .object
-            .get_or_init(|| read_pool(self.kind, obj))
+            .get_or_init(|| read_judged(self.kind, obj))
     }
 
     /// As `read_object`, for the request's stored object (`oldObject`).
     pub(crate) fn read_old(&self, old: &Value) -> &'a PoolReading {
-        self.readings.old.get_or_init(|| read_pool(self.kind, old))
+        self.readings
+            .old
+            .get_or_init(|| read_judged(self.kind, old))
     }
 
     /// The request's namespace, else the one `obj` names in its metadata.
@@ -76,7 +80,21 @@ impl<'a> Call<'a> {
     }
 }
 
-/// What was read of one request's pools (`model::read_pool`), kept for the review: the
+/// A pool's reading (`model::read_pool`) with its kind's own findings. The in-cluster kinds are
+/// decoded into a typed spec that `rules::in_cluster` judges (P1–P7); the other kinds' readers
+/// still report their own findings (MP1–MP3, PP1–PP6, S1–S4, S7, S8) as they read.
+pub(crate) fn read_judged(kind: Kind, obj: &Value) -> PoolReading {
+    match kind {
+        Kind::InClusterIPPool | Kind::GlobalInClusterIPPool => {
+            let (spec, mut r) = incluster::read_spec(kind, obj);
+            (r.errors, r.warnings) = in_cluster::findings(&spec, &r);
+            r
+        }
+        _ => read_pool(kind, obj),
+    }
+}
+
+/// What was read of one request's pools (`read_judged`), kept for the review: the
 /// validation outside the decision lock, a second one under it, and the X2 record of the
 /// admitted object read each object once between them (issue 25). A reading depends on the
 /// object and its kind alone, so it stays right while the view changes; it must not be kept
