@@ -236,27 +236,34 @@ pub fn read_spec(kind: Kind, obj: &Value) -> (Spec<'_>, PoolReading) {
     let spec = parse(obj);
     let meta = Meta::read(obj);
     let reading = match &spec.form {
-        Form::List { .. } => list_reading(kind, &meta, &spec),
-        Form::Subnet { .. } => subnet_reading(kind, &meta, &spec),
+        Form::List {
+            addresses,
+            excluded,
+            allocate_reserved,
+            ..
+        } => list_reading(
+            kind,
+            &meta,
+            &spec,
+            addresses,
+            excluded.as_ref(),
+            allocate_reserved.get().unwrap_or(false),
+        ),
+        Form::Subnet { start, end, .. } => subnet_reading(kind, &meta, &spec, start, end),
     };
     (spec, reading)
 }
 
-fn list_reading(kind: Kind, meta: &Meta, spec: &Spec) -> PoolReading {
-    let Form::List {
-        addresses,
-        excluded,
-        allocate_reserved,
-        ..
-    } = &spec.form
-    else {
-        unreachable!("list_reading is called for the list form")
-    };
+fn list_reading(
+    kind: Kind,
+    meta: &Meta,
+    spec: &Spec,
+    addresses: &EntryList,
+    excluded: Option<&EntryList>,
+    allocate_reserved: bool,
+) -> PoolReading {
     let items = addresses.entries();
-    let excluded_items = excluded
-        .as_ref()
-        .map(EntryList::entries)
-        .unwrap_or_default();
+    let excluded_items = excluded.map(EntryList::entries).unwrap_or_default();
     // A mixed pool is read in the family of its first entry, so the index still holds something.
     let family = items.first().map(|i| i.entry.family);
     let prefix = spec.prefix.get().and_then(|p| read::in_family(p, family));
@@ -271,7 +278,7 @@ fn list_reading(kind: Kind, meta: &Meta, spec: &Spec) -> PoolReading {
         gateway,
         subnet,
         prefix,
-        allocate_reserved.get().unwrap_or(false),
+        allocate_reserved,
     );
     let entries = pool_entries(fam, &items);
     let mut proj = projection(kind, meta, family, alloc, gateway, prefix);
@@ -325,10 +332,13 @@ pub fn subnet_bound(ip: Ip, family: Family, subnet: IpRange) -> Result<u128, Off
 
 /// v1alpha1 `subnet` (+ `start`, `end`): start defaults to network+1, end to the last address
 /// but one for IPv4 (the broadcast) and to the last address for IPv6 (SPEC §5 table).
-fn subnet_reading(kind: Kind, meta: &Meta, spec: &Spec) -> PoolReading {
-    let Form::Subnet { start, end, .. } = &spec.form else {
-        unreachable!("subnet_reading is called for the subnet form")
-    };
+fn subnet_reading(
+    kind: Kind,
+    meta: &Meta,
+    spec: &Spec,
+    start: &Written<IpText>,
+    end: &Written<IpText>,
+) -> PoolReading {
     let (entry_path, entry_text) = spec.subnet_source();
     let Some((family, subnet, subnet_prefix)) = spec.subnet_form_cidr() else {
         return PoolReading {

@@ -97,22 +97,10 @@ pub(super) fn read_entry<'a>(
         return None;
     }
     let sub = |field: FieldPath| fields::POOLS.entry(i, field);
-    let start = read::ip_at(
-        RuleId::MP1,
-        entry,
-        fields::ENTRY_START,
-        sub(fields::ENTRY_START),
-        errors,
-        warnings,
-    );
-    let end = read::ip_at(
-        RuleId::MP1,
-        entry,
-        fields::ENTRY_END,
-        sub(fields::ENTRY_END),
-        errors,
-        warnings,
-    );
+    let mut bound_ip =
+        |field: FieldPath| read::ip_at(RuleId::MP1, entry, field, sub(field), errors, warnings);
+    let start = bound_ip(fields::ENTRY_START);
+    let end = bound_ip(fields::ENTRY_END);
     let subnet_text_given = read::keep(
         read::at(
             read::string(RuleId::MP1, entry, fields::ENTRY_SUBNET),
