@@ -15,15 +15,16 @@
 use serde_json::Value;
 
 use crate::address::{
-    parse_cidr, parse_entry, subnet_of, AddrSet, Cidr, Entry, Family, Forms, Ip, IpRange,
+    parse_cidr, parse_entry, subnet_of, AddrError, AddrSet, Cidr, Entry, Family, Forms, Ip,
+    IpRange, Parsed,
 };
 use crate::field::FieldPath;
 use crate::kinds::Kind;
 use crate::model::paths::in_cluster as fields;
 use crate::model::pool::{
     allocatable, pool_entries, pool_subnet, projection, set_of, ListEntry, PoolEntry, PoolReading,
+    TextList,
 };
-use crate::model::read::LIST_PROBLEMS;
 use crate::model::written::{self, IpText, Text, Written};
 use crate::model::{read, Meta};
 
@@ -46,10 +47,10 @@ pub struct Spec<'a> {
 pub enum Form<'a> {
     /// `addresses` (and, in v1alpha2, `excludedAddresses` and `allocateReservedIPAddresses`).
     List {
-        addresses: EntryList<'a>,
+        addresses: TextList<'a, Entry>,
         /// v1alpha1 fields written beside `addresses`: (field name, path, value).
         beside: Vec<(&'static str, FieldPath, &'a Value)>,
-        excluded: Option<EntryList<'a>>,
+        excluded: Option<TextList<'a, Entry>>,
         allocate_reserved: Written<'a, bool>,
     },
     /// v1alpha1 `subnet` + `start` + `end`, when `addresses` is empty.
@@ -60,72 +61,9 @@ pub enum Form<'a> {
     },
 }
 
-/// A list of pool entries (`spec.addresses`) as written.
-#[derive(Debug, Clone)]
-pub struct EntryList<'a> {
-    pub path: FieldPath,
-    pub list: Written<'a, &'a [Value]>,
-    /// Each entry read, with its path, in order; reading stops after `LIST_PROBLEMS` entries
-    /// that are not strings or do not parse.
-    pub items: Vec<(String, Written<'a, Text<'a, Entry>>)>,
-    /// Entries not read after `LIST_PROBLEMS` problems (0: every entry was read).
-    pub unread: usize,
-}
-
-impl<'a> EntryList<'a> {
-    fn read(obj: &'a Value, path: FieldPath) -> Self {
-        let list = written::list(obj, path);
-        let all = list.get().unwrap_or_default();
-        let mut items = Vec::new();
-        let mut problems = 0;
-        let mut unread = 0;
-        for (i, v) in all.iter().enumerate() {
-            if problems >= LIST_PROBLEMS {
-                unread = all.len() - i;
-                break;
-            }
-            let item = match v.as_str() {
-                Some(text) => Written::Ok(Text {
-                    text,
-                    parsed: parse_entry(text, Forms::ALL),
-                }),
-                None => Written::Wrong(written::Wrong {
-                    value: v,
-                    expected: written::Expected::String,
-                }),
-            };
-            if !matches!(&item, Written::Ok(Text { parsed: Ok(_), .. })) {
-                problems += 1;
-            }
-            items.push((path.index(i), item));
-        }
-        EntryList {
-            path,
-            list,
-            items,
-            unread,
-        }
-    }
-
-    /// The entries that parse, with where they were written.
-    pub fn entries(&self) -> Vec<ListEntry<'a>> {
-        self.items
-            .iter()
-            .filter_map(|(path, item)| {
-                let t = item.ok()?;
-                Some(ListEntry {
-                    path: path.clone(),
-                    text: t.text,
-                    entry: t.value()?,
-                })
-            })
-            .collect()
-    }
-
-    /// The list as a cause's value (printed as JSON text, cut at 64 characters).
-    pub fn value(&self) -> Value {
-        Value::Array(self.list.get().unwrap_or_default().to_vec())
-    }
+/// A pool entry: an IP, a range or a CIDR.
+fn entry(text: &str) -> Result<Parsed<Entry>, AddrError> {
+    parse_entry(text, Forms::ALL)
 }
 
 /// Whether `items` hold IPv4 and IPv6 entries.
@@ -194,7 +132,7 @@ pub fn parse(obj: &Value) -> Spec<'_> {
         }
     } else {
         Form::List {
-            addresses: EntryList::read(obj, fields::ADDRESSES),
+            addresses: TextList::read(obj, fields::ADDRESSES, entry),
             beside: if v1alpha1 {
                 subnet_fields
                     .iter()
@@ -204,7 +142,7 @@ pub fn parse(obj: &Value) -> Spec<'_> {
                 Vec::new()
             },
             // v1alpha1 has neither field: the API server prunes them, so they mean nothing there.
-            excluded: (!v1alpha1).then(|| EntryList::read(obj, fields::EXCLUDED_ADDRESSES)),
+            excluded: (!v1alpha1).then(|| TextList::read(obj, fields::EXCLUDED_ADDRESSES, entry)),
             allocate_reserved: if v1alpha1 {
                 Written::Absent
             } else {
@@ -258,12 +196,12 @@ fn list_reading(
     kind: Kind,
     meta: &Meta,
     spec: &Spec,
-    addresses: &EntryList,
-    excluded: Option<&EntryList>,
+    addresses: &TextList<Entry>,
+    excluded: Option<&TextList<Entry>>,
     allocate_reserved: bool,
 ) -> PoolReading {
     let items = addresses.entries();
-    let excluded_items = excluded.map(EntryList::entries).unwrap_or_default();
+    let excluded_items = excluded.map(TextList::entries).unwrap_or_default();
     // A mixed pool is read in the family of its first entry, so the index still holds something.
     let family = items.first().map(|i| i.entry.family);
     let prefix = spec.prefix.get().and_then(|p| read::in_family(p, family));
@@ -434,13 +372,15 @@ mod tests {
 
     #[test]
     fn a_long_bad_list_is_read_up_to_its_limit() {
-        let bad: Vec<Value> = (0..LIST_PROBLEMS + 5).map(|_| json!("x")).collect();
+        let bad: Vec<Value> = (0..crate::model::read::LIST_PROBLEMS + 5)
+            .map(|_| json!("x"))
+            .collect();
         let obj = pool("v1alpha2", json!({"addresses": bad}));
         let spec = parse(&obj);
         let Form::List { addresses, .. } = &spec.form else {
             panic!("list form")
         };
-        assert_eq!(addresses.items.len(), LIST_PROBLEMS);
-        assert_eq!(addresses.unread, 5);
+        assert_eq!(addresses.items.len(), crate::model::read::LIST_PROBLEMS);
+        assert_eq!(addresses.len, crate::model::read::LIST_PROBLEMS + 5);
     }
 }

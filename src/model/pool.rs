@@ -4,9 +4,13 @@
 
 use std::sync::Arc;
 
-use crate::address::{subnet_of, AddrSet, Entry, Family, Ip, IpRange};
+use serde_json::Value;
+
+use crate::address::{subnet_of, AddrError, AddrSet, Entry, Family, Ip, IpRange, Parsed};
 use crate::field::{FieldError, FieldPath, Warning};
 use crate::kinds::Kind;
+use crate::model::read::LIST_PROBLEMS;
+use crate::model::written::{self, Expected, Text, Written, Wrong};
 use crate::model::{paths, Meta, ObjKey, PoolProj};
 
 /// Annotations that switch off delete protection (P9): the in-cluster provider's own escape
@@ -35,6 +39,83 @@ pub struct ListEntry<'a> {
     /// The text as written.
     pub text: &'a str,
     pub entry: Entry,
+}
+
+/// A list of address texts (`spec.addresses`, `spec.prefixes`) as written, each parsed.
+#[derive(Debug, Clone)]
+pub struct TextList<'a, T> {
+    pub path: FieldPath,
+    pub list: Written<'a, &'a [Value]>,
+    /// Each entry read, with its path, in order. Reading stops after `LIST_PROBLEMS` entries that
+    /// are not strings or do not parse: a list of 750k bad entries is not read to its end.
+    pub items: Vec<(String, Written<'a, Text<'a, T>>)>,
+    /// How many entries the list holds.
+    pub len: usize,
+}
+
+impl<'a, T: Copy> TextList<'a, T> {
+    /// The list at `path` of `obj`, each entry parsed by `parse`.
+    pub fn read(
+        obj: &'a Value,
+        path: FieldPath,
+        parse: fn(&str) -> Result<Parsed<T>, AddrError>,
+    ) -> Self {
+        let list = written::list(obj, path);
+        let all = list.get().unwrap_or_default();
+        let mut items = Vec::new();
+        let mut problems = 0;
+        for (i, v) in all.iter().enumerate() {
+            if problems >= LIST_PROBLEMS {
+                break;
+            }
+            let item = match v.as_str() {
+                Some(text) => Written::Ok(Text {
+                    text,
+                    parsed: parse(text),
+                }),
+                None => Written::Wrong(Wrong {
+                    value: v,
+                    expected: Expected::String,
+                }),
+            };
+            if !matches!(&item, Written::Ok(Text { parsed: Ok(_), .. })) {
+                problems += 1;
+            }
+            items.push((path.index(i), item));
+        }
+        TextList {
+            path,
+            list,
+            items,
+            len: all.len(),
+        }
+    }
+
+    /// The entries that parse, with where they were written.
+    pub fn parsed(&self) -> impl Iterator<Item = (&str, &'a str, T)> + '_ {
+        self.items.iter().filter_map(|(path, item)| {
+            let t = item.ok()?;
+            Some((path.as_str(), t.text, t.value()?))
+        })
+    }
+
+    /// The list as a cause's value (printed as JSON text, cut at 64 characters).
+    pub fn value(&self) -> Value {
+        Value::Array(self.list.get().unwrap_or_default().to_vec())
+    }
+}
+
+impl<'a> TextList<'a, Entry> {
+    /// The entries that parse, as pool entries.
+    pub fn entries(&self) -> Vec<ListEntry<'a>> {
+        self.parsed()
+            .map(|(path, text, entry)| ListEntry {
+                path: path.to_string(),
+                text,
+                entry,
+            })
+            .collect()
+    }
 }
 
 /// The union of the entries of `family`: a list that mixes families is read in one (SPEC §2).

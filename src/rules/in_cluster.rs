@@ -4,17 +4,17 @@
 
 use serde_json::Value;
 
-use crate::address::{AddrError, AddrSet, Family, IpRange};
+use crate::address::{AddrError, AddrSet, Entry, Family, IpRange};
 use crate::field::{FieldError, FieldPath, Warning};
-use crate::model::incluster::{families, subnet_bound, EntryList, Form, OffBound, Spec};
+use crate::model::incluster::{families, subnet_bound, Form, OffBound, Spec};
 use crate::model::paths::in_cluster as fields;
 use crate::model::pool::{
     has_room_for_subnet, is_link_local_gateway, is_point_to_point, subnet_text, PoolReading,
+    TextList,
 };
-use crate::model::read::LIST_PROBLEMS;
 use crate::model::written::{IpText, Text, Written};
 use crate::rule_id::RuleId;
-use crate::rules::util::ip_findings;
+use crate::rules::util::{each_capped, ip_findings};
 
 const NOT_AN_ENTRY: &str = "provided address is not a valid IP, range, nor CIDR";
 const MIXED: &str = "provided addresses are of mixed IP families";
@@ -64,40 +64,35 @@ impl Findings {
         ip_findings(rule, path, field, &mut self.errors, &mut self.warnings);
     }
 
-    /// P2: the list is a list of strings, each an IP, a range or a CIDR; past `LIST_PROBLEMS`
-    /// problems one cause says how many entries were not checked.
-    fn p2_list(&mut self, list: &EntryList) {
+    /// P2: the list is a list of strings, each an IP, a range or a CIDR.
+    fn p2_list(&mut self, list: &TextList<Entry>) {
         self.errors
             .extend(list.list.type_error(RuleId::P2, list.path));
-        for (path, item) in &list.items {
-            match item {
+        let warnings = &mut self.warnings;
+        each_capped(
+            RuleId::P2,
+            list.path,
+            list.len,
+            &list.items,
+            &mut self.errors,
+            |(path, item), errors| match item {
                 Written::Absent => {}
-                Written::Wrong(w) => self.errors.push(w.error(RuleId::P2, path.as_str())),
+                Written::Wrong(w) => errors.push(w.error(RuleId::P2, path.as_str())),
                 Written::Ok(Text { text, parsed }) => match parsed {
-                    Ok(p) => self.warnings.extend(
+                    Ok(p) => warnings.extend(
                         p.warnings
                             .iter()
                             .map(|w| Warning::new(RuleId::P2, path.as_str(), w)),
                     ),
-                    Err(e) => self.errors.push(FieldError::invalid(
+                    Err(e) => errors.push(FieldError::invalid(
                         RuleId::P2,
                         path.as_str(),
                         *text,
                         entry_detail(e),
                     )),
                 },
-            }
-        }
-        if list.unread > 0 {
-            self.errors.push(FieldError::forbidden(
-                RuleId::P2,
-                list.path,
-                format!(
-                    "{} more entries not checked after {LIST_PROBLEMS} problems in this list",
-                    list.unread
-                ),
-            ));
-        }
+            },
+        );
     }
 
     /// P4: the prefix is an integer within the family's bound; None when it is not.
@@ -122,9 +117,9 @@ impl Findings {
         &mut self,
         spec: &Spec,
         r: &PoolReading,
-        addresses: &EntryList,
+        addresses: &TextList<Entry>,
         beside: &[(&'static str, FieldPath, &Value)],
-        excluded: Option<&EntryList>,
+        excluded: Option<&TextList<Entry>>,
         allocate_reserved: &Written<bool>,
     ) {
         self.p2_list(addresses);
@@ -158,8 +153,8 @@ impl Findings {
 
         // P3: families never mix.
         let items = addresses.entries();
-        let excluded_items = excluded.map(EntryList::entries).unwrap_or_default();
-        let excluded_value = || excluded.map_or(Value::Array(Vec::new()), EntryList::value);
+        let excluded_items = excluded.map(TextList::entries).unwrap_or_default();
+        let excluded_value = || excluded.map_or(Value::Array(Vec::new()), TextList::value);
         let (d4, d6) = families(&items);
         let (x4, x6) = families(&excluded_items);
         if d4 && d6 {
@@ -465,9 +460,11 @@ mod tests {
 
     #[test]
     fn a_long_bad_list_says_what_it_did_not_check() {
-        let bad: Vec<Value> = (0..LIST_PROBLEMS + 5).map(|_| json!("x")).collect();
+        let bad: Vec<Value> = (0..crate::model::read::LIST_PROBLEMS + 5)
+            .map(|_| json!("x"))
+            .collect();
         let t = texts("v1alpha2", json!({"addresses": bad, "prefix": 24}));
-        assert_eq!(t.len(), LIST_PROBLEMS + 1);
+        assert_eq!(t.len(), crate::model::read::LIST_PROBLEMS + 1);
         assert_eq!(
             t.last().unwrap(),
             "spec.addresses: Forbidden: 5 more entries not checked after 1000 problems in this list"
