@@ -2,8 +2,8 @@
 //! Decoding is lenient on purpose: a bad value is kept as written (`written::Written::Wrong`),
 //! never a decode failure, so the rules can answer `spec.prefix: Invalid value: "abc": ...`
 //! instead of a 400. Every field is found through its kind's `paths`. The address kinds, the
-//! claims and the in-cluster IP pools are decoded into typed specs and judge nothing here; the
-//! prefix, Metal3 and Spiderpool pool readers still report their own findings as they read
+//! claims and the in-cluster IP and prefix pools are decoded into typed specs and judged in
+//! `rules`; the Metal3 and Spiderpool pool readers still report their own findings as they read
 //! (issue 25). Pure: no I/O.
 
 pub mod capi;

@@ -12,6 +12,7 @@ pub mod ipaddress;
 pub mod metal3;
 pub mod mutate;
 pub mod pool;
+pub mod prefix_pool;
 pub mod spider;
 pub mod stored;
 mod table;
