@@ -2,6 +2,7 @@
 //! allocatable sets, a gateway and a prefix. Admission, the index, `check` and `audit` all call
 //! [`read_pool`], so a pool means the same thing wherever it is judged.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -34,8 +35,8 @@ pub struct PoolEntry {
 /// One parsed entry of a pool's address list (in-cluster `addresses`, Spiderpool `ips`, and their
 /// exclusions), with where it was written.
 pub struct ListEntry<'a> {
-    /// `spec.addresses[1]`.
-    pub path: String,
+    /// `spec.addresses[1]`; borrowed from a [`TextList`] where there is one.
+    pub path: Cow<'a, str>,
     /// The text as written.
     pub text: &'a str,
     pub entry: Entry,
@@ -107,10 +108,10 @@ impl<'a, T: Copy> TextList<'a, T> {
 
 impl<'a> TextList<'a, Entry> {
     /// The entries that parse, as pool entries.
-    pub fn entries(&self) -> Vec<ListEntry<'a>> {
+    pub fn entries(&self) -> Vec<ListEntry<'_>> {
         self.parsed()
             .map(|(path, text, entry)| ListEntry {
-                path: path.to_string(),
+                path: Cow::Borrowed(path),
                 text,
                 entry,
             })
@@ -135,7 +136,7 @@ pub(crate) fn pool_entries(family: Family, items: &[ListEntry]) -> Vec<PoolEntry
         .iter()
         .filter(|i| i.entry.family == family)
         .map(|i| PoolEntry {
-            path: i.path.clone(),
+            path: i.path.to_string(),
             text: i.text.to_string(),
             set: i.entry.to_set(),
         })

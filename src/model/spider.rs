@@ -72,7 +72,7 @@ fn entries<'a>(
             }
         }
         out.push(ListEntry {
-            path: item,
+            path: item.into(),
             text,
             entry,
         });

@@ -205,7 +205,7 @@ impl Findings {
                 if !(subnet.start <= i.entry.range.start && i.entry.range.end <= subnet.end) {
                     self.errors.push(FieldError::invalid(
                         RuleId::P5,
-                        i.path.clone(),
+                        i.path.as_ref(),
                         i.text,
                         OTHER_SUBNET,
                     ));
@@ -219,7 +219,7 @@ impl Findings {
             if Some(i.entry.family) == family && !r.declared.intersects(&i.entry.to_set()) {
                 self.warnings.push(Warning::new(
                     RuleId::P7,
-                    i.path.clone(),
+                    i.path.as_ref(),
                     "excluded address is outside spec.addresses",
                 ));
             }

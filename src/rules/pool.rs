@@ -26,8 +26,9 @@ const RELEASES_HELD: &str = "pool addresses do not contain allocated addresses";
 const HELD: &str =
     "Pool has IPAddresses allocated. Cannot delete Pool until all IPAddresses have been removed.";
 
-/// What one pool kind adds to the rules every pool kind shares. The reader gives the kind's own
-/// findings (P1–P7, MP1–MP3, S1–S4); [`validate`] adds P10 and P11 and the X5 ratchet for all.
+/// What one pool kind adds to the rules every pool kind shares. The review's reading carries the
+/// kind's own findings (P1–P7, PP1–PP6, MP1–MP3, S1–S4: `validator::read_judged`); [`validate`]
+/// adds P10 and P11 and the X5 ratchet for all.
 /// Unless a kind says otherwise, its holders are the address objects the view files under it.
 pub(crate) trait PoolKind {
     /// The rule that keeps held addresses allocatable on a spec update (P8, MP4, S5).
@@ -116,7 +117,7 @@ pub(crate) static IN_CLUSTER_PREFIX: Pools<InClusterPrefix> = Pools(PhantomData)
 
 // === impl validate ===
 
-/// Every pool kind's admission: CREATE is the reader's findings and P10; UPDATE adds P11, X5, the
+/// Every pool kind's admission: CREATE is the kind's own findings and P10; UPDATE adds P11, X5, the
 /// kind's immutable fields and held addresses; DELETE is the kind's delete protection.
 impl<K: PoolKind + Sync> Validator for Pools<K> {
     fn create(&self, obj: &Value, call: &Call, ctx: &Ctx) -> Verdict {
