@@ -11,7 +11,7 @@ use crate::model::{read, ObjKey, Operation};
 use crate::rule_id::RuleId;
 use crate::rules::mutate::CLUSTER_NAME_LABEL;
 use crate::rules::util::{
-    dns1123_subdomain_errors, immutable_fields, reference_types, spec_changed,
+    dns1123_subdomain_errors, immutable_fields, reference_types, require, spec_changed,
 };
 use crate::rules::{Call, Ctx, Options, Validator};
 
@@ -109,9 +109,7 @@ pub(crate) fn pool_ref_required(rule: RuleId, p: &RefReading, errors: &mut Vec<F
                 (claim::POOL_REF_KIND, &p.kind),
                 (claim::POOL_REF_NAME, &p.name),
             ] {
-                if matches!(value, Written::Absent | Written::Ok("")) {
-                    errors.push(FieldError::required(rule, path, ""));
-                }
+                require(rule, path, value, errors);
             }
         }
     }

@@ -2,18 +2,18 @@
 
 use serde_json::Value;
 
-use crate::address::{check_prefix, is_block_start, subnet_of, Family, Ip};
+use crate::address::{is_block_start, subnet_of, Family, Ip};
 use crate::field::{FieldError, Verdict, Warning};
 use crate::kinds::{Kind, DEFAULT_ADDRESS_SPACE};
 use crate::model::capi::{read_address, AddressReading};
 use crate::model::paths::{self, address};
 use crate::model::pool::{has_room_for_subnet, is_link_local_gateway, subnet_text};
 use crate::model::written::{AddressFields, Written};
-use crate::model::{AddressProj, ObjKey, Operation, PoolProj};
+use crate::model::{read, AddressProj, ObjKey, Operation, PoolProj};
 use crate::rule_id::RuleId;
 use crate::rules::claim::{pool_ref_required, NO_REF_NAMESPACE};
 use crate::rules::util::{
-    immutable_fields, ip_findings, join_limited, join_shown, ratchet, reference_types,
+    immutable_fields, ip_findings, join_limited, join_shown, ratchet, reference_types, require,
     spec_changed, MAX_LISTED,
 };
 use crate::rules::OverlapScope;
@@ -80,14 +80,13 @@ fn findings(r: &AddressReading) -> (Vec<FieldError>, Vec<Warning>) {
     reference_types(RuleId::A5, &r.pool_ref, address::POOL_REF, &mut errors);
 
     // A5: the references are required (a reference of the wrong type has its cause already).
-    if matches!(r.claim_name, Written::Absent | Written::Ok(""))
-        && !matches!(r.claim_ref, Written::Wrong(_))
-    {
-        errors.push(FieldError::required(
+    if !matches!(r.claim_ref, Written::Wrong(_)) {
+        require(
             RuleId::A5,
             address::CLAIM_REF_NAME,
-            "",
-        ));
+            &r.claim_name,
+            &mut errors,
+        );
     }
     pool_ref_required(RuleId::A5, &r.pool_ref, &mut errors);
     // C2: references never leave the namespace.
@@ -172,16 +171,9 @@ pub(crate) fn address_fields(
         }
         Written::Absent => {}
         Written::Wrong(w) => errors.push(w.error(prefix_rule, at.prefix)),
-        Written::Ok(raw) => {
-            if let Err(e) = check_prefix(f.family().unwrap_or(Family::V6), *raw) {
-                errors.push(FieldError::invalid(
-                    prefix_rule,
-                    at.prefix,
-                    f.prefix_value.cloned().unwrap_or(Value::Null),
-                    e.to_string(),
-                ));
-            }
-        }
+        Written::Ok(raw) => errors.extend(
+            read::prefix_in_family(prefix_rule, at.prefix, *raw, f.prefix_value, f.family()).err(),
+        ),
     }
 }
 
