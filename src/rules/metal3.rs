@@ -1,7 +1,7 @@
 //! Metal3 IPAM (`ipam.metal3.io`, SPEC §5): IPPool (MP1–MP4 with P9–P11), IPClaim (MC1–MC4) and
 //! IPAddress (MA1–MA4).
 //!
-//! MP1–MP3 come from the pool reader (the reading the index uses). MP4 is this kind's part of the
+//! MP1–MP3 and MP5 judge the pool's spec on its own (`rules::metal3_pool`). MP4 is this kind's part of the
 //! rules every pool kind shares (`rules::pool`: P8's and P9's checks under MP4's id, plus P10 and
 //! P11). The address rules MA1 and MA4 are A3's, A8's and A9's code under their own ids. Holders of
 //! a Metal3 pool are the address objects the index files under its key: Metal3 IPAddresses naming

@@ -10,6 +10,7 @@ pub mod health;
 pub mod in_cluster;
 pub mod ipaddress;
 pub mod metal3;
+pub mod metal3_pool;
 pub mod mutate;
 pub mod pool;
 pub mod prefix_pool;

@@ -9,7 +9,7 @@ use crate::model::capi::RefReading;
 use crate::model::paths::reference;
 use crate::model::read;
 use crate::model::read::LIST_PROBLEMS;
-use crate::model::written::{IpText, Written};
+use crate::model::written::{Text, Written};
 use crate::rule_id::RuleId;
 
 /// Lists of offenders stop here (SPEC §8), followed by `and N more`.
@@ -104,19 +104,20 @@ pub(crate) fn require(
     }
 }
 
-/// An IP field's own findings under `rule`: a wrong type or a syntax error denies, a
-/// non-canonical text warns (A1, A3).
-pub(crate) fn ip_findings(
+/// An address field's own findings under `rule` (an IP, a CIDR): a wrong type or a syntax
+/// error denies, a non-canonical text warns (A1, A3, MP1).
+pub(crate) fn ip_findings<T>(
     rule: RuleId,
-    path: FieldPath,
-    field: &Written<IpText>,
+    path: impl AsRef<str>,
+    field: &Written<Text<T>>,
     errors: &mut Vec<FieldError>,
     warnings: &mut Vec<Warning>,
 ) {
+    let path = path.as_ref();
     match field {
         Written::Absent => {}
         Written::Wrong(w) => errors.push(w.error(rule, path)),
-        Written::Ok(IpText { text, parsed }) => match parsed {
+        Written::Ok(Text { text, parsed }) => match parsed {
             Ok(p) => warnings.extend(p.warnings.iter().map(|w| Warning::new(rule, path, w))),
             Err(e) => errors.push(FieldError::invalid(rule, path, *text, e.to_string())),
         },
