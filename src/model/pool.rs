@@ -11,7 +11,7 @@ use crate::address::{subnet_of, AddrError, AddrSet, Entry, Family, Ip, IpRange, 
 use crate::field::{FieldError, FieldPath, Warning};
 use crate::kinds::Kind;
 use crate::model::read::LIST_PROBLEMS;
-use crate::model::written::{self, Expected, Text, Written, Wrong};
+use crate::model::written::{self, Text, Written};
 use crate::model::{paths, Meta, ObjKey, PoolProj};
 
 /// Annotations that switch off delete protection (P9): the in-cluster provider's own escape
@@ -69,16 +69,7 @@ impl<'a, T: Copy> TextList<'a, T> {
             if problems >= LIST_PROBLEMS {
                 break;
             }
-            let item = match v.as_str() {
-                Some(text) => Written::Ok(Text {
-                    text,
-                    parsed: parse(text),
-                }),
-                None => Written::Wrong(Wrong {
-                    value: v,
-                    expected: Expected::String,
-                }),
-            };
+            let item = written::item(v, parse);
             if !matches!(&item, Written::Ok(Text { parsed: Ok(_), .. })) {
                 problems += 1;
             }

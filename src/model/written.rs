@@ -171,6 +171,24 @@ impl<T: Copy> Text<'_, T> {
     }
 }
 
+/// An entry of a list of address texts, parsed by `parse`: a string, or a value of the wrong
+/// type.
+pub fn item<'a, T>(
+    v: &'a Value,
+    parse: impl FnOnce(&str) -> Result<Parsed<T>, AddrError>,
+) -> Written<'a, Text<'a, T>> {
+    match v.as_str() {
+        Some(text) => Written::Ok(Text {
+            text,
+            parsed: parse(text),
+        }),
+        None => Written::Wrong(Wrong {
+            value: v,
+            expected: Expected::String,
+        }),
+    }
+}
+
 /// The IP address at `path` in `obj`, parsed.
 pub fn ip(obj: &Value, path: FieldPath) -> Written<'_, IpText<'_>> {
     text(obj, path, parse_ip)

@@ -452,15 +452,10 @@ mod tests {
     use crate::field::FieldError;
     use crate::model::metal3::read_spec;
     use crate::model::pool::PoolReading;
-    use crate::model::test_support::fixture;
+    use crate::model::test_support::{fixture, metal3_pool as pool};
 
     fn capture(name: &str) -> Value {
         fixture("eco", name)
-    }
-
-    fn pool(spec: Value) -> Value {
-        json!({"apiVersion": "ipam.metal3.io/v1alpha1", "kind": "IPPool",
-            "metadata": {"name": "p", "namespace": "ns"}, "spec": spec})
     }
 
     fn judged(obj: &Value) -> PoolReading {

@@ -5,10 +5,10 @@
 
 use serde_json::Value;
 
-use crate::address::{format_range, parse_cidr, Cidr, Family, IpRange};
+use crate::address::{format_range, parse_cidr, parse_ip, Cidr, Family, IpRange};
 use crate::model::paths::metal3 as fields;
 use crate::model::read;
-use crate::model::written::{self, Expected, IpText, Text, Written, Wrong};
+use crate::model::written::{self, IpText, Text, Written};
 
 /// A `dnsServers` list as written, each entry parsed.
 #[derive(Debug, Clone)]
@@ -24,16 +24,7 @@ impl<'a> DnsServers<'a> {
             .get()
             .unwrap_or_default()
             .iter()
-            .map(|v| match v.as_str() {
-                Some(text) => Written::Ok(Text {
-                    text,
-                    parsed: crate::address::parse_ip(text),
-                }),
-                None => Written::Wrong(Wrong {
-                    value: v,
-                    expected: Expected::String,
-                }),
-            })
+            .map(|v| written::item(v, parse_ip))
             .collect();
         DnsServers { list, items }
     }

@@ -30,18 +30,13 @@ pub const IP_ADDRESS_ANNOTATION: &str = "ipAddress";
 mod tests {
     use super::*;
     use crate::kinds::Kind;
-    use crate::model::test_support::fixture;
+    use crate::model::test_support::{fixture, metal3_pool as pool};
     use crate::model::written::Written;
     use crate::model::ObjKey;
     use serde_json::{json, Value};
 
     fn capture(name: &str) -> Value {
         fixture("eco", name)
-    }
-
-    fn pool(spec: Value) -> Value {
-        json!({"apiVersion": "ipam.metal3.io/v1alpha1", "kind": "IPPool",
-            "metadata": {"name": "p", "namespace": "ns"}, "spec": spec})
     }
 
     #[test]

@@ -5,12 +5,12 @@
 use serde_json::Value;
 
 use super::entry::{prefix_len, DnsServers, EntrySpec};
-use crate::address::{subnet_of, AddrSet, Family, Ip, IpRange};
+use crate::address::{parse_ip, subnet_of, AddrSet, Family, Ip, IpRange};
 use crate::kinds::Kind;
 use crate::model::paths::{self, metal3 as fields};
 use crate::model::pool::{allocatable, pool_subnet, projection, PoolEntry, PoolReading};
 use crate::model::read::LIST_PROBLEMS;
-use crate::model::written::{self, Expected, IpText, Text, Written, Wrong};
+use crate::model::written::{self, IpText, Text, Written};
 use crate::model::Meta;
 
 /// A Metal3 pool's spec as written, each field decoded once.
@@ -70,19 +70,7 @@ pub fn parse(obj: &Value) -> Spec<'_> {
     let items = match map.get() {
         Some(Value::Object(m)) => m
             .iter()
-            .map(|(claim, v)| {
-                let item = match v.as_str() {
-                    Some(text) => Written::Ok(Text {
-                        text,
-                        parsed: crate::address::parse_ip(text),
-                    }),
-                    None => Written::Wrong(Wrong {
-                        value: v,
-                        expected: Expected::String,
-                    }),
-                };
-                (claim.as_str(), item)
-            })
+            .map(|(claim, v)| (claim.as_str(), written::item(v, parse_ip)))
             .collect(),
         _ => Vec::new(),
     };
