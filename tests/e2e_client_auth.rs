@@ -12,16 +12,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine;
+use e2e::pki::{Pki, Usage};
 use e2e::{eventually, ControlPlane};
 use http::{Method, Request};
 use ipam_guard::admission::Admission;
 use ipam_guard::cluster::Ledger;
 use ipam_guard::rules::Options;
 use ipam_guard::server::{self, ClientAuth, Listen, Server};
-use rcgen::{
-    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
-    KeyUsagePurpose,
-};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -30,33 +27,20 @@ const NS: &str = "e2e";
 
 /// A client CA and one certificate from it for the API server (CN kube-apiserver), as PEM files.
 fn client_pki(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf, std::path::PathBuf) {
-    let ca_key = KeyPair::generate().unwrap();
-    let mut ca = CertificateParams::default();
-    ca.distinguished_name
-        .push(DnType::CommonName, "apiserver client CA");
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca.key_usages = vec![
-        KeyUsagePurpose::KeyCertSign,
-        KeyUsagePurpose::DigitalSignature,
-    ];
-    let ca_cert = ca.self_signed(&ca_key).unwrap();
-    let issuer = Issuer::new(ca, ca_key);
-
-    let key = KeyPair::generate().unwrap();
-    let mut leaf = CertificateParams::new(Vec::<String>::new()).unwrap();
-    leaf.distinguished_name
-        .push(DnType::CommonName, "kube-apiserver");
-    leaf.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-    let cert = leaf.signed_by(&key, &issuer).unwrap();
-
+    let pki = Pki::issue(
+        "apiserver client CA",
+        Some("kube-apiserver"),
+        &[],
+        Usage::Client,
+    );
     let paths = (
         dir.join("client-ca.crt"),
         dir.join("apiserver-client.crt"),
         dir.join("apiserver-client.key"),
     );
-    std::fs::write(&paths.0, ca_cert.pem()).unwrap();
-    std::fs::write(&paths.1, cert.pem()).unwrap();
-    std::fs::write(&paths.2, key.serialize_pem()).unwrap();
+    std::fs::write(&paths.0, &pki.ca_pem).unwrap();
+    std::fs::write(&paths.1, &pki.leaf_pem).unwrap();
+    std::fs::write(&paths.2, &pki.key_pem).unwrap();
     paths
 }
 

@@ -28,15 +28,12 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use e2e::pki::{Pki, Usage};
 use e2e::{eventually, free_port, ControlPlane};
 use http::Request;
 use http_body_util::BodyExt;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
-use rcgen::{
-    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
-    KeyUsagePurpose,
-};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::ClientConfig;
 use serde_json::{json, Value};
@@ -51,73 +48,37 @@ const LEASE: &str = "ipam-guard-decider";
 
 /// A CA and one leaf for `localhost` / `127.0.0.1` with server and client auth, as cert-manager
 /// issues it for the install in manifests/.
-struct Pki {
-    ca_pem: String,
-    ca_der: CertificateDer<'static>,
-    leaf_pem: String,
-    key_pem: String,
+fn pki(name: &str) -> Pki {
+    let replica = format!("{name} replica");
+    Pki::issue(
+        name,
+        Some(&replica),
+        &["localhost", "127.0.0.1"],
+        Usage::Serving,
+    )
 }
 
-impl Pki {
-    fn new(name: &str) -> Pki {
-        let ca_key = KeyPair::generate().unwrap();
-        let mut ca = CertificateParams::default();
-        ca.distinguished_name.push(DnType::CommonName, name);
-        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        ca.key_usages = vec![
-            KeyUsagePurpose::KeyCertSign,
-            KeyUsagePurpose::DigitalSignature,
-        ];
-        let ca_cert = ca.self_signed(&ca_key).unwrap();
-        let issuer = Issuer::new(ca, ca_key);
-        let key = KeyPair::generate().unwrap();
-        let mut leaf =
-            CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).unwrap();
-        leaf.distinguished_name
-            .push(DnType::CommonName, format!("{name} replica"));
-        leaf.extended_key_usages = vec![
-            ExtendedKeyUsagePurpose::ServerAuth,
-            ExtendedKeyUsagePurpose::ClientAuth,
-        ];
-        leaf.use_authority_key_identifier_extension = true;
-        let leaf = leaf.signed_by(&key, &issuer).unwrap();
-        Pki {
-            ca_pem: ca_cert.pem(),
-            ca_der: ca_cert.der().clone(),
-            leaf_pem: leaf.pem(),
-            key_pem: key.serialize_pem(),
+/// A client that trusts `server_ca` and presents `me`'s leaf (None: no client certificate).
+fn tls_client(server_ca: &CertificateDer<'static>, me: Option<&Pki>) -> Arc<ClientConfig> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(server_ca.clone()).unwrap();
+    let builder =
+        ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots);
+    let mut config = match me {
+        Some(p) => {
+            let chain = CertificateDer::pem_slice_iter(p.leaf_pem.as_bytes())
+                .collect::<Result<Vec<_>, _>>()
+                .unwrap();
+            let key = PrivateKeyDer::from_pem_slice(p.key_pem.as_bytes()).unwrap();
+            builder.with_client_auth_cert(chain, key).unwrap()
         }
-    }
-
-    fn write(&self, dir: &Path) {
-        std::fs::create_dir_all(dir).unwrap();
-        std::fs::write(dir.join("tls.crt"), &self.leaf_pem).unwrap();
-        std::fs::write(dir.join("tls.key"), &self.key_pem).unwrap();
-        std::fs::write(dir.join("ca.crt"), &self.ca_pem).unwrap();
-    }
-
-    /// A client that trusts `server_ca` and presents this leaf (None: no client certificate).
-    fn client(server_ca: &CertificateDer<'static>, me: Option<&Pki>) -> Arc<ClientConfig> {
-        let mut roots = rustls::RootCertStore::empty();
-        roots.add(server_ca.clone()).unwrap();
-        let builder =
-            ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-                .with_safe_default_protocol_versions()
-                .unwrap()
-                .with_root_certificates(roots);
-        let mut config = match me {
-            Some(p) => {
-                let chain = CertificateDer::pem_slice_iter(p.leaf_pem.as_bytes())
-                    .collect::<Result<Vec<_>, _>>()
-                    .unwrap();
-                let key = PrivateKeyDer::from_pem_slice(p.key_pem.as_bytes()).unwrap();
-                builder.with_client_auth_cert(chain, key).unwrap()
-            }
-            None => builder.with_no_client_auth(),
-        };
-        config.alpn_protocols = vec![b"h2".to_vec()];
-        Arc::new(config)
-    }
+        None => builder.with_no_client_auth(),
+    };
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    Arc::new(config)
 }
 
 use rustls::pki_types::pem::PemObject;
@@ -322,13 +283,13 @@ impl Setup {
             let status = create(&client, "/api/v1/namespaces", &body).await.0;
             assert_eq!(status, 201, "namespace {ns}");
         }
-        let pki = Pki::new("replicas CA");
+        let pki = pki("replicas CA");
         let certs = cp.dir.path().join("certs");
-        pki.write(&certs);
+        pki.write_secret(&certs);
         IDENTITIES
             .lock()
             .unwrap()
-            .push((pki.ca_der.to_vec(), Pki::client(&pki.ca_der, Some(&pki))));
+            .push((pki.ca_der.to_vec(), tls_client(&pki.ca_der, Some(&pki))));
         let replicas = (0..n)
             .map(|i| Replica::start(&cp, &certs, &format!("replica-{i}"), extra))
             .collect();

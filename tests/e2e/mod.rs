@@ -11,6 +11,7 @@
 
 pub mod api;
 pub mod measure;
+pub mod pki;
 
 use std::fs;
 use std::net::TcpListener;

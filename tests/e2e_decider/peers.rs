@@ -50,10 +50,10 @@ pub async fn refused_peers_against(assets: e2e::Server) {
     let ca = &s.pki.ca_der;
 
     let attacked = pool("attack", "10.97.1.10-10.97.1.20");
-    let none = peer_decide(peer, Pki::client(ca, None), &attacked).await;
+    let none = peer_decide(peer, tls_client(ca, None), &attacked).await;
     assert!(none.is_err(), "no client certificate: {none:?}");
-    let other = Pki::new("another CA");
-    let foreign = peer_decide(peer, Pki::client(ca, Some(&other)), &attacked).await;
+    let other = pki("another CA");
+    let foreign = peer_decide(peer, tls_client(ca, Some(&other)), &attacked).await;
     assert!(foreign.is_err(), "a certificate of another CA: {foreign:?}");
     // Nothing was recorded: the same range is admitted through a replica.
     let legit = review(&pool("legit", "10.97.1.10-10.97.1.20"), false);
@@ -63,7 +63,7 @@ pub async fn refused_peers_against(assets: e2e::Server) {
     // refusals above are the certificate check and not a broken call.
     let recorded = peer_decide(
         peer,
-        Pki::client(ca, Some(&s.pki)),
+        tls_client(ca, Some(&s.pki)),
         &pool("trusted", "10.97.2.10-10.97.2.20"),
     )
     .await

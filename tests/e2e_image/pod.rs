@@ -2,6 +2,7 @@
 //! container's settings, files and the in-cluster API config the kubelet would give its pod.
 
 use super::*;
+use crate::e2e::pki::{Pki, Usage};
 
 pub fn deployment() -> Value {
     let text = std::fs::read_to_string(repo().join("manifests/deployment.yaml")).unwrap();
@@ -197,42 +198,14 @@ pub fn write_files(dir: &Path, files: &[(&str, &[u8])], group: u32, mode: u32) {
 pub fn serving_certificate(
     namespace: &str,
 ) -> (Vec<(&'static str, Vec<u8>)>, CertificateDer<'static>) {
-    use rcgen::{
-        BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
-        KeyPair, KeyUsagePurpose,
-    };
-    let ca_key = KeyPair::generate().unwrap();
-    let mut ca = CertificateParams::default();
-    ca.distinguished_name
-        .push(DnType::CommonName, "ipam-guard e2e image CA");
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca.key_usages = vec![
-        KeyUsagePurpose::KeyCertSign,
-        KeyUsagePurpose::DigitalSignature,
-    ];
-    let ca_cert = ca.self_signed(&ca_key).unwrap();
-    let issuer = Issuer::new(ca, ca_key);
-    let key = KeyPair::generate().unwrap();
-    let mut leaf = CertificateParams::new(vec![
-        format!("ipam-guard-webhook.{namespace}.svc"),
-        "localhost".to_string(),
-        "127.0.0.1".to_string(),
-    ])
-    .unwrap();
-    leaf.extended_key_usages = vec![
-        ExtendedKeyUsagePurpose::ServerAuth,
-        ExtendedKeyUsagePurpose::ClientAuth,
-    ];
-    leaf.use_authority_key_identifier_extension = true;
-    let leaf = leaf.signed_by(&key, &issuer).unwrap();
-    (
-        vec![
-            ("tls.crt", leaf.pem().into_bytes()),
-            ("tls.key", key.serialize_pem().into_bytes()),
-            ("ca.crt", ca_cert.pem().into_bytes()),
-        ],
-        ca_cert.der().clone(),
-    )
+    let service = format!("ipam-guard-webhook.{namespace}.svc");
+    let pki = Pki::issue(
+        "ipam-guard e2e image CA",
+        None,
+        &[&service, "localhost", "127.0.0.1"],
+        Usage::Serving,
+    );
+    (pki.secret_files(), pki.ca_der)
 }
 
 /// The CA the API server's self-signed serving certificate chains to: the last certificate of the
