@@ -160,7 +160,8 @@ pub struct PoolReading {
     /// the declared set as a whole goes (P8).
     pub declared_path: FieldPath,
     /// Problems of the spec on its own, collected: filled by the rules for kinds read into a
-    /// typed spec (`rules::validator::read_judged`: the in-cluster IP and prefix kinds), by the reader for the others.
+    /// typed spec (`rules::validator::read_judged`: the in-cluster IP and prefix kinds and
+    /// Spiderpool's), by the reader for the others.
     pub errors: Vec<FieldError>,
     /// Warnings of the spec on its own (P7, address texts that are not canonical), likewise.
     pub warnings: Vec<Warning>,

@@ -13,9 +13,9 @@ use crate::field::{FieldError, Verdict};
 use crate::kinds::Kind;
 use crate::model::paths::meta;
 use crate::model::pool::PoolReading;
-use crate::model::{incluster, prefix, read, read_pool, Operation, Request};
+use crate::model::{incluster, prefix, read, read_pool, spider, Operation, Request};
 use crate::rule_id::RuleId;
-use crate::rules::{in_cluster, prefix_pool};
+use crate::rules::{in_cluster, prefix_pool, spider_spec};
 use crate::rules::{Ctx, Options};
 
 /// A request's objects, as its operation needs them.
@@ -80,10 +80,10 @@ impl<'a> Call<'a> {
     }
 }
 
-/// A pool's reading (`model::read_pool`) with its kind's own findings. The in-cluster IP and
-/// prefix kinds are decoded into a typed spec that `rules::in_cluster` (P1–P7) and
-/// `rules::prefix_pool` (PP1–PP6) judge; the Metal3 and Spiderpool readers still report their
-/// own findings (MP1–MP3, MP5, S1–S4, S7, S8) as they read.
+/// A pool's reading (`model::read_pool`) with its kind's own findings. The in-cluster IP,
+/// prefix and Spiderpool kinds are decoded into a typed spec that `rules::in_cluster` (P1–P7),
+/// `rules::prefix_pool` (PP1–PP6) and `rules::spider_spec` (S1–S4, S7, S8) judge; the Metal3
+/// reader still reports its own findings (MP1–MP3, MP5) as it reads.
 pub(crate) fn read_judged(kind: Kind, obj: &Value) -> PoolReading {
     match kind {
         Kind::InClusterIPPool | Kind::GlobalInClusterIPPool => {
@@ -94,6 +94,11 @@ pub(crate) fn read_judged(kind: Kind, obj: &Value) -> PoolReading {
         Kind::InClusterPrefixPool | Kind::GlobalInClusterPrefixPool => {
             let (spec, mut r) = prefix::read_spec(kind, obj);
             (r.errors, r.warnings) = prefix_pool::findings(&spec, &r);
+            r
+        }
+        Kind::SpiderIPPool => {
+            let (spec, mut r) = spider::read_spec(obj);
+            (r.errors, r.warnings) = spider_spec::findings(&spec, &r);
             r
         }
         _ => read_pool(kind, obj),
