@@ -2,8 +2,8 @@
 //! Decoding is lenient on purpose: a bad value is kept as written (`written::Written::Wrong`),
 //! never a decode failure, so the rules can answer `spec.prefix: Invalid value: "abc": ...`
 //! instead of a 400. Every field is found through its kind's `paths`. The address kinds, the
-//! claims and the in-cluster IP and prefix pools are decoded into typed specs and judged in
-//! `rules`; the Metal3 and Spiderpool pool readers still report their own findings as they read
+//! claims, the in-cluster IP and prefix pools and Spiderpool's pools are decoded into typed specs
+//! and judged in `rules`; the Metal3 pool reader still reports its own findings as it reads
 //! (issue 25). Pure: no I/O.
 
 pub mod capi;
@@ -291,7 +291,7 @@ pub fn read_pool(kind: Kind, obj: &Value) -> PoolReading {
         Kind::InClusterIPPool | Kind::GlobalInClusterIPPool => incluster::read(kind, obj),
         Kind::InClusterPrefixPool | Kind::GlobalInClusterPrefixPool => prefix::read(kind, obj),
         Kind::Metal3IPPool => metal3::read_pool(obj),
-        Kind::SpiderIPPool => spider::read_pool(obj),
+        Kind::SpiderIPPool => spider::read(obj),
         _ => PoolReading::empty(kind, &Meta::read(obj)),
     }
 }

@@ -150,9 +150,8 @@ pub struct PoolReading {
     /// The field that declares the addresses (`spec.addresses`, `spec.subnet`): where a cause about
     /// the declared set as a whole goes (P8).
     pub declared_path: FieldPath,
-    /// Problems of the spec on its own, collected: filled by the rules for kinds read into a
-    /// typed spec (`rules::validator::read_judged`: the in-cluster IP, prefix and Metal3
-    /// kinds), by the reader for the others.
+    /// Problems of the spec on its own, collected: filled by the rules from the kind's typed spec
+    /// (`rules::validator::read_judged`); always empty in `model::read_pool`'s reading.
     pub errors: Vec<FieldError>,
     /// Warnings of the spec on its own (P7, address texts that are not canonical), likewise.
     pub warnings: Vec<Warning>,

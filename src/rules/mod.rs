@@ -15,6 +15,7 @@ pub mod mutate;
 pub mod pool;
 pub mod prefix_pool;
 pub mod spider;
+pub mod spider_spec;
 pub mod stored;
 mod table;
 mod util;

@@ -1,6 +1,6 @@
-//! Spiderpool `SpiderIPPool` (SPEC §5): S1–S4 come from the pool reader (the reading the index
-//! uses); S5 and S6 are this kind's part of the rules every pool kind shares (`rules::pool`, which
-//! adds P10 and P11).
+//! Spiderpool `SpiderIPPool` (SPEC §5): S1–S4, S7 and S8 judge the spec on its own
+//! (`rules::spider_spec`, on the review's reading); S5 and S6 are this kind's part of the rules
+//! every pool kind shares (`rules::pool`, which adds P10 and P11); S9 reads the view.
 //!
 //! Who holds an address of a SpiderIPPool is recorded by Spiderpool itself in the pool's
 //! `status.allocatedIPs`, not in objects the index watches, so S5 and S6 read the status of the

@@ -13,9 +13,9 @@ use crate::field::{FieldError, Verdict};
 use crate::kinds::Kind;
 use crate::model::paths::meta;
 use crate::model::pool::PoolReading;
-use crate::model::{incluster, metal3, prefix, read, read_pool, Operation, Request};
+use crate::model::{incluster, metal3, prefix, read, read_pool, spider, Operation, Request};
 use crate::rule_id::RuleId;
-use crate::rules::{in_cluster, metal3_pool, prefix_pool};
+use crate::rules::{in_cluster, metal3_pool, prefix_pool, spider_spec};
 use crate::rules::{Ctx, Options};
 
 /// A request's objects, as its operation needs them.
@@ -80,10 +80,9 @@ impl<'a> Call<'a> {
     }
 }
 
-/// A pool's reading (`model::read_pool`) with its kind's own findings. The in-cluster IP, prefix
-/// and Metal3 kinds are decoded into a typed spec that `rules::in_cluster` (P1–P7),
-/// `rules::prefix_pool` (PP1–PP6) and `rules::metal3_pool` (MP1–MP3, MP5) judge; the Spiderpool
-/// reader still reports its own findings (S1–S4, S7, S8) as it reads.
+/// A pool's reading (`model::read_pool`) with its kind's own findings: each pool kind is decoded
+/// into a typed spec that its rules judge: `rules::in_cluster` (P1–P7), `rules::prefix_pool`
+/// (PP1–PP6), `rules::metal3_pool` (MP1–MP3, MP5) and `rules::spider_spec` (S1–S4, S7, S8).
 pub(crate) fn read_judged(kind: Kind, obj: &Value) -> PoolReading {
     match kind {
         Kind::InClusterIPPool | Kind::GlobalInClusterIPPool => {
@@ -99,6 +98,11 @@ pub(crate) fn read_judged(kind: Kind, obj: &Value) -> PoolReading {
         Kind::Metal3IPPool => {
             let (spec, layout, mut r) = metal3::read_spec(obj);
             (r.errors, r.warnings) = metal3_pool::findings(&spec, &layout, &r);
+            r
+        }
+        Kind::SpiderIPPool => {
+            let (spec, mut r) = spider::read_spec(obj);
+            (r.errors, r.warnings) = spider_spec::findings(&spec, &r);
             r
         }
         _ => read_pool(kind, obj),
