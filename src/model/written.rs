@@ -78,19 +78,6 @@ impl<'a, T> Written<'a, T> {
         }
     }
 
-    /// The lenient readers' shape (`model::read`): the value, nothing, or the type error.
-    pub fn into_result(
-        self,
-        rule: RuleId,
-        path: impl Into<String>,
-    ) -> Result<Option<T>, FieldError> {
-        match self {
-            Written::Absent => Ok(None),
-            Written::Ok(t) => Ok(Some(t)),
-            Written::Wrong(w) => Err(w.error(rule, path)),
-        }
-    }
-
     fn pick(
         v: Option<&'a Value>,
         expected: Expected,

@@ -14,7 +14,7 @@ use crate::model::pool::{
 };
 use crate::model::written::{IpText, Text, Written};
 use crate::rule_id::RuleId;
-use crate::rules::util::{each_capped, ip_findings};
+use crate::rules::util::{each_capped, ip_findings, prefix_in_family};
 
 const NOT_AN_ENTRY: &str = "provided address is not a valid IP, range, nor CIDR";
 const MIXED: &str = "provided addresses are of mixed IP families";
@@ -97,13 +97,7 @@ impl Findings {
 
     /// P4: the prefix is an integer within the family's bound; None when it is not.
     fn p4_in_family(&mut self, spec: &Spec, raw: i64, family: Option<Family>) -> Option<u8> {
-        let p = crate::model::read::prefix_in_family(
-            RuleId::P4,
-            fields::PREFIX,
-            raw,
-            spec.prefix_value,
-            family,
-        );
+        let p = prefix_in_family(RuleId::P4, fields::PREFIX, raw, spec.prefix_value, family);
         match p {
             Ok(p) => Some(p),
             Err(e) => {

@@ -9,12 +9,12 @@ use crate::model::capi::{read_address, AddressReading};
 use crate::model::paths::{self, address};
 use crate::model::pool::{has_room_for_subnet, is_link_local_gateway, subnet_text};
 use crate::model::written::{AddressFields, Written};
-use crate::model::{read, AddressProj, ObjKey, Operation, PoolProj};
+use crate::model::{AddressProj, ObjKey, Operation, PoolProj};
 use crate::rule_id::RuleId;
 use crate::rules::claim::{pool_ref_required, NO_REF_NAMESPACE};
 use crate::rules::util::{
-    immutable_fields, ip_findings, join_limited, join_shown, ratchet, reference_types, require,
-    spec_changed, MAX_LISTED,
+    immutable_fields, ip_findings, join_limited, join_shown, prefix_in_family, ratchet,
+    reference_types, require, spec_changed, MAX_LISTED,
 };
 use crate::rules::OverlapScope;
 use crate::rules::{Call, Ctx, Options, Validator};
@@ -172,7 +172,7 @@ pub(crate) fn address_fields(
         Written::Absent => {}
         Written::Wrong(w) => errors.push(w.error(prefix_rule, at.prefix)),
         Written::Ok(raw) => errors.extend(
-            read::prefix_in_family(prefix_rule, at.prefix, *raw, f.prefix_value, f.family()).err(),
+            prefix_in_family(prefix_rule, at.prefix, *raw, f.prefix_value, f.family()).err(),
         ),
     }
 }

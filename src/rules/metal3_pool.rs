@@ -11,10 +11,9 @@ use crate::field::{FieldError, Warning};
 use crate::model::metal3::{Bound, DnsServers, EntrySpec, Layout, Note, Spec};
 use crate::model::paths::{self, metal3 as fields};
 use crate::model::pool::{has_room_for_subnet, is_link_local_gateway, subnet_text, PoolReading};
-use crate::model::read;
 use crate::model::written::{IpText, Text, Written};
 use crate::rule_id::RuleId;
-use crate::rules::util::{each_capped, ip_findings};
+use crate::rules::util::{each_capped, ip_findings, prefix_in_family};
 
 /// The most addresses ip-address-manager can pick from at random in one entry: it sizes an entry
 /// as a Go `int` (`GetPoolSize` in its `api/v1alpha1`), 64 bits on the platforms it ships for.
@@ -228,7 +227,7 @@ fn mp2_prefix(
 ) {
     errors.extend(raw.type_error(RuleId::MP2, path));
     if let Some(p) = raw.get().filter(|p| *p != 0) {
-        if let Err(e) = read::prefix_in_family(RuleId::MP2, path, p, value, family) {
+        if let Err(e) = prefix_in_family(RuleId::MP2, path, p, value, family) {
             errors.push(e);
         }
     }

@@ -4,6 +4,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
+use crate::address::{check_prefix, Family};
 use crate::field::{FieldError, FieldPath, Warning};
 use crate::model::capi::RefReading;
 use crate::model::paths::reference;
@@ -89,6 +90,26 @@ pub(crate) fn immutable_fields(
             out,
         );
     }
+}
+
+/// A prefix length `raw`, written at `path` as `value`, within the bound of `family`, or of IPv6
+/// when the family is unknown (129 is wrong whatever the address turns out to be). Never
+/// narrowed: a prefix that does not fit is a cause under `rule` showing the value as written.
+pub(crate) fn prefix_in_family(
+    rule: RuleId,
+    path: impl AsRef<str>,
+    raw: i64,
+    value: Option<&Value>,
+    family: Option<Family>,
+) -> Result<u8, FieldError> {
+    check_prefix(family.unwrap_or(Family::V6), raw).map_err(|e| {
+        FieldError::invalid(
+            rule,
+            path.as_ref(),
+            value.cloned().unwrap_or(Value::Null),
+            e.to_string(),
+        )
+    })
 }
 
 /// A field that must be set and non-empty (C1, A5, MC1, MA2): a Required cause at `path`. A
