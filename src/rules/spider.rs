@@ -472,6 +472,10 @@ mod tests {
                 Some(r#"spec.podAffinity.matchExpressions[0].operator: Invalid value: "Near""#)),
             ("bad value in an expression", json!({"matchExpressions": [{"key": "app", "operator": "In", "values": ["-x"]}]}),
                 Some(r#"spec.podAffinity.matchExpressions[0].values[0]: Invalid value: "-x""#)),
+            ("matchLabels not a map", json!({"matchLabels": ["a"], "matchExpressions": [{"key": "app", "operator": "Exists"}]}),
+                Some(r#"spec.podAffinity.matchLabels: Invalid value: "[\"a\"]": must be an object"#)),
+            ("matchExpressions not a list", json!({"matchLabels": {"key": "value"}, "matchExpressions": "app"}),
+                Some(r#"spec.podAffinity.matchExpressions: Invalid value: "app": must be a list"#)),
             ("a valid selector", json!({"matchLabels": {"key": "value"}}), None),
             ("a valid expression", json!({"matchExpressions": [{"key": "app", "operator": "NotIn", "values": ["a", "b"]}]}), None),
         ];

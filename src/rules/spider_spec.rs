@@ -362,12 +362,15 @@ fn s7_route(
 /// selects something: an empty selector would match every Pod.
 fn s8_pod_affinity(selector: &Selector, application_pool: bool, errors: &mut Vec<FieldError>) {
     const AT: FieldPath = fields::POD_AFFINITY;
-    // The selector's own fields are named as the selector names them (`matchLabels`).
-    errors.extend(selector.labels.type_error(RuleId::S8, MATCH_LABELS));
+    errors.extend(
+        selector
+            .labels
+            .type_error(RuleId::S8, format!("{AT}.{MATCH_LABELS}")),
+    );
     errors.extend(
         selector
             .expressions
-            .type_error(RuleId::S8, MATCH_EXPRESSIONS),
+            .type_error(RuleId::S8, format!("{AT}.{MATCH_EXPRESSIONS}")),
     );
     let labels = selector.label_map();
     let expressions = selector.expression_list();
