@@ -373,16 +373,11 @@ pub fn allocation(obj: &Value) -> Allocation {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::test_support::fixture;
+    use crate::model::test_support::{fixture, spider_pool as pool};
     use serde_json::json;
 
     fn capture(name: &str) -> Value {
         fixture("eco", name)
-    }
-
-    fn pool(spec: Value) -> Value {
-        json!({"apiVersion": "spiderpool.spidernet.io/v2beta1", "kind": "SpiderIPPool",
-            "metadata": {"name": "p"}, "spec": spec})
     }
 
     #[test]

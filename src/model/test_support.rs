@@ -8,6 +8,12 @@ pub(crate) fn metal3_pool(spec: Value) -> Value {
         "metadata": {"name": "p", "namespace": "ns"}, "spec": spec})
 }
 
+/// A `SpiderIPPool` with `spec`.
+pub(crate) fn spider_pool(spec: Value) -> Value {
+    serde_json::json!({"apiVersion": "spiderpool.spidernet.io/v2beta1", "kind": "SpiderIPPool",
+        "metadata": {"name": "p"}, "spec": spec})
+}
+
 /// A captured review under `tests/fixtures/<dir>/`.
 pub(crate) fn fixture(dir: &str, name: &str) -> Value {
     let path = format!("{}/tests/fixtures/{dir}/{name}", env!("CARGO_MANIFEST_DIR"));

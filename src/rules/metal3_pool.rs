@@ -468,21 +468,11 @@ mod tests {
     }
 
     #[test]
-    fn capture_pool_reads_as_the_provider_walks_it() {
+    fn capture_pool_warns_of_what_the_provider_would_hand_out() {
         let review = capture("metal3-ippool-create.json");
         let r = judged(&review["request"]["object"]);
         assert!(r.errors.is_empty(), "{:?}", texts(&r.errors));
-        assert_eq!(
-            r.declared.to_string(),
-            "192.168.0.10-192.168.0.30, 192.168.1.1-192.168.1.63, 192.168.1.129-192.168.1.255"
-        );
         // 192.168.1.1 is the pool's gateway and 192.168.1.255 the broadcast address of its /24.
-        assert_eq!(
-            r.proj.allocatable.to_string(),
-            "192.168.0.10-192.168.0.30, 192.168.1.2-192.168.1.63, 192.168.1.129-192.168.1.254"
-        );
-        assert_eq!(r.proj.prefix, Some(24));
-        assert_eq!(r.proj.gateway.unwrap().to_string(), "192.168.1.1");
         let w: Vec<String> = r.warnings.iter().map(ToString::to_string).collect();
         assert_eq!(
             w,

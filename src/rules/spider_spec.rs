@@ -507,16 +507,11 @@ fn s8_expression(e: &Value, at: &str, errors: &mut Vec<FieldError>) {
 mod tests {
     use super::*;
     use crate::model::spider::read_spec;
-    use crate::model::test_support::fixture;
+    use crate::model::test_support::{fixture, spider_pool as pool};
     use serde_json::json;
 
     fn capture(name: &str) -> Value {
         fixture("eco", name)
-    }
-
-    fn pool(spec: Value) -> Value {
-        json!({"apiVersion": "spiderpool.spidernet.io/v2beta1", "kind": "SpiderIPPool",
-            "metadata": {"name": "p"}, "spec": spec})
     }
 
     /// The reading with its findings, as a review takes it (`validator::read_judged`).
