@@ -526,24 +526,12 @@ mod tests {
     }
 
     #[test]
-    fn captures_read_clean() {
-        let review = capture("spiderippool-create.json");
-        let r = read_pool(&review["request"]["object"]);
-        assert!(r.errors.is_empty(), "{:?}", texts(&r));
-        assert!(r.warnings.is_empty(), "{:?}", r.warnings);
-        assert_eq!(
-            r.proj.allocatable.to_string(),
-            "172.18.41.40-172.18.41.44, 172.18.41.46-172.18.41.50, 172.18.41.60"
-        );
-        assert_eq!(r.proj.prefix, Some(24));
-        assert_eq!(r.proj.key.namespace, None);
-        let review = capture("spiderippool-create-ipv6.json");
-        let r = read_pool(&review["request"]["object"]);
-        assert!(r.errors.is_empty(), "{:?}", texts(&r));
-        assert_eq!(
-            r.proj.allocatable.to_string(),
-            "fd00:172:18::100-fd00:172:18::14f, fd00:172:18::151-fd00:172:18::1ff"
-        );
+    fn captures_have_no_findings() {
+        for name in ["spiderippool-create.json", "spiderippool-create-ipv6.json"] {
+            let r = read_pool(&capture(name)["request"]["object"]);
+            assert!(r.errors.is_empty(), "{name}: {:?}", texts(&r));
+            assert!(r.warnings.is_empty(), "{name}: {:?}", r.warnings);
+        }
     }
 
     #[test]
