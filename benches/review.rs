@@ -108,6 +108,34 @@ fn hostile(c: &mut Criterion) {
     g.finish();
 }
 
+/// The Metal3 and Spiderpool pools as their providers' captures create and update them
+/// (`tests/fixtures/eco`), through the whole review against an empty view: what reading and
+/// judging each kind's spec costs.
+fn provider_pools(c: &mut Criterion) {
+    let admission = Admission::new(Arc::new(Ledger::default()), Options::default());
+    let mut g = c.benchmark_group("provider_pools");
+    for name in [
+        "metal3-ippool-create",
+        "metal3-ippool-update-spec",
+        "spiderippool-create",
+        "spiderippool-update-spec",
+    ] {
+        let path = format!(
+            "{}/tests/fixtures/eco/{name}.json",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let body = std::fs::read(&path).unwrap();
+        assert_eq!(
+            admission.review_now(Endpoint::Validate, &body).http_status,
+            200
+        );
+        g.bench_function(name, |b| {
+            b.iter(|| admission.review_now(Endpoint::Validate, black_box(&body)))
+        });
+    }
+    g.finish();
+}
+
 /// The request as `admission` hands it to the rules.
 fn request(review: &Value) -> Request<'_> {
     let r = &review["request"];
@@ -133,6 +161,6 @@ criterion_group! {
         .sample_size(20)
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2));
-    targets = reviews, hostile
+    targets = reviews, hostile, provider_pools
 }
 criterion_main!(benches);
