@@ -101,6 +101,8 @@ pub struct Placed {
     /// The gateway the entry's addresses use (the entry's, else the pool's), in the pool's
     /// family.
     pub gateway: Option<Ip>,
+    /// What of `range` is allocatable (SPEC §5).
+    pub allocatable: AddrSet,
     /// Addresses the provider walks that are not allocatable (SPEC §5), and why: the gateway,
     /// the network address, the broadcast address.
     pub withheld: Vec<(Ip, &'static str)>,
@@ -137,9 +139,9 @@ pub fn layout(spec: &Spec) -> Layout {
             None => f.walk.subnet.map(|c| (c.network, c.prefix)),
         };
         let set = AddrSet::from_range(fam, range);
-        let alloc = entry_allocatable(&set, gateway, network);
+        let allocatable = entry_allocatable(&set, gateway, network);
         let mut withheld = Vec::new();
-        for r in set.difference(&alloc).ranges() {
+        for r in set.difference(&allocatable).ranges() {
             for v in r.start..=r.end {
                 let ip = Ip::new(fam, v);
                 let reason = if Some(ip) == gateway {
@@ -157,6 +159,7 @@ pub fn layout(spec: &Spec) -> Layout {
             range,
             network,
             gateway,
+            allocatable,
             withheld,
         });
     }
@@ -199,7 +202,7 @@ pub fn read_spec(obj: &Value) -> (Spec<'_>, Layout, PoolReading) {
     for p in &layout.placed {
         let set = AddrSet::from_range(fam, p.range);
         declared = declared.union(&set);
-        alloc = alloc.union(&entry_allocatable(&set, p.gateway, p.network));
+        alloc = alloc.union(&p.allocatable);
         let e = &spec.entries[p.entry];
         entries.push(PoolEntry {
             path: e.path.clone(),
