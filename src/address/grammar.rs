@@ -7,6 +7,7 @@ use super::entry::{Cidr, Entry, EntryForm, FormKind, Forms, Parsed, RangeBound};
 use super::error::AddrError;
 use super::ip::{Family, Ip, IpRange};
 use super::set::subnet_of;
+use super::text::Canonical;
 
 // === Parsing ===
 
@@ -31,7 +32,7 @@ fn read_ip(s: &str) -> Result<IpText, AddrError> {
                 family: Family::V6,
                 value,
             },
-            canonical: a.to_string() == s,
+            canonical: Canonical::v6(value).as_str() == s,
             ipv4_compatible: s.contains('.') && value >> 32 == 0,
         })
     } else {

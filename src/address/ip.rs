@@ -4,6 +4,8 @@
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+use super::text::Canonical;
+
 // === Family ===
 
 /// An IP family. Sets and ranges never mix families.
@@ -126,7 +128,13 @@ impl From<Ip> for IpAddr {
 impl fmt::Display for Ip {
     /// Canonical text: dotted quad, or RFC 5952 IPv6 as `std` prints it.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&self.to_std(), f)
+        let text = match self.family {
+            // An out-of-range IPv4 value (only reachable through the public fields) saturates,
+            // as `to_std` does.
+            Family::V4 => Canonical::v4(u32::try_from(self.value).unwrap_or(u32::MAX)),
+            Family::V6 => Canonical::v6(self.value),
+        };
+        f.pad(text.as_str())
     }
 }
 

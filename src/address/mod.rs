@@ -24,13 +24,15 @@
 //! `std`.
 //!
 //! One file per idea: `ip` (an address and a run), `set` (set algebra), `entry` (what a field's
-//! text means), `grammar` (reading text), `error` (why text is not an address).
+//! text means), `grammar` (reading text), `text` (writing an address's canonical text), `error`
+//! (why text is not an address).
 
 mod entry;
 mod error;
 mod grammar;
 mod ip;
 mod set;
+mod text;
 
 pub use entry::{
     canonical_entry_text, Cidr, Entry, EntryForm, FormKind, Forms, Parsed, RangeBound,

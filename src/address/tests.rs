@@ -484,3 +484,19 @@ fn whole_blocks_keep_only_sub_prefixes_the_set_covers_entirely() {
     assert!(is_block_start(Ip::new(Family::V6, d("fd00:0:0:1::")), 64));
     assert!(!is_block_start(Ip::new(Family::V6, d("fd00:0:0:1::1")), 64));
 }
+
+#[test]
+fn an_address_is_written_as_std_writes_it_padding_included() {
+    for text in ["10.0.0.1", "2001:db8::1", "::ffff:10.0.0.1", "fd00:0:0:1::"] {
+        let std: IpAddr = text.parse().unwrap();
+        let ip = Ip::from_std(std);
+        assert_eq!(ip.to_string(), std.to_string());
+        assert_eq!(format!("[{ip:>30}]"), format!("[{std:>30}]"));
+        assert_eq!(format!("[{ip:<30}]"), format!("[{std:<30}]"));
+    }
+    let past = Ip {
+        family: Family::V4,
+        value: u128::from(u32::MAX) + 7,
+    };
+    assert_eq!(past.to_string(), "255.255.255.255");
+}
