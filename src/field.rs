@@ -34,10 +34,15 @@ impl FieldPath {
     /// The value at this path in `obj`: None when a key is missing, a step is not an object,
     /// or the value is null (the API server treats an explicit null as absent).
     pub fn get(self, obj: &Value) -> Option<&Value> {
+        // A byte scan rather than `keys()`: `str::split` set up a searcher per call, which cost
+        // more than the map lookups it served (BENCHMARKS.md, "Field lookups without a searcher").
         let mut cur = obj;
-        for key in self.keys() {
-            cur = cur.get(key)?;
+        let mut rest = self.0;
+        while let Some(dot) = rest.bytes().position(|b| b == b'.') {
+            cur = cur.get(&rest[..dot])?;
+            rest = &rest[dot + 1..];
         }
+        cur = cur.get(rest)?;
         (!cur.is_null()).then_some(cur)
     }
 

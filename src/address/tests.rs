@@ -500,3 +500,44 @@ fn an_address_is_written_as_std_writes_it_padding_included() {
     };
     assert_eq!(past.to_string(), "255.255.255.255");
 }
+
+/// The IPv4 reader's one pass, against the reading it replaced (split on dots, then `u8` per
+/// octet) and against `std`, on text made of digits and dots.
+mod ipv4_text {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn by_parts(s: &str) -> Result<u32, AddrError> {
+        let parts: Vec<&str> = s.split('.').collect();
+        if parts.len() != 4
+            || parts
+                .iter()
+                .any(|p| p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()))
+        {
+            return Err(AddrError::Invalid {
+                expected: Forms::IP,
+            });
+        }
+        if parts.iter().any(|p| p.len() > 1 && p.starts_with('0')) {
+            return Err(AddrError::LeadingZeroOctet);
+        }
+        let mut value = 0u32;
+        for p in parts {
+            value = value << 8 | u32::from(p.parse::<u8>().map_err(|_| AddrError::OctetTooLarge)?);
+        }
+        Ok(value)
+    }
+
+    proptest! {
+        #[test]
+        fn reads_as_before_and_as_std(s in "[0-9.]{1,18}|[0-9]{1,4}\\.[0-9]{1,4}\\.[0-9]{1,4}\\.[0-9]{1,4}") {
+            let ours = parse_ip(&s).map(|p| p.value);
+            match by_parts(&s) {
+                Ok(v) => prop_assert_eq!(ours, Ok(Ip::new(Family::V4, u128::from(v)))),
+                Err(e) => prop_assert_eq!(ours.map_err(|e| e.to_string()), Err(e.to_string())),
+            }
+            let std = s.parse::<Ipv4Addr>().ok().map(|a| u128::from(u32::from(a)));
+            prop_assert_eq!(parse_ip(&s).ok().map(|p| p.value.value), std);
+        }
+    }
+}
