@@ -11,7 +11,7 @@ use crate::field::{FieldError, Warning};
 use crate::model::metal3::{Bound, DnsServers, EntrySpec, Layout, Note, Spec};
 use crate::model::paths::{self, metal3 as fields};
 use crate::model::pool::{has_room_for_subnet, is_link_local_gateway, subnet_text, PoolReading};
-use crate::model::written::{IpText, Text, Written};
+use crate::model::written::{Expected, IpText, Text, Written, Wrong};
 use crate::rule_id::RuleId;
 use crate::rules::util::{each_capped, ip_findings, prefix_in_family};
 
@@ -103,13 +103,14 @@ pub(crate) fn findings(
 fn entry(e: &EntrySpec, errors: &mut Vec<FieldError>, warnings: &mut Vec<Warning>) {
     let f = match &e.fields {
         Ok(f) => f,
-        Err(v) => {
-            errors.push(FieldError::invalid(
-                RuleId::MP1,
-                e.path.as_str(),
-                Value::String(v.to_string()),
-                "must be an object",
-            ));
+        Err(value) => {
+            errors.push(
+                Wrong {
+                    value,
+                    expected: Expected::Object,
+                }
+                .error(RuleId::MP1, e.path.as_str()),
+            );
             return;
         }
     };
@@ -511,6 +512,8 @@ mod tests {
             {"start": "10.0.1.1", "subnet": "10.0.0.0/24"},
             {"subnet": "10.0.0.0/33"},
             {"subnet": "fd00::/64"},
+            5,
+            "10.0.0.0/24",
         ]})));
         assert_eq!(
             texts(&r.errors),
@@ -520,6 +523,8 @@ mod tests {
                 r#"spec.pools[2].end: Invalid value: "fd00::1": start, end and subnet must be of one IP family"#,
                 r#"spec.pools[3].start: Invalid value: "10.0.1.1": must be inside subnet 10.0.0.0/24"#,
                 r#"spec.pools[4].subnet: Invalid value: "10.0.0.0/33": prefix length must be a number between 0 and 32 for an IPv4 address"#,
+                "spec.pools[6]: Invalid value: 5: must be an object",
+                r#"spec.pools[7]: Invalid value: "10.0.0.0/24": must be an object"#,
                 r#"spec.pools[5]: Invalid value: "fd00::/64": pool entries are of mixed IP families"#,
             ]
         );

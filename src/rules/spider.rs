@@ -398,6 +398,16 @@ mod tests {
                 ),
             ),
             (
+                "a route that is a number, shown as one",
+                json!([5]),
+                Some("spec.routes[0]: Invalid value: 5: must be an object"),
+            ),
+            (
+                "a route that is a string, quoted once",
+                json!(["192.168.40.0/24"]),
+                Some(r#"spec.routes[0]: Invalid value: "192.168.40.0/24": must be an object"#),
+            ),
+            (
                 "a valid route",
                 json!([r("192.168.40.0/24", "172.18.40.40")]),
                 None,
@@ -474,6 +484,8 @@ mod tests {
                 Some(r#"spec.podAffinity.matchExpressions[0].values[0]: Invalid value: "-x""#)),
             ("matchLabels not a map", json!({"matchLabels": ["a"], "matchExpressions": [{"key": "app", "operator": "Exists"}]}),
                 Some(r#"spec.podAffinity.matchLabels: Invalid value: "[\"a\"]": must be an object"#)),
+            ("an expression that is a number", json!({"matchExpressions": [7]}),
+                Some("spec.podAffinity.matchExpressions[0]: Invalid value: 7: must be an object")),
             ("matchExpressions not a list", json!({"matchLabels": {"key": "value"}, "matchExpressions": "app"}),
                 Some(r#"spec.podAffinity.matchExpressions: Invalid value: "app": must be a list"#)),
             ("a valid selector", json!({"matchLabels": {"key": "value"}}), None),

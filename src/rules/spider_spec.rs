@@ -13,7 +13,7 @@ use crate::model::pool::{is_link_local_gateway, is_point_to_point, PoolReading, 
 use crate::model::spider::{
     fits, Expression, Misfit, Route, Selector, Spec, OWNER_APPLICATION_LABEL,
 };
-use crate::model::written::{Text, Written};
+use crate::model::written::{Expected, Text, Written, Wrong};
 use crate::rule_id::RuleId;
 use crate::rules::util::{each_capped, ip_findings};
 use crate::schema::{label_key_problem, label_value_problem};
@@ -254,12 +254,13 @@ fn s7_route(
     warnings: &mut Vec<Warning>,
 ) {
     let Some((dst, gw)) = &route.fields else {
-        errors.push(FieldError::invalid(
-            RuleId::S7,
-            route.path.as_str(),
-            Value::String(route.value.to_string()),
-            "must be an object",
-        ));
+        errors.push(
+            Wrong {
+                value: route.value,
+                expected: Expected::Object,
+            }
+            .error(RuleId::S7, route.path.as_str()),
+        );
         return;
     };
     let dst_path = fields::ROUTES.entry(i, fields::ROUTE_DST);
@@ -441,12 +442,13 @@ fn s8_expression(e: &Value, at: &str, errors: &mut Vec<FieldError>) {
         values,
     }) = Expression::read(e)
     else {
-        errors.push(FieldError::invalid(
-            RuleId::S8,
-            at,
-            Value::String(e.to_string()),
-            "must be an object",
-        ));
+        errors.push(
+            Wrong {
+                value: e,
+                expected: Expected::Object,
+            }
+            .error(RuleId::S8, at),
+        );
         return;
     };
     let key_at = format!("{at}.{KEY}");
