@@ -2,7 +2,7 @@
 //! as `std` writes it. `std`'s `Display` goes through the formatting machinery once per group
 //! and into a `String`; reading an IPv6 field compares its text with the canonical one, and that
 //! comparison was most of what reading the field cost (about 3,500 of 6,300 instructions,
-//! BENCHMARKS.md "Canonical IPv6 text on the stack").
+//! BENCHMARKS.md, "Address text and field lookups in one pass").
 
 use std::net::Ipv6Addr;
 
