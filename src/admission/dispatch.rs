@@ -171,7 +171,8 @@ pub(super) fn unavailable(why: String) -> Verdict {
 }
 
 /// What an allowed, real (not dry-run) create or update adds to the view before the watch shows it,
-/// from the pool reading the validation kept in `readings` where it took one.
+/// from what the validation kept in `readings` (a pool's reading, an address's projection) where
+/// it took one.
 pub(super) fn admitted(
     req: &Request,
     verdict: &Verdict,
@@ -181,9 +182,10 @@ pub(super) fn admitted(
         return None;
     }
     match req.operation {
-        Operation::Create | Operation::Update => {
-            project_read(req.kind, req.object?, readings.object())
-        }
+        Operation::Create | Operation::Update => match readings.address() {
+            Some(address) => Some(Projection::Address(address.clone())),
+            None => project_read(req.kind, req.object?, readings.object()),
+        },
         Operation::Delete | Operation::Connect => None,
     }
 }

@@ -158,6 +158,20 @@ pub fn read_address(obj: &Value) -> AddressReading<'_> {
     }
 }
 
+/// `project_address` from a reading the rules took already: the X2 record of an admitted
+/// address, which would otherwise read its address, pool and claim a second time.
+pub fn project_reading(r: &AddressReading, key: ObjKey) -> AddressProj {
+    AddressProj {
+        pool: r.pool_ref.pool_key(key.namespace.as_deref()),
+        ip: r.spec.ip(),
+        claim: r
+            .claim()
+            .filter(|s| !s.is_empty())
+            .map(std::sync::Arc::from),
+        key,
+    }
+}
+
 /// What the index keeps of an address: only what A7–A9 and P8–P9 ask about.
 pub fn project_address(obj: &Value, key: ObjKey) -> AddressProj {
     let ip = read::ip_value(obj, address::ADDRESS);
@@ -220,6 +234,51 @@ mod tests {
             assert!(matches!(r.pool_ref.raw, Written::Ok(_)), "{f}");
             assert_eq!(r.pool_ref.pool_ref().api_group, CAPI_IPAM);
         }
+    }
+
+    /// The X2 record of an admitted address comes from the rules' reading: it must be what the
+    /// index makes of the same object, for every way a field can be written.
+    #[test]
+    fn projection_from_a_reading_is_the_index_projection() {
+        let pool =
+            json!({"apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterIPPool", "name": "p"});
+        let mut objects: Vec<Value> = [
+            "ipaddress-create.json",
+            "ipaddress-create-v1beta1.json",
+            "ipaddress-create-v1alpha1.json",
+        ]
+        .into_iter()
+        .map(capture)
+        .collect();
+        for spec in [
+            json!({"address": "10.0.0.1", "poolRef": pool, "claimRef": {"name": "c"}}),
+            json!({"address": "fd00::1", "poolRef": pool, "claimRef": {"name": ""}}),
+            json!({"address": "010.0.0.1", "poolRef": pool, "claimRef": {"name": 5}}),
+            json!({"address": "::ffff:10.0.0.1", "poolRef": pool, "claimRef": "c"}),
+            json!({"address": 7, "poolRef": {"kind": "InClusterIPPool", "name": "p"}}),
+            json!({"address": null, "poolRef": {"kind": "Unknown", "name": "p"}}),
+            json!({"poolRef": {"apiGroup": "ipam.cluster.x-k8s.io", "kind": "GlobalInClusterIPPool", "name": ""}}),
+            json!({"poolRef": "p", "claimRef": null}),
+            json!({"poolRef": {"apiGroup": "ipam.metal3.io", "kind": "IPPool", "name": "m"}}),
+            json!({}),
+        ] {
+            objects
+                .push(json!({"metadata": {"name": "a", "namespace": "ns"}, "spec": spec.clone()}));
+            objects.push(json!({"metadata": {"name": "a"}, "spec": spec}));
+        }
+        objects.push(json!({"metadata": {"name": "a"}, "spec": "not an object"}));
+        for obj in &objects {
+            let key = crate::model::record_key(Kind::IPAddress, obj).unwrap();
+            assert_eq!(
+                project_reading(&read_address(obj), key.clone()),
+                project_address(obj, key),
+                "{obj}"
+            );
+        }
+        assert_eq!(
+            crate::model::record_key(Kind::IPAddress, &json!({"spec": {}})),
+            None
+        );
     }
 
     #[test]

@@ -308,12 +308,26 @@ pub fn project(kind: Kind, obj: &Value) -> Option<Projection> {
     project_read(kind, obj, None)
 }
 
+/// The key `project` files an object of `kind` under: the namespace and name in its metadata;
+/// None without a name.
+pub fn record_key(kind: Kind, obj: &Value) -> Option<ObjKey> {
+    let (namespace, name) = recorded_name(obj)?;
+    Some(ObjKey::new(kind, namespace, name))
+}
+
+fn recorded_name(obj: &Value) -> Option<(Option<&str>, &str)> {
+    let m = obj.get("metadata");
+    let name = m.and_then(|m| m.get("name")).and_then(Value::as_str)?;
+    Some((
+        m.and_then(|m| m.get("namespace")).and_then(Value::as_str),
+        name,
+    ))
+}
+
 /// As `project`, where `reading` (if any) is `read_pool(kind, obj)` taken already: a pool is
 /// not read again (issue 25: the X2 record of an admitted pool).
 pub fn project_read(kind: Kind, obj: &Value, reading: Option<&PoolReading>) -> Option<Projection> {
-    let m = obj.get("metadata");
-    let name = m.and_then(|m| m.get("name")).and_then(Value::as_str)?;
-    let namespace = m.and_then(|m| m.get("namespace")).and_then(Value::as_str);
+    let (namespace, name) = recorded_name(obj)?;
     match kind {
         Kind::InClusterIPPool
         | Kind::GlobalInClusterIPPool

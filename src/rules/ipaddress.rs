@@ -5,11 +5,11 @@ use serde_json::Value;
 use crate::address::{is_block_start, subnet_of, Family, Ip};
 use crate::field::{FieldError, Verdict, Warning};
 use crate::kinds::{Kind, DEFAULT_ADDRESS_SPACE};
-use crate::model::capi::{read_address, AddressReading};
+use crate::model::capi::{project_reading, read_address, AddressReading};
 use crate::model::paths::{self, address};
 use crate::model::pool::{has_room_for_subnet, is_link_local_gateway, subnet_text};
 use crate::model::written::{AddressFields, Written};
-use crate::model::{AddressProj, ObjKey, Operation, PoolProj};
+use crate::model::{record_key, AddressProj, ObjKey, Operation, PoolProj};
 use crate::rule_id::RuleId;
 use crate::rules::claim::{pool_ref_required, NO_REF_NAMESPACE};
 use crate::rules::util::{
@@ -34,6 +34,7 @@ impl Validator for Address {
         v.warnings = warnings;
         let own = ObjKey::new(Kind::IPAddress, call.namespace_of(obj), call.name);
         cross_object(&r, &own, ctx, &mut v);
+        call.keep_address(|| Some(project_reading(&r, record_key(Kind::IPAddress, obj)?)));
         v
     }
 

@@ -192,7 +192,10 @@ pub(crate) fn reference_types(
         (reference::KIND, &r.kind),
         (reference::NAME, &r.name),
     ] {
-        errors.extend(field.type_error(rule, format!("{path}.{key}")));
+        // The path is formatted only for a cause: this runs on every address and claim.
+        if let Written::Wrong(w) = field {
+            errors.push(w.error(rule, format!("{path}.{key}")));
+        }
     }
 }
 

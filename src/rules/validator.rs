@@ -13,7 +13,9 @@ use crate::field::{FieldError, Verdict};
 use crate::kinds::Kind;
 use crate::model::paths::meta;
 use crate::model::pool::PoolReading;
-use crate::model::{incluster, metal3, prefix, read, read_pool, spider, Operation, Request};
+use crate::model::{
+    incluster, metal3, prefix, read, read_pool, spider, AddressProj, Operation, Request,
+};
 use crate::rule_id::RuleId;
 use crate::rules::{in_cluster, metal3_pool, prefix_pool, spider_spec};
 use crate::rules::{Ctx, Options};
@@ -73,6 +75,16 @@ impl<'a> Call<'a> {
             .get_or_init(|| read_judged(self.kind, old))
     }
 
+    /// Keeps what the index would keep of the new address (`model::project_read`), from the
+    /// reading the validator took, for the X2 record: computed once per review.
+    pub(crate) fn keep_address(&self, project: impl FnOnce() -> Option<AddressProj>) {
+        if self.readings.address.get().is_none() {
+            if let Some(p) = project() {
+                let _ = self.readings.address.set(p);
+            }
+        }
+    }
+
     /// The request's namespace, else the one `obj` names in its metadata.
     pub fn namespace_of<'o>(&'o self, obj: &'o Value) -> Option<&'o str> {
         self.namespace
@@ -118,12 +130,18 @@ pub(crate) fn read_judged(kind: Kind, obj: &Value) -> PoolReading {
 pub struct Readings {
     object: OnceCell<PoolReading>,
     old: OnceCell<PoolReading>,
+    address: OnceCell<AddressProj>,
 }
 
 impl Readings {
     /// The new object's reading, when a validator took it.
     pub fn object(&self) -> Option<&PoolReading> {
         self.object.get()
+    }
+
+    /// What the index keeps of the new address, when its validator read it.
+    pub fn address(&self) -> Option<&AddressProj> {
+        self.address.get()
     }
 }
 
