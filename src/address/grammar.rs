@@ -50,7 +50,8 @@ fn read_ipv4(s: &str) -> Result<Ip, AddrError> {
     let invalid = AddrError::Invalid {
         expected: Forms::IP,
     };
-    // One pass over the bytes: `split('.')` and `parse::<u8>` per octet cost three times this.
+    // One pass over the bytes: `split('.')` and `parse::<u8>` per octet were a third of what
+    // reading an IPv4 text cost.
     let b = s.as_bytes();
     let mut octets: [&[u8]; 4] = [&[]; 4];
     let mut n = 0;
