@@ -26,15 +26,10 @@ impl FieldPath {
         self.0
     }
 
-    /// The object keys from the root, in order.
-    pub fn keys(self) -> impl Iterator<Item = &'static str> {
-        self.0.split('.')
-    }
-
     /// The value at this path in `obj`: None when a key is missing, a step is not an object,
     /// or the value is null (the API server treats an explicit null as absent).
     pub fn get(self, obj: &Value) -> Option<&Value> {
-        // A byte scan rather than `keys()`: `str::split` sets up a searcher per call, about
+        // A byte scan rather than `str::split`, which sets up a searcher per call: about
         // two fifths of what a two-key lookup cost (BENCHMARKS.md, "Address text and field
         // lookups in one pass").
         let mut cur = obj;
