@@ -7,6 +7,7 @@
 #
 #   benches/hot-path-callgrind.sh                           # 1k pools, 10k IPAddresses, 5000 requests
 #   GUARD=/tmp/old/ipam-guard REQUESTS=2000 benches/hot-path-callgrind.sh
+#   GLIBC_TUNABLES= benches/hot-path-callgrind.sh           # glibc's defaults, not the image's
 #
 # Profiles stay in $OUT (callgrind_annotate $OUT/guard.out | head -60 shows where the time goes).
 set -euo pipefail
@@ -41,10 +42,12 @@ count() {
 }
 
 rm -f "$OUT"/guard.out* "$OUT"/echo.out*
-valgrind --tool=callgrind --callgrind-out-file="$OUT/guard.out" $GUARD serve --dev --shutdown-delay 0s \
+# Both servers with the image's environment (benches/image-env.sh); the subshell execs, so $! is
+# the server.
+(. benches/image-env.sh && exec valgrind --tool=callgrind --callgrind-out-file="$OUT/guard.out" $GUARD serve --dev --shutdown-delay 0s \
   --cert-dir "$OUT/certs" --state-from "$OUT/state" --listen 127.0.0.1:51100 \
-  --probe-listen 127.0.0.1:51101 --metrics-listen 127.0.0.1:51102 >"$OUT/guard.log" 2>&1 &
+  --probe-listen 127.0.0.1:51101 --metrics-listen 127.0.0.1:51102 >"$OUT/guard.log" 2>&1) &
 count guard 51100
-valgrind --tool=callgrind --callgrind-out-file="$OUT/echo.out" $ECHO --cert-dir "$OUT/certs" \
-  --listen 127.0.0.1:51110 >"$OUT/echo.log" 2>&1 &
+(. benches/image-env.sh && exec valgrind --tool=callgrind --callgrind-out-file="$OUT/echo.out" $ECHO \
+  --cert-dir "$OUT/certs" --listen 127.0.0.1:51110 >"$OUT/echo.log" 2>&1) &
 count echo 51110

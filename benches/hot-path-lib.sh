@@ -6,16 +6,18 @@
 start_servers() {
   PIDS=()
   trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done' EXIT
-  $GUARD serve --dev --shutdown-delay 0s --cert-dir "$OUT/certs" --state-from "$OUT/state" \
+  # Both with the image's environment (benches/image-env.sh), in a subshell that execs, so $! is
+  # the server.
+  (. benches/image-env.sh && exec $GUARD serve --dev --shutdown-delay 0s --cert-dir "$OUT/certs" --state-from "$OUT/state" \
     --listen 127.0.0.1:51000 --probe-listen 127.0.0.1:51001 --metrics-listen 127.0.0.1:51002 \
-    >"$OUT/guard.log" 2>&1 &
+    >"$OUT/guard.log" 2>&1) &
   GUARD_PID=$!
   PIDS+=("$GUARD_PID")
   until curl -sf http://127.0.0.1:51001/readyz >/dev/null; do
     kill -0 "$GUARD_PID" || { cat "$OUT/guard.log"; exit 1; }
     sleep 0.5
   done
-  $ECHO --cert-dir "$OUT/certs" --listen 127.0.0.1:51010 >"$OUT/echo.log" 2>&1 &
+  (. benches/image-env.sh && exec $ECHO --cert-dir "$OUT/certs" --listen 127.0.0.1:51010 >"$OUT/echo.log" 2>&1) &
   ECHO_PID=$!
   PIDS+=("$ECHO_PID")
   sleep 0.5

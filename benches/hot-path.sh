@@ -7,6 +7,7 @@
 #
 #   benches/hot-path.sh                                   # builds, 3 runs each
 #   RUNS=5 CONNS="16" GUARD=/tmp/old/ipam-guard benches/hot-path.sh
+#   GLIBC_TUNABLES= benches/hot-path.sh                  # glibc's defaults, not the image's
 #
 # The machine is shared: each line records the 1-minute load average before it.
 set -euo pipefail
