@@ -76,7 +76,8 @@ pub struct Summary {
     pub warnings: usize,
     pub patched: bool,
     pub dry_run: bool,
-    /// Who asked (`request.userInfo`), for the log line of a denial or a warning.
+    /// Who asked (`request.userInfo`), for the log line of a denial or a warning; empty when the
+    /// review was allowed without warnings, as nothing prints it then.
     pub user: String,
     pub groups: Vec<String>,
 }
@@ -513,6 +514,43 @@ mod tests {
         assert!(o.allowed);
         assert_eq!(o.rules, vec!["C3".to_string()]);
         assert_eq!(o.warnings, 1);
+    }
+
+    #[test]
+    fn summary_names_who_asked_only_when_the_log_line_prints_it() {
+        let a = admission();
+        let asked = |kind: &str, object: Value| {
+            let mut r: Value = serde_json::from_slice(&review_of(kind, "CREATE", object)).unwrap();
+            if kind == "InClusterIPPool" {
+                r["request"]["kind"]["version"] = json!("v1alpha2");
+            }
+            r["request"]["userInfo"] =
+                json!({"username": "alice", "groups": ["team-a", "system:authenticated"]});
+            a.review_now(Endpoint::Validate, &body(&r)).summary.unwrap()
+        };
+        let claim = |pool_ns: Option<&str>| {
+            let mut pool_ref = json!({"apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterIPPool", "name": "missing"});
+            if let Some(ns) = pool_ns {
+                pool_ref["namespace"] = json!(ns);
+            }
+            json!({"metadata": {"name": "x", "namespace": "ns"}, "spec": {"poolRef": pool_ref}})
+        };
+        let who = |o: &Summary| (o.user.clone(), o.groups.clone());
+        let alice = (
+            "alice".to_string(),
+            vec!["team-a".to_string(), "system:authenticated".to_string()],
+        );
+        let denied = asked("IPAddressClaim", claim(Some("other")));
+        assert!(!denied.allowed);
+        assert_eq!(who(&denied), alice);
+        let warned = asked("IPAddressClaim", claim(None));
+        assert!(warned.allowed && warned.warnings == 1);
+        assert_eq!(who(&warned), alice);
+        let pool = json!({"metadata": {"name": "x", "namespace": "ns"},
+            "spec": {"addresses": ["10.0.0.10-10.0.0.20"], "prefix": 24, "gateway": "10.0.0.1"}});
+        let allowed = asked("InClusterIPPool", pool);
+        assert!(allowed.allowed && allowed.warnings == 0, "{allowed:?}");
+        assert_eq!(who(&allowed), (String::new(), Vec::new()));
     }
 
     #[test]
