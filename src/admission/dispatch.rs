@@ -231,10 +231,7 @@ pub(super) fn summarize(
     response: &Response,
     verdict: &std::thread::Result<Judged>,
 ) -> Summary {
-    // Who asked is printed only on the log line of a denial or a warning (`routes::log_summary`):
-    // an allowed review's summary does not copy it (about 0.7k instructions a review).
-    let logs_who = !response.allowed || !response.warnings.is_empty();
-    Summary {
+    let mut summary = Summary {
         uid: env.uid.to_string(),
         group: env.group.to_string(),
         kind: env.kind.to_string(),
@@ -248,17 +245,16 @@ pub(super) fn summarize(
         warnings: response.warnings.len(),
         patched: response.patch.is_some(),
         dry_run: env.dry_run,
-        user: if logs_who {
-            env.user.to_string()
-        } else {
-            String::new()
-        },
-        groups: if logs_who {
-            env.groups.iter().map(|g| g.to_string()).collect()
-        } else {
-            Vec::new()
-        },
+        user: String::new(),
+        groups: Vec::new(),
+    };
+    // Who asked is printed only on the log line of a denial or a warning: a quiet review's
+    // summary does not copy it (about 0.7k instructions a review).
+    if !summary.is_quiet() {
+        summary.user = env.user.to_string();
+        summary.groups = env.groups.iter().map(|g| g.to_string()).collect();
     }
+    summary
 }
 
 fn verdict_rules(v: &std::thread::Result<Judged>) -> Vec<String> {

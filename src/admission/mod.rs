@@ -76,10 +76,17 @@ pub struct Summary {
     pub warnings: usize,
     pub patched: bool,
     pub dry_run: bool,
-    /// Who asked (`request.userInfo`), for the log line of a denial or a warning; empty when the
-    /// review was allowed without warnings, as nothing prints it then.
+    /// Who asked (`request.userInfo`), for the log line of a denial or a warning; empty for a quiet
+    /// review (`is_quiet`), as nothing prints it then.
     pub user: String,
     pub groups: Vec<String>,
+}
+
+impl Summary {
+    /// Allowed without a word: logged at debug only, without who asked.
+    pub fn is_quiet(&self) -> bool {
+        self.allowed && self.warnings == 0
+    }
 }
 
 /// An HTTP answer: status and JSON body. `summary` is `None` when the body was not a review.

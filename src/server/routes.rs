@@ -255,7 +255,7 @@ fn log_summary(endpoint: Endpoint, o: &Summary) {
     // Formatted only by a subscriber that takes the line: an allowed review at info costs no
     // formatting at all.
     let object = ObjectName(o);
-    if o.allowed && o.warnings == 0 {
+    if o.is_quiet() {
         tracing::debug!(
             webhook = endpoint.path(),
             uid = %o.uid,
