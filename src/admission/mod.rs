@@ -388,6 +388,42 @@ mod tests {
     }
 
     #[test]
+    fn a_body_that_is_not_utf8_is_answered_as_the_byte_reader_answers_it() {
+        let a = admission();
+        let claim = json!({"metadata": {"name": "x", "namespace": "ns", "labels": {"k": "LABEL"},
+            "managedFields": [{"manager": "MANAGER"}]},
+            "spec": {"poolRef": {"apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterIPPool", "name": "p"}}});
+        let text = String::from_utf8(review_of("IPAddressClaim", "CREATE", claim)).unwrap();
+        let with = |placeholder: &str| {
+            let at = text.find(placeholder).unwrap();
+            let mut bytes = text.as_bytes().to_vec();
+            bytes.splice(at..at + placeholder.len(), *b"a\xffb");
+            bytes
+        };
+
+        // In a string the rules keep: refused, in serde_json's words for the same bytes.
+        let bad_label = with("LABEL");
+        let ans = a.review_now(Endpoint::Validate, &bad_label);
+        assert_eq!(ans.http_status, 400);
+        let msg: Value = serde_json::from_slice(&ans.body).unwrap();
+        let want = serde_json::from_slice::<Value>(&bad_label).unwrap_err();
+        assert_eq!(
+            msg["message"],
+            format!("request body is not valid JSON: {want}"),
+            "{msg}"
+        );
+
+        // In managedFields, which nothing keeps: judged, as before.
+        let ans = a.review_now(Endpoint::Validate, &with("MANAGER"));
+        assert_eq!(
+            ans.http_status,
+            200,
+            "{}",
+            String::from_utf8_lossy(&ans.body)
+        );
+    }
+
+    #[test]
     fn unknown_kinds_are_allowed_untouched_and_uid_echoed() {
         let a = admission();
         let review = json!({"apiVersion": "admission.k8s.io/v1beta1", "kind": "AdmissionReview",
