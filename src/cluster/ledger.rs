@@ -19,7 +19,7 @@
 //! extended by retries, and its unconfirmed expiries count against the caller's address.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::collections::{BinaryHeap, HashSet};
 use std::net::IpAddr;
 use std::ops::Deref;
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use super::clock::{self, Clock};
 use super::trust::{Caller, StrangerPolicy, Strikes, PENDING_TTL};
 use super::ClusterView;
-use crate::index::{Index, Object};
+use crate::index::{FastMap, Index, Object};
 use crate::kinds::Kind;
 use crate::model::{ObjKey, Projection};
 
@@ -57,7 +57,7 @@ pub struct Ledger {
 #[derive(Debug, Default)]
 struct State {
     index: Index,
-    pending: HashMap<ObjKey, Pending>,
+    pending: FastMap<ObjKey, Pending>,
     /// Admissions by expiry, earliest first: a sweep looks only at the top instead of scanning
     /// every pending entry (a busy dev server or load test can hold tens of thousands). A pending
     /// entry has one live slot (`Pending::slot`); a re-admission that moves its expiry later does
@@ -70,7 +70,7 @@ struct State {
     /// did: an address's release begins when it or its claim began to go (the in-cluster provider
     /// measures its grace from the claim's deletion and holds the IPAddress meanwhile). Only
     /// objects that still exist are here, so it is bounded by the view.
-    deleting: HashMap<ObjKey, Instant>,
+    deleting: FastMap<ObjKey, Instant>,
 }
 
 #[derive(Debug)]
@@ -111,10 +111,10 @@ impl Ledger {
         Ledger {
             state: RwLock::new(State {
                 index,
-                pending: HashMap::new(),
+                pending: FastMap::default(),
                 expiries: BinaryHeap::new(),
                 strikes: Strikes::default(),
-                deleting: HashMap::new(),
+                deleting: FastMap::default(),
             }),
             decisions: Mutex::new(()),
             ttl,

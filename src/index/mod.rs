@@ -25,9 +25,11 @@ mod segments;
 pub mod usage;
 
 use std::borrow::Borrow;
-use std::collections::hash_map::{Entry, RandomState};
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasher, Hash, Hasher};
+
+use foldhash::fast::RandomState;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -38,6 +40,13 @@ use crate::model::{AddressProj, ClaimProj, ObjKey, PoolProj};
 use releases::{Release, Releases};
 use segments::SegmentMap;
 
+/// The index's maps, hashed with foldhash instead of std's SipHash: a review looks keys up about 45
+/// times, and SipHash took 4k of its 145k instructions (BENCHMARKS.md, issue 25). Each map is
+/// seeded at random, as std's are; foldhash resists crafted collisions less, and these keys are
+/// names that only someone allowed to write the objects can choose.
+pub type FastMap<K, V> = HashMap<K, V, RandomState>;
+pub type FastSet<T> = HashSet<T, RandomState>;
+
 /// What the index holds, one variant per projection: the same type `model::project` returns,
 /// so a watched or loaded object goes into the index without conversion.
 pub use crate::model::Projection as Object;
@@ -46,24 +55,24 @@ pub use crate::model::Projection as Object;
 #[derive(Debug, Clone, Default)]
 pub struct Index {
     pools: Slab<PoolProj>,
-    pool_ids: HashMap<ObjKey, u32>,
+    pool_ids: FastMap<ObjKey, u32>,
     /// Allocatable sets per address space, one segment map per family.
-    spaces: HashMap<Arc<str>, FamilySegments>,
+    spaces: FastMap<Arc<str>, FamilySegments>,
 
     addresses: Slab<AddrEntry>,
-    address_ids: HashMap<ObjKey, u32>,
+    address_ids: FastMap<ObjKey, u32>,
     /// Who holds an address. Split by family so an IPv4 key costs 4 bytes, not 32.
-    by_ip4: HashMap<u32, Ids>,
-    by_ip6: HashMap<u128, Ids>,
+    by_ip4: FastMap<u32, Ids>,
+    by_ip6: FastMap<u128, Ids>,
     /// Addresses per (kind, namespace, claim), keyed by a hash so a lookup needs no allocation and
     /// an entry no strings; collisions are sorted out by comparing the addresses themselves.
-    by_claim: HashMap<u64, Ids>,
+    by_claim: FastMap<u64, Ids>,
     claim_hasher: RandomState,
     /// Addresses per referenced pool key (the pool need not exist). Each address records its
     /// position here (`AddrEntry::pool_pos`) so removal is O(1) even under a 100k-address pool.
-    by_pool: HashMap<ObjKey, Vec<u32>>,
+    by_pool: FastMap<ObjKey, Vec<u32>>,
 
-    claims: HashSet<ClaimEntry>,
+    claims: FastSet<ClaimEntry>,
 
     /// Addresses given back recently, for the reuse grace (R1).
     releases: Releases,
@@ -161,7 +170,7 @@ impl Index {
             return Vec::new();
         };
         // Owners come out of the scan in ascending value order, so each list stays sorted.
-        let mut shared: HashMap<u32, Vec<IpRange>> = HashMap::new();
+        let mut shared: FastMap<u32, Vec<IpRange>> = FastMap::default();
         for run in set.ranges() {
             let (start, end) = bounds(run);
             for (s, e, owners) in segs.query(start, end) {
@@ -599,7 +608,7 @@ impl Index {
     /// Makes the objects of `kind` exactly `objects` (a full relist): upserts each, then drops the
     /// keys of `kind` that did not come back. Objects of another kind are upserted as well.
     pub fn replace_kind(&mut self, kind: Kind, objects: impl IntoIterator<Item = Object>) {
-        let mut seen = HashSet::new();
+        let mut seen = FastSet::default();
         for object in objects {
             if object.key().kind == kind {
                 seen.insert(object.key().clone());
@@ -690,7 +699,7 @@ impl Index {
 /// table has doubled since the last sweep, so namespace churn cannot grow it without bound.
 #[derive(Debug, Clone, Default)]
 struct Interner {
-    set: HashSet<Arc<str>>,
+    set: FastSet<Arc<str>>,
     sweep_at: usize,
 }
 
@@ -822,7 +831,7 @@ impl Ids {
 
     /// Removes `id` under `key`, dropping the entry when it empties. Lists are short (holders of
     /// one address, addresses of one claim), so a linear scan is fine.
-    fn remove<K: Hash + Eq>(map: &mut HashMap<K, Ids>, key: K, id: u32) {
+    fn remove<K: Hash + Eq>(map: &mut FastMap<K, Ids>, key: K, id: u32) {
         let Entry::Occupied(mut o) = map.entry(key) else {
             return;
         };

@@ -13,10 +13,11 @@
 //! are a list of one, or one per address space).
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::FastMap;
 use crate::address::Ip;
 use crate::model::ObjKey;
 
@@ -57,7 +58,7 @@ impl Release {
 #[derive(Debug, Clone, Default)]
 pub struct Releases {
     /// Releases of each address, each with the number of its slot in `ends`.
-    by_ip: HashMap<Ip, Vec<(Release, u64)>>,
+    by_ip: FastMap<Ip, Vec<(Release, u64)>>,
     /// (end of grace, address, slot number), soonest first. A slot whose release was replaced
     /// (the address released again in the same space) is stale and skipped when it comes up.
     ends: BinaryHeap<Reverse<(Instant, Ip, u64)>>,
