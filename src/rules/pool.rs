@@ -158,12 +158,13 @@ impl<K: PoolKind + Sync> Validator for Pools<K> {
 
 fn update<K: PoolKind>(call: &Call, obj: &Value, old: &Value, ctx: &Ctx) -> Verdict {
     let mut v = Verdict::default();
+    let (meta, old_meta) = (Meta::read(obj), Meta::read(old));
     // P11: a pool on its way out (finalizers being removed) is never held up.
-    if Meta::read(obj).deleting || Meta::read(old).deleting {
+    if meta.deleting || old_meta.deleting {
         return v;
     }
     let changed = spec_changed(obj, old);
-    let space_changed = Meta::read(obj).address_space() != Meta::read(old).address_space();
+    let space_changed = meta.address_space() != old_meta.address_space();
     if !changed && !space_changed {
         return v;
     }
