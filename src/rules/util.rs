@@ -30,8 +30,11 @@ pub(crate) fn same(a: Option<&Value>, b: Option<&Value>) -> bool {
                 _ => x.as_f64() == y.as_f64(),
             }
         }
+        // Each shared key is compared once: walking both key lists compared it twice at every
+        // level, so a leaf three maps deep was compared eight times.
         (Some(Value::Object(x)), Some(Value::Object(y))) => {
-            x.keys().chain(y.keys()).all(|k| same(x.get(k), y.get(k)))
+            x.iter().all(|(k, v)| same(Some(v), y.get(k)))
+                && y.iter().all(|(k, v)| v.is_null() || x.contains_key(k))
         }
         (Some(Value::Array(x)), Some(Value::Array(y))) => {
             x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same(Some(a), Some(b)))
@@ -259,6 +262,26 @@ mod tests {
         ));
         assert!(same(Some(&json!({"a": null})), Some(&json!({}))));
         assert!(!same(Some(&json!(["a"])), Some(&json!(["a", "b"]))));
+    }
+
+    #[test]
+    fn x5_a_key_on_one_side_only_counts_unless_null() {
+        let (a, b) = (
+            json!({"p": {"q": {"r": 1, "s": null}}}),
+            json!({"p": {"q": {"r": 1.0}}, "z": null}),
+        );
+        assert!(same(Some(&a), Some(&b)) && same(Some(&b), Some(&a)));
+        for (a, b) in [
+            (json!({}), json!({"a": 1})),
+            (
+                json!({"p": {"q": {"r": 1}}}),
+                json!({"p": {"q": {"r": 1, "t": "x"}}}),
+            ),
+            (json!({"p": {"q": {"r": 1}}}), json!({"p": {"q": {"r": 2}}})),
+        ] {
+            assert!(!same(Some(&a), Some(&b)), "{a} {b}");
+            assert!(!same(Some(&b), Some(&a)), "{b} {a}");
+        }
     }
 
     #[test]
