@@ -23,8 +23,8 @@ impl<'de> DeserializeSeed<'de> for Object {
 }
 
 /// An object sent as raw JSON (a forwarded X2 step), decoded once. A number past an f64 is
-/// quoted for its field to judge, as in a review (SPEC ROBUSTNESS O5).
-/// Read as text: a `RawValue` is UTF-8 already, so its strings are not checked again.
+/// quoted for its field to judge, as in a review (SPEC ROBUSTNESS O5). It is read as text: a
+/// `RawValue` is UTF-8 already, so its strings are not checked again.
 pub(super) fn decode(raw: &RawValue) -> serde_json::Result<Value> {
     let text = raw.get();
     parse(serde_json::Deserializer::from_str(text)).or_else(|e| {

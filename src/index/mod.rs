@@ -28,10 +28,10 @@ use std::borrow::Borrow;
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasher, Hash, Hasher};
-
-use foldhash::fast::RandomState;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use foldhash::fast::RandomState;
 
 use crate::address::{AddrSet, Family, Ip, IpRange};
 use crate::kinds::{Kind, DEFAULT_ADDRESS_SPACE};
