@@ -40,10 +40,10 @@ use crate::model::{AddressProj, ClaimProj, ObjKey, PoolProj};
 use releases::{Release, Releases};
 use segments::SegmentMap;
 
-/// The index's maps, hashed with foldhash instead of std's SipHash: a review looks keys up about 45
-/// times, and SipHash took 4k of its 145k instructions (BENCHMARKS.md, issue 25). Each map is
-/// seeded at random, as std's are; foldhash resists crafted collisions less, and these keys are
-/// names that only someone allowed to write the objects can choose.
+/// The index's maps, hashed with foldhash instead of std's SipHash: a review looks keys up about
+/// 45 times, and SipHash took about 3k of its 145k instructions (BENCHMARKS.md, issue 25). Each
+/// map is seeded at random, as std's are; foldhash resists crafted collisions less, and these
+/// keys are names that only someone allowed to write the objects can choose.
 pub type FastMap<K, V> = HashMap<K, V, RandomState>;
 pub type FastSet<T> = HashSet<T, RandomState>;
 
