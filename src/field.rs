@@ -44,23 +44,14 @@ impl FieldPath {
 
     /// `spec.addresses[3]`: entry `i` of the list at this path.
     pub fn index(self, i: usize) -> String {
-        // Written by hand: a pool reading makes one per entry, and `format!` cost 1.1k
+        // Not `format!`: a pool reading makes one per entry, and `format!` cost 1.1k
         // instructions each (BENCHMARKS.md, issue 25).
-        let mut digits = [0u8; 20];
-        let mut at = digits.len();
-        let mut n = i;
-        loop {
-            at -= 1;
-            digits[at] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
-        let mut out = String::with_capacity(self.0.len() + 2 + digits.len() - at);
+        let mut digits = itoa::Buffer::new();
+        let digits = digits.format(i);
+        let mut out = String::with_capacity(self.0.len() + 2 + digits.len());
         out.push_str(self.0);
         out.push('[');
-        out.extend(digits[at..].iter().map(|&d| char::from(d)));
+        out.push_str(digits);
         out.push(']');
         out
     }
