@@ -152,8 +152,12 @@ pub fn read_address(obj: &Value) -> AddressReading<'_> {
         claim_ref_has_namespace: claim_ref
             .get()
             .is_some_and(|c| c.get(reference::NAMESPACE.as_str()).is_some()),
+        // `spec.claimRef.name`, read in the reference already found: it is absent wherever
+        // the reference is absent or not an object, as a lookup from the root finds it.
+        claim_name: claim_ref
+            .get()
+            .map_or(Written::Absent, |c| written::string(c, reference::NAME)),
         claim_ref,
-        claim_name: written::string(obj, address::CLAIM_REF_NAME),
         pool_ref: RefReading::read(obj, address::POOL_REF),
     }
 }

@@ -150,12 +150,13 @@ pub fn parse(obj: &Value) -> Spec<'_> {
             },
         }
     };
+    let prefix_value = read::get(obj, fields::PREFIX);
     Spec {
         v1alpha1,
         form,
         gateway: written::ip(obj, fields::GATEWAY),
-        prefix: written::integer(obj, fields::PREFIX),
-        prefix_value: read::get(obj, fields::PREFIX),
+        prefix: written::integer_of(prefix_value),
+        prefix_value,
         reuse_grace: read::get(obj, fields::REUSE_GRACE)
             .and_then(Value::as_u64)
             .filter(|s| *s <= i32::MAX as u64)

@@ -128,7 +128,13 @@ pub fn boolean(obj: &Value, path: FieldPath) -> Written<'_, bool> {
 /// past `i64` is `i64::MAX` (too large for any bound), `24.0` is 24, and `"abc"` or `2.5` are of
 /// the wrong type.
 pub fn integer(obj: &Value, path: FieldPath) -> Written<'_, i64> {
-    Written::pick(path.get(obj), Expected::Integer, |v| {
+    integer_of(path.get(obj))
+}
+
+/// As [`integer`], of a value already found (a reader that also keeps the raw value for a
+/// cause looks it up once).
+pub fn integer_of(value: Option<&Value>) -> Written<'_, i64> {
+    Written::pick(value, Expected::Integer, |v| {
         let n = v.as_number()?;
         if let Some(i) = n.as_i64() {
             return Some(i);
@@ -220,10 +226,11 @@ pub struct AddressPaths {
 
 impl<'a> AddressFields<'a> {
     pub fn read(obj: &'a Value, paths: AddressPaths) -> Self {
+        let prefix_value = paths.prefix.get(obj);
         AddressFields {
             address: ip(obj, paths.address),
-            prefix: integer(obj, paths.prefix),
-            prefix_value: paths.prefix.get(obj),
+            prefix: integer_of(prefix_value),
+            prefix_value,
             gateway: ip(obj, paths.gateway),
             paths,
         }

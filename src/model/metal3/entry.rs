@@ -246,12 +246,13 @@ impl<'a> EntrySpec<'a> {
             let end = written::ip(entry, fields::ENTRY_END);
             let subnet = written::text(entry, fields::ENTRY_SUBNET, parse_cidr);
             let walk = Walk::of(&start, &end, &subnet);
+            let prefix_value = fields::ENTRY_PREFIX.get(entry);
             Ok(EntryFields {
                 start,
                 end,
                 subnet,
-                prefix: written::integer(entry, fields::ENTRY_PREFIX),
-                prefix_value: fields::ENTRY_PREFIX.get(entry),
+                prefix: written::integer_of(prefix_value),
+                prefix_value,
                 gateway: written::ip(entry, fields::ENTRY_GATEWAY),
                 dns_servers: DnsServers::read(entry, fields::ENTRY_DNS_SERVERS),
                 walk,

@@ -74,14 +74,15 @@ pub fn parse(obj: &Value) -> Spec<'_> {
             .collect(),
         _ => Vec::new(),
     };
+    let prefix_value = fields::PREFIX.get(obj);
     Spec {
         spec: written::object(obj, paths::SPEC),
         pools,
         entries,
         pools_len: all.len(),
         family,
-        prefix: written::integer(obj, fields::PREFIX),
-        prefix_value: fields::PREFIX.get(obj),
+        prefix: written::integer_of(prefix_value),
+        prefix_value,
         gateway: written::ip(obj, fields::GATEWAY),
         dns_servers: DnsServers::read(obj, fields::DNS_SERVERS),
         random: written::string(obj, fields::ALLOCATION_STRATEGY).get() == Some("random"),
