@@ -23,6 +23,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::object::Object;
+use super::skip::{Skip, SkipVisitor};
 use crate::model::Operation;
 
 /// The envelope fields ipam-guard reads, borrowed from the body.
@@ -258,54 +259,6 @@ impl<'de> Deserialize<'de> for Key<'de> {
             Field::Str(s) => Ok(Key(s)),
             _ => Err(D::Error::custom("a key that is not a string")),
         }
-    }
-}
-
-/// A value nothing reads, read through to its end so that its nesting counts against the limit
-/// (as the tree did), without keeping any of it.
-struct Skip;
-
-impl<'de> Deserialize<'de> for Skip {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(SkipVisitor)
-    }
-}
-
-struct SkipVisitor;
-
-impl<'de> Visitor<'de> for SkipVisitor {
-    type Value = Skip;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("any valid JSON value")
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-    fn visit_str<E>(self, _: &str) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-    fn visit_unit<E>(self) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Skip, A::Error> {
-        while map.next_key::<IgnoredAny>()?.is_some() {
-            map.next_value::<Skip>()?;
-        }
-        Ok(Skip)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Skip, A::Error> {
-        while seq.next_element::<Skip>()?.is_some() {}
-        Ok(Skip)
     }
 }
 

@@ -28,6 +28,7 @@ mod dispatch;
 mod envelope;
 mod numbers;
 mod object;
+mod skip;
 mod status;
 pub(crate) use decision::{forwarded, known_entries, Forwarded};
 pub use decision::{DecisionAnswer, DecisionRequest, Here, Route, Wire, WireError, WireWarning};

@@ -2,6 +2,10 @@
 //! the rules read in the envelope's own pass, without `metadata.managedFields`: a fifth of a
 //! create body and a third of an update's, read by nothing, and building then freeing its tree
 //! was a third of a review's instructions (BENCHMARKS.md, issue 14). It is still checked as JSON.
+//!
+//! Nor does the tree hold the metadata that only the API server and controllers use ([`UNREAD`]:
+//! uid, resourceVersion, generation, owners, finalizers); those are read through as the tree
+//! would have read them (`Skip`), so a body is refused or judged exactly as before.
 
 use std::fmt;
 
@@ -10,6 +14,19 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::numbers::quote_overflowing_numbers;
+use super::skip::Skip;
+
+/// Keys of `metadata` that no rule, reader or patch of ours reads (they read name, namespace,
+/// labels, annotations and the two timestamps). A reader of one of them takes it off this list.
+pub(super) const UNREAD: [&str; 7] = [
+    "uid",
+    "resourceVersion",
+    "generation",
+    "generateName",
+    "selfLink",
+    "ownerReferences",
+    "finalizers",
+];
 
 /// The seed of one object, for `MapAccess::next_value_seed`.
 pub(super) struct Object;
@@ -53,6 +70,9 @@ enum Level {
 }
 
 enum Key {
+    /// Not checked beyond being JSON (`IgnoredAny`), as since issue 14.
+    Ignore,
+    /// Read through as the tree would read it, and not kept.
     Skip,
     Plain,
     Into(Level),
@@ -62,7 +82,8 @@ impl Level {
     fn key(self, key: &str) -> Key {
         match (self, key) {
             (Level::Object, "metadata") => Key::Into(Level::Metadata),
-            (Level::Metadata, "managedFields") => Key::Skip,
+            (Level::Metadata, "managedFields") => Key::Ignore,
+            (Level::Metadata, k) if UNREAD.contains(&k) => Key::Skip,
             _ => Key::Plain,
         }
     }
@@ -88,8 +109,11 @@ impl<'de> Visitor<'de> for Level {
         let mut out = Map::new();
         while let Some(key) = map.next_key::<String>()? {
             match self.key(&key) {
-                Key::Skip => {
+                Key::Ignore => {
                     map.next_value::<IgnoredAny>()?;
+                }
+                Key::Skip => {
+                    map.next_value::<Skip>()?;
                 }
                 Key::Plain => {
                     out.insert(key, map.next_value::<Value>()?);
@@ -145,20 +169,46 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn same_tree_less_managed_fields() {
+    fn same_tree_less_managed_fields_and_unread_metadata() {
         let object = json!({
             "apiVersion": "g/v", "kind": "K",
-            "metadata": {"name": "n", "labels": {"a": "b"},
-                         "managedFields": [{"manager": "kubectl", "fieldsV1": {"f:spec": {}}}]},
-            "spec": {"addresses": ["10.0.0.1-10.0.0.9"], "prefix": 24, "big": 1.5e300, "neg": -3},
+            "metadata": {"name": "n", "namespace": "ns", "labels": {"a": "b"},
+                         "annotations": {"c": "d"}, "creationTimestamp": "2026-01-01T00:00:00Z",
+                         "deletionTimestamp": "2026-01-02T00:00:00Z",
+                         "managedFields": [{"manager": "kubectl", "fieldsV1": {"f:spec": {}}}],
+                         "uid": "u", "resourceVersion": "7", "generation": 2, "generateName": "n-",
+                         "selfLink": "/x", "finalizers": ["f"],
+                         "ownerReferences": [{"kind": "Machine", "name": "m", "uid": "v"}]},
+            "spec": {"addresses": ["10.0.0.1-10.0.0.9"], "prefix": 24, "big": 1.5e300, "neg": -3,
+                     "uid": "spec keys are not metadata", "finalizers": ["kept"]},
             "status": {"allocatedIPs": "{}"}
         });
         let mut want = object.clone();
-        want["metadata"]
-            .as_object_mut()
-            .unwrap()
-            .remove("managedFields");
+        let meta = want["metadata"].as_object_mut().unwrap();
+        meta.remove("managedFields");
+        for key in UNREAD {
+            assert!(meta.remove(key).is_some(), "{key} is in the test object");
+        }
+        assert_eq!(meta.len(), 6, "what the readers use stays: {meta:?}");
         assert_eq!(parse_text(&object.to_string()).unwrap(), want);
+    }
+
+    #[test]
+    fn unread_metadata_is_refused_as_the_tree_refuses_it() {
+        let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
+        for text in [
+            format!(r#"{{"metadata": {{"ownerReferences": {deep}}}}}"#),
+            r#"{"metadata": {"uid": "bad \x escape"}}"#.to_string(),
+            r#"{"metadata": {"finalizers": ["a",]}}"#.to_string(),
+            r#"{"metadata": {"generation": 1e400}}"#.to_string(),
+        ] {
+            let plain = serde_json::from_str::<Value>(&text).unwrap_err();
+            assert_eq!(parse_text(&text).unwrap_err().to_string(), plain.to_string());
+        }
+        // As in a review, a number past an f64 is quoted and read again (SPEC ROBUSTNESS O5).
+        let r = RawValue::from_string(r#"{"metadata": {"generation": 1e400, "name": "n"}}"#.into())
+            .unwrap();
+        assert_eq!(decode(&r).unwrap(), json!({"metadata": {"name": "n"}}));
     }
 
     fn parse_text(text: &str) -> serde_json::Result<Value> {
