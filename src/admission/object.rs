@@ -203,7 +203,10 @@ mod tests {
             r#"{"metadata": {"generation": 1e400}}"#.to_string(),
         ] {
             let plain = serde_json::from_str::<Value>(&text).unwrap_err();
-            assert_eq!(parse_text(&text).unwrap_err().to_string(), plain.to_string());
+            assert_eq!(
+                parse_text(&text).unwrap_err().to_string(),
+                plain.to_string()
+            );
         }
         // As in a review, a number past an f64 is quoted and read again (SPEC ROBUSTNESS O5).
         let r = RawValue::from_string(r#"{"metadata": {"generation": 1e400, "name": "n"}}"#.into())
