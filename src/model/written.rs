@@ -102,7 +102,16 @@ impl<T: Copy> Written<'_, T> {
 
 /// The string at `path` in `obj`.
 pub fn string(obj: &Value, path: FieldPath) -> Written<'_, &str> {
-    Written::pick(path.get(obj), Expected::String, Value::as_str)
+    string_of(path.get(obj))
+}
+
+/// As [`string`], of a value already found; null is absent, as [`FieldPath::get`] has it.
+pub fn string_of(value: Option<&Value>) -> Written<'_, &str> {
+    Written::pick(
+        value.filter(|v| !v.is_null()),
+        Expected::String,
+        Value::as_str,
+    )
 }
 
 /// The object at `path` in `obj`.
