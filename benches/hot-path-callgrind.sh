@@ -8,6 +8,7 @@
 #   benches/hot-path-callgrind.sh                           # 1k pools, 10k IPAddresses, 5000 requests
 #   GUARD=/tmp/old/ipam-guard REQUESTS=2000 benches/hot-path-callgrind.sh
 #   GLIBC_TUNABLES= benches/hot-path-callgrind.sh           # glibc's defaults, not the image's
+#   ONLY=address_create REQUESTS=2000 benches/hot-path-callgrind.sh   # one loadgen case (--only)
 #
 # Profiles stay in $OUT (callgrind_annotate $OUT/guard.out | head -60 shows where the time goes).
 set -euo pipefail
@@ -32,6 +33,7 @@ count() {
   local flags=(--url "https://localhost:$port" --cacert "$OUT/certs/ca.crt" --connections 16
     --requests "$REQUESTS" --warmup 0 "${STATE[@]}")
   [ "$name" = echo ] && flags+=(--baseline)
+  [ -z "${ONLY:-}" ] || flags+=(--only "$ONLY")
   $LG "${flags[@]}" >"$OUT/lg-$name.txt" 2>&1
   callgrind_control --dump="$name" "$pid" >/dev/null
   kill "$pid"
