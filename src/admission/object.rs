@@ -3,8 +3,8 @@
 //! create body and a third of an update's, read by nothing, and building then freeing its tree
 //! was a third of a review's instructions (BENCHMARKS.md, issue 14). It is still checked as JSON.
 //!
-//! Nor does the tree hold the metadata that only the API server and controllers use ([`UNREAD`]:
-//! uid, resourceVersion, generation, owners, finalizers); those are read through as the tree
+//! Nor does the tree hold the rest of the metadata nothing reads ([`UNREAD_METADATA`]: uid,
+//! resourceVersion, generation, owners, finalizers, ...); those are read through as the tree
 //! would have read them (`Skip`), so a body is refused or judged exactly as before.
 
 use std::fmt;
@@ -15,18 +15,7 @@ use serde_json::{Map, Value};
 
 use super::numbers::quote_overflowing_numbers;
 use super::skip::Skip;
-
-/// Keys of `metadata` that no rule, reader or patch of ours reads (they read name, namespace,
-/// labels, annotations and the two timestamps). A reader of one of them takes it off this list.
-pub(super) const UNREAD: [&str; 7] = [
-    "uid",
-    "resourceVersion",
-    "generation",
-    "generateName",
-    "selfLink",
-    "ownerReferences",
-    "finalizers",
-];
+use crate::model::UNREAD_METADATA;
 
 /// The seed of one object, for `MapAccess::next_value_seed`.
 pub(super) struct Object;
@@ -83,7 +72,7 @@ impl Level {
         match (self, key) {
             (Level::Object, "metadata") => Key::Into(Level::Metadata),
             (Level::Metadata, "managedFields") => Key::Ignore,
-            (Level::Metadata, k) if UNREAD.contains(&k) => Key::Skip,
+            (Level::Metadata, k) if UNREAD_METADATA.contains(&k) => Key::Skip,
             _ => Key::Plain,
         }
     }
@@ -177,7 +166,7 @@ mod tests {
                          "deletionTimestamp": "2026-01-02T00:00:00Z",
                          "managedFields": [{"manager": "kubectl", "fieldsV1": {"f:spec": {}}}],
                          "uid": "u", "resourceVersion": "7", "generation": 2, "generateName": "n-",
-                         "selfLink": "/x", "finalizers": ["f"],
+                         "selfLink": "/x", "finalizers": ["f"], "deletionGracePeriodSeconds": 30,
                          "ownerReferences": [{"kind": "Machine", "name": "m", "uid": "v"}]},
             "spec": {"addresses": ["10.0.0.1-10.0.0.9"], "prefix": 24, "big": 1.5e300, "neg": -3,
                      "uid": "spec keys are not metadata", "finalizers": ["kept"]},
@@ -185,8 +174,7 @@ mod tests {
         });
         let mut want = object.clone();
         let meta = want["metadata"].as_object_mut().unwrap();
-        meta.remove("managedFields");
-        for key in UNREAD {
+        for &key in UNREAD_METADATA {
             assert!(meta.remove(key).is_some(), "{key} is in the test object");
         }
         assert_eq!(meta.len(), 6, "what the readers use stays: {meta:?}");

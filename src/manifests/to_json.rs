@@ -9,6 +9,7 @@ use serde::de::{
 use serde_json::{Map, Value};
 
 use super::Problem;
+use crate::model::UNREAD_METADATA;
 
 /// Builds a `serde_json::Value` from YAML events (or JSON) directly: half the work of going
 /// through `serde_yaml_ng::Value`, which matters at 100k objects. Keeps what sigs.k8s.io/yaml
@@ -51,20 +52,6 @@ enum Place {
     Metadata,
     Other,
 }
-
-/// ObjectMeta fields that neither the model (`model::Meta`; `creationTimestamp` is read for
-/// H1), the rules nor the schema check (which only needs to know they are ObjectMeta's) read.
-const UNREAD_METADATA: &[&str] = &[
-    "managedFields",
-    "ownerReferences",
-    "finalizers",
-    "uid",
-    "resourceVersion",
-    "generation",
-    "selfLink",
-    "generateName",
-    "deletionGracePeriodSeconds",
-];
 
 impl<'a> ToJson<'a> {
     /// Reads a whole document.

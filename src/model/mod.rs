@@ -66,6 +66,22 @@ impl fmt::Display for ObjKey {
     }
 }
 
+/// ObjectMeta fields that neither the model (`Meta`; `creationTimestamp` is read for H1), the
+/// rules nor the schema check (which only needs to know they are ObjectMeta's) read: a manifest
+/// (`manifests`) and a review's objects (`admission`) leave them out of the tree once they are
+/// checked as JSON. A reader of one of them takes it off this list.
+pub const UNREAD_METADATA: &[&str] = &[
+    "managedFields",
+    "ownerReferences",
+    "finalizers",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "selfLink",
+    "generateName",
+    "deletionGracePeriodSeconds",
+];
+
 /// The metadata fields the rules read, borrowed from the object: reading them copies nothing
 /// (a pool is read up to three times a review; copying its labels and annotations each time cost
 /// about 5k of a review's 165k instructions, BENCHMARKS.md issue 25).

@@ -141,9 +141,9 @@ pub fn integer(obj: &Value, path: FieldPath) -> Written<'_, i64> {
 }
 
 /// As [`integer`], of a value already found (a reader that also keeps the raw value for a
-/// cause looks it up once).
+/// cause looks it up once); null is absent, as in [`string_of`].
 pub fn integer_of(value: Option<&Value>) -> Written<'_, i64> {
-    Written::pick(value, Expected::Integer, |v| {
+    Written::pick(value.filter(|v| !v.is_null()), Expected::Integer, |v| {
         let n = v.as_number()?;
         if let Some(i) = n.as_i64() {
             return Some(i);
