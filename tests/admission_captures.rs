@@ -28,7 +28,8 @@ fn load(name: &str) -> Value {
 }
 
 fn review(a: &Admission, endpoint: Endpoint, body: &Value) -> Value {
-    let ans = a.review_now(endpoint, &serde_json::to_vec(body).unwrap());
+    let sent = serde_json::to_vec(body).unwrap();
+    let ans = a.review_now(endpoint, &sent);
     assert_eq!(
         ans.http_status,
         200,

@@ -389,7 +389,8 @@ fn with_baselines(cases: &mut [Case], admission: &Admission) {
     for c in cases.iter_mut() {
         let Some(source) = c.source else { continue };
         let d = known.entry(source).or_insert_with(|| {
-            let ans = admission.review_now(Endpoint::Validate, &body(&capture(source)));
+            let sent = body(&capture(source));
+            let ans = admission.review_now(Endpoint::Validate, &sent);
             assert_eq!(ans.http_status, 200, "{source}");
             decision(&serde_json::from_slice(&ans.body).unwrap())
         });

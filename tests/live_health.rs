@@ -56,7 +56,8 @@ fn create_review(object: &Value) -> Vec<u8> {
 
 /// The `response` of a validation.
 fn validate(admission: &Admission, object: &Value) -> Value {
-    let answer = admission.review_now(Endpoint::Validate, &create_review(object));
+    let sent = create_review(object);
+    let answer = admission.review_now(Endpoint::Validate, &sent);
     assert_eq!(answer.http_status, 200);
     serde_json::from_slice::<Value>(&answer.body).unwrap()["response"].clone()
 }

@@ -52,7 +52,8 @@ fn rand_suffix() -> u64 {
 
 /// Validates a review; returns (allowed, response).
 fn validate(admission: &Admission, object: &Value, dry_run: bool) -> (bool, Value) {
-    let answer = admission.review_now(Endpoint::Validate, &review(object, dry_run));
+    let sent = review(object, dry_run);
+    let answer = admission.review_now(Endpoint::Validate, &sent);
     assert_eq!(answer.http_status, 200);
     let body: Value = serde_json::from_slice(&answer.body).unwrap();
     let response = body["response"].clone();

@@ -45,6 +45,29 @@ pub(super) struct Envelope<'b> {
     pub(super) groups: Vec<Cow<'b, str>>,
 }
 
+impl Envelope<'_> {
+    /// The same envelope holding its own strings: for a body that does not outlive the review
+    /// (a copy with its overflowing numbers quoted).
+    pub(super) fn into_owned(self) -> Envelope<'static> {
+        let own = |s: Cow<'_, str>| Cow::Owned(s.into_owned());
+        Envelope {
+            api_version: self.api_version,
+            uid: own(self.uid),
+            group: own(self.group),
+            version: own(self.version),
+            kind: own(self.kind),
+            namespace: self.namespace.map(own),
+            name: own(self.name),
+            operation: self.operation,
+            object: self.object,
+            old_object: self.old_object,
+            dry_run: self.dry_run,
+            user: own(self.user),
+            groups: self.groups.into_iter().map(own).collect(),
+        }
+    }
+}
+
 /// Why a body is not a review we can answer: the 400's message, or a number past an f64 that
 /// the caller may quote and read again (SPEC ROBUSTNESS O5).
 pub(super) enum Refused {

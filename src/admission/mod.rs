@@ -35,7 +35,7 @@ pub use decision::{DecisionAnswer, DecisionRequest, Here, Route, Wire, WireError
 pub use status::denial_status;
 
 use dispatch::{
-    needs_decider, not_synced, summarize, unavailable, Judged, Stage, NOT_DECIDER,
+    needs_decider, not_synced, summarize, unavailable, Judged, Said, Stage, NOT_DECIDER,
     VIEW_NOT_READY_WARNING,
 };
 use envelope::{decode, Envelope, Refused};
@@ -58,16 +58,19 @@ impl Endpoint {
     }
 }
 
-/// What the server needs to know about one answered review, for logs and metrics.
+/// What the server needs to know about one answered review, for logs and metrics. Its strings
+/// are the envelope's, moved rather than copied: they borrow from the body the server still
+/// holds while it logs and counts (five copies and their frees were about 1.4k instructions a
+/// review, BENCHMARKS.md, issue 25).
 #[derive(Debug, Clone)]
-pub struct Summary {
-    pub uid: String,
+pub struct Summary<'b> {
+    pub uid: Cow<'b, str>,
     /// `request.kind` as sent, for the log; `served` is the kind it names, when we serve it.
-    pub group: String,
-    pub kind: String,
+    pub group: Cow<'b, str>,
+    pub kind: Cow<'b, str>,
     pub served: Option<Kind>,
-    pub namespace: Option<String>,
-    pub name: String,
+    pub namespace: Option<Cow<'b, str>>,
+    pub name: Cow<'b, str>,
     pub operation: Operation,
     pub allowed: bool,
     /// Status code in the answer (0 when allowed without a status).
@@ -79,11 +82,11 @@ pub struct Summary {
     pub dry_run: bool,
     /// Who asked (`request.userInfo`), for the log line of a denial or a warning; empty for a quiet
     /// review (`is_quiet`), as nothing prints it then.
-    pub user: String,
-    pub groups: Vec<String>,
+    pub user: Cow<'b, str>,
+    pub groups: Vec<Cow<'b, str>>,
 }
 
-impl Summary {
+impl Summary<'_> {
     /// Allowed without a word: logged at debug only, without who asked.
     pub fn is_quiet(&self) -> bool {
         self.allowed && self.warnings == 0
@@ -92,15 +95,15 @@ impl Summary {
 
 /// An HTTP answer: status and JSON body. `summary` is `None` when the body was not a review.
 #[derive(Debug, Clone)]
-pub struct Answer {
+pub struct Answer<'b> {
     pub http_status: u16,
     pub body: Vec<u8>,
-    pub summary: Option<Summary>,
+    pub summary: Option<Summary<'b>>,
 }
 
-impl Answer {
+impl Answer<'_> {
     /// A 400 with a JSON message: the body was not an AdmissionReview we can answer.
-    fn bad_request(message: impl Into<String>) -> Answer {
+    fn bad_request(message: impl Into<String>) -> Self {
         let body = json!({ "message": message.into() });
         Answer {
             http_status: 400,
@@ -189,19 +192,21 @@ impl Admission {
     ///
     /// The X2 step runs where the route says: here when this replica decides, at the decider
     /// (awaited, within the route's budget) when another replica does.
-    pub async fn review(&self, endpoint: Endpoint, body: &[u8], caller: &Caller) -> Answer {
-        let quoted;
+    pub async fn review<'b>(
+        &self,
+        endpoint: Endpoint,
+        body: &'b [u8],
+        caller: &Caller,
+    ) -> Answer<'b> {
         let env = match decode(body) {
             Ok(env) => env,
             // SPEC ROBUSTNESS O5: a number past an f64 is judged at its field, not refused whole.
+            // The quoted copy is this function's own, so what the answer keeps of it is copied.
             Err(Refused::NumberOutOfRange(e)) => match numbers::quote_overflowing_numbers(body) {
-                Some(q) => {
-                    quoted = q;
-                    match decode(&quoted) {
-                        Ok(env) => env,
-                        Err(refused) => return Answer::bad_request(refused.message()),
-                    }
-                }
+                Some(quoted) => match decode(&quoted) {
+                    Ok(env) => env.into_owned(),
+                    Err(refused) => return Answer::bad_request(refused.message()),
+                },
                 None => return Answer::bad_request(Refused::NumberOutOfRange(e).message()),
             },
             Err(refused) => return Answer::bad_request(refused.message()),
@@ -209,7 +214,7 @@ impl Admission {
         // A create may not carry the name yet (generateName): the object's own name is the
         // better label, for the rules and the answer alike.
         let name = match &env.name {
-            n if !n.is_empty() => Cow::Borrowed(&**n),
+            n if !n.is_empty() => n.clone(),
             _ => Cow::Owned(
                 env.object
                     .as_ref()
@@ -252,12 +257,12 @@ impl Admission {
             Ok(Step::Done(judged)) => Ok(judged),
             Err(panic) => Err(panic),
         };
-        self.finish(&env, &name, verdict)
+        self.finish(env, name, verdict)
     }
 
     /// `review` from a trusted caller, driven to its end on this thread: for callers without an
     /// executor (`explain`, tests) on a handler that decides alone, whose review never waits.
-    pub fn review_now(&self, endpoint: Endpoint, body: &[u8]) -> Answer {
+    pub fn review_now<'b>(&self, endpoint: Endpoint, body: &'b [u8]) -> Answer<'b> {
         futures::executor::block_on(self.review(endpoint, body, &Caller::Trusted))
     }
 
@@ -291,10 +296,15 @@ impl Admission {
         }
     }
 
-    fn finish(&self, env: &Envelope, name: &str, verdict: std::thread::Result<Judged>) -> Answer {
+    fn finish<'b>(
+        &self,
+        env: Envelope<'b>,
+        name: Cow<'b, str>,
+        verdict: std::thread::Result<Judged>,
+    ) -> Answer<'b> {
         let (response, served) = match &verdict {
             Ok(Judged::Untouched) => (allow(&env.uid), None),
-            Ok(Judged::Verdict(kind, v)) => (respond(&env.uid, name, *kind, v), Some(*kind)),
+            Ok(Judged::Verdict(kind, v)) => (respond(&env.uid, &name, *kind, v), Some(*kind)),
             Err(_) => {
                 tracing::error!(uid = %env.uid, kind = %env.kind, "internal fault while judging a review");
                 (
@@ -309,7 +319,8 @@ impl Admission {
             response: &response,
         })
         .unwrap_or_default();
-        let summary = summarize(env, name, served, &response, &verdict);
+        let said = Said::of(&response);
+        let summary = summarize(env, name, served, said, &verdict);
         Answer {
             http_status: 200,
             body,
@@ -415,7 +426,8 @@ mod tests {
         );
 
         // In managedFields, which nothing keeps: judged, as before.
-        let ans = a.review_now(Endpoint::Validate, &with("MANAGER"));
+        let sent = with("MANAGER");
+        let ans = a.review_now(Endpoint::Validate, &sent);
         assert_eq!(
             ans.http_status,
             200,
@@ -430,7 +442,8 @@ mod tests {
         let review = json!({"apiVersion": "admission.k8s.io/v1beta1", "kind": "AdmissionReview",
             "request": {"uid": "abc", "kind": {"group": "apps", "version": "v1", "kind": "Deployment"},
                 "operation": "CREATE", "name": "x", "namespace": "ns", "object": {"spec": {}}}});
-        let ans = a.review_now(Endpoint::Validate, &body(&review));
+        let sent = body(&review);
+        let ans = a.review_now(Endpoint::Validate, &sent);
         assert_eq!(ans.http_status, 200);
         let out: Value = serde_json::from_slice(&ans.body).unwrap();
         assert_eq!(out["apiVersion"], "admission.k8s.io/v1beta1");
@@ -530,6 +543,29 @@ mod tests {
     }
 
     #[test]
+    fn a_body_read_again_with_its_numbers_quoted_is_summarized_from_its_own_copy() {
+        let a = admission();
+        let sent = review_of(
+            "IPAddress",
+            "CREATE",
+            json!({"metadata": {"name": "x", "namespace": "ns"},
+            "spec": {"address": "10.0.0.5", "prefix": 24}}),
+        );
+        // A prefix past an f64 (SPEC ROBUSTNESS O5): decoded a second time from a quoted copy.
+        let text = String::from_utf8(sent)
+            .unwrap()
+            .replace("\"prefix\":24", "\"prefix\":1e400");
+        assert!(text.contains("1e400"));
+        let answer = a.review_now(Endpoint::Validate, text.as_bytes());
+        assert_eq!(answer.http_status, 200);
+        let o = answer.summary.expect("a review");
+        assert!(!o.allowed);
+        assert_eq!((&*o.uid, &*o.kind, &*o.name), ("u", "IPAddress", "x"));
+        assert_eq!(o.namespace.as_deref(), Some("ns"));
+        assert!(matches!(o.uid, Cow::Owned(_)), "the quoted copy is gone");
+    }
+
+    #[test]
     fn summary_names_the_denying_rules_or_else_the_warning_ones() {
         let a = admission();
         let claim = |ns: Option<&str>| {
@@ -539,10 +575,8 @@ mod tests {
             }
             json!({"metadata": {"name": "x", "namespace": "ns"}, "spec": {"poolRef": pool_ref}})
         };
-        let denied = a.review_now(
-            Endpoint::Validate,
-            &review_of("IPAddressClaim", "CREATE", claim(Some("other"))),
-        );
+        let sent = review_of("IPAddressClaim", "CREATE", claim(Some("other")));
+        let denied = a.review_now(Endpoint::Validate, &sent);
         let o = denied.summary.unwrap();
         assert!(!o.allowed);
         assert_eq!(
@@ -550,10 +584,8 @@ mod tests {
             vec!["C2".to_string()],
             "C3's warning rides along but did not deny"
         );
-        let warned = a.review_now(
-            Endpoint::Validate,
-            &review_of("IPAddressClaim", "CREATE", claim(None)),
-        );
+        let sent = review_of("IPAddressClaim", "CREATE", claim(None));
+        let warned = a.review_now(Endpoint::Validate, &sent);
         let o = warned.summary.unwrap();
         assert!(o.allowed);
         assert_eq!(o.rules, vec!["C3".to_string()]);
@@ -570,7 +602,10 @@ mod tests {
             }
             r["request"]["userInfo"] =
                 json!({"username": "alice", "groups": ["team-a", "system:authenticated"]});
-            a.review_now(Endpoint::Validate, &body(&r)).summary.unwrap()
+            let sent = body(&r);
+            let o = a.review_now(Endpoint::Validate, &sent).summary.unwrap();
+            let groups: Vec<String> = o.groups.iter().map(|g| g.to_string()).collect();
+            (o.allowed, o.warnings, (o.user.to_string(), groups))
         };
         let claim = |pool_ns: Option<&str>| {
             let mut pool_ref = json!({"apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterIPPool", "name": "missing"});
@@ -579,22 +614,21 @@ mod tests {
             }
             json!({"metadata": {"name": "x", "namespace": "ns"}, "spec": {"poolRef": pool_ref}})
         };
-        let who = |o: &Summary| (o.user.clone(), o.groups.clone());
         let alice = (
             "alice".to_string(),
             vec!["team-a".to_string(), "system:authenticated".to_string()],
         );
-        let denied = asked("IPAddressClaim", claim(Some("other")));
-        assert!(!denied.allowed);
-        assert_eq!(who(&denied), alice);
-        let warned = asked("IPAddressClaim", claim(None));
-        assert!(warned.allowed && warned.warnings == 1);
-        assert_eq!(who(&warned), alice);
+        let (allowed, _, who) = asked("IPAddressClaim", claim(Some("other")));
+        assert!(!allowed);
+        assert_eq!(who, alice);
+        let (allowed, warnings, who) = asked("IPAddressClaim", claim(None));
+        assert!(allowed && warnings == 1);
+        assert_eq!(who, alice);
         let pool = json!({"metadata": {"name": "x", "namespace": "ns"},
             "spec": {"addresses": ["10.0.0.10-10.0.0.20"], "prefix": 24, "gateway": "10.0.0.1"}});
-        let allowed = asked("InClusterIPPool", pool);
-        assert!(allowed.allowed && allowed.warnings == 0, "{allowed:?}");
-        assert_eq!(who(&allowed), (String::new(), Vec::new()));
+        let (allowed, warnings, who) = asked("InClusterIPPool", pool);
+        assert!(allowed && warnings == 0);
+        assert_eq!(who, (String::new(), Vec::new()));
     }
 
     #[test]

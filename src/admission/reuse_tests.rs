@@ -211,10 +211,8 @@ fn r1_reviews_record_no_release_only_the_watch_does() {
     let (v, _) = view(&[pool(None), address("old", "10.0.0.15")], 60);
     let a = Admission::new(v.clone(), Options::default());
     for dry_run in [true, false] {
-        let out = a.review_now(
-            Endpoint::Validate,
-            &review("DELETE", &address("old", "10.0.0.15"), dry_run),
-        );
+        let body = review("DELETE", &address("old", "10.0.0.15"), dry_run);
+        let out = a.review_now(Endpoint::Validate, &body);
         assert!(out.summary.unwrap().allowed);
     }
     assert_eq!(v.read().releases().len(), 0);

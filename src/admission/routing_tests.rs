@@ -100,12 +100,9 @@ fn p10(detail: &str) -> DecisionAnswer {
 async fn x2_a_follower_forwards_a_view_dependent_create_and_relays_the_deciders_denial() {
     let route = Scripted::new(&[Here::Forward], p10("overlaps InClusterIPPool ns/first"));
     let (a, view) = admission(route.clone());
+    let body = pool_review("second", "10.0.0.10-10.0.0.20");
     let out = a
-        .review(
-            Endpoint::Validate,
-            &pool_review("second", "10.0.0.10-10.0.0.20"),
-            &crate::cluster::Caller::Trusted,
-        )
+        .review(Endpoint::Validate, &body, &crate::cluster::Caller::Trusted)
         .await;
     let r = response(&out);
     assert_eq!(r["allowed"], false);
@@ -131,12 +128,9 @@ async fn x2_a_follower_forwards_a_view_dependent_create_and_relays_the_deciders_
 async fn x2_a_follower_relays_an_allow_and_keeps_its_own_answer_for_the_rest() {
     let route = Scripted::new(&[Here::Forward], DecisionAnswer::default());
     let (a, _) = admission(route.clone());
+    let body = pool_review("p", "10.0.0.10-10.0.0.20");
     let out = a
-        .review(
-            Endpoint::Validate,
-            &pool_review("p", "10.0.0.10-10.0.0.20"),
-            &crate::cluster::Caller::Trusted,
-        )
+        .review(Endpoint::Validate, &body, &crate::cluster::Caller::Trusted)
         .await;
     assert_eq!(response(&out)["allowed"], true);
     assert_eq!(route.sent().len(), 1);
@@ -146,12 +140,9 @@ async fn x2_a_follower_relays_an_allow_and_keeps_its_own_answer_for_the_rest() {
 async fn x2_a_follower_denies_syntax_itself_without_asking_the_decider() {
     let route = Scripted::new(&[Here::Forward], DecisionAnswer::default());
     let (a, _) = admission(route.clone());
+    let body = pool_review("p", "10.0.0.300-10.0.0.1");
     let out = a
-        .review(
-            Endpoint::Validate,
-            &pool_review("p", "10.0.0.300-10.0.0.1"),
-            &crate::cluster::Caller::Trusted,
-        )
+        .review(Endpoint::Validate, &body, &crate::cluster::Caller::Trusted)
         .await;
     assert_eq!(response(&out)["allowed"], false);
     assert!(route.sent().is_empty(), "a syntax denial needs no decider");
@@ -184,12 +175,9 @@ async fn x2_no_decider_is_a_503_that_says_so() {
 async fn x2_mutations_never_reach_the_decider() {
     let route = Scripted::new(&[Here::Refuse("waiting".into())], DecisionAnswer::default());
     let (a, _) = admission(route.clone());
+    let body = pool_review("p", "10.0.0.10-10.0.0.20");
     let out = a
-        .review(
-            Endpoint::Mutate,
-            &pool_review("p", "10.0.0.10-10.0.0.20"),
-            &crate::cluster::Caller::Trusted,
-        )
+        .review(Endpoint::Mutate, &body, &crate::cluster::Caller::Trusted)
         .await;
     assert_eq!(response(&out)["allowed"], true);
     assert!(route.sent().is_empty());
@@ -218,19 +206,21 @@ async fn x2_a_new_decider_still_waiting_refuses_with_503() {
 async fn x2_the_decider_decides_locally_and_the_second_overlap_is_denied() {
     let route = Scripted::new(&[Here::Decide], DecisionAnswer::default());
     let (a, view) = admission(route.clone());
+    let first_body = pool_review("a", "10.0.0.10-10.0.0.20");
     let first = a
         .review(
             Endpoint::Validate,
-            &pool_review("a", "10.0.0.10-10.0.0.20"),
+            &first_body,
             &crate::cluster::Caller::Trusted,
         )
         .await;
     assert_eq!(response(&first)["allowed"], true);
     assert_eq!(view.pending_len(), 1);
+    let second_body = pool_review("b", "10.0.0.15-10.0.0.25");
     let second = a
         .review(
             Endpoint::Validate,
-            &pool_review("b", "10.0.0.15-10.0.0.25"),
+            &second_body,
             &crate::cluster::Caller::Trusted,
         )
         .await;

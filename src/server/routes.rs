@@ -291,7 +291,7 @@ fn log_summary(endpoint: Endpoint, o: &Summary) {
 }
 
 /// `namespace/name`, or `name` for a cluster-scoped object.
-struct ObjectName<'a>(&'a Summary);
+struct ObjectName<'a>(&'a Summary<'a>);
 
 impl std::fmt::Display for ObjectName<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -303,15 +303,15 @@ impl std::fmt::Display for ObjectName<'_> {
 }
 
 /// Comma-separated, written straight into the log line.
-struct Joined<'a>(&'a [String]);
+struct Joined<'a, S>(&'a [S]);
 
-impl std::fmt::Display for Joined<'_> {
+impl<S: AsRef<str>> std::fmt::Display for Joined<'_, S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         for (i, s) in self.0.iter().enumerate() {
             if i > 0 {
                 f.write_str(",")?;
             }
-            f.write_str(s)?;
+            f.write_str(s.as_ref())?;
         }
         Ok(())
     }
