@@ -184,22 +184,36 @@ enum Read {
 }
 
 /// Collects the body up to `limit` bytes; past it, hands the rest back instead of dropping it.
+/// A body that arrives as one frame (the API server sends a review right behind its headers)
+/// is kept as it came, not copied: a second buffer the size of the body and its free were about
+/// 1k instructions a review (BENCHMARKS.md, issue 25).
 async fn read_body(mut body: Body, limit: usize) -> Read {
+    let mut first: Option<Bytes> = None;
     let mut buf = BytesMut::new();
     while let Some(frame) = body.frame().await {
         match frame {
             Ok(frame) => {
-                if let Some(data) = frame.data_ref() {
-                    if buf.len() + data.len() > limit {
-                        return Read::TooLarge(body);
+                let Ok(data) = frame.into_data() else {
+                    continue;
+                };
+                let held = first.as_ref().map_or(0, Bytes::len) + buf.len();
+                if held + data.len() > limit {
+                    return Read::TooLarge(body);
+                }
+                match first.take() {
+                    None if buf.is_empty() => first = Some(data),
+                    earlier => {
+                        if let Some(earlier) = earlier {
+                            buf.extend_from_slice(&earlier);
+                        }
+                        buf.extend_from_slice(&data);
                     }
-                    buf.extend_from_slice(data);
                 }
             }
             Err(e) => return Read::Failed(e.to_string()),
         }
     }
-    Read::Body(buf.freeze())
+    Read::Body(first.unwrap_or_else(|| buf.freeze()))
 }
 
 /// At most this much of a refused body is read (and discarded) after the 413.
@@ -360,5 +374,57 @@ mod tests {
         assert!(ok("application/json-patch+json").is_err());
         assert!(ok("application/x-www-form-urlencoded").is_err());
         assert!(json_content_type(None).is_err());
+    }
+
+    fn frames(parts: &[&'static str]) -> Body {
+        let parts: Vec<Result<Bytes, std::io::Error>> = parts
+            .iter()
+            .map(|p| Ok(Bytes::from_static(p.as_bytes())))
+            .collect();
+        Body::from_stream(futures::stream::iter(parts))
+    }
+
+    fn read(body: Body, limit: usize) -> Read {
+        futures::executor::block_on(read_body(body, limit))
+    }
+
+    #[test]
+    fn a_body_is_read_whole_in_one_frame_or_many_and_refused_past_the_limit() {
+        let one = Bytes::from_static(b"{\"kind\":\"AdmissionReview\"}");
+        match read(Body::from(one.clone()), 64) {
+            Read::Body(b) => {
+                assert_eq!(b, one);
+                assert_eq!(b.as_ptr(), one.as_ptr(), "one frame is kept, not copied");
+            }
+            _ => panic!("one frame within the limit"),
+        }
+        for parts in [
+            &["{\"a\":", "1", "}"][..],
+            &["", "{\"a\":1}"],
+            &["{\"a\":1}", ""],
+        ] {
+            match read(frames(parts), 64) {
+                Read::Body(b) => assert_eq!(&b[..], b"{\"a\":1}", "{parts:?}"),
+                _ => panic!("{parts:?} within the limit"),
+            }
+        }
+        match read(frames(&["12345", "678"]), 8) {
+            Read::Body(b) => assert_eq!(&b[..], b"12345678"),
+            _ => panic!("exactly the limit is read"),
+        }
+        for parts in [
+            &["123456789"][..],
+            &["12345", "6789"],
+            &["1234", "5678", "9"],
+        ] {
+            assert!(
+                matches!(read(frames(parts), 8), Read::TooLarge(_)),
+                "{parts:?} is past the limit"
+            );
+        }
+        match read(frames(&[]), 8) {
+            Read::Body(b) => assert!(b.is_empty()),
+            _ => panic!("an empty body is a body"),
+        }
     }
 }
