@@ -72,9 +72,14 @@ struct Webhook {
     latency: OnceLock<Histogram>,
 }
 
+/// The `decision="allowed"` series of each served kind and operation with no rule (most
+/// reviews), kept as `Webhook`'s are.
+type Allowed = [[OnceLock<Counter>; 4]; Kind::ALL.len()];
+
 #[derive(Debug)]
 pub(crate) struct Metrics {
     webhooks: [Webhook; 2],
+    allowed: Allowed,
     requests: Family<RequestLabels, Counter>,
     latency: Family<WebhookLabels, Histogram, fn() -> Histogram>,
     in_flight: Family<WebhookLabels, Gauge>,
@@ -89,6 +94,7 @@ impl Metrics {
     pub(crate) fn register(registry: &mut Registry, admission: &Admission) -> Metrics {
         let m = Metrics {
             webhooks: Default::default(),
+            allowed: Default::default(),
             requests: Family::default(),
             latency: Family::new_with_constructor(latency_histogram),
             in_flight: Family::default(),
@@ -206,14 +212,23 @@ impl Metrics {
         } else {
             "allowed"
         };
-        let kind = kind_label(summary.served, &summary.kind);
-        let operation = summary.operation.as_str();
-        let mut labels = DecisionLabels {
+        let labels = |kind| DecisionLabels {
             kind,
-            operation,
+            operation: summary.operation.as_str(),
             decision,
             rule: String::new(),
         };
+        if let (Some(kind), "allowed", true) = (summary.served, decision, summary.rules.is_empty())
+        {
+            let cell = &self.allowed[kind as usize][summary.operation as usize];
+            let count = || {
+                let labels = labels(kind_label(Some(kind), ""));
+                self.decisions.get_or_create_owned(&labels)
+            };
+            cell.get_or_init(count).inc();
+            return;
+        }
+        let mut labels = labels(kind_label(summary.served, &summary.kind));
         if summary.rules.is_empty() {
             self.decisions.get_or_create(&labels).inc();
         }
@@ -392,5 +407,64 @@ mod tests {
         assert_eq!(sample(&text, in_flight), Some(1.0), "{text}");
         drop(held);
         assert_eq!(sample(&scrape(), in_flight), Some(0.0));
+    }
+
+    fn summary(
+        served: Option<Kind>,
+        kind: &'static str,
+        allowed: bool,
+        rules: &[&str],
+    ) -> Summary<'static> {
+        Summary {
+            uid: "u".into(),
+            group: "g".into(),
+            kind: kind.into(),
+            served,
+            namespace: None,
+            name: "x".into(),
+            operation: crate::model::Operation::Create,
+            allowed,
+            code: if allowed { 0 } else { 422 },
+            rules: rules.iter().map(|r| r.to_string()).collect(),
+            warnings: 0,
+            patched: false,
+            dry_run: false,
+            user: "".into(),
+            groups: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn decisions_kept_per_kind_are_the_scraped_ones() {
+        let admission = Admission::new(Arc::new(StaticView::empty()), Options::default());
+        let mut registry = Registry::default();
+        let m = Metrics::register(&mut registry, &admission);
+        for _ in 0..2 {
+            m.decision(&summary(Some(Kind::IPAddress), "IPAddress", true, &[]));
+            m.decision(&summary(
+                Some(Kind::Metal3IPAddress),
+                "IPAddress",
+                true,
+                &[],
+            ));
+        }
+        m.decision(&summary(Some(Kind::IPAddress), "IPAddress", false, &["A7"]));
+        m.decision(&summary(None, "Deployment", true, &[]));
+        let mut text = String::new();
+        encode(&mut text, &registry).unwrap();
+        let decisions = |kind: &str, decision: &str, rule: &str| {
+            let series = format!(
+                r#"ipam_guard_decisions_total{{kind="{kind}",operation="CREATE",decision="{decision}",rule="{rule}"}}"#
+            );
+            sample(&text, &series)
+        };
+        assert_eq!(decisions("IPAddress", "allowed", ""), Some(2.0), "{text}");
+        assert_eq!(
+            decisions("IPAddress.ipam.metal3.io", "allowed", ""),
+            Some(2.0),
+            "{text}"
+        );
+        assert_eq!(decisions("IPAddress", "denied", "A7"), Some(1.0), "{text}");
+        assert_eq!(decisions("Deployment", "allowed", ""), Some(1.0), "{text}");
     }
 }
