@@ -60,8 +60,8 @@ impl Endpoint {
 
 /// What the server needs to know about one answered review, for logs and metrics. Its strings
 /// are the envelope's, moved rather than copied: they borrow from the body the server still
-/// holds while it logs and counts (five copies and their frees were about 1.4k instructions a
-/// review, BENCHMARKS.md, issue 25).
+/// holds while it logs and counts (five copies and their frees were 0.8k instructions a review,
+/// BENCHMARKS.md, issue 25).
 #[derive(Debug, Clone)]
 pub struct Summary<'b> {
     pub uid: Cow<'b, str>,

@@ -185,8 +185,8 @@ enum Read {
 
 /// Collects the body up to `limit` bytes; past it, hands the rest back instead of dropping it.
 /// A body that arrives as one frame (the API server sends a review right behind its headers)
-/// is kept as it came, not copied: a second buffer the size of the body and its free were about
-/// 1k instructions a review (BENCHMARKS.md, issue 25).
+/// is kept as it came, not copied: a second buffer the size of the body and its free were 0.85k
+/// instructions a review (BENCHMARKS.md, issue 25).
 async fn read_body(mut body: Body, limit: usize) -> Read {
     let mut first: Option<Bytes> = None;
     let mut buf = BytesMut::new();
