@@ -197,15 +197,15 @@ async fn read_body(mut body: Body, limit: usize) -> Read {
                 if held + data.len() > limit {
                     return Read::TooLarge(body);
                 }
-                match first.take() {
-                    None if buf.is_empty() => first = Some(data),
-                    earlier => {
-                        if let Some(earlier) = earlier {
-                            buf.extend_from_slice(&earlier);
-                        }
-                        buf.extend_from_slice(&data);
-                    }
+                if first.is_none() && buf.is_empty() {
+                    first = Some(data);
+                    continue;
                 }
+                // A second frame: from here on the body is joined in `buf`.
+                if let Some(earlier) = first.take() {
+                    buf.extend_from_slice(&earlier);
+                }
+                buf.extend_from_slice(&data);
             }
             Err(e) => return Read::Failed(e.to_string()),
         }
