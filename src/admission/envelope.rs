@@ -18,12 +18,12 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use serde::de::{Deserializer, Error as _, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::Value;
 
 use super::object::Object;
-use super::skip::{Skip, SkipVisitor};
+use super::skip::{Key, Skip, SkipVisitor};
 use crate::model::Operation;
 
 /// The envelope fields ipam-guard reads, borrowed from the body.
@@ -270,18 +270,6 @@ impl<'de> Visitor<'de> for FieldVisitor {
     }
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Field<'de>, A::Error> {
         SkipVisitor.visit_seq(seq).map(|_| Field::Other)
-    }
-}
-
-/// A key, borrowed unless it has escapes (`"u\u0069d"` is the key `uid`, as in a `Value` map).
-struct Key<'b>(Cow<'b, str>);
-
-impl<'de> Deserialize<'de> for Key<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        match Field::deserialize(d)? {
-            Field::Str(s) => Ok(Key(s)),
-            _ => Err(D::Error::custom("a key that is not a string")),
-        }
     }
 }
 

@@ -14,7 +14,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::numbers::quote_overflowing_numbers;
-use super::skip::Skip;
+use super::skip::{Key, Skip};
 use crate::model::UNREAD_METADATA;
 
 /// The seed of one object, for `MapAccess::next_value_seed`.
@@ -58,7 +58,8 @@ enum Level {
     Metadata,
 }
 
-enum Key {
+/// What is done with the value of a key.
+enum Take {
     /// Not checked beyond being JSON (`IgnoredAny`), as since issue 14.
     Ignore,
     /// Read through as the tree would read it, and not kept.
@@ -68,12 +69,12 @@ enum Key {
 }
 
 impl Level {
-    fn key(self, key: &str) -> Key {
+    fn take(self, key: &str) -> Take {
         match (self, key) {
-            (Level::Object, "metadata") => Key::Into(Level::Metadata),
-            (Level::Metadata, "managedFields") => Key::Ignore,
-            (Level::Metadata, k) if UNREAD_METADATA.contains(&k) => Key::Skip,
-            _ => Key::Plain,
+            (Level::Object, "metadata") => Take::Into(Level::Metadata),
+            (Level::Metadata, "managedFields") => Take::Ignore,
+            (Level::Metadata, k) if UNREAD_METADATA.contains(&k) => Take::Skip,
+            _ => Take::Plain,
         }
     }
 }
@@ -96,19 +97,21 @@ impl<'de> Visitor<'de> for Level {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut out = Map::new();
-        while let Some(key) = map.next_key::<String>()? {
-            match self.key(&key) {
-                Key::Ignore => {
+        // Keys are borrowed, and copied only when kept: the skipped ones (`managedFields`, `uid`,
+        // ...) cost no allocation.
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+            match self.take(&key) {
+                Take::Ignore => {
                     map.next_value::<IgnoredAny>()?;
                 }
-                Key::Skip => {
+                Take::Skip => {
                     map.next_value::<Skip>()?;
                 }
-                Key::Plain => {
-                    out.insert(key, map.next_value::<Value>()?);
+                Take::Plain => {
+                    out.insert(key.into_owned(), map.next_value::<Value>()?);
                 }
-                Key::Into(level) => {
-                    out.insert(key, map.next_value_seed(level)?);
+                Take::Into(level) => {
+                    out.insert(key.into_owned(), map.next_value_seed(level)?);
                 }
             }
         }
@@ -179,6 +182,18 @@ mod tests {
         }
         assert_eq!(meta.len(), 6, "what the readers use stays: {meta:?}");
         assert_eq!(parse_text(&object.to_string()).unwrap(), want);
+    }
+
+    #[test]
+    fn keys_with_escapes_are_read_as_their_text() {
+        // Keys are borrowed from the body unless an escape makes them a copy; either way the
+        // key is its text, kept or skipped as the plain key would be.
+        let text = r#"{"metadata": {"n\u0061me": "x", "man\u0061gedFields": [1], "\u0075id": "u",
+                       "labels": {"\u00e9t\u00e9": "y"}}, "sp\u0065c": {"k\"q": 1}}"#;
+        assert_eq!(
+            parse_text(text).unwrap(),
+            json!({"metadata": {"name": "x", "labels": {"été": "y"}}, "spec": {"k\"q": 1}})
+        );
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! would have read it (serde_json's nesting limit, numbers past an f64, broken escapes), and a
 //! body that a `Value` tree refused is refused the same way.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -53,5 +54,34 @@ impl<'de> Visitor<'de> for SkipVisitor {
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Skip, A::Error> {
         while seq.next_element::<Skip>()?.is_some() {}
         Ok(Skip)
+    }
+}
+
+/// A map's key, borrowed from the body unless it has escapes (`"u\u0069d"` is the key `uid`, as
+/// in a `Value` map): a key that is skipped costs no allocation.
+pub(super) struct Key<'b>(pub(super) Cow<'b, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_str(KeyVisitor)
+    }
+}
+
+struct KeyVisitor;
+
+impl<'de> Visitor<'de> for KeyVisitor {
+    type Value = Key<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a string key")
+    }
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Key<'de>, E> {
+        Ok(Key(Cow::Borrowed(v)))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Key<'de>, E> {
+        Ok(Key(Cow::Owned(v.to_string())))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Key<'de>, E> {
+        Ok(Key(Cow::Owned(v)))
     }
 }
