@@ -491,6 +491,21 @@ async fn e2e_image_runs_as_the_deployment_runs_it() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let ready_after = started.elapsed();
+    // std and tokio read the container's CPU quota: the limit rounded down, at least one, is the
+    // runtime's worker count (BENCHMARKS.md measures the webhook with it).
+    let workers = (pod.cpus.floor() as u64).max(1);
+    let out = engine.output(&["logs", CONTAINER]);
+    let all = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
+    let serving = all
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|l| l["message"] == "serving")
+        .unwrap_or_else(|| panic!("no \"serving\" line in the log:\n{}", logs()));
+    assert_eq!(
+        serving["worker_threads"], workers,
+        "--cpus={} should give {workers} worker thread(s): {serving}",
+        pod.cpus
+    );
     let pid = engine.ok(&["inspect", "--format", "{{.State.Pid}}", CONTAINER]);
     match std::fs::read(format!("/proc/{pid}/environ")) {
         Ok(environ) => {

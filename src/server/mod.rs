@@ -349,6 +349,9 @@ impl Server {
             metrics = %addrs.metrics,
             cert = %config.certs.cert.display(),
             client_ca = ?config.client_auth.as_ref().map(|a| a.ca_file.display()),
+            // The cores tokio found: the CPU limit rounded down, at least one (the install's
+            // 500m gives one worker; TOKIO_WORKER_THREADS overrides it).
+            worker_threads = tokio::runtime::Handle::current().metrics().num_workers(),
             "serving"
         );
 

@@ -70,6 +70,8 @@ pub struct Pod {
     pub args: Vec<String>,
     pub cert_mount: String,
     pub grace: u64,
+    /// `resources.limits.cpu` in cores (`--cpus`).
+    pub cpus: f64,
 }
 
 pub fn pod(api_port: u16, certs: &Path, sa: &Path) -> Pod {
@@ -114,7 +116,8 @@ pub fn pod(api_port: u16, certs: &Path, sa: &Path) -> Pod {
         "--memory={}b",
         memory_bytes(limits["memory"].as_str().unwrap())
     ));
-    flags.push(format!("--cpus={}", cpus(limits["cpu"].as_str().unwrap())));
+    let cores = cpus(limits["cpu"].as_str().unwrap());
+    flags.push(format!("--cpus={cores}"));
 
     let pod_name = "ipam-guard-e2e-image";
     for e in c["env"].as_array().unwrap() {
@@ -168,6 +171,7 @@ pub fn pod(api_port: u16, certs: &Path, sa: &Path) -> Pod {
         args,
         cert_mount,
         grace: spec["terminationGracePeriodSeconds"].as_u64().unwrap(),
+        cpus: cores.parse().unwrap(),
     }
 }
 
