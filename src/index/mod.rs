@@ -161,6 +161,18 @@ impl Index {
         self.pools.iter().map(|(_, p)| p)
     }
 
+    /// Slots that hold pools or held one (`pools` goes through them in order). With `pool_at`,
+    /// a pass over the pools can stop and go on under another read without copying their keys
+    /// (the periodic audit's steps): a slot emptied meanwhile holds nothing, one filled
+    /// meanwhile holds the new pool.
+    pub fn pool_slots(&self) -> usize {
+        self.pools.slots.len()
+    }
+
+    pub fn pool_at(&self, slot: usize) -> Option<&PoolProj> {
+        self.pools.slots.get(slot)?.as_ref()
+    }
+
     /// Pools in `space` whose allocatable set intersects `set`, each with the part it shares with
     /// `set`, sorted by key. The asking pool itself is included when it is in the index: callers
     /// judging an update skip their own key. O(log n + k) per run of `set`, k the segments met.
@@ -283,6 +295,15 @@ impl Index {
     /// Every address object, in no particular order.
     pub fn addresses(&self) -> impl Iterator<Item = &AddressProj> + '_ {
         self.addresses.iter().map(|(_, e)| &e.proj)
+    }
+
+    /// As `pool_slots`, for address objects.
+    pub fn address_slots(&self) -> usize {
+        self.addresses.slots.len()
+    }
+
+    pub fn address_at(&self, slot: usize) -> Option<&AddressProj> {
+        Some(&self.addresses.slots.get(slot)?.as_ref()?.proj)
     }
 
     /// Address objects of any kind and space holding `ip`, sorted by key (A9, MA4: filter by

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use kube::Client;
 
+use super::round::{Found, Round};
 use super::stored::{Judged, Judging, FILE};
 use super::{Finding, Subject, Summary};
 use crate::cluster::live::read::{Progress, Silent};
@@ -119,22 +120,40 @@ pub fn judge_view_at(
     options: Options,
     now: std::time::SystemTime,
 ) -> ClusterFindings {
+    let mut round = Round::start(view, options, unix_seconds(now));
+    while round.step(view) {}
+    view_findings(round.finish())
+}
+
+/// `judge_view_at`, letting other tasks run between its steps: the periodic audit's pass, which
+/// shares the runtime with the webhook.
+pub async fn judge_view_stepwise(
+    view: &dyn ClusterView,
+    options: Options,
+    now: std::time::SystemTime,
+) -> ClusterFindings {
+    let mut round = Round::start(view, options, unix_seconds(now));
+    while round.step(view) {
+        tokio::task::yield_now().await;
+    }
+    view_findings(round.finish())
+}
+
+fn view_findings(found: Found) -> ClusterFindings {
     let file: Arc<str> = Arc::from(FILE);
-    let (found, health, objects) = {
-        let index = view.read();
-        (
-            crate::rules::stored::judge(&index, options),
-            health_findings(&index, options, unix_seconds(now)),
-            index.counts(),
-        )
-    };
     let mut findings: Vec<Finding> = found
+        .denials
         .into_iter()
         .map(|(key, e)| Finding::deny(&Subject::new(Some(file.clone()), key), &e))
         .collect();
-    findings.extend(health);
+    findings.extend(
+        found
+            .warnings
+            .into_iter()
+            .map(|(key, w)| Finding::warn(&Subject::new(Some(file.clone()), key), &w)),
+    );
     let mut summary = Summary {
-        objects: objects.into_iter().collect(),
+        objects: found.counts.into_iter().collect(),
         ..Summary::default()
     };
     summary.count(&findings);

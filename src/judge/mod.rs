@@ -18,6 +18,7 @@ mod finding;
 mod patch;
 pub(crate) mod phases;
 mod pipeline;
+mod round;
 pub mod stored;
 
 pub use finding::{Finding, OtherKey, Problem, Severity, Subject, Summary, Who};

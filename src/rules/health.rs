@@ -32,23 +32,32 @@ pub const DEFAULT_STUCK_AFTER: Duration = Duration::from_secs(600);
 /// Every H1, H2, H3 and E1 finding over `index` at `now` (Unix seconds), sorted by object.
 pub fn judge(index: &Index, options: Options, now: i64) -> Vec<(ObjKey, Warning)> {
     let mut out = Vec::new();
-    let mut usage: HashMap<ObjKey, Option<PoolUsage>> = HashMap::new();
+    let mut usage = Usages::new();
     for c in index.claims() {
-        claim(index, c, options, now, &mut usage, &mut out);
+        claim_findings(index, c, options, now, &mut usage, &mut out);
     }
     for a in index.addresses() {
-        address(index, a, &mut out);
+        address_findings(index, a, &mut out);
     }
-    out.sort_by(|a, b| (&a.0, a.1.rule, &a.1.path).cmp(&(&b.0, b.1.rule, &b.1.path)));
+    sort(&mut out);
     out
 }
 
-fn claim(
+/// The usage of each pool a claim named, read once per pass.
+pub type Usages = HashMap<ObjKey, Option<PoolUsage>>;
+
+/// Findings in the order `judge` gives them: by object, rule and field.
+pub fn sort(out: &mut [(ObjKey, Warning)]) {
+    out.sort_by(|a, b| (&a.0, a.1.rule, &a.1.path).cmp(&(&b.0, b.1.rule, &b.1.path)));
+}
+
+/// H1 and E1 of one claim.
+pub fn claim_findings(
     index: &Index,
     c: &ClaimProj,
     options: Options,
     now: i64,
-    usage: &mut HashMap<ObjKey, Option<PoolUsage>>,
+    usage: &mut Usages,
     out: &mut Vec<(ObjKey, Warning)>,
 ) {
     let (address_kind, pool_field, status_field) = match c.key.kind {
@@ -114,7 +123,8 @@ fn claim(
     ));
 }
 
-fn address(index: &Index, a: &AddressProj, out: &mut Vec<(ObjKey, Warning)>) {
+/// H2 and H3 of one address object.
+pub fn address_findings(index: &Index, a: &AddressProj, out: &mut Vec<(ObjKey, Warning)>) {
     let (claim_kind, claim_field, pool_field) = match a.key.kind {
         Kind::Metal3IPAddress => (Kind::Metal3IPClaim, metal3::CLAIM_NAME, metal3::POOL_NAME),
         _ => (

@@ -14,7 +14,7 @@ use crate::field::FieldError;
 use crate::index::Index;
 use crate::kinds::Kind;
 use crate::model::paths::address;
-use crate::model::{AddressProj, ObjKey};
+use crate::model::{AddressProj, ObjKey, PoolProj};
 use crate::rule_id::RuleId;
 use crate::rules::ipaddress::{held_elsewhere, outside_pool};
 use crate::rules::pool::in_scope;
@@ -30,65 +30,61 @@ pub fn judge(index: &Index, options: Options) -> Vec<(ObjKey, FieldError)> {
         now: std::time::Instant::now(),
     };
     let mut out = Vec::new();
-    pools(&ctx, &mut out);
-    addresses(&ctx, &mut out);
+    for pool in index.pools() {
+        pool_findings(&ctx, pool, &mut out);
+    }
+    for a in index.addresses() {
+        address_findings(&ctx, a, &mut out);
+    }
     out
 }
 
-fn pools(ctx: &Ctx, out: &mut Vec<(ObjKey, FieldError)>) {
+/// P10 of one pool against the others.
+pub fn pool_findings(ctx: &Ctx, pool: &PoolProj, out: &mut Vec<(ObjKey, FieldError)>) {
     let scope = ctx.options.overlap_scope;
-    if scope == OverlapScope::Off {
+    if scope == OverlapScope::Off || pool.allocatable.is_empty() {
         return;
     }
-    for pool in ctx.index.pools() {
-        if pool.allocatable.is_empty() {
-            continue;
-        }
-        let parts: Vec<String> = ctx
-            .index
-            .overlapping_pools(&pool.space, &pool.allocatable)
-            .into_iter()
-            .filter(|(p, _)| p.key != pool.key && in_scope(scope, &pool.key, &p.key))
-            .map(|(p, shared)| format!("{} ({})", p.key, shared.display_limited(MAX_LISTED)))
-            .collect();
-        if !parts.is_empty() {
-            out.push((
-                pool.key.clone(),
-                FieldError::invalid(
-                    RuleId::P10,
-                    "spec",
-                    pool.allocatable.display_limited(MAX_LISTED),
-                    format!("overlaps {}", join_limited(&parts)),
-                ),
-            ));
-        }
+    let parts: Vec<String> = ctx
+        .index
+        .overlapping_pools(&pool.space, &pool.allocatable)
+        .into_iter()
+        .filter(|(p, _)| p.key != pool.key && in_scope(scope, &pool.key, &p.key))
+        .map(|(p, shared)| format!("{} ({})", p.key, shared.display_limited(MAX_LISTED)))
+        .collect();
+    if !parts.is_empty() {
+        out.push((
+            pool.key.clone(),
+            FieldError::invalid(
+                RuleId::P10,
+                "spec",
+                pool.allocatable.display_limited(MAX_LISTED),
+                format!("overlaps {}", join_limited(&parts)),
+            ),
+        ));
     }
 }
 
-fn addresses(ctx: &Ctx, out: &mut Vec<(ObjKey, FieldError)>) {
-    for a in ctx.index.addresses() {
-        let Some(ip) = a.ip else {
-            if a.key.kind == Kind::IPAddress {
-                one_per_claim(ctx, a, out);
-            }
-            continue;
-        };
-        let (outside, dup) = match a.key.kind {
-            Kind::Metal3IPAddress => (RuleId::MA4, RuleId::MA4),
-            _ => (RuleId::A8, RuleId::A9),
-        };
-        if a.key.kind == Kind::IPAddress {
-            one_per_claim(ctx, a, out);
-        }
-        let text = ip.to_string();
-        if let Some(pool) = a.pool.as_ref().and_then(|k| ctx.index.pool(k)) {
-            if let Some(e) = outside_pool(outside, pool, ip, &text) {
-                out.push((a.key.clone(), e));
-            }
-        }
-        if let Some(e) = held_elsewhere(dup, ip, &text, &a.key, a.pool.as_ref(), ctx) {
+/// A7, A8, A9 and MA4 of one address object against the others.
+pub fn address_findings(ctx: &Ctx, a: &AddressProj, out: &mut Vec<(ObjKey, FieldError)>) {
+    if a.key.kind == Kind::IPAddress {
+        one_per_claim(ctx, a, out);
+    }
+    let Some(ip) = a.ip else {
+        return;
+    };
+    let (outside, dup) = match a.key.kind {
+        Kind::Metal3IPAddress => (RuleId::MA4, RuleId::MA4),
+        _ => (RuleId::A8, RuleId::A9),
+    };
+    let text = ip.to_string();
+    if let Some(pool) = a.pool.as_ref().and_then(|k| ctx.index.pool(k)) {
+        if let Some(e) = outside_pool(outside, pool, ip, &text) {
             out.push((a.key.clone(), e));
         }
+    }
+    if let Some(e) = held_elsewhere(dup, ip, &text, &a.key, a.pool.as_ref(), ctx) {
+        out.push((a.key.clone(), e));
     }
 }
 

@@ -17,7 +17,7 @@ use prometheus_client::registry::Registry;
 
 use super::policy_reports::Writer;
 use crate::cluster::ClusterView;
-use crate::judge::audit::{audit, judge_view_at, unix_seconds, ClusterFindings};
+use crate::judge::audit::{audit, judge_view_stepwise, unix_seconds, ClusterFindings};
 use crate::judge::Severity;
 use crate::rules::Options;
 
@@ -117,7 +117,7 @@ pub async fn periodic_view_with(
     loop {
         if view.synced() {
             let now = std::time::SystemTime::now();
-            let outcome = judge_view_at(view.as_ref(), options, now);
+            let outcome = judge_view_stepwise(view.as_ref(), options, now).await;
             recorder.record(&outcome);
             if let Some(sink) = reports.as_mut() {
                 write_reports(sink, &outcome, unix_seconds(now)).await;
