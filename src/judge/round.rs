@@ -1,13 +1,15 @@
 //! The periodic audit's pass over what a view holds, in steps. Each step judges a few objects
 //! under one read of the view and lets go of it, so a write that the view records (an admitted
 //! object, a watch event) waits for one step, not for the whole round: a round over 210k objects
-//! held the view for 120–165 ms at once, and with one request worker (what the install's CPU
+//! held the view for 120–170 ms at once, and with one request worker (what the install's CPU
 //! limit gives) every admission waited for it (BENCHMARKS.md).
 //!
 //! Pools and address objects are gone through by their slots in the index; claims, kept in a
-//! hash set, by their keys, copied in one read at the start (about half of that read's 12–30 ms
-//! at 210k objects was copying every key). An object gone by its step is passed over; one added
-//! during the round is judged if it took a slot not yet gone through, else by the next round.
+//! hash set, by their keys, copied in one read at the start (copying every object's key made
+//! that read 12–30 ms at 210k objects; pools and addresses are half of them). Each object is
+//! judged against the view as its step finds it, a pool's usage as the first claim naming it
+//! found it. An object gone by its step is passed over; one added during the round is judged if
+//! it took a slot not yet gone through, else by the next round.
 
 use std::time::Instant;
 
