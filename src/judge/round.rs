@@ -22,8 +22,8 @@ use crate::rules::{health, stored, Ctx, Options};
 /// Objects judged under one read of the view: about a millisecond of work.
 pub const STEP: usize = 512;
 
-/// What a round found: denials in the order of `rules::stored::judge`, warnings in the order of
-/// `rules::health::judge`, and the objects the view held when it started.
+/// What a round found: denials of pools, then of address objects, each in the index's order;
+/// warnings in the order of `rules::health::judge`; and the objects the view held at the start.
 pub struct Found {
     pub denials: Vec<(ObjKey, FieldError)>,
     pub warnings: Vec<(ObjKey, Warning)>,
