@@ -1,4 +1,5 @@
-//! The AdmissionReview envelope, decoded by serde into borrowed types in one pass over the body:
+//! The AdmissionReview envelope, decoded by serde into borrowed types in one pass over the body
+//! when our own reader (`scan`, tried first) gives up on it:
 //! strings borrow from it (`Cow`: owned only where the JSON escapes a character), and only
 //! `object` and `oldObject` are built as `serde_json::Value` trees (`object`: what the rules
 //! read), in the same pass. Capturing them as `&RawValue` and decoding each afterwards was
@@ -23,10 +24,12 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::object::Object;
+use super::parts::{Field, Gvk, GvkFields, Request, RequestFields, Top, TopFields, UserInfo};
 use super::skip::{Key, Skip, SkipVisitor};
 use crate::model::Operation;
 
 /// The envelope fields ipam-guard reads, borrowed from the body.
+#[derive(Debug)]
 pub(super) struct Envelope<'b> {
     pub(super) api_version: &'static str,
     pub(super) uid: Cow<'b, str>,
@@ -101,7 +104,21 @@ pub(super) fn number_out_of_range(e: &serde_json::Error) -> bool {
 /// read as text, where strings are not checked again. Any other body is read from bytes as
 /// before, so it is refused (or passed, if the bad bytes sit in a part nothing keeps) in today's
 /// words.
+///
+/// Our own reader (`scan`) reads it first; a body it gives up on is read by serde_json's.
 pub(super) fn decode(body: &[u8]) -> Result<Envelope<'_>, Refused> {
+    match std::str::from_utf8(body) {
+        Ok(text) => match super::scan::top(text) {
+            Some(top) => check(top).map_err(Refused::Message),
+            None => read(serde_json::Deserializer::from_str(text)),
+        },
+        Err(_) => read(serde_json::Deserializer::from_slice(body)),
+    }
+}
+
+/// The envelope as serde_json's reader alone reads it: what `scan` is held to.
+#[cfg(test)]
+pub(super) fn decode_with_serde(body: &[u8]) -> Result<Envelope<'_>, Refused> {
     match std::str::from_utf8(body) {
         Ok(text) => read(serde_json::Deserializer::from_str(text)),
         Err(_) => read(serde_json::Deserializer::from_slice(body)),
@@ -124,7 +141,7 @@ fn read<'b, R: serde_json::de::Read<'b>>(
 }
 
 /// The checks, in the order (and words) of the tree-based reader.
-fn check<'b>(top: Top<'b>) -> Result<Envelope<'b>, String> {
+pub(super) fn check<'b>(top: Top<'b>) -> Result<Envelope<'b>, String> {
     let Some(top) = top.0 else {
         return Err("request body is not an AdmissionReview: expected a JSON object".into());
     };
@@ -219,14 +236,6 @@ fn text(f: Option<Field<'_>>) -> Result<Cow<'_, str>, ()> {
     }
 }
 
-/// A JSON value read as what it is.
-enum Field<'b> {
-    Null,
-    Str(Cow<'b, str>),
-    Bool(bool),
-    Other,
-}
-
 impl<'de> Deserialize<'de> for Field<'de> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         d.deserialize_any(FieldVisitor)
@@ -311,16 +320,6 @@ macro_rules! map_or_none {
     };
 }
 
-/// The review's top level; `None` when the body is JSON but not an object.
-struct Top<'b>(Option<TopFields<'b>>);
-
-#[derive(Default)]
-struct TopFields<'b> {
-    api_version: Option<Field<'b>>,
-    kind: Option<Field<'b>>,
-    request: Option<Request<'b>>,
-}
-
 impl<'de> Deserialize<'de> for Top<'de> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         d.deserialize_any(TopVisitor).map(Top)
@@ -343,22 +342,6 @@ map_or_none!(TopVisitor => TopFields<'de>, "an AdmissionReview", |map| {
     }
     Ok(Some(out))
 });
-
-/// `request`; `None` inside when it is not an object.
-struct Request<'b>(Option<RequestFields<'b>>);
-
-#[derive(Default)]
-struct RequestFields<'b> {
-    uid: Option<Field<'b>>,
-    kind: Option<Gvk<'b>>,
-    operation: Option<Field<'b>>,
-    namespace: Option<Field<'b>>,
-    name: Option<Field<'b>>,
-    dry_run: Option<Field<'b>>,
-    object: Option<Value>,
-    old_object: Option<Value>,
-    user_info: Option<UserInfo<'b>>,
-}
 
 impl<'de> Deserialize<'de> for Request<'de> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -394,16 +377,6 @@ map_or_none!(RequestVisitor => RequestFields<'de>, "an AdmissionRequest", |map| 
     Ok(Some(out))
 });
 
-/// `request.kind`; `None` inside when it is not an object.
-struct Gvk<'b>(Option<GvkFields<'b>>);
-
-#[derive(Default)]
-struct GvkFields<'b> {
-    group: Option<Field<'b>>,
-    version: Option<Field<'b>>,
-    kind: Option<Field<'b>>,
-}
-
 impl<'de> Deserialize<'de> for Gvk<'de> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         d.deserialize_any(GvkVisitor).map(Gvk)
@@ -426,13 +399,6 @@ map_or_none!(GvkVisitor => GvkFields<'de>, "a group, version and kind", |map| {
     }
     Ok(Some(out))
 });
-
-/// `request.userInfo`, read leniently: a wrong shape is empty, never an error of the review.
-#[derive(Default)]
-struct UserInfo<'b> {
-    user: Option<Cow<'b, str>>,
-    groups: Vec<Cow<'b, str>>,
-}
 
 struct Lenient<'b>(Option<UserInfo<'b>>);
 

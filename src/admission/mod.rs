@@ -28,6 +28,8 @@ mod dispatch;
 mod envelope;
 mod numbers;
 mod object;
+mod parts;
+mod scan;
 mod skip;
 mod status;
 pub(crate) use decision::{forwarded, known_entries, Forwarded};

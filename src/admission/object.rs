@@ -3,9 +3,13 @@
 //! create body and a third of an update's, read by nothing, and building then freeing its tree
 //! was a third of a review's instructions (BENCHMARKS.md, issue 14). It is still checked as JSON.
 //!
-//! Nor does the tree hold the rest of the metadata nothing reads ([`UNREAD_METADATA`]: uid,
-//! resourceVersion, generation, owners, finalizers, ...); those are read through as the tree
-//! would have read them (`Skip`), so a body is refused or judged exactly as before.
+//! Nor does the tree hold the rest of the metadata nothing reads
+//! ([`crate::model::UNREAD_METADATA`]: uid, resourceVersion, generation, owners, finalizers,
+//! ...); those are read through as the tree would have read them (`Skip`), so a body is refused
+//! or judged exactly as before.
+//!
+//! This is serde's reader of an object; our own (`scan`) builds the same tree by the same
+//! `Level`s first, and leaves to this one every body it gives up on.
 
 use std::fmt;
 
@@ -14,8 +18,8 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::numbers::quote_overflowing_numbers;
+use super::parts::{Level, Take};
 use super::skip::{Key, Skip};
-use crate::model::UNREAD_METADATA;
 
 /// The seed of one object, for `MapAccess::next_value_seed`.
 pub(super) struct Object;
@@ -28,11 +32,15 @@ impl<'de> DeserializeSeed<'de> for Object {
     }
 }
 
-/// An object sent as raw JSON (a forwarded X2 step), decoded once. A number past an f64 is
+/// An object sent as raw JSON (a forwarded X2 step), decoded once, by `scan` unless it gives up
+/// (then by serde_json, as a review's objects are). A number past an f64 is
 /// quoted for its field to judge, as in a review (SPEC ROBUSTNESS O5). It is read as text: a
 /// `RawValue` is UTF-8 already, so its strings are not checked again.
 pub(super) fn decode(raw: &RawValue) -> serde_json::Result<Value> {
     let text = raw.get();
+    if let Some(value) = super::scan::object(text) {
+        return Ok(value);
+    }
     parse(serde_json::Deserializer::from_str(text)).or_else(|e| {
         match quote_overflowing_numbers(text.as_bytes()) {
             Some(quoted) if e.to_string().starts_with("number out of range") => {
@@ -49,34 +57,6 @@ fn parse<'de, R: serde_json::de::Read<'de>>(
     let value = Object.deserialize(&mut de)?;
     de.end()?;
     Ok(value)
-}
-
-/// Where in the object a map sits, which says what to skip in it.
-#[derive(Clone, Copy)]
-enum Level {
-    Object,
-    Metadata,
-}
-
-/// What is done with the value of a key.
-enum Take {
-    /// Not checked beyond being JSON (`IgnoredAny`), as since issue 14.
-    Ignore,
-    /// Read through as the tree would read it, and not kept.
-    Skip,
-    Plain,
-    Into(Level),
-}
-
-impl Level {
-    fn take(self, key: &str) -> Take {
-        match (self, key) {
-            (Level::Object, "metadata") => Take::Into(Level::Metadata),
-            (Level::Metadata, "managedFields") => Take::Ignore,
-            (Level::Metadata, k) if UNREAD_METADATA.contains(&k) => Take::Skip,
-            _ => Take::Plain,
-        }
-    }
 }
 
 impl<'de> DeserializeSeed<'de> for Level {
@@ -158,6 +138,7 @@ impl<'de> Visitor<'de> for Level {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::UNREAD_METADATA;
     use serde_json::json;
 
     #[test]

@@ -1,0 +1,318 @@
+//! `scan` is held to serde's reader: on every body below, captured, written by hand or made up
+//! by proptest, the envelope (or the 400) is the same whichever reader reads it.
+
+use std::path::Path;
+
+use proptest::prelude::*;
+use serde_json::{json, Value};
+
+use super::super::envelope::{decode, decode_with_serde, Envelope, Refused};
+use super::*;
+
+fn render(r: Result<Envelope<'_>, Refused>) -> String {
+    match r {
+        Ok(e) => format!("{e:?}"),
+        Err(refused) => format!("refused: {}", refused.message()),
+    }
+}
+
+/// Both readers' answers for `body`, and whether `scan` read it.
+fn alike(body: &[u8]) -> bool {
+    assert_eq!(
+        render(decode(body)),
+        render(decode_with_serde(body)),
+        "{}",
+        String::from_utf8_lossy(body)
+    );
+    std::str::from_utf8(body).is_ok_and(|t| top(t).is_some())
+}
+
+fn review(object: Value) -> Value {
+    json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {
+            "uid": "u-1", "kind": {"group": "ipam.cluster.x-k8s.io", "version": "v1beta2", "kind": "IPAddress"},
+            "resource": {"group": "ipam.cluster.x-k8s.io", "version": "v1beta2", "resource": "ipaddresses"},
+            "name": "a", "namespace": "ns", "operation": "UPDATE", "dryRun": false,
+            "userInfo": {"username": "admin", "uid": "x", "groups": ["system:masters", 7, null]},
+            "object": object.clone(), "oldObject": object,
+            "options": {"kind": "UpdateOptions", "apiVersion": "meta.k8s.io/v1"}
+        }
+    })
+}
+
+fn address() -> Value {
+    json!({
+        "apiVersion": "ipam.cluster.x-k8s.io/v1beta2", "kind": "IPAddress",
+        "metadata": {"name": "a", "namespace": "ns", "uid": "1", "generation": 3,
+                     "labels": {"env": "test"}, "annotations": {"note": "x"},
+                     "creationTimestamp": "2026-11-21T22:40:50Z",
+                     "managedFields": [{"manager": "kubectl", "fieldsV1": {"f:spec": {".": {}}}}]},
+        "spec": {"address": "10.0.0.5", "prefix": 24, "gateway": "10.0.0.1",
+                 "poolRef": {"apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterIPPool", "name": "p"},
+                 "claimRef": {"name": "c"}},
+        "status": {}
+    })
+}
+
+#[test]
+fn captured_reviews_are_read_alike_and_by_scan() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/admission");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        eprintln!("skipped: {} is absent", dir.display());
+        return;
+    };
+    let mut read = 0;
+    for entry in entries {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "json") {
+            let body = std::fs::read(&path).unwrap();
+            assert!(alike(&body), "scan gave up on {}", path.display());
+            read += 1;
+        }
+    }
+    assert!(read > 40, "only {read} captures in {}", dir.display());
+}
+
+#[test]
+fn the_projects_own_review_fixtures_are_read_alike() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let (mut bodies, mut read) = (0, 0);
+    for dir in ["tests/fixtures", "examples/reviews"] {
+        let mut todo = vec![root.join(dir)];
+        while let Some(dir) = todo.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    todo.push(path);
+                } else if path.extension().is_some_and(|e| e == "json") {
+                    let body = std::fs::read(&path).unwrap();
+                    bodies += 1;
+                    if alike(&body) {
+                        read += 1;
+                    }
+                }
+            }
+        }
+    }
+    // Some are not reviews at all (check fixtures, expected answers): serde's reader refuses
+    // those, and so does `scan` by giving up.
+    assert!(
+        bodies > 100 && read > bodies / 2,
+        "{read} of {bodies} read by scan"
+    );
+}
+
+#[test]
+fn a_review_with_escapes_and_every_json_type_is_read_alike_and_by_scan() {
+    let mut object = address();
+    object["metadata"]["annotations"] = json!({
+        "kubectl.kubernetes.io/last-applied-configuration": "{\"spec\":{\"address\":\"10.0.0.5\"}}\n",
+        "quote\"in key": "tab\there, slash \\ / and é, 😀, \u{1}",
+    });
+    object["spec"]["list"] = json!([true, false, null, -7, 0, 123456789012345678u64, [], {}, ""]);
+    let body = serde_json::to_vec(&review(object)).unwrap();
+    assert!(alike(&body));
+    // Escapes serde_json does not write: \/, \u of a plain letter, a surrogate pair, in keys too.
+    let text = String::from_utf8(body).unwrap();
+    let written = text
+        .replacen("\"address\"", "\"addr\\u0065ss\"", 1)
+        .replacen("10.0.0.5", "10.0.0.\\u0035", 1)
+        .replacen("\"note\"", "\"n\\/ote \\ud83d\\ude00\"", 1);
+    assert!(alike(written.as_bytes()));
+    // Whitespace wherever JSON allows it.
+    let value: Value = serde_json::from_str(&text).unwrap();
+    let pretty = serde_json::to_string_pretty(&value).unwrap();
+    assert!(alike(pretty.as_bytes()));
+    let spaced = pretty.replace("\n", " \r\n\t").replace(": ", "\t:\n");
+    assert!(alike(spaced.as_bytes()));
+}
+
+#[test]
+fn duplicate_keys_keep_the_last_at_every_level() {
+    let text = serde_json::to_string(&review(address())).unwrap();
+    for (from, to) in [
+        ("\"uid\":\"u-1\"", "\"uid\":\"u-0\",\"uid\":\"u-1\""),
+        ("\"request\":{", "\"request\":{\"uid\":7},\"request\":{"),
+        ("\"name\":\"a\"", "\"name\":\"b\",\"name\":\"a\""),
+        ("\"spec\":{", "\"spec\":{\"prefix\":1,\"prefix\":{},"),
+        ("\"labels\":{", "\"labels\":{\"env\":\"x\","),
+        (
+            "\"userInfo\":{",
+            "\"userInfo\":{\"username\":\"x\"},\"userInfo\":{",
+        ),
+    ] {
+        let body = text.replacen(from, to, 1);
+        assert_ne!(body, text, "{from}");
+        assert!(alike(body.as_bytes()), "{to}");
+    }
+}
+
+#[test]
+fn what_scan_gives_up_on_gets_serde_readers_answer() {
+    let text = serde_json::to_string(&review(address())).unwrap();
+    let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
+    let nested = format!("{}1{}", "[".repeat(70), "]".repeat(70));
+    for (from, to) in [
+        ("\"prefix\":24", "\"prefix\":24.0"),
+        ("\"prefix\":24", "\"prefix\":2e1"),
+        ("\"prefix\":24", "\"prefix\":1e400"),
+        ("\"prefix\":24", "\"prefix\":-0"),
+        ("\"prefix\":24", "\"prefix\":024"),
+        ("\"prefix\":24", "\"prefix\":12345678901234567890123"),
+        ("\"prefix\":24", "\"prefix\":-"),
+        ("\"generation\":3", "\"generation\":3.5"),
+        ("\"generation\":3", "\"generation\":1e400"),
+        ("\"uid\":\"u-1\"", "\"uid\":1e400"),
+        ("\"kind\":\"UpdateOptions\"", "\"kind\":1.5"),
+        ("\"uid\":\"u-1\"", "\"uid\":\"\\ud83d\""),
+        ("\"uid\":\"u-1\"", "\"uid\":\"\\ude00\""),
+        ("\"uid\":\"u-1\"", "\"uid\":\"\\x\""),
+        ("\"uid\":\"u-1\"", "\"uid\":\"a\u{1}b\""),
+        ("\"uid\":\"u-1\"", "\"uid\":\"\\u00zz\""),
+        ("\"env\":\"test\"", "\"env\":\"te\\u0000st\""),
+        ("\"spec\":{", &format!("\"deep\":{deep},\"spec\":{{")),
+        ("\"spec\":{", &format!("\"nested\":{nested},\"spec\":{{")),
+        ("\"managedFields\":[", "\"managedFields\":[1,"),
+        ("\"managedFields\":[", "\"managedFields\":[tru,"),
+        ("\"groups\":[", "\"groups\":[nul,"),
+        ("\"request\":{", "\"request\":null,\"r\":{"),
+        ("\"request\":{", "\"request\":[],\"r\":{"),
+        ("\"kind\":{", "\"kind\":\"IPAddress\",\"k\":{"),
+        ("\"userInfo\":{", "\"userInfo\":7,\"u\":{"),
+        ("\"groups\":[", "\"groups\":\"all\",\"g\":["),
+        ("\"dryRun\":false", "\"dryRun\":\"no\""),
+        ("\"object\":{", "\"object\":[1,\"a\",{}],\"o\":{"),
+        ("\"metadata\":{", "\"metadata\":7,\"m\":{"),
+        ("{\"apiVersion\"", "{,\"apiVersion\""),
+        ("\"status\":{}", "\"status\":{},"),
+    ] {
+        let body = text.replacen(from, to, 1);
+        assert_ne!(body, text, "{from}");
+        alike(body.as_bytes());
+    }
+    for body in [
+        format!("{text} x"),
+        format!("{text}}}"),
+        format!("[{text}]"),
+        text[..text.len() - 1].to_string(),
+        "\u{feff}{}".to_string(),
+        String::new(),
+        "null".into(),
+        "\"review\"".into(),
+    ] {
+        alike(body.as_bytes());
+    }
+    let mut latin1 = text.into_bytes();
+    let at = latin1.len() / 2;
+    latin1.insert(at, 0xe9);
+    alike(&latin1);
+}
+
+#[test]
+fn a_plain_run_stops_at_the_first_quote_backslash_or_control_character_wherever_it_is() {
+    for fill in ["a", "\u{e9}", "\u{7f}", "~"] {
+        for before in 0..20 {
+            for stop in ["\"", "\\", "\u{0}", "\u{1f}", "\n"] {
+                for after in ["", "\"", "abcdefghijklmnop"] {
+                    let text = format!("{}{stop}{after}", fill.repeat(before));
+                    let mut s = Scan {
+                        b: text.as_bytes(),
+                        text: &text,
+                        i: 0,
+                        depth: 0,
+                    };
+                    s.plain_run();
+                    assert_eq!(s.i, fill.len() * before, "{text:?}");
+                }
+            }
+        }
+        let text = fill.repeat(21);
+        let mut s = Scan {
+            b: text.as_bytes(),
+            text: &text,
+            i: 0,
+            depth: 0,
+        };
+        s.plain_run();
+        assert_eq!(s.i, text.len());
+    }
+}
+
+#[test]
+fn an_object_sent_as_raw_json_is_read_alike() {
+    let text = serde_json::to_string(&address()).unwrap();
+    let raw = serde_json::value::RawValue::from_string(text.clone()).unwrap();
+    let fast = object(raw.get()).expect("scan reads a plain object");
+    assert_eq!(
+        Ok(fast),
+        super::super::object::decode(&raw).map_err(|e| e.to_string())
+    );
+    let mut plain = address();
+    for key in crate::model::UNREAD_METADATA {
+        if let Some(meta) = plain["metadata"].as_object_mut() {
+            meta.remove(*key);
+        }
+    }
+    assert_eq!(object(&text), Some(plain));
+    assert_eq!(object(&text.replacen("24", "1e400", 1)), None);
+}
+
+/// Any JSON value, with strings that need escaping and numbers of every form.
+fn any_json() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::from),
+        any::<u64>().prop_map(Value::from),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(Value::from),
+        "\\PC{0,12}".prop_map(Value::String),
+        "[\\x00-\\x1f\"\\\\/a\u{e9}\u{1F600}]{0,6}".prop_map(Value::String),
+    ];
+    leaf.prop_recursive(4, 32, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
+            prop::collection::btree_map("[a-z\"\\\\]{0,4}|metadata|managedFields|uid", inner, 0..5)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1000))]
+
+    #[test]
+    fn made_up_values_anywhere_in_a_review_are_read_alike(
+        v in any_json(),
+        at in 0usize..6,
+    ) {
+        let mut r = review(address());
+        match at {
+            0 => r["request"]["object"]["spec"]["extra"] = v,
+            1 => r["request"]["object"]["metadata"]["managedFields"] = v,
+            2 => r["request"]["uid"] = v,
+            3 => r["request"]["userInfo"]["groups"] = v,
+            4 => r["request"]["object"] = v,
+            _ => r["extra"] = v,
+        }
+        alike(&serde_json::to_vec(&r).unwrap());
+    }
+
+    #[test]
+    fn a_review_broken_anywhere_is_answered_alike(
+        cut in 0usize..2000,
+        byte in any::<u8>(),
+        how in 0u8..3,
+    ) {
+        let mut body = serde_json::to_vec(&review(address())).unwrap();
+        let at = cut % body.len();
+        match how {
+            0 => body[at] = byte,
+            1 => body.insert(at, byte),
+            _ => body.truncate(at),
+        }
+        alike(&body);
+    }
+}
