@@ -82,6 +82,13 @@ impl<'a> RefReading<'a> {
         }
     }
 
+    /// Whether the reference is `p` as the index keeps it (`pool_ref`), without copying it.
+    pub fn refers_to(&self, p: &PoolRef) -> bool {
+        p.api_group == self.effective_group()
+            && p.kind == self.kind.get().unwrap_or_default()
+            && p.name == self.name.get().unwrap_or_default()
+    }
+
     /// Whether the reference names a prefix pool kind (whose addresses are sub-prefixes).
     pub fn names_prefix_pool(&self) -> bool {
         self.kind
@@ -210,6 +217,35 @@ mod tests {
 
     fn capture(name: &str) -> Value {
         fixture("rules", name)["request"]["object"].clone()
+    }
+
+    #[test]
+    fn a_reference_refers_to_the_pool_ref_it_is_kept_as_and_to_no_other() {
+        let refs = [
+            json!({"apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterIPPool", "name": "p"}),
+            json!({"kind": "InClusterIPPool", "name": "p"}),
+            json!({"apiGroup": "", "kind": "InClusterIPPool", "name": "p"}),
+            json!({"apiGroup": "ipam.metal3.io", "kind": "IPPool", "name": "p"}),
+            json!({"kind": "InClusterIPPool", "name": "q"}),
+            json!({"kind": 7, "name": "p"}),
+            json!({}),
+            json!("p"),
+        ];
+        let objects: Vec<Value> = refs
+            .iter()
+            .map(|r| json!({"spec": {"poolRef": r}}))
+            .collect();
+        for a in &objects {
+            for b in &objects {
+                let a = RefReading::read(a, address::POOL_REF);
+                let b = RefReading::read(b, address::POOL_REF);
+                assert_eq!(
+                    a.refers_to(&b.pool_ref()),
+                    a.pool_ref() == b.pool_ref(),
+                    "{a:?} {b:?}"
+                );
+            }
+        }
     }
 
     #[test]

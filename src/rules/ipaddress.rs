@@ -220,8 +220,8 @@ fn cross_object(r: &AddressReading, own: &ObjKey, ctx: &Ctx, v: &mut Verdict) {
         let claim_key = ObjKey::new(Kind::IPAddressClaim, namespace, claim);
         match index.claim(&claim_key) {
             Some(c) => {
-                let mine = r.pool_ref.pool_ref();
-                if r.pool_ref.raw.get().is_some() && c.pool_ref != mine {
+                if r.pool_ref.raw.get().is_some() && !r.pool_ref.refers_to(&c.pool_ref) {
+                    let mine = r.pool_ref.pool_ref();
                     // `Kind.group/name` rather than the JSON object, which the 64-character cut
                     // would end before the name, the part that usually differs.
                     let value = format!("{}.{}/{}", mine.kind, mine.api_group, mine.name);
