@@ -8,6 +8,7 @@
 #   benches/hot-path-wrk.sh                       # builds, 3 runs of 10 s each
 #   RUNS=5 DURATION=20s CASE=pool_create NO_BUILD=1 benches/hot-path-wrk.sh
 #   GLIBC_TUNABLES= benches/hot-path-wrk.sh       # glibc's defaults, not the image's (image-env.sh)
+#   CPU_LIMIT=deployment benches/hot-path-wrk.sh  # both under the Deployment's CPU quota (root)
 #
 # CASE is any loadgen case that is admitted (address_create, claim_create, pool_create, ...).
 set -euo pipefail
