@@ -151,6 +151,7 @@ impl<'b> Scan<'b> {
     }
 
     /// A string at its opening quote: borrowed from the body unless it has escapes.
+    #[inline(always)]
     fn string(&mut self) -> Option<Cow<'b, str>> {
         self.i += 1;
         let start = self.i;
@@ -198,6 +199,7 @@ impl<'b> Scan<'b> {
     }
 
     /// The rest of a string from its first backslash, with `start..i` already plain text.
+    #[cold]
     fn escaped(&mut self, start: usize) -> Option<String> {
         let mut out = String::from(self.text.get(start..self.i)?);
         loop {
