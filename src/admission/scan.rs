@@ -26,12 +26,7 @@ const MAX_DEPTH: usize = 64;
 
 /// The review's top level, or None when the body is not one this reader answers for.
 pub(super) fn top(text: &str) -> Option<Top<'_>> {
-    let mut s = Scan {
-        b: text.as_bytes(),
-        text,
-        i: 0,
-        depth: 0,
-    };
+    let mut s = Scan::new(text);
     let top = s.top()?;
     s.ws();
     (s.i == s.b.len()).then_some(top)
@@ -39,12 +34,7 @@ pub(super) fn top(text: &str) -> Option<Top<'_>> {
 
 /// An object of a review (a forwarded X2 step's object), as `object::decode` builds it.
 pub(super) fn object(text: &str) -> Option<Value> {
-    let mut s = Scan {
-        b: text.as_bytes(),
-        text,
-        i: 0,
-        depth: 0,
-    };
+    let mut s = Scan::new(text);
     let value = s.level(Level::Object)?;
     s.ws();
     (s.i == s.b.len()).then_some(value)
@@ -73,6 +63,15 @@ const fn string_stops() -> [bool; 256] {
 static STOPS: [bool; 256] = string_stops();
 
 impl<'b> Scan<'b> {
+    fn new(text: &'b str) -> Self {
+        Scan {
+            b: text.as_bytes(),
+            text,
+            i: 0,
+            depth: 0,
+        }
+    }
+
     #[inline(always)]
     fn ws(&mut self) {
         while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.b.get(self.i) {

@@ -216,24 +216,14 @@ fn a_plain_run_stops_at_the_first_quote_backslash_or_control_character_wherever_
             for stop in ["\"", "\\", "\u{0}", "\u{1f}", "\n"] {
                 for after in ["", "\"", "abcdefghijklmnop"] {
                     let text = format!("{}{stop}{after}", fill.repeat(before));
-                    let mut s = Scan {
-                        b: text.as_bytes(),
-                        text: &text,
-                        i: 0,
-                        depth: 0,
-                    };
+                    let mut s = Scan::new(&text);
                     s.plain_run();
                     assert_eq!(s.i, fill.len() * before, "{text:?}");
                 }
             }
         }
         let text = fill.repeat(21);
-        let mut s = Scan {
-            b: text.as_bytes(),
-            text: &text,
-            i: 0,
-            depth: 0,
-        };
+        let mut s = Scan::new(&text);
         s.plain_run();
         assert_eq!(s.i, text.len());
     }
