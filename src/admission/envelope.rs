@@ -107,17 +107,15 @@ pub(super) fn number_out_of_range(e: &serde_json::Error) -> bool {
 ///
 /// Our own reader (`scan`) reads it first; a body it gives up on is read by serde_json's.
 pub(super) fn decode(body: &[u8]) -> Result<Envelope<'_>, Refused> {
-    match std::str::from_utf8(body) {
-        Ok(text) => match super::scan::top(text) {
-            Some(top) => check(top).map_err(Refused::Message),
-            None => read(serde_json::Deserializer::from_str(text)),
-        },
-        Err(_) => read(serde_json::Deserializer::from_slice(body)),
+    match std::str::from_utf8(body).ok().and_then(super::scan::top) {
+        Some(top) => check(top).map_err(Refused::Message),
+        None => decode_with_serde(body),
     }
 }
 
-/// The envelope as serde_json's reader alone reads it: what `scan` is held to.
-#[cfg(test)]
+/// The envelope as serde_json's reader alone reads it: a body `scan` gave up on, and what `scan`
+/// is held to.
+#[cold]
 pub(super) fn decode_with_serde(body: &[u8]) -> Result<Envelope<'_>, Refused> {
     match std::str::from_utf8(body) {
         Ok(text) => read(serde_json::Deserializer::from_str(text)),
