@@ -5,6 +5,7 @@
 #   OUT=/tmp/run2 STEPS="lg-1 lg-1-base" benches/measure.sh
 #   STEPS="hot hot-wrk hot-cg apiserver" benches/measure.sh   # issue 14 (apiserver needs
 #                                                    # KUBEBUILDER_ASSETS, hot-wrk needs wrk)
+#   IG=/tmp/old/ipam-guard STEPS=rss-state benches/measure.sh   # another build's server, same load
 #
 # The machine is shared: each output records the load average before and after, and the CPU
 # other processes used while it ran (from /proc/stat, minus this step's own user + system time).
@@ -43,7 +44,7 @@ step() {
     }' "$OUT/out-$name.txt"
 }
 
-IG=target/release/ipam-guard
+IG=${IG:-target/release/ipam-guard}
 GEN=target/release/examples/gen-state
 
 # The 210k-object state of `check` at scale (10k pools, 100k claims, 100k addresses), written once.
