@@ -30,11 +30,18 @@ pub(crate) fn same(a: Option<&Value>, b: Option<&Value>) -> bool {
                 _ => x.as_f64() == y.as_f64(),
             }
         }
-        // Each shared key is compared once: walking both key lists compared it twice at every
-        // level, so a leaf three maps deep was compared eight times.
+        // Both maps iterate in key order (serde_json without `preserve_order`, which a test
+        // holds): one walk pairs their keys, a null counting as absent, with no lookups.
         (Some(Value::Object(x)), Some(Value::Object(y))) => {
-            x.iter().all(|(k, v)| same(Some(v), y.get(k)))
-                && y.iter().all(|(k, v)| v.is_null() || x.contains_key(k))
+            let mut x = x.iter().filter(|(_, v)| !v.is_null());
+            let mut y = y.iter().filter(|(_, v)| !v.is_null());
+            loop {
+                match (x.next(), y.next()) {
+                    (None, None) => return true,
+                    (Some((kx, vx)), Some((ky, vy))) if kx == ky && same(Some(vx), Some(vy)) => {}
+                    _ => return false,
+                }
+            }
         }
         (Some(Value::Array(x)), Some(Value::Array(y))) => {
             x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same(Some(a), Some(b)))
@@ -281,6 +288,67 @@ mod tests {
         ] {
             assert!(!same(Some(&a), Some(&b)), "{a} {b}");
             assert!(!same(Some(&b), Some(&a)), "{b} {a}");
+        }
+    }
+
+    /// `same` walks two maps side by side, which holds only while serde_json's `Map` iterates
+    /// in key order: a dependency turning on `preserve_order` fails here first.
+    #[test]
+    fn maps_iterate_in_key_order() {
+        let m = json!({"b": 1, "a": 2, "c": 3, "aa": 4});
+        let keys: Vec<&str> = m.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(keys, ["a", "aa", "b", "c"]);
+    }
+
+    /// The definition the walk replaced: every key of each side looked up in the other.
+    fn same_by_lookup(a: Option<&Value>, b: Option<&Value>) -> bool {
+        let a = a.filter(|v| !v.is_null());
+        let b = b.filter(|v| !v.is_null());
+        match (a, b) {
+            (Some(Value::Object(x)), Some(Value::Object(y))) => {
+                x.iter().all(|(k, v)| same_by_lookup(Some(v), y.get(k)))
+                    && y.iter().all(|(k, v)| v.is_null() || x.contains_key(k))
+            }
+            (Some(Value::Array(x)), Some(Value::Array(y))) => {
+                x.len() == y.len()
+                    && x.iter()
+                        .zip(y)
+                        .all(|(a, b)| same_by_lookup(Some(a), Some(b)))
+            }
+            (Some(Value::Object(_)), _) | (_, Some(Value::Object(_))) => false,
+            (Some(Value::Array(_)), _) | (_, Some(Value::Array(_))) => false,
+            (a, b) => same(a, b),
+        }
+    }
+
+    fn small_value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            (0u8..3).prop_map(|n| json!(n)),
+            (0u8..3).prop_map(|n| json!(f64::from(n))),
+            prop_oneof![Just("x"), Just("y")].prop_map(|s| json!(s)),
+            any::<bool>().prop_map(Value::Bool),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+                proptest::collection::btree_map(
+                    prop_oneof![Just("a"), Just("b"), Just("c")].prop_map(String::from),
+                    inner,
+                    0..4
+                )
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+        #[test]
+        fn the_walk_agrees_with_lookups(a in small_value(), b in small_value()) {
+            proptest::prop_assert_eq!(same(Some(&a), Some(&b)), same_by_lookup(Some(&a), Some(&b)));
+            proptest::prop_assert_eq!(same(Some(&b), Some(&a)), same_by_lookup(Some(&b), Some(&a)));
         }
     }
 
