@@ -12,7 +12,7 @@ use super::{Admission, Endpoint, Here, Summary};
 use crate::cluster::Caller;
 use crate::field::Verdict;
 use crate::kinds::Kind;
-use crate::model::{project, project_read, Operation, Projection, Request};
+use crate::model::{project, project_read, projects_alike, Operation, Projection, Request};
 use crate::rule_id::RuleId;
 use crate::rules::{self, Ctx, Options, Readings};
 
@@ -57,10 +57,10 @@ impl Admission {
 
     /// The X2 step on this replica: judge and record what was admitted in one step, so two
     /// racing creates of overlapping pools cannot both pass. A request that records nothing (a
-    /// denial, a delete, a dry run) is answered from one consistent reading without the lock:
-    /// it changes nothing another decision could miss. With a route, only the decider gets
-    /// here, and a decision that ends after its fence closed is refused (it may have been paused
-    /// mid-decision while another replica took over).
+    /// denial, a delete, a dry run, a relabel) is answered from one consistent reading without
+    /// the lock: it changes nothing another decision could miss. With a route, only the decider
+    /// gets here, and a decision that ends after its fence closed is refused (it may have been
+    /// paused mid-decision while another replica took over).
     pub(super) fn validate_here(&self, req: &Request, caller: &Caller) -> Verdict {
         let route = &*self.inner.route;
         if let Here::Forward = route.standing() {
@@ -184,6 +184,15 @@ pub(super) fn admitted(
         return None;
     }
     match req.operation {
+        // A relabel changes nothing the index keeps: nothing to project, record or hand over.
+        Operation::Update
+            if req
+                .object
+                .zip(req.old_object)
+                .is_some_and(|(new, old)| projects_alike(new, old)) =>
+        {
+            None
+        }
         Operation::Create | Operation::Update => match readings.address() {
             Some(address) => Some(Projection::Address(address.clone())),
             None => project_read(req.kind, req.object?, readings.object()),

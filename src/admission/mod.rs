@@ -339,6 +339,8 @@ enum Step {
 }
 
 #[cfg(test)]
+mod relabel_tests;
+#[cfg(test)]
 mod reuse_tests;
 #[cfg(test)]
 mod routing_tests;

@@ -330,6 +330,63 @@ pub fn project(kind: Kind, obj: &Value) -> Option<Projection> {
     project_read(kind, obj, None)
 }
 
+/// Whether `new` projects as `old` does for certain: the two are equal but for
+/// `metadata.labels`, which no projection reads (a test holds every kind to it). An UPDATE that
+/// only relabels leaves the index's entry as it is, so nothing need be projected or recorded.
+/// Equality is exact (`24` and `24.0`, null and absent differ here): a false "changed" only
+/// costs a projection.
+pub fn projects_alike(new: &Value, old: &Value) -> bool {
+    match (new, old) {
+        (Value::Object(n), Value::Object(o)) => {
+            pairs_alike(n, o, None, |key, n, o| match (key, n, o) {
+                ("metadata", Value::Object(n), Value::Object(o)) => {
+                    pairs_alike(n, o, Some("labels"), |_, n, o| n == o)
+                }
+                _ => n == o,
+            })
+        }
+        _ => new == old,
+    }
+}
+
+/// The two maps have the same keys, but for `ignored`, and `alike` holds for each key's pair of
+/// values. Both iterate in key order (serde_json without `preserve_order`).
+fn pairs_alike(
+    n: &Map<String, Value>,
+    o: &Map<String, Value>,
+    ignored: Option<&str>,
+    alike: impl Fn(&str, &Value, &Value) -> bool,
+) -> bool {
+    let ignored = |key: &str| ignored == Some(key);
+    let mut n = n.iter().peekable();
+    let mut o = o.iter().peekable();
+    loop {
+        let kept = match (n.peek().copied(), o.peek().copied()) {
+            (None, None) => return true,
+            (Some((kn, vn)), Some((ko, vo))) if kn == ko => {
+                n.next();
+                o.next();
+                ignored(kn) || alike(kn, vn, vo)
+            }
+            (Some((kn, _)), Some((ko, _))) if kn < ko => {
+                n.next();
+                ignored(kn)
+            }
+            (Some((kn, _)), None) => {
+                n.next();
+                ignored(kn)
+            }
+            (_, Some((ko, _))) => {
+                o.next();
+                ignored(ko)
+            }
+        };
+        if !kept {
+            return false;
+        }
+    }
+}
+
 /// The key `project` files an object of `kind` under: the namespace and name in its metadata;
 /// None without a name.
 pub fn record_key(kind: Kind, obj: &Value) -> Option<ObjKey> {
@@ -406,5 +463,54 @@ mod meta_tests {
         for no_metadata in [json!({}), json!({"metadata": "p"}), json!([1]), json!(null)] {
             assert_eq!(Meta::read(&no_metadata), Meta::default(), "{no_metadata}");
         }
+    }
+
+    #[test]
+    fn objects_project_alike_when_only_their_labels_differ() {
+        let base = json!({"apiVersion": "g/v1", "kind": "K",
+            "metadata": {"name": "p", "namespace": "ns", "labels": {"a": "b"},
+                "annotations": {"c": "d"}},
+            "spec": {"prefix": 24, "addresses": ["10.0.0.1"]}, "status": {"x": 1}});
+        let changed = |f: &dyn Fn(&mut Value)| {
+            let mut v = base.clone();
+            f(&mut v);
+            v
+        };
+        let alike = [
+            changed(&|v| v["metadata"]["labels"]["a"] = json!("z")),
+            changed(&|v| v["metadata"]["labels"] = json!({})),
+            changed(&|v| v["metadata"]["labels"] = json!("not a map")),
+            changed(&|v| {
+                v["metadata"].as_object_mut().unwrap().remove("labels");
+            }),
+        ];
+        let unlike = [
+            changed(&|v| v["spec"]["prefix"] = json!(25)),
+            changed(&|v| v["spec"]["prefix"] = json!(24.0)),
+            changed(&|v| v["spec"]["gateway"] = json!(null)),
+            changed(&|v| v["metadata"]["annotations"]["c"] = json!("e")),
+            changed(&|v| v["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z")),
+            changed(&|v| v["metadata"]["name"] = json!("q")),
+            changed(&|v| v["apiVersion"] = json!("g/v2")),
+            changed(&|v| v["status"]["x"] = json!(2)),
+            changed(&|v| {
+                v.as_object_mut().unwrap().remove("status");
+            }),
+            changed(&|v| v["metadata"] = json!("not a map")),
+            json!(null),
+        ];
+        for other in &alike {
+            assert!(
+                projects_alike(other, &base) && projects_alike(&base, other),
+                "{other}"
+            );
+        }
+        for other in &unlike {
+            assert!(
+                !projects_alike(other, &base) && !projects_alike(&base, other),
+                "{other}"
+            );
+        }
+        assert!(projects_alike(&base, &base) && projects_alike(&json!(7), &json!(7)));
     }
 }

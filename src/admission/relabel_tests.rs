@@ -1,0 +1,171 @@
+//! A relabel records nothing (`dispatch::admitted`): the API server's own label updates are
+//! recognised as such, no projection of any kind reads labels, and an admitted relabel leaves
+//! the view and the decider's hand-over log as they were.
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use super::envelope::decode;
+use crate::kinds::Kind;
+use crate::model::{project, projects_alike, Operation};
+
+/// The captured reviews of `../shared/fixtures/admission`, by file name; None when absent.
+fn captures() -> Option<Vec<(String, Vec<u8>)>> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/admission");
+    let entries = std::fs::read_dir(&dir).ok()?;
+    let mut out: Vec<(String, Vec<u8>)> = entries
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .map(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            (name, std::fs::read(&p).unwrap())
+        })
+        .collect();
+    out.sort();
+    Some(out)
+}
+
+#[test]
+fn the_api_servers_label_updates_are_relabels_and_its_spec_updates_are_not() {
+    let Some(captures) = captures() else {
+        eprintln!("skipped: ../shared/fixtures/admission is absent");
+        return;
+    };
+    let (mut relabels, mut spec_updates) = (0, 0);
+    for (name, body) in &captures {
+        let Ok(env) = decode(body) else {
+            panic!("{name} is not read")
+        };
+        let Some(kind) = Kind::from_group_kind(&env.group, &env.kind) else {
+            continue;
+        };
+        if env.operation != Operation::Update {
+            continue;
+        }
+        let (new, old) = (
+            env.object.as_ref().unwrap(),
+            env.old_object.as_ref().unwrap(),
+        );
+        if name.contains("update-label") {
+            assert!(projects_alike(new, old), "{name}");
+            assert_eq!(project(kind, new), project(kind, old), "{name}");
+            relabels += 1;
+        } else if name.contains("update-spec") {
+            assert!(!projects_alike(new, old), "{name}");
+            spec_updates += 1;
+        }
+    }
+    assert!(
+        relabels >= 8 && spec_updates >= 8,
+        "{relabels} {spec_updates}"
+    );
+}
+
+/// Objects of the kinds the captures lack, labelled as their providers label them.
+fn prefix_pools_and_an_application_pool() -> Vec<(Kind, Value)> {
+    let prefix = |kind: &str| {
+        json!({"apiVersion": "ipam.cluster.x-k8s.io/v1alpha2", "kind": kind,
+            "metadata": {"name": "p", "namespace": "ns", "labels": {"team": "a"}},
+            "spec": {"prefixes": ["fd00::/62"], "allocationPrefixLength": 64}})
+    };
+    vec![
+        (Kind::InClusterPrefixPool, prefix("InClusterPrefixPool")),
+        (
+            Kind::GlobalInClusterPrefixPool,
+            prefix("GlobalInClusterPrefixPool"),
+        ),
+        (
+            Kind::SpiderIPPool,
+            json!({"apiVersion": "spiderpool.spidernet.io/v2beta1", "kind": "SpiderIPPool",
+                "metadata": {"name": "auto-app-v4-eth0-1", "labels": {
+                    "ipam.spidernet.io/owner-application-name": "app",
+                    "ipam.spidernet.io/ippool-cidr": "10-6-0-0-16"}},
+                "spec": {"subnet": "10.6.0.0/16", "ips": ["10.6.0.10-10.6.0.20"]}}),
+        ),
+    ]
+}
+
+#[test]
+fn no_projection_reads_labels() {
+    let mut objects = prefix_pools_and_an_application_pool();
+    for (_, body) in captures().unwrap_or_default() {
+        let Ok(env) = decode(&body) else {
+            panic!("a capture is not read")
+        };
+        if let Some(kind) = Kind::from_group_kind(&env.group, &env.kind) {
+            objects.extend(
+                [env.object, env.old_object]
+                    .into_iter()
+                    .flatten()
+                    .map(|o| (kind, o)),
+            );
+        }
+    }
+    let mut projected = 0;
+    for (kind, obj) in &objects {
+        let mut relabelled = obj.clone();
+        relabelled["metadata"]["labels"] = json!({"ipam.spidernet.io/owner-application-name": "b"});
+        let mut unlabelled = obj.clone();
+        unlabelled["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .remove("labels");
+        for other in [relabelled, unlabelled] {
+            assert!(projects_alike(&other, obj), "{kind:?} {obj}");
+            assert_eq!(
+                project(*kind, &other),
+                project(*kind, obj),
+                "{kind:?} {obj}"
+            );
+        }
+        projected += usize::from(project(*kind, obj).is_some());
+    }
+    assert!(projected >= 3, "only {projected} objects project");
+}
+
+/// One UPDATE of the pool reviewed against a view whose entry for it is `seen`: whether it was
+/// allowed, and how many pending entries the view holds after it.
+fn pending_after_update(seen: &Value, new: &Value, old: &Value) -> (bool, usize) {
+    use super::*;
+    use crate::cluster::Ledger;
+    use crate::index::Index;
+    let mut index = Index::new();
+    index.upsert(project(Kind::InClusterIPPool, seen).unwrap());
+    let view = Arc::new(Ledger::new(index));
+    let a = Admission::new(view.clone(), Options::default());
+    let body = serde_json::to_vec(
+        &json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {"uid": "u", "kind": {"group": "ipam.cluster.x-k8s.io", "version": "v1beta2",
+            "kind": "InClusterIPPool"}, "operation": "UPDATE", "name": "nodes", "namespace": "ns",
+            "object": new, "oldObject": old}}),
+    )
+    .unwrap();
+    let out: Value = serde_json::from_slice(&a.review_now(Endpoint::Validate, &body).body).unwrap();
+    (out["response"]["allowed"] == true, view.pending_len())
+}
+
+#[test]
+fn an_admitted_relabel_records_nothing_and_other_updates_do() {
+    let old = json!({"apiVersion": "ipam.cluster.x-k8s.io/v1beta2", "kind": "InClusterIPPool",
+        "metadata": {"name": "nodes", "namespace": "ns", "labels": {"team": "a"},
+            "annotations": {"note": "x"}},
+        "spec": {"addresses": ["10.0.0.10-10.0.0.50"], "prefix": 24, "gateway": "10.0.0.1"}});
+    // The view has not seen the pool's last change yet (its watch lags): an admitted change
+    // would be recorded over it, a relabel leaves it for the watch to bring.
+    let mut seen = old.clone();
+    seen["spec"]["addresses"] = json!(["10.0.0.10-10.0.0.40"]);
+    let mut relabelled = old.clone();
+    relabelled["metadata"]["labels"]["team"] = json!("b");
+    assert_eq!(pending_after_update(&seen, &relabelled, &old), (true, 0));
+
+    let mut grown = relabelled.clone();
+    grown["spec"]["addresses"] = json!(["10.0.0.10-10.0.0.60"]);
+    assert_eq!(pending_after_update(&seen, &grown, &old), (true, 1));
+    assert_eq!(pending_after_update(&old, &grown, &old), (true, 1));
+
+    let mut moved = relabelled;
+    moved["metadata"]["annotations"]["ipam-guard.io/address-space"] = json!("dc2");
+    assert_eq!(pending_after_update(&seen, &moved, &old), (true, 1));
+    assert_eq!(pending_after_update(&old, &moved, &old), (true, 1));
+}
