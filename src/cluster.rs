@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use crate::index::Index;
 use crate::kinds::Kind;
-use crate::model::Projection;
+use crate::model::{ObjKey, Projection};
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use ledger::{IndexGuard, Ledger};
@@ -44,6 +44,11 @@ pub trait ClusterView: Send + Sync {
     /// records pending entries bounds what strangers reserve here (`trust.rs`). No default: a
     /// wrapper that forwarded only `reserve` would silently drop those bounds.
     fn reserve_as(&self, caller: &Caller, f: &mut dyn FnMut(&Index) -> Option<Projection>);
+    /// Whether the object under `key` counts as existing by a pending entry (admitted, not yet
+    /// shown by the watch). A view that records none has none.
+    fn is_pending(&self, _key: &ObjKey) -> bool {
+        false
+    }
     /// The time the view's timers read (the reuse grace of R1 is judged against it): a view
     /// with an injected clock answers from it, so tests move time instead of sleeping.
     fn now(&self) -> Instant {

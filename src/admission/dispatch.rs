@@ -12,7 +12,9 @@ use super::{Admission, Endpoint, Here, Summary};
 use crate::cluster::Caller;
 use crate::field::Verdict;
 use crate::kinds::Kind;
-use crate::model::{project, project_read, projects_alike, Operation, Projection, Request};
+use crate::model::{
+    project, project_read, projects_alike, record_key, Operation, Projection, Request,
+};
 use crate::rule_id::RuleId;
 use crate::rules::{self, Ctx, Options, Readings};
 
@@ -71,6 +73,7 @@ impl Admission {
         let now = self.inner.view.now();
         // The objects are read once for the review: both validations and the record share it.
         let readings = Readings::default();
+        let relabel = self.relabel(req);
         // Judged outside the decision lock, on one consistent reading of the view: only what
         // records a pending entry needs the lock, and under it the work is redone only when the
         // view changed since that reading (another admission, a watch event, an expiry).
@@ -87,7 +90,7 @@ impl Admission {
             );
             (verdict, index.version())
         };
-        let mut pending = admitted(req, &verdict, &readings);
+        let mut pending = admitted(req, &verdict, &readings, relabel);
         let mut recorded = pending.is_some();
         if recorded {
             self.inner.view.reserve_as(caller, &mut |index| {
@@ -101,7 +104,7 @@ impl Admission {
                         },
                         &readings,
                     );
-                    pending = admitted(req, &verdict, &readings);
+                    pending = admitted(req, &verdict, &readings, relabel);
                     recorded = pending.is_some();
                 }
                 pending.take()
@@ -121,6 +124,19 @@ impl Admission {
             verdict.warn(RuleId::X3, "", VIEW_NOT_READY_WARNING);
         }
         verdict
+    }
+
+    /// Whether `req` is an UPDATE that changes nothing the index keeps (only labels), and so
+    /// records nothing: no projection, no decision lock, no entry in the decider's hand-over
+    /// log. Unless the object is pending: a request for the same object replaces its pending
+    /// entry (SPEC X2), which keeps it counted while the watch has not shown it.
+    fn relabel(&self, req: &Request) -> bool {
+        let (Operation::Update, Some(new), Some(old)) = (req.operation, req.object, req.old_object)
+        else {
+            return false;
+        };
+        projects_alike(new, old)
+            && !record_key(req.kind, new).is_some_and(|key| self.inner.view.is_pending(&key))
     }
 
     /// A follower's own reading: every rule against its view, nothing recorded. The decider
@@ -179,20 +195,13 @@ pub(super) fn admitted(
     req: &Request,
     verdict: &Verdict,
     readings: &Readings,
+    relabel: bool,
 ) -> Option<Projection> {
     if req.dry_run || !verdict.allowed() {
         return None;
     }
     match req.operation {
-        // A relabel changes nothing the index keeps: nothing to project, record or hand over.
-        Operation::Update
-            if req
-                .object
-                .zip(req.old_object)
-                .is_some_and(|(new, old)| projects_alike(new, old)) =>
-        {
-            None
-        }
+        Operation::Update if relabel => None,
         Operation::Create | Operation::Update => match readings.address() {
             Some(address) => Some(Projection::Address(address.clone())),
             None => project_read(req.kind, req.object?, readings.object()),

@@ -3,6 +3,7 @@
 //! the view and the decider's hand-over log as they were.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use serde_json::{json, Value};
 
@@ -124,6 +125,22 @@ fn no_projection_reads_labels() {
     assert!(projected >= 3, "only {projected} objects project");
 }
 
+fn pool_review(op: &str, new: &Value, old: &Value) -> Vec<u8> {
+    serde_json::to_vec(
+        &json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {"uid": "u", "kind": {"group": "ipam.cluster.x-k8s.io", "version": "v1beta2",
+            "kind": "InClusterIPPool"}, "operation": op, "name": "nodes", "namespace": "ns",
+            "object": new, "oldObject": old}}),
+    )
+    .unwrap()
+}
+
+fn allowed(a: &super::Admission, body: &[u8]) -> bool {
+    let out: Value =
+        serde_json::from_slice(&a.review_now(super::Endpoint::Validate, body).body).unwrap();
+    out["response"]["allowed"] == true
+}
+
 /// One UPDATE of the pool reviewed against a view whose entry for it is `seen`: whether it was
 /// allowed, and how many pending entries the view holds after it.
 fn pending_after_update(seen: &Value, new: &Value, old: &Value) -> (bool, usize) {
@@ -134,23 +151,22 @@ fn pending_after_update(seen: &Value, new: &Value, old: &Value) -> (bool, usize)
     index.upsert(project(Kind::InClusterIPPool, seen).unwrap());
     let view = Arc::new(Ledger::new(index));
     let a = Admission::new(view.clone(), Options::default());
-    let body = serde_json::to_vec(
-        &json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-        "request": {"uid": "u", "kind": {"group": "ipam.cluster.x-k8s.io", "version": "v1beta2",
-            "kind": "InClusterIPPool"}, "operation": "UPDATE", "name": "nodes", "namespace": "ns",
-            "object": new, "oldObject": old}}),
+    (
+        allowed(&a, &pool_review("UPDATE", new, old)),
+        view.pending_len(),
     )
-    .unwrap();
-    let out: Value = serde_json::from_slice(&a.review_now(Endpoint::Validate, &body).body).unwrap();
-    (out["response"]["allowed"] == true, view.pending_len())
+}
+
+fn pool() -> Value {
+    json!({"apiVersion": "ipam.cluster.x-k8s.io/v1beta2", "kind": "InClusterIPPool",
+        "metadata": {"name": "nodes", "namespace": "ns", "labels": {"team": "a"},
+            "annotations": {"note": "x"}},
+        "spec": {"addresses": ["10.0.0.10-10.0.0.50"], "prefix": 24, "gateway": "10.0.0.1"}})
 }
 
 #[test]
 fn an_admitted_relabel_records_nothing_and_other_updates_do() {
-    let old = json!({"apiVersion": "ipam.cluster.x-k8s.io/v1beta2", "kind": "InClusterIPPool",
-        "metadata": {"name": "nodes", "namespace": "ns", "labels": {"team": "a"},
-            "annotations": {"note": "x"}},
-        "spec": {"addresses": ["10.0.0.10-10.0.0.50"], "prefix": 24, "gateway": "10.0.0.1"}});
+    let old = pool();
     // The view has not seen the pool's last change yet (its watch lags): an admitted change
     // would be recorded over it, a relabel leaves it for the watch to bring.
     let mut seen = old.clone();
@@ -168,4 +184,31 @@ fn an_admitted_relabel_records_nothing_and_other_updates_do() {
     moved["metadata"]["annotations"]["ipam-guard.io/address-space"] = json!("dc2");
     assert_eq!(pending_after_update(&seen, &moved, &old), (true, 1));
     assert_eq!(pending_after_update(&old, &moved, &old), (true, 1));
+}
+
+/// SPEC X2: a request for the same object replaces its pending entry, a relabel included, so an
+/// object admitted a moment ago keeps counting from its latest admission.
+#[test]
+fn a_relabel_of_a_pending_object_replaces_its_entry() {
+    use crate::cluster::{ClusterView, Ledger, ManualClock};
+    use crate::index::Index;
+    use std::time::Duration;
+    let clock = ManualClock::new();
+    let view = Arc::new(Ledger::new(Index::new()).with_clock(clock.clone()));
+    let a = super::Admission::new(view.clone(), super::Options::default());
+    let created = pool();
+    assert!(allowed(&a, &pool_review("CREATE", &created, &Value::Null)));
+    assert_eq!(view.pending_len(), 1);
+
+    clock.advance(Duration::from_secs(20));
+    let mut relabelled = created.clone();
+    relabelled["metadata"]["labels"]["team"] = json!("b");
+    assert!(allowed(&a, &pool_review("UPDATE", &relabelled, &created)));
+    // 35 s after the create, 15 s after the relabel: the 30 s pending TTL runs from the relabel.
+    clock.advance(Duration::from_secs(15));
+    view.sweep(ClusterView::now(&*view));
+    assert_eq!(view.pending_len(), 1);
+    clock.advance(Duration::from_secs(16));
+    view.sweep(ClusterView::now(&*view));
+    assert_eq!(view.pending_len(), 0);
 }

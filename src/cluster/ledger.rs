@@ -354,6 +354,11 @@ impl Ledger {
         self.state_read().pending.len()
     }
 
+    /// Whether `key` has a pending entry now.
+    pub fn is_pending(&self, key: &ObjKey) -> bool {
+        self.state_read().pending.contains_key(key)
+    }
+
     /// Slots in the expiry heap, live or stale (tests: memory follows pending objects, not
     /// admissions).
     pub fn expiry_slots(&self) -> usize {
@@ -516,6 +521,9 @@ impl ClusterView for Ledger {
     }
     fn reserve_as(&self, caller: &Caller, f: &mut dyn FnMut(&Index) -> Option<Projection>) {
         Ledger::reserve_as(self, caller, |index| ((), f(index)));
+    }
+    fn is_pending(&self, key: &ObjKey) -> bool {
+        Ledger::is_pending(self, key)
     }
 }
 

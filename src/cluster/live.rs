@@ -534,6 +534,9 @@ impl ClusterView for LiveView {
     ) {
         self.shared.reserve_as(caller, |index| ((), f(index)));
     }
+    fn is_pending(&self, key: &model::ObjKey) -> bool {
+        self.shared.is_pending(key)
+    }
 }
 
 /// Aborts the task when dropped, so dropping the view (or the discovery task) stops its children.
