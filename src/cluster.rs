@@ -45,7 +45,8 @@ pub trait ClusterView: Send + Sync {
     /// wrapper that forwarded only `reserve` would silently drop those bounds.
     fn reserve_as(&self, caller: &Caller, f: &mut dyn FnMut(&Index) -> Option<Projection>);
     /// Whether the object under `key` counts as existing by a pending entry (admitted, not yet
-    /// shown by the watch). A view that records none has none.
+    /// shown by the watch). A view that records none has none; a wrapper around one that does
+    /// forwards it, or a relabel would stop replacing pending entries (SPEC X2).
     fn is_pending(&self, _key: &ObjKey) -> bool {
         false
     }

@@ -331,9 +331,8 @@ pub fn project(kind: Kind, obj: &Value) -> Option<Projection> {
 }
 
 /// Whether `new` projects as `old` does for certain: the two are equal but for
-/// `metadata.labels`, which no projection reads (a test holds every kind to it). An UPDATE that
-/// only relabels leaves the index's entry as it is, so nothing need be projected or recorded.
-/// Equality is exact (`24` and `24.0`, null and absent differ here): a false "changed" only
+/// `metadata.labels`, which no projection reads (a test holds every kind to it): admission need
+/// not project a relabel again (`Admission::relabel`). Equality is exact (`24` and `24.0`, null and absent differ here): a false "changed" only
 /// costs a projection.
 pub fn projects_alike(new: &Value, old: &Value) -> bool {
     match (new, old) {
