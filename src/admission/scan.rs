@@ -81,9 +81,19 @@ impl<'b> Scan<'b> {
         }
     }
 
-    /// The next byte that is not whitespace, not consumed.
+    /// The next byte that is not whitespace, not consumed. An API server's bodies are compact:
+    /// a byte above the space is the answer at once, and whitespace (all at or below it) goes
+    /// the long way.
     #[inline(always)]
     fn peek(&mut self) -> Option<u8> {
+        match self.b.get(self.i) {
+            Some(&c) if c > b' ' => Some(c),
+            _ => self.peek_past_space(),
+        }
+    }
+
+    #[cold]
+    fn peek_past_space(&mut self) -> Option<u8> {
         self.ws();
         self.b.get(self.i).copied()
     }
