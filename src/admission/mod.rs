@@ -41,7 +41,7 @@ use dispatch::{
     VIEW_NOT_READY_WARNING,
 };
 use envelope::{decode, Envelope, Refused};
-use status::{allow, fault, respond, ReviewOut};
+use status::{allow, body, fault, respond};
 
 /// Which webhook path a review came in on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -315,12 +315,7 @@ impl Admission {
                 )
             }
         };
-        let body = serde_json::to_vec(&ReviewOut {
-            api_version: env.api_version,
-            kind: "AdmissionReview",
-            response: &response,
-        })
-        .unwrap_or_default();
+        let body = body(env.api_version, &response);
         let said = Said::of(&response);
         let summary = summarize(env, name, served, said, &verdict);
         Answer {
