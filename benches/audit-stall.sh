@@ -22,7 +22,7 @@ mkdir -p "$OUT"
 export BODY="$OUT/bodies/address_create.json"
 
 run() {
-  (. benches/image-env.sh && exec $GUARD serve --dev --shutdown-delay 0s --cert-dir "$OUT/certs" \
+  (. benches/image-env.sh && exec $GUARD serve --dev --shutdown-delay 0s --log-format "$LOG_FORMAT" --cert-dir "$OUT/certs" \
     --state-from "$OUT/state" --listen 127.0.0.1:52000 --probe-listen 127.0.0.1:52001 \
     --metrics-listen 127.0.0.1:52002 "$@" >"$OUT/audit-stall.log" 2>&1) &
   local pid=$!

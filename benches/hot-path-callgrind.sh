@@ -46,7 +46,7 @@ count() {
 rm -f "$OUT"/guard.out* "$OUT"/echo.out*
 # Both servers with the image's environment (benches/image-env.sh); the subshell execs, so $! is
 # the server.
-(. benches/image-env.sh && exec valgrind --tool=callgrind --callgrind-out-file="$OUT/guard.out" $GUARD serve --dev --shutdown-delay 0s \
+(. benches/image-env.sh && exec valgrind --tool=callgrind --callgrind-out-file="$OUT/guard.out" $GUARD serve --dev --shutdown-delay 0s --log-format "$LOG_FORMAT" \
   --cert-dir "$OUT/certs" --state-from "$OUT/state" --listen 127.0.0.1:51100 \
   --probe-listen 127.0.0.1:51101 --metrics-listen 127.0.0.1:51102 >"$OUT/guard.log" 2>&1) &
 count guard 51100

@@ -8,7 +8,7 @@ start_servers() {
   trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done' EXIT
   # Both with the image's environment (benches/image-env.sh), in a subshell that execs, so $! is
   # the server.
-  (. benches/image-env.sh && exec $GUARD serve --dev --shutdown-delay 0s --cert-dir "$OUT/certs" --state-from "$OUT/state" \
+  (. benches/image-env.sh && exec $GUARD serve --dev --shutdown-delay 0s --log-format "$LOG_FORMAT" --cert-dir "$OUT/certs" --state-from "$OUT/state" \
     --listen 127.0.0.1:51000 --probe-listen 127.0.0.1:51001 --metrics-listen 127.0.0.1:51002 \
     >"$OUT/guard.log" 2>&1) &
   GUARD_PID=$!

@@ -43,3 +43,12 @@ if [ "${CPU_LIMIT:-}" = deployment ]; then
   fi
   echo "$BASHPID" >"$cg/cgroup.procs"
 fi
+# And the Deployment's log format (`--log-format=json` in its args): a denial's log line is part
+# of what a review costs as shipped. The scripts start `ipam-guard serve` with
+# `--log-format "$LOG_FORMAT"`; a caller's own LOG_FORMAT wins (`LOG_FORMAT=text`: as the benches
+# ran before 2026-11-27 evening).
+if [ -z "${LOG_FORMAT:-}" ]; then
+  LOG_FORMAT=$(sed -n 's/^ *- --log-format=//p' manifests/deployment.yaml)
+  LOG_FORMAT=${LOG_FORMAT:-text}
+  export LOG_FORMAT
+fi

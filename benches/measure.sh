@@ -63,7 +63,7 @@ serve_rss() {
     --probe-listen "127.0.0.1:$((port + 1))" --metrics-listen "127.0.0.1:$((port + 2))")
   [ -n "$state" ] && args+=(--state-from "$state")
   # With the image's environment (benches/image-env.sh); the subshell execs, so $! is the server.
-  (. benches/image-env.sh && exec $IG "${args[@]}" >"$OUT/serve-$port.log" 2>&1) &
+  (. benches/image-env.sh && exec $IG "${args[@]}" --log-format "$LOG_FORMAT" >"$OUT/serve-$port.log" 2>&1) &
   local pid=$!
   until curl -sf "http://127.0.0.1:$((port + 1))/readyz" >/dev/null; do
     kill -0 $pid 2>/dev/null || { cat "$OUT/serve-$port.log"; return 1; }
