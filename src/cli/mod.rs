@@ -5,6 +5,7 @@ pub mod check;
 pub mod completions;
 pub mod dev_webhooks;
 pub mod explain;
+pub mod json_log;
 pub mod policies;
 pub mod progress;
 pub mod report;

@@ -271,7 +271,10 @@ fn init_logging(format: LogFormat) {
     // try_init: a second call (tests running `run` twice) keeps the first subscriber.
     let _ = match format {
         LogFormat::Text => builder.try_init(),
-        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+        LogFormat::Json => builder
+            .fmt_fields(super::json_log::fields())
+            .event_format(super::json_log::JsonLines::new())
+            .try_init(),
     };
 }
 

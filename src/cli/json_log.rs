@@ -1,0 +1,181 @@
+//! `--log-format json`'s lines, written straight into the line's buffer. tracing-subscriber's
+//! JSON format serializes through serde_json into an `io::Write` adaptor that checks UTF-8 and
+//! calls `fmt` for every fragment (a quote, a key, a colon): a review's denial line cost 29.5k
+//! instructions that way, twice the text format's, on every denial as the Deployment runs it
+//! (BENCHMARKS.md, issue 25). This writes the same bytes: the same keys in the same order, values
+//! as tracing-serde records them, strings escaped as serde_json escapes them (a test holds the
+//! two formats to each other). An event inside a span is left to the crate's format, which
+//! writes the span's fields too.
+
+use std::cell::RefCell;
+use std::fmt::{self, Write as _};
+
+use tracing::field::{Field, Visit};
+use tracing::{Event, Subscriber};
+use tracing_log::NormalizeEvent;
+use tracing_subscriber::fmt::format::{Format, Json, JsonFields, Writer};
+use tracing_subscriber::fmt::time::{FormatTime, SystemTime};
+use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
+use tracing_subscriber::registry::LookupSpan;
+
+/// The event format of `--log-format json`: flattened fields, as `.json().flatten_event(true)`.
+pub struct JsonLines<T = SystemTime> {
+    timer: T,
+    /// The crate's own format, for an event inside a span.
+    in_span: Format<Json, T>,
+}
+
+impl JsonLines {
+    pub fn new() -> Self {
+        JsonLines::with_timer(SystemTime)
+    }
+}
+
+impl Default for JsonLines {
+    fn default() -> Self {
+        JsonLines::new()
+    }
+}
+
+impl<T: FormatTime + Clone> JsonLines<T> {
+    pub fn with_timer(timer: T) -> Self {
+        JsonLines {
+            in_span: tracing_subscriber::fmt::format()
+                .json()
+                .flatten_event(true)
+                .with_timer(timer.clone()),
+            timer,
+        }
+    }
+}
+
+/// The fields' formatter to pair with [`JsonLines`] (what the crate's span fields are written
+/// with).
+pub fn fields() -> JsonFields {
+    JsonFields::new()
+}
+
+impl<S, N, T> FormatEvent<S, N> for JsonLines<T>
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    N: for<'a> FormatFields<'a> + 'static,
+    T: FormatTime,
+{
+    fn format_event(
+        &self,
+        ctx: &FmtContext<'_, S, N>,
+        mut writer: Writer<'_>,
+        event: &Event<'_>,
+    ) -> fmt::Result {
+        let in_span = event
+            .parent()
+            .and_then(|id| ctx.span(id))
+            .or_else(|| ctx.lookup_current())
+            .is_some();
+        if in_span {
+            return self.in_span.format_event(ctx, writer, event);
+        }
+        let normalized = event.normalized_metadata();
+        let meta = normalized.as_ref().unwrap_or_else(|| event.metadata());
+        writer.write_str("{\"timestamp\":")?;
+        SCRATCH.with(|scratch| {
+            let mut time = scratch.borrow_mut();
+            time.clear();
+            self.timer.format_time(&mut Writer::new(&mut *time))?;
+            json_str(&mut writer, &time)
+        })?;
+        writer.write_str(",\"level\":\"")?;
+        writer.write_str(meta.level().as_str())?;
+        writer.write_char('"')?;
+        let mut fields = Fields {
+            w: &mut writer,
+            result: Ok(()),
+        };
+        event.record(&mut fields);
+        fields.result?;
+        writer.write_str(",\"target\":")?;
+        json_str(&mut writer, meta.target())?;
+        writer.write_str("}\n")
+    }
+}
+
+thread_local! {
+    /// A Debug value's text, and the time, before they are escaped into the line.
+    static SCRATCH: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+/// Each field as `,"name":value`, valued as tracing-serde's map visitor values it.
+struct Fields<'a, 'w> {
+    w: &'a mut Writer<'w>,
+    result: fmt::Result,
+}
+
+impl Fields<'_, '_> {
+    fn entry(&mut self, field: &Field, value: impl FnOnce(&mut Writer<'_>) -> fmt::Result) {
+        if self.result.is_ok() {
+            self.result = (|| {
+                self.w.write_char(',')?;
+                json_str(self.w, field.name())?;
+                self.w.write_char(':')?;
+                value(self.w)
+            })();
+        }
+    }
+}
+
+impl Visit for Fields<'_, '_> {
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.entry(field, |w| w.write_str(if value { "true" } else { "false" }));
+    }
+
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.entry(field, |w| write!(w, "{value}"));
+    }
+
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.entry(field, |w| write!(w, "{value}"));
+    }
+
+    fn record_f64(&mut self, field: &Field, value: f64) {
+        // serde_json's own text for a float (and null for a NaN or an infinity).
+        self.entry(field, |w| {
+            w.write_str(&serde_json::to_string(&value).map_err(|_| fmt::Error)?)
+        });
+    }
+
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.entry(field, |w| json_str(w, value));
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        self.entry(field, |w| {
+            SCRATCH.with(|scratch| {
+                // A Debug value that logs from inside its own `fmt` finds the buffer taken:
+                // its text then gets a buffer of its own.
+                match scratch.try_borrow_mut() {
+                    Ok(mut text) => {
+                        text.clear();
+                        write!(text, "{value:?}")?;
+                        json_str(w, &text)
+                    }
+                    Err(_) => json_str(w, &format!("{value:?}")),
+                }
+            })
+        });
+    }
+}
+
+/// A JSON string as serde_json writes one: a text with nothing to escape as it is, anything
+/// else through serde_json.
+fn json_str(w: &mut Writer<'_>, s: &str) -> fmt::Result {
+    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        w.write_char('"')?;
+        w.write_str(s)?;
+        w.write_char('"')
+    } else {
+        w.write_str(&serde_json::to_string(s).map_err(|_| fmt::Error)?)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,144 @@
+use std::sync::{Arc, Mutex};
+
+use tracing_subscriber::fmt::format::Writer;
+use tracing_subscriber::fmt::time::FormatTime;
+
+use super::*;
+
+#[derive(Clone)]
+struct Fixed;
+
+impl FormatTime for Fixed {
+    fn format_time(&self, w: &mut Writer<'_>) -> fmt::Result {
+        w.write_str("2026-11-27T20:33:06.584761Z")
+    }
+}
+
+#[derive(Clone)]
+struct Sink(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Sink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Sink {
+    fn new() -> Self {
+        Sink(Arc::new(Mutex::new(Vec::new())))
+    }
+    fn text(&self) -> String {
+        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+    }
+}
+
+/// What `emit` logs through the crate's JSON format and through ours.
+fn both(emit: impl Fn()) -> (String, String) {
+    let crate_sink = Sink::new();
+    let theirs = tracing_subscriber::fmt()
+        .json()
+        .flatten_event(true)
+        .with_timer(Fixed)
+        .with_max_level(tracing::Level::TRACE)
+        .with_writer({
+            let s = crate_sink.clone();
+            move || s.clone()
+        })
+        .finish();
+    tracing::subscriber::with_default(theirs, &emit);
+    let our_sink = Sink::new();
+    let ours = tracing_subscriber::fmt()
+        .fmt_fields(fields())
+        .event_format(JsonLines::with_timer(Fixed))
+        .with_max_level(tracing::Level::TRACE)
+        .with_writer({
+            let s = our_sink.clone();
+            move || s.clone()
+        })
+        .finish();
+    tracing::subscriber::with_default(ours, &emit);
+    (crate_sink.text(), our_sink.text())
+}
+
+#[derive(Debug)]
+struct Odd {
+    #[allow(dead_code)]
+    text: &'static str,
+}
+
+const ODD: &str = "quote \" backslash \\ newline \n tab \t cr \r bell \u{7} nul \u{0} del \u{7f} ünï ✓ \u{10ffff}";
+
+#[test]
+fn a_line_is_the_crates_line() {
+    let error = std::io::Error::other(ODD);
+    let (theirs, ours) = both(|| {
+        tracing::info!("plain");
+        tracing::info!(
+            webhook = "/validate",
+            uid = %ODD,
+            kind = ?Odd { text: ODD },
+            code = 422u16,
+            warnings = 0usize,
+            delta = -3i64,
+            dry_run = false,
+            ok = true,
+            ratio = 1.5f64,
+            tiny = 1e-300f64,
+            nan = f64::NAN,
+            inf = f64::INFINITY,
+            big = u128::MAX,
+            small = i128::MIN,
+            error = &error as &(dyn std::error::Error + 'static),
+            dotted.name = "d",
+            // Each escape alone, so no other one sends the text to serde_json.
+            backslash = "a\\b",
+            quote = "a\"b",
+            control = "a\u{1f}b",
+            shown = %"a\\b",
+            "denied {}", ODD
+        );
+        tracing::warn!(target: "odd \"target\"", reason = ODD, "refused");
+        tracing::error!(empty = "", "");
+        tracing::debug!(n = 1, "debug");
+        tracing::trace!("trace {:?}", ODD);
+    });
+    assert_eq!(ours, theirs);
+    assert_eq!(theirs.lines().count(), 6, "{theirs}");
+    for line in theirs.lines() {
+        serde_json::from_str::<serde_json::Value>(line).unwrap();
+    }
+}
+
+#[test]
+fn a_line_inside_a_span_is_the_crates_too() {
+    let (theirs, ours) = both(|| {
+        let span = tracing::info_span!("outer", id = 7, name = ODD);
+        span.in_scope(|| tracing::info!(k = "v", "inside"));
+        tracing::info!(parent: &span, "child of");
+        tracing::info!("outside");
+    });
+    assert_eq!(ours, theirs);
+    assert!(theirs.contains("\"spans\":["), "{theirs}");
+}
+
+#[test]
+fn a_log_record_is_the_crates_too() {
+    let (theirs, ours) = both(|| {
+        let args = format_args!("from log {}", ODD);
+        let record = log::Record::builder()
+            .args(args)
+            .level(log::Level::Warn)
+            .target("rustls::odd")
+            .module_path_static(Some("rustls::odd"))
+            .file_static(Some("src/odd.rs"))
+            .line(Some(42))
+            .build();
+        tracing_log::format_trace(&record).unwrap();
+    });
+    assert_eq!(ours, theirs);
+    assert!(theirs.contains("\"target\":\"rustls::odd\""), "{theirs}");
+}
