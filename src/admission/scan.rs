@@ -42,6 +42,14 @@ pub(super) fn object(text: &str) -> Option<Value> {
     (s.i == s.b.len()).then_some(value)
 }
 
+/// Whether a text is a JSON string's content as it stands: no quote, backslash or control
+/// character in it (eight bytes at a time, as a string is read).
+pub(super) fn is_plain(text: &str) -> bool {
+    let mut s = Scan::new(text);
+    s.plain_run();
+    s.i == s.b.len()
+}
+
 /// Every reader returns None to give up; `i` is then of no further use.
 struct Scan<'b> {
     b: &'b [u8],

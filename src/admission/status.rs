@@ -72,7 +72,7 @@ pub(super) fn body(api_version: &str, response: &Response) -> Vec<u8> {
 /// A JSON string: copied when nothing in it needs escaping (a uid, an API version), else
 /// escaped by serde_json.
 fn json_string(out: &mut Vec<u8>, s: &str) {
-    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+    if super::scan::is_plain(s) {
         out.push(b'"');
         out.extend_from_slice(s.as_bytes());
         out.push(b'"');
