@@ -1,6 +1,6 @@
 //! `--log-format json`'s lines, written straight into the line's buffer. tracing-subscriber's
 //! JSON format serializes through serde_json into an `io::Write` adaptor that checks UTF-8 and
-//! calls `fmt` for every fragment (a quote, a key, a colon): a review's denial line cost 29.5k
+//! calls `fmt` for every fragment (a quote, a key, a colon): a review's denial line cost 30k
 //! instructions that way, twice the text format's, on every denial as the Deployment runs it
 //! (BENCHMARKS.md, issue 25). This writes the same bytes: the same keys in the same order, values
 //! as tracing-serde records them, strings escaped as serde_json escapes them (a test holds the
@@ -78,11 +78,9 @@ where
         let normalized = event.normalized_metadata();
         let meta = normalized.as_ref().unwrap_or_else(|| event.metadata());
         writer.write_str("{\"timestamp\":")?;
-        SCRATCH.with(|scratch| {
-            let mut time = scratch.borrow_mut();
-            time.clear();
-            self.timer.format_time(&mut Writer::new(&mut *time))?;
-            json_str(&mut writer, &time)
+        with_scratch(|time| {
+            self.timer.format_time(&mut Writer::new(time))?;
+            json_str(&mut writer, time)
         })?;
         writer.write_str(",\"level\":\"")?;
         writer.write_str(meta.level().as_str())?;
@@ -102,6 +100,19 @@ where
 thread_local! {
     /// A Debug value's text, and the time, before they are escaped into the line.
     static SCRATCH: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+/// `f` with the thread's scratch text, emptied, or a text of its own if the scratch is taken:
+/// that needs a line written while another is, which tracing does not do (it drops an event
+/// sent from inside a value's `fmt`), but a log line must not panic all the same.
+fn with_scratch(f: impl FnOnce(&mut String) -> fmt::Result) -> fmt::Result {
+    SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
+        Ok(mut text) => {
+            text.clear();
+            f(&mut text)
+        }
+        Err(_) => f(&mut String::new()),
+    })
 }
 
 /// Each field as `,"name":value`, valued as tracing-serde's map visitor values it.
@@ -149,17 +160,9 @@ impl Visit for Fields<'_, '_> {
 
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
         self.entry(field, |w| {
-            SCRATCH.with(|scratch| {
-                // A Debug value that logs from inside its own `fmt` finds the buffer taken:
-                // its text then gets a buffer of its own.
-                match scratch.try_borrow_mut() {
-                    Ok(mut text) => {
-                        text.clear();
-                        write!(text, "{value:?}")?;
-                        json_str(w, &text)
-                    }
-                    Err(_) => json_str(w, &format!("{value:?}")),
-                }
+            with_scratch(|text| {
+                write!(text, "{value:?}")?;
+                json_str(w, text)
             })
         });
     }
