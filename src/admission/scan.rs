@@ -18,6 +18,8 @@ use std::borrow::Cow;
 
 use serde_json::{Map, Value};
 
+use crate::json_text;
+
 use super::parts::{
     Field, Gvk, GvkFields, Level, Request, RequestFields, Take, Top, TopFields, UserInfo,
 };
@@ -42,14 +44,6 @@ pub(super) fn object(text: &str) -> Option<Value> {
     (s.i == s.b.len()).then_some(value)
 }
 
-/// Whether a text is a JSON string's content as it stands: no quote, backslash or control
-/// character in it (eight bytes at a time, as a string is read).
-pub(super) fn is_plain(text: &str) -> bool {
-    let mut s = Scan::new(text);
-    s.plain_run();
-    s.i == s.b.len()
-}
-
 /// Every reader returns None to give up; `i` is then of no further use.
 struct Scan<'b> {
     b: &'b [u8],
@@ -57,20 +51,6 @@ struct Scan<'b> {
     i: usize,
     depth: usize,
 }
-
-/// Bytes that end a plain run inside a string: the quote, a backslash, a control character.
-const fn string_stops() -> [bool; 256] {
-    let mut t = [false; 256];
-    let mut c = 0;
-    while c < 0x20 {
-        t[c] = true;
-        c += 1;
-    }
-    t[b'"' as usize] = true;
-    t[b'\\' as usize] = true;
-    t
-}
-static STOPS: [bool; 256] = string_stops();
 
 impl<'b> Scan<'b> {
     fn new(text: &'b str) -> Self {
@@ -186,35 +166,13 @@ impl<'b> Scan<'b> {
         }
     }
 
-    /// Moves to the next quote, backslash or control character, eight bytes at a time (the
-    /// bit tricks serde_json's own string scan uses): a byte at a time cost 9 instructions a
-    /// byte, and `managedFields` is mostly string bytes.
+    /// Moves to the next quote, backslash or control character, eight bytes at a time
+    /// (`json_text::plain_len`): a byte at a time cost 9 instructions a byte, and `managedFields`
+    /// is mostly string bytes.
     #[inline(always)]
     fn plain_run(&mut self) {
-        const ONES: u64 = 0x0101_0101_0101_0101;
-        const HIGH: u64 = 0x8080_8080_8080_8080;
-        // The high bit of each zero byte of `v`; a byte above a flagged one may be flagged
-        // wrongly, so only the lowest flag is read.
-        let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
-        let b = self.b;
-        let mut i = self.i;
-        while let Some(chunk) = b.get(i..i + 8) {
-            let mut word = [0; 8];
-            word.copy_from_slice(chunk);
-            let w = u64::from_le_bytes(word);
-            let stops = zero(w ^ (ONES * u64::from(b'"')))
-                | zero(w ^ (ONES * u64::from(b'\\')))
-                | (w.wrapping_sub(ONES * 0x20) & !w & HIGH);
-            if stops != 0 {
-                self.i = i + (stops.trailing_zeros() / 8) as usize;
-                return;
-            }
-            i += 8;
-        }
-        while i < b.len() && !STOPS[usize::from(b[i])] {
-            i += 1;
-        }
-        self.i = i;
+        let rest = self.b.get(self.i..).unwrap_or_default();
+        self.i += json_text::plain_len(rest);
     }
 
     /// The rest of a string from its first backslash, with `start..i` already plain text.

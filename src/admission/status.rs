@@ -1,6 +1,8 @@
 //! The answer's `response`: allow, a fault, or a denial as Kubernetes writes it (Status with
 //! one cause per problem), warnings and the base64 JSON Patch, all signed with their rule ids.
 
+use std::fmt::Write as _;
+
 use base64::Engine as _;
 use kube::core::response::{StatusCause, StatusDetails, StatusSummary};
 use kube::core::Status;
@@ -8,6 +10,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::field::{DenyReason, Verdict};
+use crate::json_text;
 use crate::kinds::Kind;
 use crate::rule_id::RuleId;
 
@@ -39,16 +42,17 @@ pub(super) struct ReviewOut<'a> {
     pub(super) response: &'a Response<'a>,
 }
 
-/// The answer's body. An allowed review with nothing else to say is most of what is answered,
-/// and serde's writer spent 2.6k instructions on its nine strings (BENCHMARKS.md, issue 25);
-/// that shape is written here, in the bytes serde writes (a test holds the two together), and
-/// every other answer goes through serde.
+/// The answer's body, in exactly the bytes serde writes for a `ReviewOut` (tests hold the two
+/// together on any answer). serde's writer spent 2.6k instructions on an allowed answer's nine
+/// strings and about 8k on a denial's Status, escaping its messages a byte at a time
+/// (BENCHMARKS.md, issue 25); this writes the strings through `json_text`. A Status with list
+/// metadata, which no answer carries, is left to serde.
 pub(super) fn body(api_version: &str, response: &Response) -> Vec<u8> {
-    let bare = response.status.is_none()
-        && response.patch.is_none()
-        && response.patch_type.is_none()
-        && response.warnings.is_empty();
-    if !bare {
+    if response
+        .status
+        .as_ref()
+        .is_some_and(|s| s.metadata.is_some())
+    {
         return serde_json::to_vec(&ReviewOut {
             api_version,
             kind: "AdmissionReview",
@@ -58,27 +62,123 @@ pub(super) fn body(api_version: &str, response: &Response) -> Vec<u8> {
     }
     let mut out = Vec::with_capacity(80 + api_version.len() + response.uid.len());
     out.extend_from_slice(b"{\"apiVersion\":");
-    json_string(&mut out, api_version);
+    json_text::write(&mut out, api_version);
     out.extend_from_slice(b",\"kind\":\"AdmissionReview\",\"response\":{\"uid\":");
-    json_string(&mut out, response.uid);
+    json_text::write(&mut out, response.uid);
     out.extend_from_slice(if response.allowed {
-        b",\"allowed\":true}}"
+        b",\"allowed\":true"
     } else {
-        b",\"allowed\":false}}"
+        b",\"allowed\":false"
     });
+    if let Some(status) = &response.status {
+        out.extend_from_slice(b",\"status\":");
+        write_status(&mut out, status);
+    }
+    if let Some(patch) = &response.patch {
+        out.extend_from_slice(b",\"patch\":");
+        json_text::write(&mut out, patch);
+    }
+    if let Some(patch_type) = response.patch_type {
+        out.extend_from_slice(b",\"patchType\":");
+        json_text::write(&mut out, patch_type);
+    }
+    if !response.warnings.is_empty() {
+        out.extend_from_slice(b",\"warnings\":[");
+        for (i, w) in response.warnings.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            json_text::write(&mut out, w);
+        }
+        out.push(b']');
+    }
+    out.extend_from_slice(b"}}");
     out
 }
 
-/// A JSON string: copied when nothing in it needs escaping (a uid, an API version), else
-/// escaped by serde_json.
-fn json_string(out: &mut Vec<u8>, s: &str) {
-    if super::scan::is_plain(s) {
-        out.push(b'"');
-        out.extend_from_slice(s.as_bytes());
-        out.push(b'"');
-    } else {
-        // Writing a `str` into a Vec cannot fail.
-        let _ = serde_json::to_writer(&mut *out, s);
+/// A Status as kube-core's derived `Serialize` writes it: its fields in declaration order, the
+/// empty ones left out (`skip_serializing_if`). Its `metadata` is the caller's to rule out.
+fn write_status(out: &mut Vec<u8>, s: &Status) {
+    let mut o = Obj::open(out);
+    if let Some(summary) = &s.status {
+        o.key("status").extend_from_slice(match summary {
+            StatusSummary::Success => b"\"Success\"",
+            StatusSummary::Failure => b"\"Failure\"",
+        });
+    }
+    if s.code != 0 {
+        o.number("code", u64::from(s.code));
+    }
+    o.text("message", &s.message);
+    o.text("reason", &s.reason);
+    if let Some(d) = &s.details {
+        let out = o.key("details");
+        let mut d_o = Obj::open(out);
+        d_o.text("name", &d.name);
+        d_o.text("group", &d.group);
+        d_o.text("kind", &d.kind);
+        d_o.text("uid", &d.uid);
+        if !d.causes.is_empty() {
+            let out = d_o.key("causes");
+            out.push(b'[');
+            for (i, c) in d.causes.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                let mut c_o = Obj::open(out);
+                c_o.text("reason", &c.reason);
+                c_o.text("message", &c.message);
+                c_o.text("field", &c.field);
+                c_o.close();
+            }
+            out.push(b']');
+        }
+        if d.retry_after_seconds != 0 {
+            d_o.number("retryAfterSeconds", u64::from(d.retry_after_seconds));
+        }
+        d_o.close();
+    }
+    o.close();
+}
+
+/// A JSON object being written: the comma before every key but the first.
+struct Obj<'a> {
+    out: &'a mut Vec<u8>,
+    first: bool,
+}
+
+impl<'a> Obj<'a> {
+    fn open(out: &'a mut Vec<u8>) -> Self {
+        out.push(b'{');
+        Obj { out, first: true }
+    }
+
+    /// `"name":`, for the value to follow.
+    fn key(&mut self, name: &str) -> &mut Vec<u8> {
+        if !self.first {
+            self.out.push(b',');
+        }
+        self.first = false;
+        self.out.push(b'"');
+        self.out.extend_from_slice(name.as_bytes());
+        self.out.extend_from_slice(b"\":");
+        self.out
+    }
+
+    /// A string field, left out when empty.
+    fn text(&mut self, name: &str, value: &str) {
+        if !value.is_empty() {
+            json_text::write(self.key(name), value);
+        }
+    }
+
+    fn number(&mut self, name: &str, value: u64) {
+        let out = self.key(name);
+        let _ = write!(json_text::Bytes(out), "{value}");
+    }
+
+    fn close(self) {
+        self.out.push(b'}');
     }
 }
 
@@ -276,6 +376,7 @@ fn aggregate(msgs: impl Iterator<Item = String>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::field::FieldError;
     use proptest::prelude::*;
 
     fn by_serde(api_version: &str, response: &Response) -> Vec<u8> {
@@ -336,12 +437,115 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_denial_is_written_as_serde_writes_it() {
+        let v = Verdict {
+            errors: vec![
+                FieldError::invalid(
+                    RuleId::A6,
+                    "spec.address",
+                    "10.0.0.1",
+                    "already held by \"other\"\tclaim\n",
+                ),
+                FieldError::required(RuleId::A5, "spec.claimRef.name", "a \\ name"),
+            ],
+            ..Verdict::default()
+        };
+        for reason in [DenyReason::Invalid, DenyReason::Forbidden] {
+            let v = Verdict {
+                reason,
+                ..v.clone()
+            };
+            let mut response = respond("u-1", "m-\"1\"", Kind::IPAddress, &v);
+            response.warnings = vec!["w \"1\"".into(), String::new()];
+            assert_eq!(
+                body("admission.k8s.io/v1", &response),
+                by_serde("admission.k8s.io/v1", &response)
+            );
+        }
+    }
+
+    #[test]
+    fn a_status_with_list_metadata_goes_through_serde() {
+        let mut response = fault("u-1", 500, "InternalError", "a \"fault\"");
+        if let Some(status) = &mut response.status {
+            status.metadata = Some(Default::default());
+        }
+        let written = body("admission.k8s.io/v1", &response);
+        assert_eq!(written, by_serde("admission.k8s.io/v1", &response));
+        assert!(String::from_utf8(written)
+            .unwrap()
+            .contains("\"metadata\":{}"));
+    }
+
+    fn text() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just(String::new()),
+            any::<String>(),
+            "[a-z\"\\\\\n\t .:-]{1,30}"
+        ]
+    }
+
+    fn status() -> impl Strategy<Value = Status> {
+        let cause = (text(), text(), text()).prop_map(|(reason, message, field)| StatusCause {
+            reason,
+            message,
+            field,
+        });
+        let details = (
+            (text(), text(), text(), text()),
+            proptest::collection::vec(cause, 0..3),
+            prop_oneof![Just(0u32), any::<u32>()],
+        )
+            .prop_map(
+                |((name, group, kind, uid), causes, retry_after_seconds)| StatusDetails {
+                    name,
+                    group,
+                    kind,
+                    uid,
+                    causes,
+                    retry_after_seconds,
+                },
+            );
+        (
+            proptest::option::of(prop_oneof![
+                Just(StatusSummary::Success),
+                Just(StatusSummary::Failure)
+            ]),
+            prop_oneof![Just(0u16), any::<u16>()],
+            text(),
+            text(),
+            proptest::option::of(details),
+        )
+            .prop_map(|(status, code, message, reason, details)| Status {
+                status,
+                code,
+                message,
+                reason,
+                metadata: None,
+                details,
+            })
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(2000))]
         #[test]
         fn any_bare_answer_is_serdes(api_version in any::<String>(), uid in any::<String>(), allowed in any::<bool>()) {
             let response = Response { allowed, ..allow(&uid) };
             prop_assert_eq!(body(&api_version, &response), by_serde(&api_version, &response));
+        }
+
+        #[test]
+        fn any_answer_is_serdes(
+            uid in text(),
+            allowed in any::<bool>(),
+            status in proptest::option::of(status()),
+            patch in proptest::option::of(text()),
+            patch_type in proptest::option::of(Just("JSONPatch")),
+            warnings in proptest::collection::vec(text(), 0..3),
+        ) {
+            let response = Response { uid: &uid, allowed, status, patch, patch_type, warnings };
+            prop_assert_eq!(body("admission.k8s.io/v1", &response), by_serde("admission.k8s.io/v1", &response));
         }
     }
 }

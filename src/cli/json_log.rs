@@ -18,6 +18,8 @@ use tracing_subscriber::fmt::time::{FormatTime, SystemTime};
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
 use tracing_subscriber::registry::LookupSpan;
 
+use crate::json_text;
+
 /// The event format of `--log-format json`: flattened fields, as `.json().flatten_event(true)`.
 pub struct JsonLines<T = SystemTime> {
     timer: T,
@@ -168,16 +170,9 @@ impl Visit for Fields<'_, '_> {
     }
 }
 
-/// A JSON string as serde_json writes one: a text with nothing to escape as it is, anything
-/// else through serde_json.
+/// A JSON string as serde_json writes one.
 fn json_str(w: &mut Writer<'_>, s: &str) -> fmt::Result {
-    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
-        w.write_char('"')?;
-        w.write_str(s)?;
-        w.write_char('"')
-    } else {
-        w.write_str(&serde_json::to_string(s).map_err(|_| fmt::Error)?)
-    }
+    json_text::write_fmt(w, s)
 }
 
 #[cfg(test)]
