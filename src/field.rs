@@ -4,6 +4,8 @@ use std::fmt;
 
 use serde_json::Value;
 
+use crate::json_text;
+
 pub use crate::rule_id::RuleId;
 
 /// A field's place in an object, written once and used both to find the field and to name it
@@ -214,14 +216,13 @@ impl FieldError {
 
     /// `ErrorBody()`: what follows `<field>: ` in kubectl's output, and the cause's `message`.
     pub fn body(&self) -> String {
-        let mut s = match self.kind {
-            ErrorType::Required | ErrorType::Forbidden => self.kind.label().to_string(),
-            ErrorType::Invalid | ErrorType::Duplicate => format!(
-                "{}: {}",
-                self.kind.label(),
-                format_value(self.value.as_ref().unwrap_or(&Value::Null))
-            ),
-        };
+        let label = self.kind.label();
+        let mut s = String::with_capacity(label.len() + self.detail.len() + 24);
+        s.push_str(label);
+        if let ErrorType::Invalid | ErrorType::Duplicate = self.kind {
+            s.push_str(": ");
+            push_value(&mut s, self.value.as_ref().unwrap_or(&Value::Null));
+        }
         if !self.detail.is_empty() {
             s.push_str(": ");
             s.push_str(&self.detail);
@@ -238,13 +239,22 @@ impl fmt::Display for FieldError {
 
 /// Formats a value as `field.Invalid` does: strings quoted, numbers and booleans bare, long values cut.
 pub fn format_value(v: &Value) -> String {
-    let s = match v {
-        Value::String(s) => return quote(&truncate(s)),
-        Value::Null => "null".to_string(),
-        Value::Bool(_) | Value::Number(_) => v.to_string(),
-        Value::Array(_) | Value::Object(_) => v.to_string(),
-    };
-    truncate(&s)
+    let mut out = String::new();
+    push_value(&mut out, v);
+    out
+}
+
+/// `format_value`, appended to `out`.
+fn push_value(out: &mut String, v: &Value) {
+    match v {
+        // A text no longer than the cut in bytes is no longer in characters either.
+        Value::String(s) if s.len() <= MAX_VALUE_LEN => quote(out, s),
+        Value::String(s) => quote(out, &truncate(s)),
+        Value::Null => out.push_str("null"),
+        Value::Bool(_) | Value::Number(_) | Value::Array(_) | Value::Object(_) => {
+            out.push_str(&truncate(&v.to_string()))
+        }
+    }
 }
 
 fn truncate(s: &str) -> String {
@@ -256,8 +266,9 @@ fn truncate(s: &str) -> String {
 }
 
 /// Go's `%q` for the strings we print: JSON escaping is close enough and always unambiguous.
-fn quote(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| format!("\"{s}\""))
+fn quote(out: &mut String, s: &str) {
+    // Writing into a String cannot fail.
+    let _ = json_text::write_fmt(out, s);
 }
 
 /// A finding that allows the write; kubectl prints it as `Warning: <path>: <message> [ipam-guard <rule>]`
@@ -453,5 +464,22 @@ mod tests {
         let long = "x".repeat(100);
         let e = FieldError::invalid(RuleId::A1, "spec.address", long, "not a valid IP address");
         assert!(e.body().contains(&format!("\"{}...\"", "x".repeat(64))));
+    }
+
+    proptest::proptest! {
+        /// A text is cut at 64 characters, not bytes, and quoted as JSON quotes it.
+        #[test]
+        fn a_text_value_is_cut_by_characters_and_quoted(s in "(.|[\"\\\\\n]){0,80}") {
+            let chars: Vec<char> = s.chars().collect();
+            let cut = if chars.len() <= MAX_VALUE_LEN {
+                s.clone()
+            } else {
+                chars[..MAX_VALUE_LEN].iter().collect::<String>() + "..."
+            };
+            proptest::prop_assert_eq!(
+                format_value(&Value::String(s)),
+                serde_json::to_string(&cut).unwrap()
+            );
+        }
     }
 }

@@ -263,10 +263,30 @@ pub(super) fn signed(
     text: impl std::fmt::Display,
     rules: impl IntoIterator<Item = RuleId>,
 ) -> String {
-    let mut ids: Vec<&str> = rules.into_iter().map(RuleId::as_str).collect();
-    ids.sort_unstable();
-    ids.dedup();
-    format!("{text} [ipam-guard {}]", ids.join(", "))
+    sign(text.to_string(), rules)
+}
+
+/// `signed` on a text of its own, appended to in place.
+fn sign(mut text: String, rules: impl IntoIterator<Item = RuleId>) -> String {
+    let mut rules = rules.into_iter();
+    let (first, second) = (rules.next(), rules.next());
+    text.push_str(" [ipam-guard ");
+    match (first, second) {
+        (Some(only), None) => text.push_str(only.as_str()),
+        _ => {
+            let mut ids: Vec<&str> = first
+                .into_iter()
+                .chain(second)
+                .chain(rules)
+                .map(RuleId::as_str)
+                .collect();
+            ids.sort_unstable();
+            ids.dedup();
+            text.push_str(&ids.join(", "));
+        }
+    }
+    text.push(']');
+    text
 }
 
 /// The Status of a denial, as apimachinery's `NewInvalid` / `NewForbidden` write it, with one
@@ -279,7 +299,7 @@ pub fn denial_status(name: &str, kind: Kind, v: &Verdict) -> Status {
         .iter()
         .map(|e| StatusCause {
             reason: e.kind.reason().to_string(),
-            message: signed(e.body(), [e.rule]),
+            message: sign(e.body(), [e.rule]),
             field: e.path.clone(),
         })
         .collect();
@@ -303,41 +323,48 @@ pub fn denial_status(name: &str, kind: Kind, v: &Verdict) -> Status {
             field: first_hidden.path.clone(),
         });
     }
+    // `<Kind>.<group> "<name>" is invalid: ...`, `<plural>.<group> "<name>" is forbidden: ...`
+    let opening = |what: &str, said: &str| {
+        let mut m = String::with_capacity(160);
+        m.push_str(what);
+        m.push('.');
+        m.push_str(kind.group());
+        m.push(' ');
+        push_debug(&mut m, name);
+        m.push_str(said);
+        m
+    };
     let (code, reason, message) = match v.reason {
-        DenyReason::Invalid => (
-            422,
-            "Invalid",
-            format!(
-                "{}.{} {:?} is invalid: {}",
-                kind.name(),
-                kind.group(),
-                name,
-                // `NewInvalid` joins `<field>: <body>` per error: the causes' own messages.
-                aggregate(
-                    shown
-                        .iter()
-                        .zip(&causes)
-                        .map(|(e, c)| format!("{}: {}", e.path, c.message))
-                        .chain(more.clone())
-                )
-            ),
-        ),
-        DenyReason::Forbidden => (
-            403,
-            "Forbidden",
-            format!(
-                "{}.{} {:?} is forbidden: {}",
-                kind.plural(),
-                kind.group(),
-                name,
-                aggregate(
-                    shown
-                        .iter()
-                        .map(|e| signed(&e.detail, [e.rule]))
-                        .chain(more)
-                )
-            ),
-        ),
+        DenyReason::Invalid => {
+            let mut m = opening(kind.name(), " is invalid: ");
+            // `NewInvalid` joins `<field>: <body>` per error: the causes' own messages.
+            aggregate(
+                &mut m,
+                shown
+                    .iter()
+                    .zip(&causes)
+                    .map(|(e, c)| {
+                        let mut line = String::with_capacity(e.path.len() + 2 + c.message.len());
+                        line.push_str(&e.path);
+                        line.push_str(": ");
+                        line.push_str(&c.message);
+                        line
+                    })
+                    .chain(more.clone()),
+            );
+            (422, "Invalid", m)
+        }
+        DenyReason::Forbidden => {
+            let mut m = opening(kind.plural(), " is forbidden: ");
+            aggregate(
+                &mut m,
+                shown
+                    .iter()
+                    .map(|e| sign(e.detail.clone(), [e.rule]))
+                    .chain(more),
+            );
+            (403, "Forbidden", m)
+        }
     };
     Status {
         status: Some(StatusSummary::Failure),
@@ -356,20 +383,43 @@ pub fn denial_status(name: &str, kind: Kind, v: &Verdict) -> Status {
     }
 }
 
-/// apimachinery's aggregate error text: one message bare, several as `[a, b]`, duplicates once.
-fn aggregate(msgs: impl Iterator<Item = String>) -> String {
+/// apimachinery's aggregate error text, appended to `out`: one message bare, several as
+/// `[a, b]`, duplicates once.
+fn aggregate(out: &mut String, msgs: impl Iterator<Item = String>) {
+    let msgs: Vec<String> = msgs.collect();
+    if let [only] = msgs.as_slice() {
+        out.push_str(only);
+        return;
+    }
     // The set keeps this linear: a search of the list alone made a pool with 100k bad
     // entries take minutes (tests/hostile_regressions.rs).
     let mut unique = std::collections::HashSet::new();
-    let mut seen: Vec<String> = Vec::new();
-    for m in msgs {
-        if unique.insert(m.clone()) {
-            seen.push(m);
-        }
+    let seen: Vec<&str> = msgs
+        .iter()
+        .map(String::as_str)
+        .filter(|m| unique.insert(*m))
+        .collect();
+    if let [only] = seen.as_slice() {
+        out.push_str(only);
+        return;
     }
-    match seen.len() {
-        1 => seen.pop().unwrap_or_default(),
-        _ => format!("[{}]", seen.join(", ")),
+    out.push('[');
+    out.push_str(&seen.join(", "));
+    out.push(']');
+}
+
+/// `{:?}` of a name: an object's name is printable ASCII without quotes or backslashes, which
+/// Debug writes as it is; anything else goes through Debug.
+fn push_debug(out: &mut String, name: &str) {
+    if name
+        .bytes()
+        .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\')
+    {
+        out.push('"');
+        out.push_str(name);
+        out.push('"');
+    } else {
+        let _ = write!(out, "{name:?}");
     }
 }
 
@@ -533,6 +583,13 @@ mod tests {
         fn any_bare_answer_is_serdes(api_version in any::<String>(), uid in any::<String>(), allowed in any::<bool>()) {
             let response = Response { allowed, ..allow(&uid) };
             prop_assert_eq!(body(&api_version, &response), by_serde(&api_version, &response));
+        }
+
+        #[test]
+        fn a_name_is_quoted_as_debug_quotes_it(name in prop_oneof![any::<String>(), "[ -~]{0,20}"]) {
+            let mut out = String::new();
+            push_debug(&mut out, &name);
+            prop_assert_eq!(out, format!("{name:?}"));
         }
 
         #[test]
