@@ -8,16 +8,22 @@
 use std::fmt;
 
 /// How many bytes at the start of `b` need no escaping in a JSON string: the index of the first
-/// quote, backslash or control character, else `b.len()`. Eight bytes at a time, with the bit
-/// tricks serde_json's own string scan uses.
+/// quote, backslash or control character, else `b.len()`.
 #[inline(always)]
 pub fn plain_len(b: &[u8]) -> usize {
+    plain_end(b, 0)
+}
+
+/// The index of the first quote, backslash or control character in `b` from `from` on, else
+/// `b.len()`. Eight bytes at a time, with the bit tricks serde_json's own string scan uses.
+#[inline(always)]
+pub fn plain_end(b: &[u8], from: usize) -> usize {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     // The high bit of each zero byte of `v`; a byte above a flagged one may be flagged wrongly,
     // so only the lowest flag is read.
     let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
-    let mut i = 0;
+    let mut i = from;
     while let Some(chunk) = b.get(i..i + 8) {
         let mut word = [0; 8];
         word.copy_from_slice(chunk);
@@ -30,15 +36,26 @@ pub fn plain_len(b: &[u8]) -> usize {
         }
         i += 8;
     }
-    while i < b.len() && !is_stop(b[i]) {
+    // The last few bytes by table.
+    while i < b.len() && !STOPS[usize::from(b[i])] {
         i += 1;
     }
     i
 }
 
-fn is_stop(c: u8) -> bool {
-    c < 0x20 || c == b'"' || c == b'\\'
+/// Bytes that end a plain run inside a string: the quote, a backslash, a control character.
+const fn string_stops() -> [bool; 256] {
+    let mut t = [false; 256];
+    let mut c = 0;
+    while c < 0x20 {
+        t[c] = true;
+        c += 1;
+    }
+    t[b'"' as usize] = true;
+    t[b'\\' as usize] = true;
+    t
 }
+static STOPS: [bool; 256] = string_stops();
 
 /// Whether `s` goes into a JSON string as it stands.
 pub fn is_plain(s: &str) -> bool {

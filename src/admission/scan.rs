@@ -171,8 +171,7 @@ impl<'b> Scan<'b> {
     /// is mostly string bytes.
     #[inline(always)]
     fn plain_run(&mut self) {
-        let rest = self.b.get(self.i..).unwrap_or_default();
-        self.i += json_text::plain_len(rest);
+        self.i = json_text::plain_end(self.b, self.i);
     }
 
     /// The rest of a string from its first backslash, with `start..i` already plain text.
