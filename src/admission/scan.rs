@@ -167,7 +167,7 @@ impl<'b> Scan<'b> {
     }
 
     /// Moves to the next quote, backslash or control character, eight bytes at a time
-    /// (`json_text::plain_len`): a byte at a time cost 9 instructions a byte, and `managedFields`
+    /// (`json_text::plain_end`): a byte at a time cost 9 instructions a byte, and `managedFields`
     /// is mostly string bytes.
     #[inline(always)]
     fn plain_run(&mut self) {

@@ -82,7 +82,7 @@ where
         writer.write_str("{\"timestamp\":")?;
         with_scratch(|time| {
             self.timer.format_time(&mut Writer::new(time))?;
-            json_str(&mut writer, time)
+            json_text::write_fmt(&mut writer, time)
         })?;
         writer.write_str(",\"level\":\"")?;
         writer.write_str(meta.level().as_str())?;
@@ -94,7 +94,7 @@ where
         event.record(&mut fields);
         fields.result?;
         writer.write_str(",\"target\":")?;
-        json_str(&mut writer, meta.target())?;
+        json_text::write_fmt(&mut writer, meta.target())?;
         writer.write_str("}\n")
     }
 }
@@ -128,7 +128,7 @@ impl Fields<'_, '_> {
         if self.result.is_ok() {
             self.result = (|| {
                 self.w.write_char(',')?;
-                json_str(self.w, field.name())?;
+                json_text::write_fmt(self.w, field.name())?;
                 self.w.write_char(':')?;
                 value(self.w)
             })();
@@ -157,22 +157,17 @@ impl Visit for Fields<'_, '_> {
     }
 
     fn record_str(&mut self, field: &Field, value: &str) {
-        self.entry(field, |w| json_str(w, value));
+        self.entry(field, |w| json_text::write_fmt(w, value));
     }
 
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
         self.entry(field, |w| {
             with_scratch(|text| {
                 write!(text, "{value:?}")?;
-                json_str(w, text)
+                json_text::write_fmt(w, text)
             })
         });
     }
-}
-
-/// A JSON string as serde_json writes one.
-fn json_str(w: &mut Writer<'_>, s: &str) -> fmt::Result {
-    json_text::write_fmt(w, s)
 }
 
 #[cfg(test)]
