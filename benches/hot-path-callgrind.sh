@@ -27,7 +27,14 @@ count() {
   local name=$1 port=$2
   shift 2
   local pid=$!
-  until (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null; do sleep 1; done
+  # A server that exits at once (its port still held by the last run) is an error, not a wait.
+  until (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null; do
+    if ! kill -0 "$pid" 2>/dev/null; then
+      echo "$name exited before it listened on $port (see $OUT/$name.log)" >&2
+      return 1
+    fi
+    sleep 1
+  done
   sleep 2
   callgrind_control --zero "$pid" >/dev/null
   local flags=(--url "https://localhost:$port" --cacert "$OUT/certs/ca.crt" --connections 16
