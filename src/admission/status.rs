@@ -15,8 +15,8 @@ use crate::kinds::Kind;
 use crate::rule_id::RuleId;
 
 /// The `response` of an AdmissionReview, in the order of Kubernetes' `AdmissionResponse`.
-/// Serialized straight from this struct: an answer is written on every review, and building it
-/// as a `Value` tree first cost a map per level and a copy of every string.
+/// `body` writes it; its `Serialize` is the definition `body` is held to (tests), and what writes
+/// the rare answer `body` leaves to serde.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct Response<'a> {

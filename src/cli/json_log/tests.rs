@@ -105,7 +105,7 @@ fn a_line_is_the_crates_line() {
             error = &error as &(dyn std::error::Error + 'static),
             dotted.name = "d",
             loud = ?Loud,
-            // Each escape alone, so no other one sends the text to serde_json.
+            // Each escape alone, so a wrong one shows on its own.
             backslash = "a\\b",
             quote = "a\"b",
             control = "a\u{1f}b",
