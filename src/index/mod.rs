@@ -35,7 +35,7 @@ use foldhash::fast::RandomState;
 
 use crate::address::{AddrSet, Family, Ip, IpRange};
 use crate::kinds::{Kind, DEFAULT_ADDRESS_SPACE};
-use crate::model::{AddressProj, ClaimProj, ObjKey, PoolProj};
+use crate::model::{AddressProj, ClaimProj, Keyed, ObjKey, PoolProj};
 
 use releases::{Release, Releases};
 use segments::SegmentMap;
@@ -152,7 +152,8 @@ impl Index {
         Some(pool)
     }
 
-    pub fn pool(&self, key: &ObjKey) -> Option<&PoolProj> {
+    pub fn pool(&self, key: &impl Keyed) -> Option<&PoolProj> {
+        let key: &dyn Keyed = key;
         self.pool_ids.get(key).map(|&id| self.pools.get(id))
     }
 
@@ -200,7 +201,7 @@ impl Index {
     }
 
     /// The address space of the pool with `key`: `default` when the pool is unknown (SPEC §6).
-    pub fn space_of_pool(&self, key: &ObjKey) -> &str {
+    pub fn space_of_pool(&self, key: &impl Keyed) -> &str {
         self.pool(key)
             .map(|p| &*p.space)
             .unwrap_or(DEFAULT_ADDRESS_SPACE)
@@ -286,7 +287,8 @@ impl Index {
         Some(entry.proj)
     }
 
-    pub fn address(&self, key: &ObjKey) -> Option<&AddressProj> {
+    pub fn address(&self, key: &impl Keyed) -> Option<&AddressProj> {
+        let key: &dyn Keyed = key;
         self.address_ids
             .get(key)
             .map(|&id| &self.addresses.get(id).proj)
@@ -371,7 +373,8 @@ impl Index {
     }
 
     /// How many address objects reference `pool`, without sorting them.
-    pub fn address_count_for_pool(&self, pool: &ObjKey) -> usize {
+    pub fn address_count_for_pool(&self, pool: &impl Keyed) -> usize {
+        let pool: &dyn Keyed = pool;
         self.by_pool.get(pool).map_or(0, Vec::len)
     }
 
@@ -537,7 +540,8 @@ impl Index {
         old
     }
 
-    pub fn claim(&self, key: &ObjKey) -> Option<&ClaimProj> {
+    pub fn claim(&self, key: &impl Keyed) -> Option<&ClaimProj> {
+        let key: &dyn Keyed = key;
         self.claims.get(key).map(|e| &e.0)
     }
 
@@ -808,6 +812,11 @@ impl Hash for ClaimEntry {
 }
 impl Borrow<ObjKey> for ClaimEntry {
     fn borrow(&self) -> &ObjKey {
+        &self.0.key
+    }
+}
+impl<'a> Borrow<dyn Keyed + 'a> for ClaimEntry {
+    fn borrow(&self) -> &(dyn Keyed + 'a) {
         &self.0.key
     }
 }

@@ -95,6 +95,11 @@ fn pool_upsert_get_remove_and_counts() {
     let p = global("a", "default", &["10.0.0.0/24"]);
     assert_eq!(index.upsert_pool(p.clone()), None);
     assert_eq!(index.pool(&p.key), Some(&p));
+    // Asked with a borrowed key, as the rules ask; a global pool named with a namespace too.
+    let borrowed = crate::model::KeyRef::new(Kind::GlobalInClusterIPPool, Some("ns"), "a");
+    assert_eq!(index.pool(&borrowed), Some(&p));
+    let other = crate::model::KeyRef::new(Kind::InClusterIPPool, Some("ns"), "a");
+    assert_eq!(index.pool(&other), None);
     assert_eq!(index.len(), 1);
     assert!(index.counts().contains(&(Kind::GlobalInClusterIPPool, 1)));
     assert_eq!(index.counts().len(), Kind::ALL.len());
@@ -610,6 +615,10 @@ fn claims_by_key() {
     };
     assert_eq!(index.upsert_claim(c.clone()), None);
     assert_eq!(index.claim(&c.key), Some(&c));
+    let borrowed = crate::model::KeyRef::new(Kind::IPAddressClaim, Some("ns"), "c");
+    assert_eq!(index.claim(&borrowed), Some(&c));
+    let other_ns = crate::model::KeyRef::new(Kind::IPAddressClaim, Some("ns2"), "c");
+    assert_eq!(index.claim(&other_ns), None);
     let mut c2 = c.clone();
     c2.pool_ref.name = "q".into();
     assert_eq!(index.upsert_claim(c2.clone()), Some(c.clone()));

@@ -9,7 +9,7 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 use crate::address::{is_block_start, Family, Ip};
-use crate::model::{ObjKey, PoolProj};
+use crate::model::{Keyed, ObjKey, PoolProj};
 
 use super::Index;
 
@@ -70,7 +70,7 @@ impl Index {
 
     /// Usage of one pool, the same figures `pool_usage` gives it; None when the view has no such
     /// pool. O(addresses that reference it).
-    pub fn usage_of_pool(&self, key: &ObjKey) -> Option<PoolUsage> {
+    pub fn usage_of_pool(&self, key: &impl Keyed) -> Option<PoolUsage> {
         self.pool(key).map(|p| self.usage_of(p))
     }
 
@@ -80,7 +80,7 @@ impl Index {
     ///
     /// E1 asks on every claim CREATE whether a pool is low; for a pool of 100k addresses the exact
     /// count sorts 100k values, while the answer for a pool far from full is already known here.
-    pub fn free_at_least(&self, key: &ObjKey) -> Option<(u128, u128)> {
+    pub fn free_at_least(&self, key: &impl Keyed) -> Option<(u128, u128)> {
         let pool = self.pool(key)?;
         let allocatable = match pool.prefix.filter(|_| pool.key.kind.is_prefix_pool()) {
             Some(len) => pool.allocatable.count_blocks(len),

@@ -14,7 +14,7 @@ use crate::kinds::{default_pool_group, Kind};
 use crate::model::paths::{address, claim, reference};
 use crate::model::read;
 use crate::model::written::{self, AddressFields, AddressPaths, Written};
-use crate::model::{AddressProj, ClaimProj, ObjKey, PoolRef};
+use crate::model::{AddressProj, ClaimProj, KeyRef, ObjKey, PoolRef};
 
 /// A `poolRef` (TypedLocalObjectReference) as written; borrowed from the object.
 #[derive(Debug, Clone, PartialEq)]
@@ -99,9 +99,14 @@ impl<'a> RefReading<'a> {
 
     /// The key of the referenced pool, when the reference names a known pool kind.
     pub fn pool_key(&self, namespace: Option<&str>) -> Option<ObjKey> {
+        self.pool_key_ref(namespace).map(KeyRef::to_key)
+    }
+
+    /// As `pool_key`, borrowed: for looking the pool up.
+    pub fn pool_key_ref<'k>(&'k self, namespace: Option<&'k str>) -> Option<KeyRef<'k>> {
         let kind = Kind::from_group_kind(self.effective_group(), self.kind.get()?)?;
         let name = self.name.get().filter(|n| !n.is_empty())?;
-        kind.is_pool().then(|| ObjKey::new(kind, namespace, name))
+        kind.is_pool().then(|| KeyRef::new(kind, namespace, name))
     }
 }
 

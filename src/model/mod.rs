@@ -19,7 +19,9 @@ pub mod spider;
 pub(crate) mod test_support;
 pub mod written;
 
+use std::borrow::Borrow;
 use std::fmt;
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
@@ -31,7 +33,8 @@ use pool::PoolReading;
 
 /// Identifies one object: kind (with group), namespace (None when cluster-scoped) and name.
 /// Namespaces are shared `Arc<str>` because thousands of cached objects share a few.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// Hashed as its [`KeyRef`], so the index's maps can be asked with a borrowed key.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct ObjKey {
     pub kind: Kind,
     pub namespace: Option<Arc<str>>,
@@ -40,14 +43,19 @@ pub struct ObjKey {
 
 impl ObjKey {
     pub fn new(kind: Kind, namespace: Option<&str>, name: &str) -> Self {
+        let key = KeyRef::new(kind, namespace, name);
         ObjKey {
             kind,
-            namespace: if kind.namespaced() {
-                namespace.map(Arc::from)
-            } else {
-                None
-            },
+            namespace: key.namespace.map(Arc::from),
             name: Arc::from(name),
+        }
+    }
+
+    pub fn key_ref(&self) -> KeyRef<'_> {
+        KeyRef {
+            kind: self.kind,
+            namespace: self.namespace.as_deref(),
+            name: &self.name,
         }
     }
     /// `ns/name`, or `name` when cluster-scoped.
@@ -60,11 +68,94 @@ impl ObjKey {
 }
 
 impl fmt::Display for ObjKey {
-    /// `InClusterIPPool ns/name`, `IPPool.ipam.metal3.io ns/name`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {}", self.kind, self.ns_name())
+        self.key_ref().fmt(f)
     }
 }
+
+impl Hash for ObjKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.key_ref().hash(state);
+    }
+}
+
+/// An object's key, borrowed: what a rule looks the index up by without building an `ObjKey`
+/// (two `Arc<str>`s made and freed per lookup, on every address and claim review).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct KeyRef<'a> {
+    pub kind: Kind,
+    pub namespace: Option<&'a str>,
+    pub name: &'a str,
+}
+
+impl<'a> KeyRef<'a> {
+    /// As `ObjKey::new`: a cluster-scoped kind has no namespace, whatever was given.
+    pub fn new(kind: Kind, namespace: Option<&'a str>, name: &'a str) -> Self {
+        KeyRef {
+            kind,
+            namespace: namespace.filter(|_| kind.namespaced()),
+            name,
+        }
+    }
+
+    pub fn to_key(self) -> ObjKey {
+        ObjKey::new(self.kind, self.namespace, self.name)
+    }
+}
+
+impl fmt::Display for KeyRef<'_> {
+    /// `InClusterIPPool ns/name`, `IPPool.ipam.metal3.io ns/name`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.namespace {
+            Some(ns) => write!(f, "{} {ns}/{}", self.kind, self.name),
+            None => write!(f, "{} {}", self.kind, self.name),
+        }
+    }
+}
+
+/// Anything that names an object: what the index's lookups take. `ObjKey` borrows as
+/// `dyn Keyed`, so a map keyed by `ObjKey` can be asked with a `KeyRef`.
+pub trait Keyed {
+    fn key_ref(&self) -> KeyRef<'_>;
+}
+
+impl Keyed for ObjKey {
+    fn key_ref(&self) -> KeyRef<'_> {
+        ObjKey::key_ref(self)
+    }
+}
+
+impl Keyed for KeyRef<'_> {
+    fn key_ref(&self) -> KeyRef<'_> {
+        *self
+    }
+}
+
+impl<T: Keyed + ?Sized> Keyed for &T {
+    fn key_ref(&self) -> KeyRef<'_> {
+        (**self).key_ref()
+    }
+}
+
+impl<'a> Borrow<dyn Keyed + 'a> for ObjKey {
+    fn borrow(&self) -> &(dyn Keyed + 'a) {
+        self
+    }
+}
+
+impl Hash for dyn Keyed + '_ {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.key_ref().hash(state);
+    }
+}
+
+impl PartialEq for dyn Keyed + '_ {
+    fn eq(&self, other: &Self) -> bool {
+        self.key_ref() == other.key_ref()
+    }
+}
+
+impl Eq for dyn Keyed + '_ {}
 
 /// ObjectMeta fields that neither the model (`Meta`; `creationTimestamp` is read for H1), the
 /// rules nor the schema check (which only needs to know they are ObjectMeta's) read: a manifest
@@ -511,5 +602,69 @@ mod meta_tests {
             );
         }
         assert!(projects_alike(&base, &base) && projects_alike(&json!(7), &json!(7)));
+    }
+}
+
+#[cfg(test)]
+mod key_tests {
+    use std::collections::{HashMap, HashSet};
+    use std::hash::BuildHasher;
+
+    use super::*;
+
+    fn keys() -> Vec<ObjKey> {
+        vec![
+            ObjKey::new(Kind::IPAddress, Some("ns"), "a"),
+            ObjKey::new(Kind::IPAddress, Some("ns"), "b"),
+            ObjKey::new(Kind::IPAddress, Some("other"), "a"),
+            ObjKey::new(Kind::IPAddressClaim, Some("ns"), "a"),
+            ObjKey::new(Kind::InClusterIPPool, Some("ns"), "a"),
+            ObjKey::new(Kind::GlobalInClusterIPPool, None, "a"),
+            // Names that run together differently must not collide by construction.
+            ObjKey::new(Kind::IPAddress, Some("n"), "sa"),
+            ObjKey::new(Kind::IPAddress, Some(""), "nsa"),
+        ]
+    }
+
+    /// `Borrow<dyn Keyed>` holds only if a key and its borrowed form hash and compare alike.
+    #[test]
+    fn a_key_and_its_borrowed_form_hash_and_compare_alike() {
+        let state = foldhash::fast::RandomState::default();
+        for k in keys() {
+            let r = k.key_ref();
+            assert_eq!(state.hash_one(&k), state.hash_one(r), "{k}");
+            let as_dyn: &dyn Keyed = &k;
+            assert_eq!(state.hash_one(as_dyn), state.hash_one(&r as &dyn Keyed));
+            assert_eq!(r.to_key(), k);
+            assert_eq!(r.to_string(), k.to_string());
+        }
+    }
+
+    #[test]
+    fn maps_keyed_by_objkey_are_asked_with_a_borrowed_key() {
+        let map: HashMap<ObjKey, usize> = keys().into_iter().zip(0..).collect();
+        let set: HashSet<ObjKey> = keys().into_iter().collect();
+        for (i, k) in keys().iter().enumerate() {
+            let r = KeyRef::new(k.kind, k.namespace.as_deref(), &k.name);
+            assert_eq!(map.get(&r as &dyn Keyed), Some(&i));
+            assert!(set.contains(&r as &dyn Keyed));
+        }
+        let missing = KeyRef::new(Kind::IPAddress, Some("ns"), "c");
+        assert_eq!(map.get(&missing as &dyn Keyed), None);
+    }
+
+    /// As `ObjKey::new`, a cluster-scoped kind drops the namespace it was given, so the lookup
+    /// of a global pool named from a namespaced object still finds it.
+    #[test]
+    fn a_borrowed_key_of_a_cluster_scoped_kind_has_no_namespace() {
+        let r = KeyRef::new(Kind::GlobalInClusterIPPool, Some("ns"), "g");
+        assert_eq!(r.namespace, None);
+        assert_eq!(
+            r.to_key(),
+            ObjKey::new(Kind::GlobalInClusterIPPool, None, "g")
+        );
+        assert_eq!(r.to_string(), "GlobalInClusterIPPool g");
+        let n = KeyRef::new(Kind::InClusterIPPool, Some("ns"), "p");
+        assert_eq!(n.to_string(), "InClusterIPPool ns/p");
     }
 }

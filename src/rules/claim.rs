@@ -7,7 +7,7 @@ use crate::kinds::{Kind, KINDS};
 use crate::model::capi::{read_claim, ClaimReading, RefReading};
 use crate::model::paths::{self, claim, meta};
 use crate::model::written::Written;
-use crate::model::{read, ObjKey, Operation};
+use crate::model::{read, KeyRef, Operation};
 use crate::rule_id::RuleId;
 use crate::rules::mutate::CLUSTER_NAME_LABEL;
 use crate::rules::util::{
@@ -127,7 +127,7 @@ fn c3(r: &ClaimReading, namespace: Option<&str>, ctx: &Ctx, v: &mut Verdict) {
     let group = p.effective_group();
     match Kind::from_group_kind(group, kind).filter(|k| k.is_pool()) {
         Some(k) => {
-            let key = ObjKey::new(k, namespace, name);
+            let key = KeyRef::new(k, namespace, name);
             if ctx.index.pool(&key).is_some() {
                 crate::rules::exhaustion::on_create(&key, claim::POOL_REF_NAME, ctx, v);
             } else {

@@ -11,7 +11,7 @@ use std::fmt;
 
 use crate::field::{FieldPath, Verdict};
 use crate::index::usage::PoolUsage;
-use crate::model::ObjKey;
+use crate::model::Keyed;
 use crate::rule_id::RuleId;
 use crate::rules::Ctx;
 
@@ -112,7 +112,7 @@ impl fmt::Display for FreeThreshold {
 
 /// E1 at admission: the claim's CREATE names `pool` (found in the view) at `path`; a warning
 /// when the pool has no free address, or is low under `--warn-free-below`.
-pub(crate) fn on_create(pool: &ObjKey, path: FieldPath, ctx: &Ctx, v: &mut Verdict) {
+pub(crate) fn on_create(pool: &impl Keyed, path: FieldPath, ctx: &Ctx, v: &mut Verdict) {
     // An audit judges claims that may hold their address already: `health` reports the
     // exhausted pools of claims still waiting instead.
     if ctx.options.stored {

@@ -9,7 +9,7 @@ use crate::model::capi::{project_reading, read_address, AddressReading};
 use crate::model::paths::{self, address};
 use crate::model::pool::{has_room_for_subnet, is_link_local_gateway, subnet_text};
 use crate::model::written::{AddressFields, Written};
-use crate::model::{record_key, AddressProj, ObjKey, Operation, PoolProj};
+use crate::model::{record_key, AddressProj, KeyRef, Operation, PoolProj};
 use crate::rule_id::RuleId;
 use crate::rules::claim::{pool_ref_required, NO_REF_NAMESPACE};
 use crate::rules::util::{
@@ -32,8 +32,8 @@ impl Validator for Address {
         let (errors, warnings) = findings(&r);
         v.errors = errors;
         v.warnings = warnings;
-        let own = ObjKey::new(Kind::IPAddress, call.namespace_of(obj), call.name);
-        cross_object(&r, &own, ctx, &mut v);
+        let own = KeyRef::new(Kind::IPAddress, call.namespace_of(obj), call.name);
+        cross_object(&r, own, ctx, &mut v);
         call.keep_address(|| Some(project_reading(&r, record_key(Kind::IPAddress, obj)?)));
         v
     }
@@ -211,13 +211,13 @@ pub(crate) fn gateway_findings(
 }
 
 /// A6–A9: the address against the claim, the pool and the other addresses the view holds.
-fn cross_object(r: &AddressReading, own: &ObjKey, ctx: &Ctx, v: &mut Verdict) {
+fn cross_object(r: &AddressReading, own: KeyRef<'_>, ctx: &Ctx, v: &mut Verdict) {
     let index = ctx.index;
-    let namespace = own.namespace.as_deref();
+    let namespace = own.namespace;
 
     if let Some(claim) = r.claim().filter(|c| !c.is_empty()) {
         // A6: the address fulfils its claim with the claim's pool.
-        let claim_key = ObjKey::new(Kind::IPAddressClaim, namespace, claim);
+        let claim_key = KeyRef::new(Kind::IPAddressClaim, namespace, claim);
         match index.claim(&claim_key) {
             Some(c) => {
                 if r.pool_ref.raw.get().is_some() && !r.pool_ref.refers_to(&c.pool_ref) {
@@ -242,7 +242,7 @@ fn cross_object(r: &AddressReading, own: &ObjKey, ctx: &Ctx, v: &mut Verdict) {
         let others: Vec<String> = index
             .addresses_for_claim(Kind::IPAddress, namespace.unwrap_or_default(), claim)
             .into_iter()
-            .filter(|a| a.key != *own)
+            .filter(|a| a.key.key_ref() != own)
             .map(|a| a.key.to_string())
             .collect();
         if !others.is_empty() {
@@ -258,13 +258,13 @@ fn cross_object(r: &AddressReading, own: &ObjKey, ctx: &Ctx, v: &mut Verdict) {
         }
     }
 
-    let pool_key = r.pool_ref.pool_key(namespace);
+    let pool_key = r.pool_ref.pool_key_ref(namespace);
     let (Some(addr), Some(text)) = (r.spec.ip(), r.spec.ip_text()) else {
         return;
     };
 
     // A8: inside what the pool can hand out; the pool's prefix and gateway are expected.
-    if let Some(pool) = pool_key.as_ref().and_then(|k| index.pool(k)) {
+    if let Some(pool) = pool_key.and_then(|k| index.pool(&k)) {
         v.errors.extend(outside_pool(RuleId::A8, pool, addr, text));
         if pool.key.kind.is_prefix_pool() {
             sub_prefix_length(pool, r, v);
@@ -303,23 +303,11 @@ fn cross_object(r: &AddressReading, own: &ObjKey, ctx: &Ctx, v: &mut Verdict) {
     }
 
     // A9: one holder per address and address space.
-    v.errors.extend(held_elsewhere(
-        RuleId::A9,
-        addr,
-        text,
-        own,
-        pool_key.as_ref(),
-        ctx,
-    ));
+    v.errors
+        .extend(held_elsewhere(RuleId::A9, addr, text, own, pool_key, ctx));
     // R1: not a new holder before the reuse grace of the last one is over.
-    v.errors.extend(recently_released(
-        addr,
-        text,
-        own,
-        r.claim(),
-        pool_key.as_ref(),
-        ctx,
-    ));
+    v.errors
+        .extend(recently_released(addr, text, own, r.claim(), pool_key, ctx));
 }
 
 /// A8 for an address of a prefix pool: `prefix` is the pool's allocation length (what the
@@ -389,8 +377,8 @@ pub(crate) fn held_elsewhere(
     rule: RuleId,
     addr: Ip,
     text: &str,
-    own: &ObjKey,
-    pool_key: Option<&ObjKey>,
+    own: KeyRef<'_>,
+    pool_key: Option<KeyRef<'_>>,
     ctx: &Ctx,
 ) -> Option<FieldError> {
     let index = ctx.index;
@@ -398,20 +386,20 @@ pub(crate) fn held_elsewhere(
     if scope == OverlapScope::Off {
         return None;
     }
-    let space = pool_key.map_or(DEFAULT_ADDRESS_SPACE, |k| index.space_of_pool(k));
-    let cluster_wide = |k: Option<&ObjKey>| k.is_some_and(|k| !k.kind.namespaced());
+    let space = pool_key.map_or(DEFAULT_ADDRESS_SPACE, |k| index.space_of_pool(&k));
+    let cluster_wide = |k: Option<Kind>| k.is_some_and(|k| !k.namespaced());
     let in_scope = |h: &AddressProj| match scope {
         OverlapScope::Namespace => {
-            h.key.namespace == own.namespace
-                || cluster_wide(pool_key)
-                || cluster_wide(h.pool.as_ref())
+            h.key.namespace.as_deref() == own.namespace
+                || cluster_wide(pool_key.map(|k| k.kind))
+                || cluster_wide(h.pool.as_ref().map(|k| k.kind))
         }
         _ => true,
     };
     let mut total = 0;
     let mut shown = Vec::new();
     for h in index.holders(addr) {
-        if h.key != *own && index.space_of_address(h) == space && in_scope(h) {
+        if h.key.key_ref() != own && index.space_of_address(h) == space && in_scope(h) {
             total += 1;
             if shown.len() < MAX_LISTED {
                 shown.push(h.key.to_string());
@@ -436,9 +424,9 @@ pub(crate) fn held_elsewhere(
 pub(crate) fn recently_released(
     addr: Ip,
     text: &str,
-    own: &ObjKey,
+    own: KeyRef<'_>,
     claim: Option<&str>,
-    pool_key: Option<&ObjKey>,
+    pool_key: Option<KeyRef<'_>>,
     ctx: &Ctx,
 ) -> Option<FieldError> {
     let index = ctx.index;
@@ -446,18 +434,18 @@ pub(crate) fn recently_released(
     if scope == OverlapScope::Off || index.releases().is_empty() {
         return None;
     }
-    let space = pool_key.map_or(DEFAULT_ADDRESS_SPACE, |k| index.space_of_pool(k));
-    let cluster_wide = |k: Option<&ObjKey>| k.is_some_and(|k| !k.kind.namespaced());
+    let space = pool_key.map_or(DEFAULT_ADDRESS_SPACE, |k| index.space_of_pool(&k));
+    let cluster_wide = |k: Option<Kind>| k.is_some_and(|k| !k.namespaced());
     let release = index
         .releases()
         .of(addr)
         .filter(|r| *r.space == *space && ctx.now < r.until())
-        .filter(|r| !(r.holder == *own && r.claim.as_deref() == claim))
+        .filter(|r| !(r.holder.key_ref() == own && r.claim.as_deref() == claim))
         .filter(|r| match scope {
             OverlapScope::Namespace => {
-                r.holder.namespace == own.namespace
-                    || cluster_wide(pool_key)
-                    || cluster_wide(r.pool.as_ref())
+                r.holder.namespace.as_deref() == own.namespace
+                    || cluster_wide(pool_key.map(|k| k.kind))
+                    || cluster_wide(r.pool.as_ref().map(|k| k.kind))
             }
             _ => true,
         })

@@ -15,7 +15,7 @@ use crate::field::{FieldError, FieldPath, Verdict, Warning};
 use crate::kinds::Kind;
 use crate::model::metal3::{read_address, read_claim, AddressReading, IP_ADDRESS_ANNOTATION};
 use crate::model::paths::{self, meta, metal3};
-use crate::model::{read, ObjKey, Operation};
+use crate::model::{read, KeyRef, ObjKey, Operation};
 use crate::rule_id::RuleId;
 use crate::rules::ipaddress::{
     address_fields, gateway_findings, held_elsewhere, outside_pool, recently_released,
@@ -176,8 +176,8 @@ impl Validator for Address {
         let r = read_address(obj);
         (v.errors, v.warnings) = findings(&r, ns);
         ma5(obj, &mut v);
-        let own = ObjKey::new(Kind::Metal3IPAddress, ns, call.name);
-        ma4(&r, &own, ctx, &mut v);
+        let own = KeyRef::new(Kind::Metal3IPAddress, ns, call.name);
+        ma4(&r, own, ctx, &mut v);
         v
     }
 
@@ -294,7 +294,7 @@ fn findings(r: &AddressReading, ns: Option<&str>) -> (Vec<FieldError>, Vec<Warni
 /// MA4 (as A8–A9): inside the pool's allocatable set, and the only holder of the address in its
 /// address space. Unlike A8, the prefix and gateway are not compared with the pool's: a Metal3
 /// pool sets them per entry, and the index keeps only the pool-level ones.
-fn ma4(r: &AddressReading, own: &ObjKey, ctx: &Ctx, v: &mut Verdict) {
+fn ma4(r: &AddressReading, own: KeyRef<'_>, ctx: &Ctx, v: &mut Verdict) {
     let (Some(addr), Some(text)) = (r.spec.ip(), r.spec.ip_text()) else {
         return;
     };
@@ -302,24 +302,18 @@ fn ma4(r: &AddressReading, own: &ObjKey, ctx: &Ctx, v: &mut Verdict) {
         .pool_name
         .get()
         .filter(|n| !n.is_empty())
-        .map(|n| ObjKey::new(Kind::Metal3IPPool, own.namespace.as_deref(), n));
-    if let Some(pool) = pool_key.as_ref().and_then(|k| ctx.index.pool(k)) {
+        .map(|n| KeyRef::new(Kind::Metal3IPPool, own.namespace, n));
+    if let Some(pool) = pool_key.and_then(|k| ctx.index.pool(&k)) {
         v.errors.extend(outside_pool(RuleId::MA4, pool, addr, text));
     }
-    v.errors.extend(held_elsewhere(
-        RuleId::MA4,
-        addr,
-        text,
-        own,
-        pool_key.as_ref(),
-        ctx,
-    ));
+    v.errors
+        .extend(held_elsewhere(RuleId::MA4, addr, text, own, pool_key, ctx));
     v.errors.extend(recently_released(
         addr,
         text,
         own,
         r.claim_name.get(),
-        pool_key.as_ref(),
+        pool_key,
         ctx,
     ));
 }

@@ -87,7 +87,14 @@ pub fn address_findings(ctx: &Ctx, a: &AddressProj, out: &mut Vec<(ObjKey, Field
             out.push((a.key.clone(), e));
         }
     }
-    if let Some(e) = held_elsewhere(dup, ip, &text, &a.key, a.pool.as_ref(), ctx) {
+    if let Some(e) = held_elsewhere(
+        dup,
+        ip,
+        &text,
+        a.key.key_ref(),
+        a.pool.as_ref().map(ObjKey::key_ref),
+        ctx,
+    ) {
         out.push((a.key.clone(), e));
     }
 }
