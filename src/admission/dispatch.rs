@@ -202,8 +202,8 @@ pub(super) fn admitted(
     }
     match req.operation {
         Operation::Update if relabel => None,
-        Operation::Create | Operation::Update => match readings.address() {
-            Some(address) => Some(Projection::Address(address.clone())),
+        Operation::Create | Operation::Update => match readings.projection() {
+            Some(kept) => Some(kept.clone()),
             None => project_read(req.kind, req.object?, readings.object()),
         },
         Operation::Delete | Operation::Connect => None,
@@ -452,5 +452,73 @@ mod tests {
         assert!(rules.iter().any(|r| r == "P10"), "{rules:?}");
         assert_eq!(view.decisions.load(Ordering::SeqCst), 1);
         assert_eq!(inside.pending_len(), 0, "a denial records nothing");
+    }
+}
+
+#[cfg(test)]
+mod kept_tests {
+    use serde_json::{json, Value};
+
+    use super::*;
+    use crate::index::Index;
+    use crate::model::project;
+
+    fn create(kind: Kind, obj: &Value) -> Option<Projection> {
+        let req = Request {
+            operation: Operation::Create,
+            kind,
+            version: "v1beta2",
+            namespace: Some("ns"),
+            name: obj["metadata"]["name"].as_str().unwrap(),
+            object: Some(obj),
+            old_object: None,
+            dry_run: false,
+        };
+        let index = Index::new();
+        let ctx = Ctx {
+            index: &index,
+            options: Options::default(),
+            now: std::time::Instant::now(),
+        };
+        let readings = Readings::default();
+        let verdict = rules::validate_reading(&req, &ctx, &readings);
+        assert!(verdict.allowed(), "{kind}: {verdict:?}");
+        assert!(
+            readings.projection().is_some(),
+            "{kind}: the validator kept nothing"
+        );
+        admitted(&req, &verdict, &readings, false)
+    }
+
+    /// The X2 record of an admitted address or claim is what its validator kept; it must be
+    /// what `model::project` makes of the object, whatever the object says.
+    #[test]
+    fn what_a_validator_keeps_is_the_objects_projection() {
+        let claims = [
+            json!({"metadata": {"name": "c", "namespace": "ns"},
+                   "spec": {"poolRef": {"apiGroup": "ipam.cluster.x-k8s.io",
+                                        "kind": "InClusterIPPool", "name": "p"}}}),
+            json!({"metadata": {"name": "c", "namespace": "ns",
+                                "creationTimestamp": "2026-11-21T22:40:50Z"},
+                   "spec": {"poolRef": {"apiGroup": "ipam.cluster.x-k8s.io",
+                                        "kind": "GlobalInClusterIPPool", "name": "g"}},
+                   "status": {"addressRef": {"name": "c"}}}),
+            json!({"metadata": {"name": "c", "namespace": "ns"},
+                   "spec": {"poolRef": {"apiGroup": "ipam.metal3.io", "kind": "IPPool",
+                                        "name": "m"}}}),
+        ];
+        for obj in &claims {
+            let kept = create(Kind::IPAddressClaim, obj);
+            assert!(matches!(kept, Some(Projection::Claim(_))));
+            assert_eq!(kept, project(Kind::IPAddressClaim, obj), "{obj}");
+        }
+        let address = json!({"metadata": {"name": "a", "namespace": "ns"},
+            "spec": {"address": "10.0.0.5", "prefix": 24, "gateway": "10.0.0.1",
+                     "claimRef": {"name": "c"},
+                     "poolRef": {"apiGroup": "ipam.cluster.x-k8s.io",
+                                 "kind": "InClusterIPPool", "name": "p"}}});
+        let kept = create(Kind::IPAddress, &address);
+        assert!(matches!(kept, Some(Projection::Address(_))));
+        assert_eq!(kept, project(Kind::IPAddress, &address));
     }
 }

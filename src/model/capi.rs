@@ -129,7 +129,11 @@ pub fn read_claim(obj: &Value) -> ClaimReading<'_> {
 
 /// What the index keeps of a claim.
 pub fn project_claim(obj: &Value, key: ObjKey) -> ClaimProj {
-    let pool_ref = RefReading::read(obj, claim::POOL_REF);
+    project_claim_reading(&RefReading::read(obj, claim::POOL_REF), obj, key)
+}
+
+/// As `project_claim`, with the reference already read (`read_claim`'s, on admission).
+pub fn project_claim_reading(pool_ref: &RefReading, obj: &Value, key: ObjKey) -> ClaimProj {
     ClaimProj {
         key,
         pool_ref: pool_ref.pool_ref(),

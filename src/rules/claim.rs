@@ -4,10 +4,10 @@ use serde_json::Value;
 
 use crate::field::{FieldError, FieldPath, Verdict};
 use crate::kinds::{Kind, KINDS};
-use crate::model::capi::{read_claim, ClaimReading, RefReading};
+use crate::model::capi::{project_claim_reading, read_claim, ClaimReading, RefReading};
 use crate::model::paths::{self, claim, meta};
 use crate::model::written::Written;
-use crate::model::{read, KeyRef, Operation};
+use crate::model::{read, record_key, KeyRef, Operation, Projection};
 use crate::rule_id::RuleId;
 use crate::rules::mutate::CLUSTER_NAME_LABEL;
 use crate::rules::util::{
@@ -30,6 +30,14 @@ impl Validator for Claim {
         c1_c2(&r, &mut v);
         c3(&r, namespace, ctx, &mut v);
         c5(obj, &r, &mut v);
+        call.keep_projection(|| {
+            let key = record_key(Kind::IPAddressClaim, obj)?;
+            Some(Projection::Claim(project_claim_reading(
+                &r.pool_ref,
+                obj,
+                key,
+            )))
+        });
         v
     }
 

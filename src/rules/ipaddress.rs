@@ -9,7 +9,7 @@ use crate::model::capi::{project_reading, read_address, AddressReading};
 use crate::model::paths::{self, address};
 use crate::model::pool::{has_room_for_subnet, is_link_local_gateway, subnet_text};
 use crate::model::written::{AddressFields, Written};
-use crate::model::{record_key, AddressProj, KeyRef, Operation, PoolProj};
+use crate::model::{record_key, AddressProj, KeyRef, Operation, PoolProj, Projection};
 use crate::rule_id::RuleId;
 use crate::rules::claim::{pool_ref_required, NO_REF_NAMESPACE};
 use crate::rules::util::{
@@ -34,7 +34,10 @@ impl Validator for Address {
         v.warnings = warnings;
         let own = KeyRef::new(Kind::IPAddress, call.namespace_of(obj), call.name);
         cross_object(&r, own, ctx, &mut v);
-        call.keep_address(|| Some(project_reading(&r, record_key(Kind::IPAddress, obj)?)));
+        call.keep_projection(|| {
+            let key = record_key(Kind::IPAddress, obj)?;
+            Some(Projection::Address(project_reading(&r, key)))
+        });
         v
     }
 

@@ -14,7 +14,7 @@ use crate::kinds::Kind;
 use crate::model::paths::meta;
 use crate::model::pool::PoolReading;
 use crate::model::{
-    incluster, metal3, prefix, read, read_pool, spider, AddressProj, Operation, Request,
+    incluster, metal3, prefix, read, read_pool, spider, Operation, Projection, Request,
 };
 use crate::rule_id::RuleId;
 use crate::rules::{in_cluster, metal3_pool, prefix_pool, spider_spec};
@@ -75,12 +75,12 @@ impl<'a> Call<'a> {
             .get_or_init(|| read_judged(self.kind, old))
     }
 
-    /// Keeps what the index would keep of the new address (`model::project_read`), from the
-    /// reading the validator took, for the X2 record: computed once per review.
-    pub(crate) fn keep_address(&self, project: impl FnOnce() -> Option<AddressProj>) {
-        if self.readings.address.get().is_none() {
+    /// Keeps what the index would keep of the new address or claim (`model::project_read`),
+    /// from the reading the validator took, for the X2 record: computed once per review.
+    pub(crate) fn keep_projection(&self, project: impl FnOnce() -> Option<Projection>) {
+        if self.readings.projection.get().is_none() {
             if let Some(p) = project() {
-                let _ = self.readings.address.set(p);
+                let _ = self.readings.projection.set(p);
             }
         }
     }
@@ -130,7 +130,7 @@ pub(crate) fn read_judged(kind: Kind, obj: &Value) -> PoolReading {
 pub struct Readings {
     object: OnceCell<PoolReading>,
     old: OnceCell<PoolReading>,
-    address: OnceCell<AddressProj>,
+    projection: OnceCell<Projection>,
 }
 
 impl Readings {
@@ -139,9 +139,9 @@ impl Readings {
         self.object.get()
     }
 
-    /// What the index keeps of the new address, when its validator read it.
-    pub fn address(&self) -> Option<&AddressProj> {
-        self.address.get()
+    /// What the index keeps of the new address or claim, when its validator read it.
+    pub fn projection(&self) -> Option<&Projection> {
+        self.projection.get()
     }
 }
 
