@@ -72,7 +72,7 @@ impl Admission {
         let options = self.inner.options;
         let now = self.inner.view.now();
         // The objects are read once for the review: both validations and the record share it.
-        let readings = Readings::default();
+        let mut readings = Readings::default();
         let relabel = self.relabel(req);
         // Judged outside the decision lock, on one consistent reading of the view: only what
         // records a pending entry needs the lock, and under it the work is redone only when the
@@ -90,7 +90,7 @@ impl Admission {
             );
             (verdict, index.version())
         };
-        let mut pending = admitted(req, &verdict, &readings, relabel);
+        let mut pending = admitted(req, &verdict, &mut readings, relabel);
         let mut recorded = pending.is_some();
         if recorded {
             self.inner.view.reserve_as(caller, &mut |index| {
@@ -104,7 +104,7 @@ impl Admission {
                         },
                         &readings,
                     );
-                    pending = admitted(req, &verdict, &readings, relabel);
+                    pending = admitted(req, &verdict, &mut readings, relabel);
                     recorded = pending.is_some();
                 }
                 pending.take()
@@ -189,12 +189,12 @@ pub(super) fn unavailable(why: String) -> Verdict {
 }
 
 /// What an allowed, real (not dry-run) create or update adds to the view before the watch shows it,
-/// from what the validation kept in `readings` (a pool's reading, an address's projection) where
-/// it took one.
+/// from what the validation kept in `readings` (a pool's reading; an address's or a claim's
+/// projection, taken rather than copied: a validation run again keeps it again).
 pub(super) fn admitted(
     req: &Request,
     verdict: &Verdict,
-    readings: &Readings,
+    readings: &mut Readings,
     relabel: bool,
 ) -> Option<Projection> {
     if req.dry_run || !verdict.allowed() {
@@ -202,8 +202,8 @@ pub(super) fn admitted(
     }
     match req.operation {
         Operation::Update if relabel => None,
-        Operation::Create | Operation::Update => match readings.projection() {
-            Some(kept) => Some(kept.clone()),
+        Operation::Create | Operation::Update => match readings.take_projection() {
+            Some(kept) => Some(kept),
             None => project_read(req.kind, req.object?, readings.object()),
         },
         Operation::Delete | Operation::Connect => None,
@@ -480,14 +480,22 @@ mod kept_tests {
             options: Options::default(),
             now: std::time::Instant::now(),
         };
-        let readings = Readings::default();
+        let mut readings = Readings::default();
         let verdict = rules::validate_reading(&req, &ctx, &readings);
         assert!(verdict.allowed(), "{kind}: {verdict:?}");
         assert!(
             readings.projection().is_some(),
             "{kind}: the validator kept nothing"
         );
-        admitted(&req, &verdict, &readings, false)
+        let kept = admitted(&req, &verdict, &mut readings, false);
+        assert!(
+            readings.projection().is_none(),
+            "{kind}: the record copied what was kept"
+        );
+        // A validation run again under the decision lock keeps it again.
+        let again = rules::validate_reading(&req, &ctx, &readings);
+        assert_eq!(admitted(&req, &again, &mut readings, false), kept);
+        kept
     }
 
     /// The X2 record of an admitted address or claim is what its validator kept; it must be

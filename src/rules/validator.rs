@@ -143,6 +143,11 @@ impl Readings {
     pub fn projection(&self) -> Option<&Projection> {
         self.projection.get()
     }
+
+    /// As `projection`, taken out for the X2 record.
+    pub fn take_projection(&mut self) -> Option<Projection> {
+        self.projection.take()
+    }
 }
 
 /// The rules of one kind. Every method is written out for every kind: a kind with nothing to
