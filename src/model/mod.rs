@@ -58,6 +58,7 @@ impl ObjKey {
             name: &self.name,
         }
     }
+
     /// `ns/name`, or `name` when cluster-scoped.
     pub fn ns_name(&self) -> String {
         match &self.namespace {
