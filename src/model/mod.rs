@@ -410,8 +410,10 @@ pub fn read_pool(kind: Kind, obj: &Value) -> PoolReading {
     }
 }
 
-/// Whether anything reads the `status` of an object of `kind` (`spider::allocation`): where not,
-/// `check` need not keep it once the schema has seen it. Keep in step with the readers.
+/// Whether the rules read the `status` of an object of `kind` (`spider::allocation`): where not,
+/// `check` need not keep it once the schema has seen it. Keep in step with the readers. A claim's
+/// projection reads `status.addressRef.name` (`bound`), but `check` judges a manifest as the
+/// create would store it, and a create stores no status: there a claim projects as unbound.
 pub fn reads_status(kind: Kind) -> bool {
     matches!(kind, Kind::SpiderIPPool)
 }
