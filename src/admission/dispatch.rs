@@ -269,6 +269,11 @@ pub(super) fn summarize<'b>(
     said: Said,
     verdict: &std::thread::Result<Judged>,
 ) -> Summary<'b> {
+    // The trees' strings serve the next review on this thread.
+    env.object
+        .into_iter()
+        .chain(env.old_object)
+        .for_each(super::scan::recycle);
     let mut summary = Summary {
         uid: env.uid,
         group: env.group,

@@ -13,6 +13,9 @@
 //! words, a quoted overflowing number, a wrong-typed field's message) is exactly what it got
 //! before. Where it does not give up, its answer is serde's: a test holds the two readers to the
 //! same result on every body it tries.
+//!
+//! Its trees' short strings (most keys and values) are the emptied strings of the last review's
+//! trees on the same thread (`spare`), not a `malloc` each.
 
 use std::borrow::Cow;
 
@@ -31,18 +34,25 @@ const MAX_DEPTH: usize = 64;
 /// The review's top level, or None when the body is not one this reader answers for.
 pub(super) fn top(text: &str) -> Option<Top<'_>> {
     let mut s = Scan::new(text);
-    let top = s.top()?;
+    let top = s.top();
     s.ws();
+    s.give_back_spare();
+    let top = top?;
     (s.i == s.b.len()).then_some(top)
 }
 
 /// An object of a review (a forwarded X2 step's object), as `object::decode` builds it.
 pub(super) fn object(text: &str) -> Option<Value> {
     let mut s = Scan::new(text);
-    let value = s.level(Level::Object)?;
+    let value = s.level(Level::Object);
     s.ws();
+    s.give_back_spare();
+    let value = value?;
     (s.i == s.b.len()).then_some(value)
 }
+
+/// A tree's strings, kept for the next review's trees (`recycle`).
+pub(super) use spare::recycle;
 
 /// Every reader returns None to give up; `i` is then of no further use.
 struct Scan<'b> {
@@ -50,6 +60,7 @@ struct Scan<'b> {
     text: &'b str,
     i: usize,
     depth: usize,
+    spare: Vec<String>,
 }
 
 impl<'b> Scan<'b> {
@@ -59,7 +70,18 @@ impl<'b> Scan<'b> {
             text,
             i: 0,
             depth: 0,
+            spare: spare::take(),
         }
+    }
+
+    fn give_back_spare(&mut self) {
+        spare::put_back(std::mem::take(&mut self.spare));
+    }
+
+    /// A key's or a string value's text as the tree's own `String`.
+    #[inline(always)]
+    fn own(&mut self, text: Cow<'_, str>) -> String {
+        spare::own(&mut self.spare, text)
     }
 
     #[inline(always)]
@@ -383,7 +405,8 @@ impl<'b> Scan<'b> {
                 let mut map = Map::new();
                 self.object(|s, key| {
                     let v = s.value()?;
-                    map.insert(key.into_owned(), v);
+                    let key = s.own(key);
+                    map.insert(key, v);
                     Some(())
                 })?;
                 Some(Value::Object(map))
@@ -396,7 +419,10 @@ impl<'b> Scan<'b> {
                 })?;
                 Some(Value::Array(list))
             }
-            b'"' => Some(Value::String(self.string()?.into_owned())),
+            b'"' => {
+                let text = self.string()?;
+                Some(Value::String(self.own(text)))
+            }
             b't' => self.literal(b"true").map(|()| Value::Bool(true)),
             b'f' => self.literal(b"false").map(|()| Value::Bool(false)),
             b'n' => self.literal(b"null").map(|()| Value::Null),
@@ -417,7 +443,8 @@ impl<'b> Scan<'b> {
                 Take::Plain => s.value()?,
                 Take::Into(inner) => s.level(inner)?,
             };
-            map.insert(key.into_owned(), v);
+            let key = s.own(key);
+            map.insert(key, v);
             Some(())
         })?;
         Some(Value::Object(map))
@@ -509,6 +536,8 @@ impl<'b> Scan<'b> {
         Some(out)
     }
 }
+
+mod spare;
 
 #[cfg(test)]
 mod tests;
