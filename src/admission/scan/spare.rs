@@ -47,9 +47,14 @@ pub(super) fn put_back(spare: Vec<String>) {
     });
 }
 
-/// `text` as a `String`: in the next kept string when it fits, else one of its own.
+/// `text` as a `String`: in the next kept string when it fits, else one of its own. A text
+/// longer than any kept string takes none, as its string was not kept: the next text is then
+/// still the one the next kept string was built for.
 #[inline(always)]
 pub(super) fn own(spare: &mut Vec<String>, text: Cow<'_, str>) -> String {
+    if text.len() > MAX_CAPACITY {
+        return text.into_owned();
+    }
     match spare.pop() {
         Some(mut s) if s.capacity() >= text.len() => {
             s.push_str(&text);
@@ -115,7 +120,7 @@ mod tests {
     }
 
     #[test]
-    fn a_kept_string_holds_only_the_new_text_and_one_too_short_is_not_used() {
+    fn a_kept_string_holds_only_its_new_text_a_long_text_takes_none_a_short_one_is_dropped() {
         SPARE.with(|s| s.borrow_mut().clear());
         recycle(json!(["first built", "second"]));
         let mut spare = take();
@@ -126,6 +131,11 @@ mod tests {
         assert_eq!((second.as_str(), second.capacity()), ("é\"", 6));
         assert!(spare.is_empty());
         assert_eq!(own(&mut spare, "fresh".into()).capacity(), 5);
+        // A text longer than any kept string takes none.
+        recycle(json!("ab"));
+        let mut spare = take();
+        own(&mut spare, "y".repeat(MAX_CAPACITY + 1).into());
+        assert_eq!(spare.len(), 1);
         // A kept string shorter than the text is dropped; the text gets its own length.
         recycle(json!("ab"));
         let mut spare = take();
