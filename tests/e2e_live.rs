@@ -7,6 +7,8 @@
 //!   outage at scale, with its clock, is tests/e2e_outage.rs);
 //! - a CRD installed after start is watched at once (discovery alone would wait an hour here) and
 //!   its objects are judged against each other right away;
+//! - a kind's watch follows the version its CRD serves: to an older one when the CRD stops
+//!   serving the newer, back when it serves it again, keeping the kind's objects throughout;
 //! - what kubectl prints for a denial with one cause and with several;
 //! - the first sync at scale: pools and IPAddresses created through the API before ipam-guard
 //!   starts are all in the view once it is ready, read with exactly one LIST per kind.
@@ -230,6 +232,102 @@ async fn e2e_live_crd_installed_after_start_is_watched_at_once_against(assets: e
             .contains("spider-a")),
         "{r:#?}"
     );
+    drop(guard);
+    drop(cp);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn e2e_live_watch_follows_the_version_the_crd_serves() {
+    e2e::each_server(
+        "e2e_live_watch_follows_the_version_the_crd_serves",
+        e2e_live_watch_follows_the_version_the_crd_serves_against,
+    )
+    .await;
+}
+
+/// The version of the IPAddress watch, once its first list is done.
+fn address_watch(guard: &Guard) -> Option<String> {
+    guard
+        .view
+        .watching()
+        .into_iter()
+        .find(|(k, _, listed)| *k == Kind::IPAddress && *listed)
+        .map(|(_, version, _)| version)
+}
+
+/// Sets `served` of `version` in the IPAddress CRD (the whole CRD replaced, as `kubectl edit`
+/// does).
+async fn serve_address_version(client: &kube::Client, version: &str, served: bool) {
+    let path =
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/ipaddresses.ipam.cluster.x-k8s.io";
+    let r = call(client, http::Method::GET, path, None, "application/json").await;
+    r.expect(200);
+    let mut crd = r.body.clone();
+    let versions = crd["spec"]["versions"].as_array_mut().unwrap();
+    let v = versions
+        .iter_mut()
+        .find(|v| v["name"] == version)
+        .unwrap_or_else(|| panic!("the IPAddress CRD has no {version}"));
+    v["served"] = json!(served);
+    call(
+        client,
+        http::Method::PUT,
+        path,
+        Some(&crd),
+        "application/json",
+    )
+    .await
+    .expect(200);
+}
+
+async fn e2e_live_watch_follows_the_version_the_crd_serves_against(assets: e2e::Server) {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let cp = ControlPlane::start(&assets).await;
+    let client = cp.client().await;
+    install_crds(&client).await;
+    namespace(&client, NS).await;
+    // Discovery alone would look again in an hour: the CRD watch wakes it.
+    let (guard, _ca_pem) = start_ipam_guard_with(
+        &cp,
+        LiveOptions {
+            discovery_interval: Duration::from_secs(3600),
+            ..LiveOptions::default()
+        },
+    )
+    .await;
+    assert_eq!(address_watch(&guard).as_deref(), Some("v1beta2"));
+    create(
+        &client,
+        &ip_address(NS, "kept", "kept", "10.9.0.5", "nodes"),
+        false,
+    )
+    .await
+    .expect(201);
+    eventually("the view to hold the IPAddress", WAIT, || async {
+        guard.count(Kind::IPAddress) == 1
+    })
+    .await;
+
+    // The CRD stops serving v1beta2: discovery lists v1beta1 only, and the watch moves there.
+    serve_address_version(&client, "v1beta2", false).await;
+    eventually("the IPAddress watch to move to v1beta1", WAIT, || async {
+        address_watch(&guard).as_deref() == Some("v1beta1")
+    })
+    .await;
+    assert_eq!(guard.count(Kind::IPAddress), 1);
+    // Served again: the newer version is taken back at once.
+    serve_address_version(&client, "v1beta2", true).await;
+    eventually(
+        "the IPAddress watch to move back to v1beta2",
+        WAIT,
+        || async { address_watch(&guard).as_deref() == Some("v1beta2") },
+    )
+    .await;
+    assert_eq!(guard.count(Kind::IPAddress), 1);
+    eventually("the view to be ready", WAIT, || async {
+        guard.view.synced()
+    })
+    .await;
     drop(guard);
     drop(cp);
 }

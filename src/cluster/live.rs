@@ -58,7 +58,8 @@ pub const HEALTH_BOUND: Duration = Duration::from_secs(30);
 /// `HEALTH_BOUND`.
 pub const WATCH_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// While a CRD announces a kind discovery does not serve yet, discovery retries this often.
+/// While a CRD announces a kind discovery does not serve yet, or no longer serves the version a
+/// kind is watched in, discovery retries this often.
 const DISCOVERY_CATCH_UP: Duration = Duration::from_millis(250);
 
 /// Knobs of the live view; tests shorten them.
@@ -590,9 +591,14 @@ async fn discovery_loop(
         // A CRD announced a kind discovery does not list yet (it lags the CRD by moments): look
         // again soon rather than in a minute. A failed discovery (the API server away) is tried
         // again as the watches retry, so a kind installed meanwhile is not left for a minute.
+        // Likewise a kind watched in a version its CRD no longer serves: discovery lists the
+        // version to move to moments after the CRD says so.
+        let stale = watchers
+            .iter()
+            .any(|(kind, (v, _))| status.announced(*kind) && !status.crd_serves(*kind, v));
         let next = if failed {
             backoff.delay().min(options.discovery_interval)
-        } else if status.expected().is_empty() {
+        } else if status.expected().is_empty() && !stale {
             options.discovery_interval
         } else {
             DISCOVERY_CATCH_UP.min(options.discovery_interval)
@@ -602,6 +608,18 @@ async fn discovery_loop(
             () = wake.notified() => {}
         }
     }
+}
+
+/// Whether the watch of `kind` in version `watched` moves to `listed`, the version discovery
+/// lists the kind in now. A newer version is taken at once; an older one only once the CRDs no
+/// longer serve `watched` (`crd_serves_watched`). Right after an API server restart discovery
+/// can list a kind in an older version before the newer one (a v1.20.2 listed IPAddress at
+/// v1beta1 only, for a moment): moving then would relist every object of the kind from a server
+/// whose watch cache is still reading etcd, where the watch kept resumes (as a kind discovery
+/// omits for a moment is kept).
+fn moves_to(kind: Kind, watched: &str, listed: &str, crd_serves_watched: bool) -> bool {
+    let rank = |v: &str| kind.info().versions.iter().position(|known| *known == v);
+    listed != watched && (rank(listed) > rank(watched) || !crd_serves_watched)
 }
 
 fn reconcile(
@@ -630,6 +648,10 @@ fn reconcile(
     for (kind, version) in served {
         match watchers.get(&kind) {
             Some((v, _)) if *v == version => continue,
+            Some((v, _)) if !moves_to(kind, v, &version, status.crd_serves(kind, v)) => {
+                tracing::debug!(%kind, watched = %v, listed = %version, "discovery lists an older version only; its CRD still serves the one watched: keeping it");
+                continue;
+            }
             Some((v, _)) => {
                 // Objects stay: the new watcher's first list replaces them at its InitDone.
                 tracing::info!(%kind, from = %v, to = %version, "served version changed: watching the new one");
@@ -656,4 +678,23 @@ fn reconcile(
         watchers.insert(kind, (version, AbortOnDrop(task)));
     }
     status.discovered();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_watch_moves_to_a_newer_version_at_once_and_to_an_older_one_once_its_own_is_not_served() {
+        let a = Kind::IPAddress;
+        // Discovery lists the newer version: taken whatever the CRDs said last.
+        assert!(moves_to(a, "v1beta1", "v1beta2", true));
+        assert!(moves_to(a, "v1beta1", "v1beta2", false));
+        // Discovery lists only the older one while the CRD still serves the one watched (an API
+        // server just restarted): kept.
+        assert!(!moves_to(a, "v1beta2", "v1beta1", true));
+        // The CRD stopped serving it: moved.
+        assert!(moves_to(a, "v1beta2", "v1beta1", false));
+        assert!(!moves_to(a, "v1beta2", "v1beta2", false));
+    }
 }

@@ -34,8 +34,9 @@ pub fn resource() -> ApiResource {
     }
 }
 
-/// Watched kinds an established CRD serves in a version of the kinds table.
-pub fn announced(crd: &WatchedObject) -> Vec<Kind> {
+/// Each watched kind an established CRD serves, with each version of the kinds table it serves
+/// the kind in.
+pub fn served_versions(crd: &WatchedObject) -> Vec<(Kind, &'static str)> {
     let rest = &crd.rest;
     let spec = rest.get("spec");
     let group = spec.and_then(|s| s["group"].as_str()).unwrap_or_default();
@@ -64,8 +65,12 @@ pub fn announced(crd: &WatchedObject) -> Vec<Kind> {
     KINDS
         .iter()
         .filter(|k| k.group == group && k.plural == plural && watched(k.kind))
-        .filter(|k| k.versions.iter().any(|v| served.contains(v)))
-        .map(|k| k.kind)
+        .flat_map(|k| {
+            k.versions
+                .iter()
+                .filter(|v| served.contains(*v))
+                .map(|v| (k.kind, *v))
+        })
         .collect()
 }
 
@@ -82,9 +87,9 @@ fn ours(crd: &WatchedObject) -> bool {
 pub struct CrdFeed {
     status: Arc<Status>,
     wake: Arc<Notify>,
-    /// CRD name -> kinds it announces.
-    crds: HashMap<String, Vec<Kind>>,
-    relist: Option<HashMap<String, Vec<Kind>>>,
+    /// CRD name -> kinds it announces, each with the versions it serves the kind in.
+    crds: HashMap<String, Vec<(Kind, &'static str)>>,
+    relist: Option<HashMap<String, Vec<(Kind, &'static str)>>>,
 }
 
 impl CrdFeed {
@@ -98,11 +103,14 @@ impl CrdFeed {
     }
 
     fn all(&self) -> BTreeSet<Kind> {
-        self.crds.values().flatten().copied().collect()
+        self.crds.values().flatten().map(|(k, _)| *k).collect()
     }
 
-    /// Makes `status` expect exactly the kinds announced now; wakes discovery on any change.
+    /// Makes `status` expect exactly the kinds announced now, in the versions served now; wakes
+    /// discovery on any change.
     fn settle(&self, before: BTreeSet<Kind>, relevant: bool) {
+        self.status
+            .crds_serve(self.crds.values().flatten().copied().collect());
         let now = self.all();
         for k in before.difference(&now) {
             self.status.unexpect(*k);
@@ -125,7 +133,7 @@ impl Feed for CrdFeed {
                 if let Some(name) = crd.metadata.name.clone() {
                     self.relist
                         .get_or_insert_with(HashMap::new)
-                        .insert(name, announced(&crd));
+                        .insert(name, served_versions(&crd));
                 }
             }
             Event::InitDone => {
@@ -136,7 +144,7 @@ impl Feed for CrdFeed {
                 let Some(name) = crd.metadata.name.clone() else {
                     return;
                 };
-                self.crds.insert(name, announced(&crd));
+                self.crds.insert(name, served_versions(&crd));
                 self.settle(before, ours(&crd));
             }
             Event::Delete(crd) => {
@@ -154,6 +162,13 @@ impl Feed for CrdFeed {
 mod tests {
     use super::*;
     use serde_json::{json, Value};
+
+    /// Watched kinds an established CRD serves in a version of the kinds table.
+    fn announced(crd: &WatchedObject) -> Vec<Kind> {
+        let mut kinds: Vec<Kind> = served_versions(crd).into_iter().map(|(k, _)| k).collect();
+        kinds.dedup();
+        kinds
+    }
 
     fn crd(
         group: &str,
@@ -205,6 +220,31 @@ mod tests {
             "a kind no rule reads from the view"
         );
         assert!(announced(&crd("example.com", "widgets", &[("v1", true)], true)).is_empty());
+    }
+
+    #[test]
+    fn the_crd_watch_keeps_the_versions_each_kind_is_served_in() {
+        let status = Arc::new(Status::new(std::time::Duration::from_secs(30)));
+        let mut feed = CrdFeed::new(status.clone(), Arc::new(Notify::new()));
+        let addresses =
+            |versions: &[(&str, bool)]| crd("ipam.cluster.x-k8s.io", "ipaddresses", versions, true);
+        feed.event(Event::Init);
+        feed.event(Event::InitApply(addresses(&[
+            ("v1beta1", true),
+            ("v1beta2", true),
+        ])));
+        feed.event(Event::InitDone);
+        assert!(status.crd_serves(Kind::IPAddress, "v1beta1"));
+        assert!(status.crd_serves(Kind::IPAddress, "v1beta2"));
+        assert!(!status.crd_serves(Kind::IPAddressClaim, "v1beta2"));
+        feed.event(Event::Apply(addresses(&[
+            ("v1beta1", true),
+            ("v1beta2", false),
+        ])));
+        assert!(status.crd_serves(Kind::IPAddress, "v1beta1"));
+        assert!(!status.crd_serves(Kind::IPAddress, "v1beta2"));
+        feed.event(Event::Delete(addresses(&[])));
+        assert!(!status.crd_serves(Kind::IPAddress, "v1beta1"));
     }
 
     #[test]

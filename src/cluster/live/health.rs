@@ -95,6 +95,8 @@ struct Inner {
     discovered: bool,
     /// Kinds a CRD says are served, not yet picked up by discovery.
     expected: BTreeSet<Kind>,
+    /// The versions the CRDs serve each watched kind in, as the CRD watch saw them last.
+    crd_versions: BTreeSet<(Kind, &'static str)>,
     watches: BTreeMap<Source, Watch>,
     /// Last answer of `synced`, to log transitions once.
     was_synced: bool,
@@ -171,6 +173,19 @@ impl Status {
     /// Whether a CRD announces `kind` now.
     pub fn announced(&self, kind: Kind) -> bool {
         self.lock().expected.contains(&kind)
+    }
+
+    /// The versions the CRDs serve the watched kinds in now.
+    pub fn crds_serve(&self, versions: BTreeSet<(Kind, &'static str)>) {
+        self.lock().crd_versions = versions;
+    }
+
+    /// Whether a CRD serves `kind` in `version`, as the CRD watch saw it last.
+    pub fn crd_serves(&self, kind: Kind, version: &str) -> bool {
+        self.lock()
+            .crd_versions
+            .iter()
+            .any(|(k, v)| *k == kind && *v == version)
     }
 
     /// The CRD that announced `kind` is gone (or no longer serves a version we read).
