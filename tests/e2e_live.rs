@@ -175,6 +175,18 @@ async fn e2e_live_crd_installed_after_start_is_watched_at_once() {
     .await;
 }
 
+/// ipam-guard whose discovery runs at start and then hourly, unless the CRD watch wakes it.
+async fn start_with_hourly_discovery(cp: &ControlPlane) -> (Guard, Vec<u8>) {
+    start_ipam_guard_with(
+        cp,
+        LiveOptions {
+            discovery_interval: Duration::from_secs(3600),
+            ..LiveOptions::default()
+        },
+    )
+    .await
+}
+
 async fn e2e_live_crd_installed_after_start_is_watched_at_once_against(assets: e2e::Server) {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let cp = ControlPlane::start(&assets).await;
@@ -182,14 +194,7 @@ async fn e2e_live_crd_installed_after_start_is_watched_at_once_against(assets: e
     install_crds_but(&client, &[Kind::SpiderIPPool]).await;
     namespace(&client, NS).await;
     // Discovery alone would look again in an hour: only the CRD watch can start the new watch.
-    let (guard, ca_pem) = start_ipam_guard_with(
-        &cp,
-        LiveOptions {
-            discovery_interval: Duration::from_secs(3600),
-            ..LiveOptions::default()
-        },
-    )
-    .await;
+    let (guard, ca_pem) = start_with_hourly_discovery(&cp).await;
     webhooks_on(&client, &guard, &ca_pem).await;
     assert!(!guard
         .view
@@ -287,14 +292,7 @@ async fn e2e_live_watch_follows_the_version_the_crd_serves_against(assets: e2e::
     install_crds(&client).await;
     namespace(&client, NS).await;
     // Discovery alone would look again in an hour: the CRD watch wakes it.
-    let (guard, _ca_pem) = start_ipam_guard_with(
-        &cp,
-        LiveOptions {
-            discovery_interval: Duration::from_secs(3600),
-            ..LiveOptions::default()
-        },
-    )
-    .await;
+    let (guard, _ca_pem) = start_with_hourly_discovery(&cp).await;
     assert_eq!(address_watch(&guard).as_deref(), Some("v1beta2"));
     create(
         &client,
