@@ -38,7 +38,10 @@ impl Admission {
             namespace: env.namespace.as_deref(),
             name,
             object: env.object.as_ref(),
-            old_object: env.old_object.as_ref(),
+            old_object: match env.old_like_object {
+                true => env.object.as_ref(),
+                false => env.old_object.as_ref(),
+            },
             dry_run: env.dry_run,
         };
         if let Err(err) = rules::shape(&req) {

@@ -43,6 +43,9 @@ pub(super) struct Envelope<'b> {
     /// `null` already read as absent.
     pub(super) object: Option<Value>,
     pub(super) old_object: Option<Value>,
+    /// The stored object is the new one but for labels no rule of its kind reads: `object`
+    /// stands in for it, and `old_object` is None (an UPDATE's relabel, read by `scan`).
+    pub(super) old_like_object: bool,
     pub(super) dry_run: bool,
     pub(super) user: Cow<'b, str>,
     pub(super) groups: Vec<Cow<'b, str>>,
@@ -64,6 +67,7 @@ impl Envelope<'_> {
             operation: self.operation,
             object: self.object,
             old_object: self.old_object,
+            old_like_object: self.old_like_object,
             dry_run: self.dry_run,
             user: own(self.user),
             groups: self.groups.into_iter().map(own).collect(),
@@ -219,6 +223,7 @@ pub(super) fn check<'b>(top: Top<'b>) -> Result<Envelope<'b>, String> {
         operation,
         object: present(req.object),
         old_object: present(req.old_object),
+        old_like_object: req.old_like_object,
         dry_run,
         user: user.unwrap_or_default(),
         groups,

@@ -38,6 +38,9 @@ pub(super) struct RequestFields<'b> {
     pub(super) dry_run: Option<Field<'b>>,
     pub(super) object: Option<Value>,
     pub(super) old_object: Option<Value>,
+    /// `oldObject` was read as the object's text but for labels no rule reads (`scan`), and
+    /// no tree was built for it.
+    pub(super) old_like_object: bool,
     pub(super) user_info: Option<UserInfo<'b>>,
 }
 

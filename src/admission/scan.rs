@@ -22,6 +22,8 @@ use std::borrow::Cow;
 use serde_json::{Map, Value};
 
 use crate::json_text;
+use crate::kinds::Kind;
+use crate::rules::conditions;
 
 use super::parts::{
     Field, Gvk, GvkFields, Level, Request, RequestFields, Take, Top, TopFields, UserInfo,
@@ -433,21 +435,107 @@ impl<'b> Scan<'b> {
     /// An object of the review at `level`, keeping and passing over keys as `object::Level`
     /// does; anything but a map is a plain value there too.
     fn level(&mut self, level: Level) -> Option<Value> {
+        self.level_noting(level, None)
+    }
+
+    /// `level`, noting in `noted` the text of each value the tree keeps (a review's `object`).
+    fn level_noting(&mut self, level: Level, mut noted: Option<&mut Noted<'b>>) -> Option<Value> {
         if self.peek()? != b'{' {
             return self.value();
         }
+        if let Some(n) = noted.as_deref_mut() {
+            n.at(level).map = true;
+        }
         let mut map = Map::new();
         self.object(|s, key| {
+            let start = s.i;
             let v = match level.take(&key) {
-                Take::Ignore | Take::Skip => return s.skip(),
+                Take::Ignore | Take::Skip => {
+                    s.skip()?;
+                    if let (Some(n), "generation") = (noted.as_deref_mut(), &*key) {
+                        n.generation = s.text.get(start..s.i);
+                    }
+                    return Some(());
+                }
                 Take::Plain => s.value()?,
-                Take::Into(inner) => s.level(inner)?,
+                Take::Into(inner) => s.level_noting(inner, noted.as_deref_mut())?,
             };
+            if let Some(n) = noted.as_deref_mut() {
+                let plain = match key {
+                    Cow::Borrowed(key) => Some(key),
+                    Cow::Owned(_) => None,
+                };
+                n.at(level).note(plain, s.text.get(start..s.i)?);
+            }
             let key = s.own(key);
             map.insert(key, v);
             Some(())
         })?;
         Some(Value::Object(map))
+    }
+
+    /// Reads an UPDATE's `oldObject` when its text is the object's (`noted`) in every value the
+    /// object's tree keeps, but for `metadata.labels`: whether the labels are the same too. None
+    /// when it differs, or this cannot tell; the cursor is then of no use (the caller reads the
+    /// old object again from where it began).
+    fn old_alike(&mut self, noted: &Noted<'b>) -> Option<bool> {
+        if !noted.top.map || noted.top.full {
+            return None;
+        }
+        let mut seen = 0;
+        let mut labels_same = true;
+        self.object(|s, key| {
+            let ours = noted.top.get(&key)?;
+            if key == "metadata" {
+                labels_same = s.old_metadata_alike(&noted.metadata, noted.generation)?;
+            } else {
+                s.same_text(ours)?;
+            }
+            seen += 1;
+            Some(())
+        })?;
+        // Each key once, and every key of the object's: a repeated key counts twice.
+        (seen == noted.top.n).then_some(labels_same)
+    }
+
+    /// `old_alike` for the old object's metadata: whether its labels are the object's too.
+    fn old_metadata_alike(&mut self, noted: &Keys<'b>, generation: Option<&str>) -> Option<bool> {
+        if !noted.map || noted.full || self.peek()? != b'{' {
+            return None;
+        }
+        let mut seen = 0;
+        let mut labels = None;
+        self.object(|s, key| {
+            if let Take::Ignore | Take::Skip = Level::Metadata.take(&key) {
+                // The API server counts a change of anything but metadata in `generation`,
+                // which comes before `managedFields`: an old object with another one is not
+                // compared further, and its managedFields are not read twice.
+                if let (true, Some(ours)) = (key == "generation", generation) {
+                    return s.same_text(ours);
+                }
+                return s.skip();
+            }
+            if key == "labels" {
+                let start = s.i;
+                s.skip()?;
+                labels = Some(s.text.get(start..s.i)?);
+            } else {
+                s.same_text(noted.get(&key)?)?;
+                seen += 1;
+            }
+            Some(())
+        })?;
+        let ours = noted.get("labels");
+        (seen == noted.n - usize::from(ours.is_some())).then_some(labels == ours)
+    }
+
+    /// Moves past `text` (a value of the object, read already) when the body goes on with it
+    /// byte for byte: the same text is the same valid value, and whatever follows it is checked
+    /// by the map it sits in.
+    fn same_text(&mut self, text: &str) -> Option<()> {
+        self.b[self.i..]
+            .starts_with(text.as_bytes())
+            .then(|| self.i += text.len())
     }
 
     /// A value read as what it is (`Field`).
@@ -477,16 +565,37 @@ impl<'b> Scan<'b> {
 
     fn request(&mut self) -> Option<Request<'b>> {
         let mut out = RequestFields::default();
+        let mut noted = Noted::default();
         self.object(|s, key| {
             match &*key {
                 "uid" => out.uid = Some(s.field()?),
+                // The old object was compared with another kind or object: serde's reader
+                // reads this rare body.
+                "kind" | "object" if out.old_like_object => return None,
                 "kind" => out.kind = Some(s.gvk()?),
                 "operation" => out.operation = Some(s.field()?),
                 "namespace" => out.namespace = Some(s.field()?),
                 "name" => out.name = Some(s.field()?),
                 "dryRun" => out.dry_run = Some(s.field()?),
-                "object" => out.object = Some(s.level(Level::Object)?),
-                "oldObject" => out.old_object = Some(s.level(Level::Object)?),
+                "object" => {
+                    noted = Noted::default();
+                    out.object = Some(s.level_noting(Level::Object, Some(&mut noted))?);
+                }
+                "oldObject" => {
+                    let (start, depth) = (s.i, s.depth);
+                    let labels_read = out.kind.as_ref().is_none_or(labels_read_on_update);
+                    match s.old_alike(&noted) {
+                        Some(labels_same) if labels_same || !labels_read => {
+                            out.old_object = None;
+                            out.old_like_object = true;
+                        }
+                        _ => {
+                            (s.i, s.depth) = (start, depth);
+                            out.old_object = Some(s.level(Level::Object)?);
+                            out.old_like_object = false;
+                        }
+                    }
+                }
                 "userInfo" => out.user_info = Some(s.user_info()?),
                 _ => s.skip()?,
             }
@@ -534,6 +643,78 @@ impl<'b> Scan<'b> {
             Some(())
         })?;
         Some(out)
+    }
+}
+
+/// Whether an UPDATE of this kind can be judged or mutated on a label (`rules::conditions`):
+/// then an old object is the object's stand-in only when its labels are the same too. A kind
+/// that is not ours, or not said, is taken to read them.
+fn labels_read_on_update(gvk: &Gvk<'_>) -> bool {
+    let Gvk(Some(GvkFields {
+        group: Some(Field::Str(group)),
+        kind: Some(Field::Str(kind)),
+        ..
+    })) = gvk
+    else {
+        return true;
+    };
+    Kind::from_group_kind(group, kind).is_none_or(conditions::reads_labels_on_update)
+}
+
+/// How many keys of each level of the object are noted; an object with more is not compared.
+const NOTED: usize = 16;
+
+/// The text of each value a review's `object` tree keeps, by key, at its top level and in its
+/// `metadata`: what an UPDATE's `oldObject` is compared with (`old_alike`).
+#[derive(Default)]
+struct Noted<'b> {
+    top: Keys<'b>,
+    metadata: Keys<'b>,
+    /// `metadata.generation`, which the tree leaves out: an old object with another one differs
+    /// beyond its metadata.
+    generation: Option<&'b str>,
+}
+
+impl<'b> Noted<'b> {
+    fn at(&mut self, level: Level) -> &mut Keys<'b> {
+        match level {
+            Level::Object => &mut self.top,
+            Level::Metadata => &mut self.metadata,
+        }
+    }
+}
+
+/// One map's keys and their values' text, on the stack: no allocation for a review.
+#[derive(Default)]
+struct Keys<'b> {
+    /// The value was a map (its keys are noted).
+    map: bool,
+    /// A key with escapes, or more than `NOTED` keys: not compared.
+    full: bool,
+    n: usize,
+    keys: [(&'b str, &'b str); NOTED],
+}
+
+impl<'b> Keys<'b> {
+    /// A key and its value's text. A repeated key is noted again (the tree keeps the last, and
+    /// `get` finds the last); the old object, whose keys are counted against `n`, is then not
+    /// taken for this one.
+    /// `key` is None for a key written with escapes.
+    fn note(&mut self, key: Option<&'b str>, text: &'b str) {
+        if let (Some(key), Some(slot)) = (key, self.keys.get_mut(self.n)) {
+            *slot = (key, text);
+            self.n += 1;
+        } else {
+            self.full = true;
+        }
+    }
+
+    fn get(&self, key: &str) -> Option<&'b str> {
+        self.keys[..self.n]
+            .iter()
+            .rev()
+            .find(|(k, _)| *k == key)
+            .map(|&(_, text)| text)
     }
 }
 

@@ -429,6 +429,10 @@ pub fn project(kind: Kind, obj: &Value) -> Option<Projection> {
 /// not project a relabel again (`Admission::relabel`). Equality is exact (`24` and `24.0`, null and absent differ here): a false "changed" only
 /// costs a projection.
 pub fn projects_alike(new: &Value, old: &Value) -> bool {
+    // The new object standing in for a stored one that differs only in labels (admission).
+    if std::ptr::eq(new, old) {
+        return true;
+    }
     match (new, old) {
         (Value::Object(n), Value::Object(o)) => {
             pairs_alike(n, o, None, |key, n, o| match (key, n, o) {

@@ -22,6 +22,8 @@ pub(crate) fn same(a: Option<&Value>, b: Option<&Value>) -> bool {
     let a = a.filter(|v| !v.is_null());
     let b = b.filter(|v| !v.is_null());
     match (a, b) {
+        // One value (an UPDATE's new object standing in for its stored one).
+        (Some(x), Some(y)) if std::ptr::eq(x, y) => true,
         (None, None) => true,
         (Some(Value::Number(x)), Some(Value::Number(y))) => {
             match (x.as_i64(), y.as_i64(), x.as_u64(), y.as_u64()) {
