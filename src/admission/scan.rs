@@ -565,7 +565,7 @@ impl<'b> Scan<'b> {
 
     fn request(&mut self) -> Option<Request<'b>> {
         let mut out = RequestFields::default();
-        let mut noted = Noted::default();
+        let mut noted = None;
         self.object(|s, key| {
             match &*key {
                 "uid" => out.uid = Some(s.field()?),
@@ -578,13 +578,13 @@ impl<'b> Scan<'b> {
                 "name" => out.name = Some(s.field()?),
                 "dryRun" => out.dry_run = Some(s.field()?),
                 "object" => {
-                    noted = Noted::default();
-                    out.object = Some(s.level_noting(Level::Object, Some(&mut noted))?);
+                    let noted = noted.insert(Noted::default());
+                    out.object = Some(s.level_noting(Level::Object, Some(noted))?);
                 }
                 "oldObject" => {
                     let (start, depth) = (s.i, s.depth);
                     let labels_read = out.kind.as_ref().is_none_or(labels_read_on_update);
-                    match s.old_alike(&noted) {
+                    match noted.as_ref().and_then(|noted| s.old_alike(noted)) {
                         Some(labels_same) if labels_same || !labels_read => {
                             out.old_object = None;
                             out.old_like_object = true;
@@ -662,7 +662,7 @@ fn labels_read_on_update(gvk: &Gvk<'_>) -> bool {
 }
 
 /// How many keys of each level of the object are noted; an object with more is not compared.
-const NOTED: usize = 16;
+const NOTED: usize = 12;
 
 /// The text of each value a review's `object` tree keeps, by key, at its top level and in its
 /// `metadata`: what an UPDATE's `oldObject` is compared with (`old_alike`).
