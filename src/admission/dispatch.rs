@@ -38,9 +38,11 @@ impl Admission {
             namespace: env.namespace.as_deref(),
             name,
             object: env.object.as_ref(),
-            old_object: match env.old_like_object {
-                true => env.object.as_ref(),
-                false => env.old_object.as_ref(),
+            // The object stands in for a stored one that differs only in labels nothing reads.
+            old_object: if env.old_like_object {
+                env.object.as_ref()
+            } else {
+                env.old_object.as_ref()
             },
             dry_run: env.dry_run,
         };

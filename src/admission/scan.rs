@@ -16,6 +16,12 @@
 //!
 //! Its trees' short strings (most keys and values) are the emptied strings of the last review's
 //! trees on the same thread (`spare`), not a `malloc` each.
+//!
+//! An UPDATE's `oldObject` is compared with the object's text before any tree is built for it:
+//! where every value the tree would keep is the same text but `metadata.labels` (a relabel, a
+//! finalizer or an owner reference added), and the labels are the same too or no rule of the
+//! kind reads one on UPDATE, it is only checked as JSON and the object stands in for it
+//! (`Envelope::old_like_object`). That took 13–16k instructions off each relabel.
 
 use std::borrow::Cow;
 
@@ -696,10 +702,9 @@ struct Keys<'b> {
 }
 
 impl<'b> Keys<'b> {
-    /// A key and its value's text. A repeated key is noted again (the tree keeps the last, and
-    /// `get` finds the last); the old object, whose keys are counted against `n`, is then not
-    /// taken for this one.
-    /// `key` is None for a key written with escapes.
+    /// A key (None when written with escapes) and its value's text. A repeated key is noted
+    /// again: `get` finds the last, as the tree keeps the last, and an old object, whose keys
+    /// are counted against `n`, is then never taken for this one.
     fn note(&mut self, key: Option<&'b str>, text: &'b str) {
         if let (Some(key), Some(slot)) = (key, self.keys.get_mut(self.n)) {
             *slot = (key, text);
