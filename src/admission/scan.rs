@@ -583,6 +583,12 @@ impl<'b> Scan<'b> {
                 "namespace" => out.namespace = Some(s.field()?),
                 "name" => out.name = Some(s.field()?),
                 "dryRun" => out.dry_run = Some(s.field()?),
+                // The API server writes `operation` before `object`: the object of a review
+                // said not to be an UPDATE is not noted, as no old object will be compared.
+                "object" if matches!(&out.operation, Some(Field::Str(op)) if op != "UPDATE") => {
+                    noted = None;
+                    out.object = Some(s.level(Level::Object)?);
+                }
                 "object" => {
                     let noted = noted.insert(Noted::default());
                     out.object = Some(s.level_noting(Level::Object, Some(noted))?);
