@@ -327,6 +327,31 @@ async fn e2e_live_watch_follows_the_version_the_crd_serves_against(assets: e2e::
     .await;
     // The kind's object is kept through both moves.
     assert_eq!(guard.count(Kind::IPAddress), 1);
+
+    // The CRD deleted (a provider uninstalled): the kind is dropped, and the view is ready
+    // without it, not failing closed on a watch of what is gone until discovery runs again.
+    call(
+        &client,
+        http::Method::DELETE,
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/ipaddresses.ipam.cluster.x-k8s.io",
+        None,
+        "application/json",
+    )
+    .await
+    .expect(200);
+    eventually("the IPAddress kind to be dropped", WAIT, || async {
+        !guard
+            .view
+            .watching()
+            .iter()
+            .any(|(k, _, _)| *k == Kind::IPAddress)
+    })
+    .await;
+    assert_eq!(guard.count(Kind::IPAddress), 0);
+    eventually("the view to be ready without it", WAIT, || async {
+        guard.view.synced()
+    })
+    .await;
     drop(guard);
     drop(cp);
 }

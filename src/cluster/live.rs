@@ -58,8 +58,9 @@ pub const HEALTH_BOUND: Duration = Duration::from_secs(30);
 /// `HEALTH_BOUND`.
 pub const WATCH_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// While a CRD announces a kind discovery does not serve yet, or no longer serves the version a
-/// kind is watched in, discovery retries this often.
+/// While the CRDs say discovery is to change what is watched (a kind announced, dropped, or
+/// served in another version), discovery looks again this soon, then twice as late each time
+/// up to `discovery_interval`, until it agrees.
 const DISCOVERY_CATCH_UP: Duration = Duration::from_millis(250);
 
 /// Knobs of the live view; tests shorten them.
@@ -561,6 +562,7 @@ async fn discovery_loop(
     let mut watchers: BTreeMap<Kind, (String, AbortOnDrop)> = BTreeMap::new();
     let mut failures = 0u32;
     let mut backoff = Backoff::new();
+    let mut catch_up = DISCOVERY_CATCH_UP;
     loop {
         let failed = match discover(&client).await {
             Ok(served) => {
@@ -588,24 +590,34 @@ async fn discovery_loop(
                 true
             }
         };
-        // A CRD announced a kind discovery does not list yet (it lags the CRD by moments): look
-        // again soon rather than in a minute. A failed discovery (the API server away) is tried
-        // again as the watches retry, so a kind installed meanwhile is not left for a minute.
-        // Likewise a kind watched in a version its CRD no longer serves: discovery lists the
-        // version to move to moments after the CRD says so.
-        let stale = watchers
-            .iter()
-            .any(|(kind, (v, _))| status.announced(*kind) && !status.crd_serves(*kind, v));
+        // What the CRD watch saw last shows in discovery moments later, and the CRD event that
+        // woke this pass may come before it (a v1.20.2 did): while a CRD announces a kind
+        // discovery does not list yet, serves a watched kind in another version than the one to
+        // keep, or no CRD serves a watched kind any more, look again soon rather than in a
+        // minute, backing off should discovery never agree. A failed discovery (the API server
+        // away) is tried again as the watches retry, so a kind installed meanwhile is not left
+        // for a minute.
+        let waiting = !status.expected().is_empty()
+            || (status.crds_listed()
+                && watchers.iter().any(|(kind, (v, _))| {
+                    awaits_discovery(*kind, v, status.announced(*kind), |version| {
+                        status.crd_serves(*kind, version)
+                    })
+                }));
         let next = if failed {
             backoff.delay().min(options.discovery_interval)
-        } else if status.expected().is_empty() && !stale {
-            options.discovery_interval
+        } else if waiting {
+            let next = catch_up.min(options.discovery_interval);
+            catch_up = (catch_up * 2).min(options.discovery_interval);
+            next
         } else {
-            DISCOVERY_CATCH_UP.min(options.discovery_interval)
+            catch_up = DISCOVERY_CATCH_UP;
+            options.discovery_interval
         };
         tokio::select! {
             () = tokio::time::sleep(next) => {}
-            () = wake.notified() => {}
+            // Something changed: what discovery is to show is new, so look soon again.
+            () = wake.notified() => catch_up = DISCOVERY_CATCH_UP,
         }
     }
 }
@@ -620,6 +632,23 @@ async fn discovery_loop(
 fn moves_to(kind: Kind, watched: &str, listed: &str, crd_serves_watched: bool) -> bool {
     let rank = |v: &str| kind.info().versions.iter().position(|known| *known == v);
     listed != watched && (rank(listed) > rank(watched) || !crd_serves_watched)
+}
+
+/// Whether the CRDs, as last seen, say discovery is to change how `kind`, watched in version
+/// `watched`, is read: no CRD serves it any more (`announced` false), or its CRD no longer serves
+/// `watched`, or serves a version the table ranks above it.
+fn awaits_discovery(
+    kind: Kind,
+    watched: &str,
+    announced: bool,
+    crd_serves: impl Fn(&str) -> bool,
+) -> bool {
+    let versions = kind.info().versions;
+    let newer = match versions.iter().position(|known| *known == watched) {
+        Some(at) => &versions[at + 1..],
+        None => versions,
+    };
+    !announced || !crd_serves(watched) || newer.iter().any(|v| crd_serves(v))
 }
 
 fn reconcile(
@@ -696,5 +725,33 @@ mod tests {
         // The CRD stopped serving it: moved.
         assert!(moves_to(a, "v1beta2", "v1beta1", false));
         assert!(!moves_to(a, "v1beta2", "v1beta2", false));
+    }
+
+    #[test]
+    fn discovery_looks_again_soon_while_the_crds_say_a_watch_is_to_change() {
+        let a = Kind::IPAddress;
+        let serving = |served: &'static [&'static str]| move |v: &str| served.contains(&v);
+        // Watched in the newest version the CRD serves: nothing to wait for.
+        assert!(!awaits_discovery(
+            a,
+            "v1beta2",
+            true,
+            serving(&["v1beta1", "v1beta2"])
+        ));
+        assert!(!awaits_discovery(a, "v1beta1", true, serving(&["v1beta1"])));
+        // The CRD serves the newer version again: discovery will list it moments later.
+        assert!(awaits_discovery(
+            a,
+            "v1beta1",
+            true,
+            serving(&["v1beta1", "v1beta2"])
+        ));
+        assert!(awaits_discovery(a, "v1beta1", true, serving(&["v1beta2"])));
+        // The CRD stopped serving the one watched.
+        assert!(awaits_discovery(a, "v1beta2", true, serving(&["v1beta1"])));
+        // The CRD is gone: discovery will stop listing the kind.
+        assert!(awaits_discovery(a, "v1beta2", false, serving(&[])));
+        // A version the table does not know is never the one to keep.
+        assert!(awaits_discovery(a, "v9", true, serving(&["v9", "v1beta1"])));
     }
 }

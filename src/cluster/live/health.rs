@@ -180,6 +180,14 @@ impl Status {
         self.lock().crd_versions = versions;
     }
 
+    /// Whether the CRD watch has listed, so `announced` and `crd_serves` say what the CRDs do.
+    pub fn crds_listed(&self) -> bool {
+        self.lock()
+            .watches
+            .get(&Source::Crds)
+            .is_some_and(|w| w.listed)
+    }
+
     /// Whether a CRD serves `kind` in `version`, as the CRD watch saw it last.
     pub fn crd_serves(&self, kind: Kind, version: &str) -> bool {
         self.lock()
