@@ -16,7 +16,7 @@ async fn main() -> ExitCode {
             match ipam_guard::cli::serve::run_with(*args, registry, release_freed_memory).await {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
-                    eprintln!("error: {}", ipam_guard::cluster::live::describe(&e));
+                    eprintln!("error: {}", ipam_guard::cluster::live::describe(&*e));
                     ExitCode::FAILURE
                 }
             }

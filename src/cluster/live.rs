@@ -25,11 +25,10 @@ pub use crds::resource as crd_resource;
 pub use health::{ListCause, Source};
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::core::ApiResource;
 use kube::runtime::watcher::Event;
@@ -115,8 +114,8 @@ pub fn watched(kind: Kind) -> bool {
 /// An error with each cause said once: kube's errors write their source into their own text, so
 /// `{:#}` would repeat the root cause at every layer. A layer whose text an outer layer already
 /// holds is left out.
-pub fn describe(e: &anyhow::Error) -> String {
-    describe_chain(e.chain())
+pub fn describe(e: &(dyn std::error::Error + 'static)) -> String {
+    describe_chain(std::iter::successors(Some(e), |e| e.source()))
 }
 
 fn describe_chain<'a>(
@@ -135,38 +134,60 @@ fn describe_chain<'a>(
     out
 }
 
+/// Why no Kubernetes client could be built; `describe` says it with its causes.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("cannot read kubeconfig {}", path.display())]
+    ReadKubeconfig {
+        path: PathBuf,
+        #[source]
+        source: kube::config::KubeconfigError,
+    },
+    /// The kubeconfig (or the context asked for) does not make a usable configuration.
+    #[error("{what}")]
+    Kubeconfig {
+        what: String,
+        #[source]
+        source: kube::config::KubeconfigError,
+    },
+    #[error(
+        "no cluster to talk to: not in a pod ({in_cluster}) and no usable KUBECONFIG or \
+         ~/.kube/config ({kubeconfig}); pass --kubeconfig"
+    )]
+    NoCluster {
+        in_cluster: String,
+        kubeconfig: String,
+    },
+    #[error("cannot build a Kubernetes client")]
+    Build(#[source] kube::Error),
+}
+
 /// Neither in a pod nor a kubeconfig at hand: both reasons, once each.
 fn no_cluster(
     in_cluster: &dyn std::error::Error,
     infer: &kube::config::InferConfigError,
-) -> anyhow::Error {
+) -> ClientError {
     let kubeconfig = std::error::Error::source(infer)
         .map(|k| describe_chain(std::iter::successors(Some(k), |e| e.source())))
         .unwrap_or_else(|| infer.to_string());
-    anyhow::anyhow!(
-        "no cluster to talk to: not in a pod ({in_cluster}) and no usable KUBECONFIG or \
-         ~/.kube/config ({kubeconfig}); pass --kubeconfig"
-    )
+    ClientError::NoCluster {
+        in_cluster: in_cluster.to_string(),
+        kubeconfig,
+    }
+}
+
+fn read_kubeconfig(path: &Path) -> Result<Kubeconfig, ClientError> {
+    Kubeconfig::read_from(path).map_err(|source| ClientError::ReadKubeconfig {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 /// Builds a client: `--kubeconfig` when given, else in-cluster, else `KUBECONFIG` / `~/.kube/config`.
-pub async fn client(kubeconfig: Option<&Path>) -> anyhow::Result<Client> {
-    let config = match kubeconfig {
-        Some(path) => {
-            let kc = Kubeconfig::read_from(path)
-                .with_context(|| format!("cannot read kubeconfig {}", path.display()))?;
-            Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
-                .await
-                .with_context(|| format!("kubeconfig {}", path.display()))?
-        }
-        None => match Config::incluster() {
-            Ok(config) => config,
-            Err(in_cluster) => Config::infer()
-                .await
-                .map_err(|e| no_cluster(&in_cluster, &e))?,
-        },
-    };
-    Client::try_from(config).context("cannot build a Kubernetes client")
+pub async fn client(kubeconfig: Option<&Path>) -> Result<Client, ClientError> {
+    client_and_server(kubeconfig, None)
+        .await
+        .map(|(client, _)| client)
 }
 
 /// As `client`, in a named context of the kubeconfig (`--context`). With no kubeconfig path the
@@ -176,25 +197,25 @@ pub async fn client(kubeconfig: Option<&Path>) -> anyhow::Result<Client> {
 pub async fn client_and_server(
     kubeconfig: Option<&Path>,
     context: Option<&str>,
-) -> anyhow::Result<(Client, String)> {
+) -> Result<(Client, String), ClientError> {
     let options = KubeConfigOptions {
         context: context.map(str::to_string),
         ..KubeConfigOptions::default()
     };
+    let unusable = |what: String| move |source| ClientError::Kubeconfig { what, source };
     let config = match (kubeconfig, context) {
         (Some(path), _) => {
-            let kc = Kubeconfig::read_from(path)
-                .with_context(|| format!("cannot read kubeconfig {}", path.display()))?;
-            Config::from_custom_kubeconfig(kc, &options)
+            let what = match context {
+                Some(c) => format!("kubeconfig {}, context {c:?}", path.display()),
+                None => format!("kubeconfig {}", path.display()),
+            };
+            Config::from_custom_kubeconfig(read_kubeconfig(path)?, &options)
                 .await
-                .with_context(|| match context {
-                    Some(c) => format!("kubeconfig {}, context {c:?}", path.display()),
-                    None => format!("kubeconfig {}", path.display()),
-                })?
+                .map_err(unusable(what))?
         }
         (None, Some(context)) => Config::from_kubeconfig(&options)
             .await
-            .with_context(|| format!("context {context:?}"))?,
+            .map_err(unusable(format!("context {context:?}")))?,
         (None, None) => match Config::incluster() {
             Ok(config) => config,
             Err(in_cluster) => Config::infer()
@@ -203,7 +224,7 @@ pub async fn client_and_server(
         },
     };
     let server = config.cluster_url.to_string();
-    let client = Client::try_from(config).context("cannot build a Kubernetes client")?;
+    let client = Client::try_from(config).map_err(ClientError::Build)?;
     Ok((client, server))
 }
 
@@ -239,7 +260,7 @@ pub fn explain(server: &str, e: &kube::Error) -> String {
 
 /// Connects to the cluster (see `client`) and starts the live view. Returns at once: the view
 /// reports `synced() == false` until discovery and every first list have finished.
-pub async fn connect(kubeconfig: Option<&Path>) -> anyhow::Result<Arc<LiveView>> {
+pub async fn connect(kubeconfig: Option<&Path>) -> Result<Arc<LiveView>, ClientError> {
     let client = client(kubeconfig).await?;
     Ok(LiveView::start(client, LiveOptions::default()))
 }
@@ -725,6 +746,36 @@ mod tests {
         // The CRD stopped serving it: moved.
         assert!(moves_to(a, "v1beta2", "v1beta1", false));
         assert!(!moves_to(a, "v1beta2", "v1beta2", false));
+    }
+
+    #[tokio::test]
+    async fn a_kubeconfig_that_cannot_be_read_or_used_is_named_with_its_cause_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("missing");
+        let Err(e) = client(Some(&missing)).await else {
+            panic!("a client from a missing kubeconfig");
+        };
+        assert!(matches!(e, ClientError::ReadKubeconfig { .. }), "{e:?}");
+        let text = describe(&e);
+        let head = format!("cannot read kubeconfig {}: ", missing.display());
+        assert!(text.starts_with(&head), "{text}");
+        assert!(text.to_lowercase().contains("no such file"), "{text}");
+
+        let empty = dir.path().join("empty");
+        std::fs::write(&empty, "apiVersion: v1\nkind: Config\n").unwrap();
+        let Err(e) = client_and_server(Some(&empty), Some("nope")).await else {
+            panic!("a client in a context the kubeconfig lacks");
+        };
+        assert!(matches!(e, ClientError::Kubeconfig { .. }), "{e:?}");
+        let text = describe(&e);
+        let head = format!("kubeconfig {}, context \"nope\": ", empty.display());
+        assert!(text.starts_with(&head), "{text}");
+        // Each cause once, however kube nests them.
+        let layers: Vec<&str> = text.split(": ").collect();
+        let mut once = layers.clone();
+        once.sort_unstable();
+        once.dedup();
+        assert_eq!(once.len(), layers.len(), "{text}");
     }
 
     #[test]
