@@ -10,8 +10,9 @@
 //!   complete (an object listed again replaces its old projection at once: it is the newer reading).
 //! - A sick watch fails closed: the view reports not synced, so `/readyz` fails and view-dependent
 //!   writes answer 503, and pending entries of that kind do not expire.
-//! - A watch on CRDs (`crds`) wakes discovery the moment a kind we read is installed or removed;
-//!   discovery also runs every `discovery_interval` (60 s) as a backstop.
+//! - A watch on CRDs (`crds`) wakes discovery the moment a kind we read is installed, removed or
+//!   served in another version, and discovery looks again soon until it shows what the CRDs say
+//!   (it lags them); it also runs every `discovery_interval` (60 s) as a backstop.
 //! - Only projections are kept: objects are decoded without `managedFields` (`object`) and dropped
 //!   once projected.
 
@@ -168,7 +169,7 @@ fn no_cluster(
     infer: &kube::config::InferConfigError,
 ) -> ClientError {
     let kubeconfig = std::error::Error::source(infer)
-        .map(|k| describe_chain(std::iter::successors(Some(k), |e| e.source())))
+        .map(describe)
         .unwrap_or_else(|| infer.to_string());
     ClientError::NoCluster {
         in_cluster: in_cluster.to_string(),
