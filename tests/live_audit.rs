@@ -1,19 +1,15 @@
 //! `audit` (X4) against the fake API server: stored objects that would be denied now are reported
-//! with check's rule ids, file `cluster`; unreadable kinds make the exit code 2; the periodic audit
-//! sets `ipam_guard_violations{rule}`.
+//! with check's rule ids, file `cluster`; unreadable kinds make the exit code 2. (The periodic audit of
+//! `serve`, which judges the view instead, is `stored_audit.rs`'s.)
 
 mod live_support;
-
-use std::time::Duration;
 
 use ipam_guard::judge::audit;
 use ipam_guard::judge::stored::Judged;
 use ipam_guard::judge::{Finding, Severity};
 use ipam_guard::kinds::Kind;
 use ipam_guard::rules::Options;
-use ipam_guard::server::audit::{periodic, register_violations, ViolationLabels};
 use live_support::*;
-use prometheus_client::registry::Registry;
 
 async fn cluster_with_slipped_objects() -> FakeApi {
     let api = FakeApi::start().await;
@@ -157,48 +153,6 @@ async fn x4_audit_without_a_cluster_exits_2() {
     assert_eq!(outcome.errors.len(), 1, "{:?}", outcome.errors);
     assert!(outcome.errors[0].contains("discovery"));
     assert_eq!(outcome.summary.exit_code(), 2);
-}
-
-#[tokio::test]
-async fn x4_periodic_audit_sets_violations_per_rule() {
-    let api = cluster_with_slipped_objects().await;
-    let mut registry = Registry::default();
-    let violations = register_violations(&mut registry);
-    let task = tokio::spawn(periodic(
-        api.client(),
-        Options::default(),
-        Duration::from_millis(100),
-        violations.clone(),
-    ));
-    let gauge = |rule: &str| {
-        violations
-            .get_or_create(&ViolationLabels {
-                rule: rule.to_string(),
-            })
-            .get()
-    };
-    wait_for("violations to be counted", Duration::from_secs(20), || {
-        gauge("P10") == 2 && gauge("A9") == 2
-    })
-    .await;
-
-    // Fixed in the cluster: the next pass reads 0, and the series stays.
-    api.delete(Kind::InClusterIPPool, Some("ns"), "pool-b");
-    wait_for("P10 to drop to 0", Duration::from_secs(20), || {
-        gauge("P10") == 0
-    })
-    .await;
-    let mut text = String::new();
-    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
-    assert!(
-        text.contains("ipam_guard_violations{rule=\"P10\"} 0"),
-        "{text}"
-    );
-    assert!(
-        text.contains("ipam_guard_violations{rule=\"A9\"} 2"),
-        "{text}"
-    );
-    task.abort();
 }
 
 /// Progress (a line per kind: objects read, rate) goes to stderr only when it is a terminal: the

@@ -11,7 +11,7 @@ use ipam_guard::cluster::{ClusterView, StaticView};
 use ipam_guard::judge::audit::{self, ClusterFindings};
 use ipam_guard::judge::{self, Finding, Severity};
 use ipam_guard::rules::Options;
-use ipam_guard::server::audit::{periodic_view, register_violations, ViolationLabels};
+use ipam_guard::server::audit::{periodic, register_violations, Outputs, ViolationLabels};
 use prometheus_client::registry::Registry;
 
 /// What the projections answer exactly as admission words it.
@@ -118,11 +118,15 @@ async fn x4_periodic_view_audit_sets_violations_per_rule() {
     let view: Arc<dyn ClusterView> = Arc::new(StaticView::load(&examples()[5..6]).unwrap());
     let mut registry = Registry::default();
     let violations = register_violations(&mut registry);
-    let task = tokio::spawn(periodic_view(
+    let task = tokio::spawn(periodic(
         view,
         Options::default(),
         Duration::from_millis(50),
-        violations.clone(),
+        Outputs {
+            violations: violations.clone(),
+            findings: None,
+            reports: None,
+        },
     ));
     let start = Instant::now();
     let p10 = ViolationLabels { rule: "P10".into() };

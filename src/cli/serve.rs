@@ -102,7 +102,7 @@ pub async fn run_with(
                 may_write: Arc::new(move || leader.as_ref().is_none_or(|d| d.leads())),
             }
         });
-        AbortOnDrop(tokio::spawn(crate::server::audit::periodic_view_with(
+        AbortOnDrop(tokio::spawn(crate::server::audit::periodic(
             view,
             args.rules.audit_options(&args.health),
             interval,

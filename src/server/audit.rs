@@ -2,14 +2,12 @@
 //! view already holds (the rules that compare objects, `rules::stored`, and the findings about
 //! pools and addresses over time, `rules::health`), feeding `ipam_guard_violations{rule}` and
 //! `ipam_guard_audit_findings{rule,severity}`, one log line per round and, with
-//! `--policy-reports`, PolicyReports. `periodic` is the listing pass on a timer, kept for
-//! callers that have a client but no view.
+//! `--policy-reports`, PolicyReports. It never lists the cluster: `audit` does, once.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube::Client;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -17,7 +15,7 @@ use prometheus_client::registry::Registry;
 
 use super::policy_reports::Writer;
 use crate::cluster::ClusterView;
-use crate::judge::audit::{audit, judge_view_stepwise, unix_seconds, ClusterFindings};
+use crate::judge::audit::{judge_view_stepwise, unix_seconds, ClusterFindings};
 use crate::judge::Severity;
 use crate::rules::Options;
 
@@ -41,50 +39,6 @@ pub fn register_violations(registry: &mut Registry) -> Violations {
     family
 }
 
-/// Audits the cluster now and then every `interval`, forever (abort the task to stop it). Sets
-/// `violations` to the denials of the last pass that succeeded, and logs each finding once: a
-/// finding is logged again only after a pass where it was gone.
-pub async fn periodic(
-    client: Client,
-    options: Options,
-    interval: Duration,
-    violations: Violations,
-) {
-    let mut recorder = Recorder::new(violations);
-    loop {
-        let outcome = audit(&client, options).await;
-        for e in &outcome.errors {
-            tracing::warn!(error = %e, "periodic audit could not read the cluster");
-        }
-        if outcome.errors.is_empty() {
-            recorder.record(&outcome);
-        }
-        tokio::time::sleep(interval).await;
-    }
-}
-
-/// `serve --audit-interval`: judges what the view already holds (`rules::stored`) every
-/// `interval`, instead of listing the cluster again: no API server load, no copy of the cluster.
-/// Waits for the view to sync first, so a half-read view reports nothing.
-pub async fn periodic_view(
-    view: Arc<dyn ClusterView>,
-    options: Options,
-    interval: Duration,
-    violations: Violations,
-) {
-    periodic_view_with(
-        view,
-        options,
-        interval,
-        Outputs {
-            violations,
-            findings: None,
-            reports: None,
-        },
-    )
-    .await
-}
-
 /// Where the periodic audit's rounds go besides the log.
 pub struct Outputs {
     pub violations: Violations,
@@ -100,8 +54,11 @@ pub struct ReportSink {
     pub may_write: Arc<dyn Fn() -> bool + Send + Sync>,
 }
 
-/// As `periodic_view`, with the findings gauge and PolicyReports when given.
-pub async fn periodic_view_with(
+/// `serve --audit-interval`: judges what the view already holds (`rules::stored`) every
+/// `interval`, instead of listing the cluster again: no API server load, no copy of the cluster.
+/// Waits for the view to sync first, so a half-read view reports nothing. Feeds `outputs`
+/// (abort the task to stop it).
+pub async fn periodic(
     view: Arc<dyn ClusterView>,
     options: Options,
     interval: Duration,
@@ -250,6 +207,7 @@ mod tests {
     use crate::kinds::Kind;
     use crate::model::ObjKey;
     use crate::rule_id::RuleId;
+    use kube::Client;
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
     /// A client whose API server counts the requests it gets and knows no resource.
