@@ -235,6 +235,71 @@ async fn x3_a_crd_installed_later_is_watched_at_once_and_unsynced_until_listed()
     assert!(view.synced());
 }
 
+fn count(view: &LiveView, kind: Kind) -> usize {
+    view.object_counts()
+        .into_iter()
+        .find(|(k, _)| *k == kind)
+        .map_or(0, |(_, n)| n)
+}
+
+/// The IPAddress watch's version, once the kind has been listed.
+fn address_watch(view: &LiveView) -> Option<String> {
+    view.watching()
+        .into_iter()
+        .find(|(k, _, listed)| *k == Kind::IPAddress && *listed)
+        .map(|(_, version, _)| version)
+}
+
+#[tokio::test]
+async fn x3_discovery_behind_the_crds_is_looked_at_again_until_it_agrees() {
+    let api = capi_cluster().await;
+    api.serve_versions(Kind::IPAddress, &["v1alpha1", "v1beta1"]);
+    api.apply(ip_address("ns", "a", "10.0.0.12", "pool-a"));
+    // Discovery alone would not look again for an hour.
+    let view = LiveView::start(
+        api.client(),
+        LiveOptions {
+            discovery_interval: Duration::from_secs(3600),
+            ..LiveOptions::default()
+        },
+    );
+    wait_for("synced", WAIT, || view.synced()).await;
+    assert_eq!(address_watch(&view).as_deref(), Some("v1beta1"));
+
+    // The CRD serves v1beta2 too; the CRD event wakes discovery, which does not show it yet.
+    api.freeze_discovery();
+    let before = api.discoveries();
+    api.serve(Kind::IPAddress);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(address_watch(&view).as_deref(), Some("v1beta1"));
+    // Looked at again, but less and less often: 250 ms, then twice as late each time.
+    let looks = api.discoveries() - before;
+    assert!((2..=6).contains(&looks), "{looks} discoveries in 3 s");
+    api.thaw_discovery();
+    wait_for("the watch to move to v1beta2", WAIT, || {
+        address_watch(&view).as_deref() == Some("v1beta2")
+    })
+    .await;
+    wait_for("synced again", WAIT, || view.synced()).await;
+    assert_eq!(count(&view, Kind::IPAddress), 1);
+
+    // The CRD deleted while discovery still lists the kind: dropped once discovery agrees, and
+    // the view is ready without it.
+    api.freeze_discovery();
+    api.unserve(Kind::IPAddress);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    api.thaw_discovery();
+    wait_for("the deleted kind to be dropped", WAIT, || {
+        !view
+            .watching()
+            .iter()
+            .any(|(k, _, _)| *k == Kind::IPAddress)
+    })
+    .await;
+    wait_for("synced without it", WAIT, || view.synced()).await;
+    assert_eq!(count(&view, Kind::IPAddress), 0);
+}
+
 #[tokio::test]
 async fn x3_without_the_crd_watch_the_view_never_syncs() {
     // An API server that serves our kinds but refuses CRD lists (RBAC without CRDs): fail closed.

@@ -60,6 +60,16 @@ struct St {
     crds_forbidden: bool,
     failing: HashSet<Kind>,
     discovery_failing: bool,
+    /// While set, discovery shows these served kinds, not `served` (a real API server's
+    /// discovery lags its CRDs).
+    discovery_frozen: Option<BTreeMap<Kind, Vec<&'static str>>>,
+}
+
+impl St {
+    /// What discovery shows: what is served, or what was when it froze.
+    fn discoverable(&self) -> &BTreeMap<Kind, Vec<&'static str>> {
+        self.discovery_frozen.as_ref().unwrap_or(&self.served)
+    }
 }
 
 /// The fake API server. Dropping it stops the server task.
@@ -143,6 +153,17 @@ impl FakeApi {
 
     pub fn unfail_watches(&self, kind: Kind) {
         self.st().failing.remove(&kind);
+    }
+
+    /// Discovery keeps showing the kinds and versions served now, whatever CRDs change, until
+    /// `thaw_discovery`: the lag of a real API server's discovery behind its CRDs, held open.
+    pub fn freeze_discovery(&self) {
+        let mut st = self.st();
+        st.discovery_frozen = Some(st.served.clone());
+    }
+
+    pub fn thaw_discovery(&self) {
+        self.st().discovery_frozen = None;
     }
 
     /// `GET /apis` is answered 503 (still counted in `discoveries`); everything else works.
@@ -379,7 +400,7 @@ async fn handle(State(st): State<Arc<Mutex<St>>>, req: Request) -> Response {
         ["apis", group, version] => {
             let st = st.lock().unwrap();
             let resources: Vec<Value> = st
-                .served
+                .discoverable()
                 .iter()
                 .filter(|(k, vs)| k.group() == *group && vs.contains(version))
                 .flat_map(|(k, _)| {
@@ -469,7 +490,7 @@ async fn handle(State(st): State<Arc<Mutex<St>>>, req: Request) -> Response {
 /// Group -> versions served by some kind, in table order.
 fn groups(st: &St) -> BTreeMap<&'static str, Vec<&'static str>> {
     let mut out: BTreeMap<&'static str, Vec<&'static str>> = BTreeMap::new();
-    for (k, vs) in &st.served {
+    for (k, vs) in st.discoverable() {
         let entry = out.entry(k.group()).or_default();
         for v in vs {
             if !entry.contains(v) {
