@@ -2,7 +2,7 @@
 //! view already holds (the rules that compare objects, `rules::stored`, and the findings about
 //! pools and addresses over time, `rules::health`), feeding `ipam_guard_violations{rule}` and
 //! `ipam_guard_audit_findings{rule,severity}`, one log line per round and, with
-//! `--policy-reports`, PolicyReports. It never lists the cluster: `audit` does, once.
+//! `--policy-reports`, PolicyReports. It never lists the cluster (the `audit` command does).
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
