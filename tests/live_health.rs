@@ -192,10 +192,8 @@ async fn x2_pending_entries_of_a_failed_watch_do_not_expire_until_it_heals() {
     assert!(!held());
 }
 
-#[tokio::test]
-async fn x3_a_crd_installed_later_is_watched_at_once_and_unsynced_until_listed() {
-    let api = capi_cluster().await;
-    // Discovery alone would not look again for an hour: only the CRD watch can explain a watch.
+/// A view whose discovery runs at start and then hourly, unless the CRD watch wakes it; synced.
+async fn synced_with_hourly_discovery(api: &FakeApi) -> Arc<LiveView> {
     let view = LiveView::start(
         api.client(),
         LiveOptions {
@@ -204,6 +202,14 @@ async fn x3_a_crd_installed_later_is_watched_at_once_and_unsynced_until_listed()
         },
     );
     wait_for("synced", WAIT, || view.synced()).await;
+    view
+}
+
+#[tokio::test]
+async fn x3_a_crd_installed_later_is_watched_at_once_and_unsynced_until_listed() {
+    let api = capi_cluster().await;
+    // Discovery alone would not look again for an hour: only the CRD watch can explain a watch.
+    let view = synced_with_hourly_discovery(&api).await;
     api.hold_lists(Kind::SpiderIPPool);
     api.serve(Kind::SpiderIPPool);
     api.apply(json!({
@@ -226,10 +232,7 @@ async fn x3_a_crd_installed_later_is_watched_at_once_and_unsynced_until_listed()
 
     api.unserve(Kind::SpiderIPPool);
     wait_for("the removed kind to be dropped", WAIT, || {
-        !view
-            .watching()
-            .iter()
-            .any(|(k, _, _)| *k == Kind::SpiderIPPool)
+        !watches(&view, Kind::SpiderIPPool)
     })
     .await;
     assert!(view.synced());
@@ -240,6 +243,10 @@ fn count(view: &LiveView, kind: Kind) -> usize {
         .into_iter()
         .find(|(k, _)| *k == kind)
         .map_or(0, |(_, n)| n)
+}
+
+fn watches(view: &LiveView, kind: Kind) -> bool {
+    view.watching().iter().any(|(k, _, _)| *k == kind)
 }
 
 /// The IPAddress watch's version, once the kind has been listed.
@@ -255,15 +262,7 @@ async fn x3_discovery_behind_the_crds_is_looked_at_again_until_it_agrees() {
     let api = capi_cluster().await;
     api.serve_versions(Kind::IPAddress, &["v1alpha1", "v1beta1"]);
     api.apply(ip_address("ns", "a", "10.0.0.12", "pool-a"));
-    // Discovery alone would not look again for an hour.
-    let view = LiveView::start(
-        api.client(),
-        LiveOptions {
-            discovery_interval: Duration::from_secs(3600),
-            ..LiveOptions::default()
-        },
-    );
-    wait_for("synced", WAIT, || view.synced()).await;
+    let view = synced_with_hourly_discovery(&api).await;
     assert_eq!(address_watch(&view).as_deref(), Some("v1beta1"));
 
     // The CRD serves v1beta2 too; the CRD event wakes discovery, which does not show it yet.
@@ -291,10 +290,7 @@ async fn x3_discovery_behind_the_crds_is_looked_at_again_until_it_agrees() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     api.thaw_discovery();
     wait_for("the deleted kind to be dropped", WAIT, || {
-        !view
-            .watching()
-            .iter()
-            .any(|(k, _, _)| *k == Kind::IPAddress)
+        !watches(&view, Kind::IPAddress)
     })
     .await;
     wait_for("synced without it", WAIT, || view.synced()).await;
