@@ -238,13 +238,6 @@ async fn x3_a_crd_installed_later_is_watched_at_once_and_unsynced_until_listed()
     assert!(view.synced());
 }
 
-fn count(view: &LiveView, kind: Kind) -> usize {
-    view.object_counts()
-        .into_iter()
-        .find(|(k, _)| *k == kind)
-        .map_or(0, |(_, n)| n)
-}
-
 fn watches(view: &LiveView, kind: Kind) -> bool {
     view.watching().iter().any(|(k, _, _)| *k == kind)
 }

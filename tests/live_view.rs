@@ -37,14 +37,6 @@ fn has_address(view: &LiveView, ns: &str, name: &str) -> bool {
         .is_some()
 }
 
-fn count(view: &LiveView, kind: Kind) -> usize {
-    view.object_counts()
-        .into_iter()
-        .find(|(k, _)| *k == kind)
-        .map(|(_, n)| n)
-        .unwrap_or(0)
-}
-
 async fn capi_cluster() -> FakeApi {
     let api = FakeApi::start().await;
     for k in [

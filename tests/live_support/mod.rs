@@ -637,6 +637,15 @@ fn stream_response(
 
 // === Helpers for tests ===
 
+/// How many objects of `kind` the view holds.
+pub fn count(view: &ipam_guard::cluster::live::LiveView, kind: Kind) -> usize {
+    use ipam_guard::cluster::ClusterView;
+    view.object_counts()
+        .into_iter()
+        .find(|(k, _)| *k == kind)
+        .map_or(0, |(_, n)| n)
+}
+
 /// Polls `cond` every 20 ms until it holds or `within` passes; panics with `what` on timeout.
 pub async fn wait_for(what: &str, within: Duration, mut cond: impl FnMut() -> bool) {
     let start = Instant::now();
