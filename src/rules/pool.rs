@@ -211,7 +211,11 @@ pub(crate) fn keeps_held<I, F>(
         if removed.contains(ip) {
             total += 1;
             if shown.len() < MAX_LISTED {
-                shown.push(format!("{} {}", label(), held_text(&r.proj, ip)));
+                shown.push(format!(
+                    "{} {}",
+                    label(),
+                    held_text(shown_prefix(&r.proj), ip)
+                ));
             }
         }
     }
@@ -230,11 +234,16 @@ pub(crate) fn keeps_held<I, F>(
 
 /// What an address object holds of `pool`: the address, or for a prefix pool the sub-prefix
 /// (`fd00:0:0:1::/64`) whose network address it carries.
-fn held_text(pool: &PoolProj, ip: Ip) -> String {
-    match pool.prefix.filter(|_| pool.key.kind.is_prefix_pool()) {
+fn held_text(prefix: Option<u8>, ip: Ip) -> String {
+    match prefix {
         Some(len) => format!("{ip}/{len}"),
         None => ip.to_string(),
     }
+}
+
+/// The prefix `pool`'s held addresses are shown with: a prefix pool's own, none for another.
+fn shown_prefix(pool: &PoolProj) -> Option<u8> {
+    pool.prefix.filter(|_| pool.key.kind.is_prefix_pool())
 }
 
 /// The address objects the view files under the pool, for [`keeps_held`]. An address that does
@@ -327,12 +336,18 @@ fn delete_held_in_view(rule: RuleId, call: &Call, old: &Value, ctx: &Ctx) -> Ver
         if holders.is_empty() {
             return None;
         }
-        let pool = read_pool(call.kind, old).proj;
+        // Only a prefix pool shows its prefix beside each holder: another pool is not read (an
+        // in-cluster pool's reading was half of what its refused delete cost).
+        let prefix = if call.kind.is_prefix_pool() {
+            shown_prefix(&read_pool(call.kind, old).proj)
+        } else {
+            None
+        };
         let shown: Vec<String> = holders
             .iter()
             .take(MAX_LISTED)
             .map(|a| match a.ip {
-                Some(ip) => format!("{} ({})", a.key.ns_name(), held_text(&pool, ip)),
+                Some(ip) => format!("{} ({})", a.key.ns_name(), held_text(prefix, ip)),
                 None => a.key.ns_name(),
             })
             .collect();
