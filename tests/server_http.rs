@@ -188,21 +188,71 @@ async fn content_type_other_than_json_is_415() {
 #[tokio::test]
 async fn other_methods_are_405_and_other_paths_404() {
     let (server, ca, _dir) = start_default().await;
-    let mut conn = Conn::open(server.addrs.webhook, &ca.der, Proto::H2)
-        .await
-        .unwrap();
-    for method in ["GET", "PUT", "DELETE", "PATCH"] {
-        let reply = conn
-            .send(request(method, "/validate", JSON, ""))
+    for proto in [Proto::H1, Proto::H2] {
+        let mut conn = Conn::open(server.addrs.webhook, &ca.der, proto)
             .await
             .unwrap();
-        assert_eq!(reply.status, 405, "{method}");
-        assert_eq!(reply.headers["allow"], "POST");
-        assert!(reply.json()["message"].is_string());
+        for method in ["GET", "PUT", "DELETE", "PATCH"] {
+            let reply = conn
+                .send(request(method, "/validate", JSON, ""))
+                .await
+                .unwrap();
+            assert_eq!(reply.status, 405, "{proto:?} {method}");
+            assert_eq!(reply.headers["allow"], "POST");
+            assert!(reply.json()["message"].is_string());
+        }
+        // HEAD: the headers a GET gets, its length included, and no body.
+        let get = conn
+            .send(request("GET", "/mutate", JSON, ""))
+            .await
+            .unwrap();
+        let head = conn
+            .send(request("HEAD", "/mutate", JSON, ""))
+            .await
+            .unwrap();
+        assert_eq!(head.status, 405, "{proto:?}");
+        assert_eq!(head.headers["allow"], "POST");
+        assert_eq!(head.headers["content-type"], "application/json");
+        // The GET's message names its method, the HEAD's would name its own.
+        let would_be = get.body.len() - "GET".len() + "HEAD".len();
+        assert_eq!(
+            head.headers["content-length"],
+            would_be.to_string().as_str(),
+            "{proto:?}"
+        );
+        assert!(head.body.is_empty(), "{proto:?}");
+        for path in [
+            "/admit",
+            "/validate/",
+            "/Validate",
+            "/validate/x",
+            "/",
+            "//validate",
+        ] {
+            let reply = conn.send(post(path, JSON, NOT_A_REVIEW)).await.unwrap();
+            assert_eq!(reply.status, 404, "{proto:?} {path}");
+            assert!(reply.json()["message"].is_string());
+        }
     }
-    let reply = conn.send(post("/admit", JSON, NOT_A_REVIEW)).await.unwrap();
-    assert_eq!(reply.status, 404);
-    assert!(reply.json()["message"].is_string());
+    server.stop().await;
+}
+
+/// The API server calls `<path>?timeout=10s`: the query is not part of the path.
+#[tokio::test]
+async fn the_api_servers_timeout_query_reaches_review() {
+    let (server, ca, _dir) = start_default().await;
+    let mut conn = Conn::open(server.addrs.webhook, &ca.der, Proto::H1)
+        .await
+        .unwrap();
+    for (path, endpoint) in [
+        ("/validate?timeout=10s", Endpoint::Validate),
+        ("/mutate?timeout=30s", Endpoint::Mutate),
+    ] {
+        let reply = conn.send(post(path, JSON, NOT_A_REVIEW)).await.unwrap();
+        let expected = server.admission.review_now(endpoint, NOT_A_REVIEW);
+        assert_eq!(reply.status, expected.http_status, "{path}");
+        assert_eq!(reply.body, expected.body, "{path}");
+    }
     server.stop().await;
 }
 

@@ -5,10 +5,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
-use axum::body::Body;
-use axum::extract::{Request, State};
+use axum::body::{Body, HttpBody};
+use axum::extract::State;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{any, get};
+use axum::routing::get;
 use axum::Router;
 use bytes::{Bytes, BytesMut};
 use http::header::{ALLOW, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE};
@@ -19,23 +19,36 @@ use super::Shared;
 use crate::admission::{Endpoint, Summary};
 use crate::cluster::Caller;
 
-pub(crate) fn webhook(shared: Arc<Shared>) -> Router {
-    Router::new()
-        .route(
-            "/validate",
-            any(|State(s): State<Arc<Shared>>, req: Request| serve(s, Endpoint::Validate, req)),
-        )
-        .route(
-            "/mutate",
-            any(|State(s): State<Arc<Shared>>, req: Request| serve(s, Endpoint::Mutate, req)),
-        )
-        .fallback(|| async {
-            message(
+/// A request to the webhook listener, its body read as hyper hands it over.
+type Webhook = http::Request<hyper::body::Incoming>;
+
+/// The webhook listener's requests: POST `/validate` and `/mutate`, a JSON 404 for any other
+/// path. Matched here, not by an axum `Router`: two fixed paths need no router, and a review
+/// routed through one (its path match, the extension map that carried the caller, its boxed
+/// service futures) cost about 3k instructions, 3% of what a review costs (BENCHMARKS.md,
+/// issue 25). The probe and metrics listeners keep theirs.
+pub(crate) async fn webhook(shared: Arc<Shared>, caller: Caller, req: Webhook) -> Response {
+    let endpoint = match req.uri().path() {
+        "/validate" => Endpoint::Validate,
+        "/mutate" => Endpoint::Mutate,
+        _ => {
+            return message(
                 StatusCode::NOT_FOUND,
                 "not found: the webhook serves POST /validate and POST /mutate",
             )
-        })
-        .with_state(shared)
+        }
+    };
+    let head = req.method() == Method::HEAD;
+    let response = serve(shared, endpoint, caller, req).await;
+    if !head {
+        return response;
+    }
+    // As a router answers HEAD: the headers a GET would get, the length included, no body.
+    let (mut parts, body) = response.into_parts();
+    if let Some(len) = body.size_hint().exact() {
+        parts.headers.insert(CONTENT_LENGTH, HeaderValue::from(len));
+    }
+    Response::from_parts(parts, Body::empty())
 }
 
 pub(crate) fn probes(shared: Arc<Shared>) -> Router {
@@ -58,11 +71,11 @@ fn message(status: StatusCode, text: &str) -> Response {
     (status, [(CONTENT_TYPE, "application/json")], body).into_response()
 }
 
-async fn serve(shared: Arc<Shared>, endpoint: Endpoint, req: Request) -> Response {
+async fn serve(shared: Arc<Shared>, endpoint: Endpoint, caller: Caller, req: Webhook) -> Response {
     let start = Instant::now();
     let in_flight = shared.metrics.in_flight(endpoint);
     let version = req.version();
-    let mut response = answer(&shared, endpoint, req).await;
+    let mut response = answer(&shared, endpoint, caller, req).await;
     shared
         .metrics
         .observe(endpoint, response.status().as_u16(), start.elapsed());
@@ -82,7 +95,7 @@ async fn serve(shared: Arc<Shared>, endpoint: Endpoint, req: Request) -> Respons
     response
 }
 
-async fn answer(shared: &Shared, endpoint: Endpoint, req: Request) -> Response {
+async fn answer(shared: &Shared, endpoint: Endpoint, caller: Caller, req: Webhook) -> Response {
     if req.method() != Method::POST {
         let mut r = message(
             StatusCode::METHOD_NOT_ALLOWED,
@@ -98,12 +111,6 @@ async fn answer(shared: &Shared, endpoint: Endpoint, req: Request) -> Response {
             &format!("Content-Type {found} not supported: send application/json"),
         );
     }
-    // Put there by the connection; trust is never assumed for a request that lacks it.
-    let caller = req
-        .extensions()
-        .get::<Caller>()
-        .copied()
-        .unwrap_or(Caller::Stranger(std::net::Ipv4Addr::UNSPECIFIED.into()));
     let limit = shared.body_limit;
     let declared = req
         .headers()
@@ -173,10 +180,10 @@ async fn answer(shared: &Shared, endpoint: Endpoint, req: Request) -> Response {
     response
 }
 
-enum Read {
+enum Read<B> {
     Body(Bytes),
     /// Past the limit: what is left of the body, to drain.
-    TooLarge(Body),
+    TooLarge(B),
     Failed(String),
 }
 
@@ -184,7 +191,11 @@ enum Read {
 /// A body that arrives as one frame (the API server sends a review right behind its headers)
 /// is kept as it came, not copied: a second buffer the size of the body and its free were 0.85k
 /// instructions a review (BENCHMARKS.md, issue 25).
-async fn read_body(mut body: Body, limit: usize) -> Read {
+async fn read_body<B>(mut body: B, limit: usize) -> Read<B>
+where
+    B: HttpBody<Data = Bytes> + Unpin,
+    B::Error: std::fmt::Display,
+{
     let mut first: Option<Bytes> = None;
     let mut buf = BytesMut::new();
     while let Some(frame) = body.frame().await {
@@ -222,7 +233,10 @@ const DRAIN_LIMIT: usize = 16 * 1024 * 1024;
 /// framing error; an HTTP/1.1 client that writes its whole body before reading would see its
 /// connection reset. Bounded by `DRAIN_LIMIT` and `timeout`; past either the body is dropped and
 /// the stream reset (RST_STREAM NO_ERROR after the response, RFC 9113 §8.1).
-fn drain(mut body: Body, timeout: std::time::Duration) {
+fn drain<B>(mut body: B, timeout: std::time::Duration)
+where
+    B: HttpBody<Data = Bytes> + Unpin + Send + 'static,
+{
     tokio::spawn(async move {
         let read = async {
             let mut seen = 0usize;
@@ -251,6 +265,11 @@ fn json_content_type(value: Option<&HeaderValue>) -> Result<(), String> {
     let Some(value) = value else {
         return Err("(missing)".to_string());
     };
+    // What the API server sends, answered before the general reading (a third of what a
+    // review's routing cost: BENCHMARKS.md, issue 25).
+    if value.as_bytes() == b"application/json" {
+        return Ok(());
+    }
     let text = value.to_str().map_err(|_| format!("{value:?}"))?;
     let essence = text.split(';').next().unwrap_or("").trim();
     if essence.eq_ignore_ascii_case("application/json") {
@@ -381,7 +400,7 @@ mod tests {
         Body::from_stream(futures::stream::iter(parts))
     }
 
-    fn read(body: Body, limit: usize) -> Read {
+    fn read(body: Body, limit: usize) -> Read<Body> {
         futures::executor::block_on(read_body(body, limit))
     }
 
