@@ -104,6 +104,7 @@ fn a_line_is_the_crates_line() {
             small = i128::MIN,
             error = &error as &(dyn std::error::Error + 'static),
             dotted.name = "d",
+            "a \"quoted\" name" = 1,
             loud = ?Loud,
             // Each escape alone, so a wrong one shows on its own.
             backslash = "a\\b",
@@ -154,4 +155,69 @@ fn a_log_record_is_the_crates_too() {
     });
     assert_eq!(ours, theirs);
     assert!(theirs.contains("\"target\":\"rustls::odd\""), "{theirs}");
+}
+
+fn time(secs: u64, micros: u32) -> String {
+    String::from_utf8(rfc3339(secs, micros).expect("before year 10000").to_vec()).unwrap()
+}
+
+#[test]
+fn times_are_written_as_rfc3339_in_utc() {
+    assert_eq!(time(0, 0), "1970-01-01T00:00:00.000000Z");
+    assert_eq!(time(94_608_000, 1), "1972-12-31T00:00:00.000001Z");
+    assert_eq!(time(951_782_400, 999_999), "2000-02-29T00:00:00.999999Z");
+    assert_eq!(time(4_107_542_400, 0), "2100-03-01T00:00:00.000000Z");
+    assert_eq!(time(1_795_874_757, 123_456), "2026-11-28T14:05:57.123456Z");
+    assert_eq!(time(253_402_300_799, 0), "9999-12-31T23:59:59.000000Z");
+    assert_eq!(
+        rfc3339(253_402_300_800, 0),
+        None,
+        "year 10000 is the crate's to write"
+    );
+}
+
+/// Every day from the epoch to the end of year 9999 follows the one before it.
+#[test]
+fn each_day_follows_the_day_before() {
+    let leap = |y: u64| y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
+    let length = |y: u64, m: u64| match m {
+        2 if leap(y) => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    };
+    let mut expected = (1970, 1, 1);
+    for days in 0..2_932_897 {
+        assert_eq!(civil(days), expected, "day {days}");
+        let (y, m, d) = expected;
+        expected = if d < length(y, m) {
+            (y, m, d + 1)
+        } else if m < 12 {
+            (y, m + 1, 1)
+        } else {
+            (y + 1, 1, 1)
+        };
+    }
+    assert_eq!(expected, (10_000, 1, 1));
+}
+
+/// The crate's clock read between two of ours writes a time between them: the same text for
+/// the same instant.
+#[test]
+fn the_time_is_the_crates_text() {
+    let read = |timer: &dyn FormatTime| {
+        let mut text = String::new();
+        timer.format_time(&mut Writer::new(&mut text)).unwrap();
+        text
+    };
+    for _ in 0..1000 {
+        let before = read(&Utc);
+        let theirs = read(&SystemTime);
+        let after = read(&Utc);
+        assert_eq!(theirs.len(), before.len(), "{theirs} {before}");
+        assert!(
+            before <= theirs && theirs <= after,
+            "{before} {theirs} {after}"
+        );
+    }
 }
