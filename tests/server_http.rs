@@ -232,6 +232,13 @@ async fn other_methods_are_405_and_other_paths_404() {
             let reply = conn.send(post(path, JSON, NOT_A_REVIEW)).await.unwrap();
             assert_eq!(reply.status, 404, "{proto:?} {path}");
             assert!(reply.json()["message"].is_string());
+            let head = conn.send(request("HEAD", path, JSON, "")).await.unwrap();
+            assert_eq!(head.status, 404, "{proto:?} HEAD {path}");
+            assert_eq!(
+                head.headers["content-length"],
+                reply.body.len().to_string().as_str()
+            );
+            assert!(head.body.is_empty(), "{proto:?} HEAD {path}");
         }
     }
     server.stop().await;
