@@ -33,11 +33,18 @@ async fn h1_and_h2_answer_exactly_what_review_answers() {
             .await
             .unwrap();
         assert_eq!(conn.alpn.as_deref(), Some(alpn));
-        // Several requests on one connection: keep-alive (h1) and streams (h2) both work.
-        for path in ["/validate", "/validate", "/mutate"] {
+        // Several requests on one connection: keep-alive (h1) and streams (h2) both work. The
+        // API server calls `<path>?timeout=10s`: the query is not part of the path.
+        for path in [
+            "/validate",
+            "/validate",
+            "/mutate",
+            "/validate?timeout=10s",
+            "/mutate?timeout=30s",
+        ] {
             let reply = conn.send(post(path, JSON, NOT_A_REVIEW)).await.unwrap();
             assert_eq!(reply.version, version);
-            let endpoint = if path == "/mutate" {
+            let endpoint = if path.starts_with("/mutate") {
                 Endpoint::Mutate
             } else {
                 Endpoint::Validate
@@ -46,6 +53,18 @@ async fn h1_and_h2_answer_exactly_what_review_answers() {
             assert_eq!(reply.status, expected.http_status, "{proto:?} {path}");
             assert_eq!(reply.body, expected.body, "{proto:?} {path}");
             assert_eq!(reply.headers["content-type"], "application/json");
+        }
+        // Each path reaches its own handler: a claim is patched by /mutate only.
+        let claim = fixture("mutating-ipaddressclaim-create.json");
+        for (path, endpoint) in [
+            ("/mutate?timeout=10s", Endpoint::Mutate),
+            ("/validate?timeout=10s", Endpoint::Validate),
+        ] {
+            let reply = conn.send(post(path, JSON, claim.clone())).await.unwrap();
+            let expected = server.admission.review_now(endpoint, &claim);
+            assert_eq!(reply.body, expected.body, "{proto:?} {path}");
+            let patched = reply.json()["response"]["patch"].is_string();
+            assert_eq!(patched, endpoint == Endpoint::Mutate, "{proto:?} {path}");
         }
     }
     assert!(
@@ -240,25 +259,6 @@ async fn other_methods_are_405_and_other_paths_404() {
             );
             assert!(head.body.is_empty(), "{proto:?} HEAD {path}");
         }
-    }
-    server.stop().await;
-}
-
-/// The API server calls `<path>?timeout=10s`: the query is not part of the path.
-#[tokio::test]
-async fn the_api_servers_timeout_query_reaches_review() {
-    let (server, ca, _dir) = start_default().await;
-    let mut conn = Conn::open(server.addrs.webhook, &ca.der, Proto::H1)
-        .await
-        .unwrap();
-    for (path, endpoint) in [
-        ("/validate?timeout=10s", Endpoint::Validate),
-        ("/mutate?timeout=30s", Endpoint::Mutate),
-    ] {
-        let reply = conn.send(post(path, JSON, NOT_A_REVIEW)).await.unwrap();
-        let expected = server.admission.review_now(endpoint, NOT_A_REVIEW);
-        assert_eq!(reply.status, expected.http_status, "{path}");
-        assert_eq!(reply.body, expected.body, "{path}");
     }
     server.stop().await;
 }
