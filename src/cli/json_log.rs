@@ -53,7 +53,7 @@ impl FormatTime for Utc {
     }
 }
 
-/// `secs` after the epoch and `micros` of the next second, as `YYYY-MM-DDThh:mm:ss.uuuuuuZ`;
+/// `secs` after the epoch and `micros` into that second, as `YYYY-MM-DDThh:mm:ss.uuuuuuZ`;
 /// None past year 9999 (tracing-subscriber writes a `+` and more digits there).
 fn rfc3339(secs: u64, micros: u32) -> Option<[u8; 27]> {
     let days = secs / 86_400;
@@ -75,7 +75,7 @@ fn rfc3339(secs: u64, micros: u32) -> Option<[u8; 27]> {
     put(11, 2, of_day / 3600);
     put(14, 2, of_day / 60 % 60);
     put(17, 2, of_day % 60);
-    put(20, 6, u64::from(micros.min(999_999)));
+    put(20, 6, u64::from(micros));
     Some(out)
 }
 

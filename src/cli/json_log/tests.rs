@@ -202,7 +202,8 @@ fn each_day_follows_the_day_before() {
 }
 
 /// The crate's clock read between two of ours writes a time between them: the same text for
-/// the same instant.
+/// the same instant. The wall clock may be stepped back between two reads (NTP), so a few
+/// misses are let pass; a text of another shape misses every time.
 #[test]
 fn the_time_is_the_crates_text() {
     let read = |timer: &dyn FormatTime| {
@@ -210,14 +211,14 @@ fn the_time_is_the_crates_text() {
         timer.format_time(&mut Writer::new(&mut text)).unwrap();
         text
     };
+    let mut misses = Vec::new();
     for _ in 0..1000 {
         let before = read(&Utc);
         let theirs = read(&SystemTime);
         let after = read(&Utc);
-        assert_eq!(theirs.len(), before.len(), "{theirs} {before}");
-        assert!(
-            before <= theirs && theirs <= after,
-            "{before} {theirs} {after}"
-        );
+        if !(before <= theirs && theirs <= after && theirs.len() == before.len()) {
+            misses.push(format!("{before} {theirs} {after}"));
+        }
     }
+    assert!(misses.len() <= 10, "{misses:#?}");
 }
