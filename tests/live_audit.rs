@@ -1,6 +1,6 @@
 //! `audit` (X4) against the fake API server: stored objects that would be denied now are reported
-//! with check's rule ids, file `cluster`; unreadable kinds make the exit code 2. (The periodic audit of
-//! `serve`, which judges the view instead, is `stored_audit.rs`'s.)
+//! with check's rule ids, file `cluster`; unreadable kinds make the exit code 2. (The periodic
+//! audit of `serve`, which judges the view instead, is `stored_audit.rs`'s.)
 
 mod live_support;
 

@@ -338,11 +338,11 @@ fn delete_held_in_view(rule: RuleId, call: &Call, old: &Value, ctx: &Ctx) -> Ver
         }
         // Only a prefix pool shows its prefix beside each holder: another pool is not read (an
         // in-cluster pool's reading was half of what its refused delete cost).
-        let prefix = if call.kind.is_prefix_pool() {
-            shown_prefix(&read_pool(call.kind, old).proj)
-        } else {
-            None
-        };
+        let prefix = call
+            .kind
+            .is_prefix_pool()
+            .then(|| read_pool(call.kind, old).proj.prefix)
+            .flatten();
         let shown: Vec<String> = holders
             .iter()
             .take(MAX_LISTED)
