@@ -23,10 +23,15 @@ struct IpText {
 /// suggestion differs for an IP and a CIDR.
 fn read_ip(s: &str) -> Result<IpText, AddrError> {
     if s.contains(':') {
-        let a: Ipv6Addr = s.parse().map_err(|_| AddrError::Invalid {
-            expected: Forms::IP,
-        })?;
-        let value = u128::from(a);
+        let value = match read_hex_v6(s.as_bytes()) {
+            Some(value) => value,
+            None => s
+                .parse::<Ipv6Addr>()
+                .map(u128::from)
+                .map_err(|_| AddrError::Invalid {
+                    expected: Forms::IP,
+                })?,
+        };
         Ok(IpText {
             ip: Ip {
                 family: Family::V6,
@@ -42,6 +47,69 @@ fn read_ip(s: &str) -> Result<IpText, AddrError> {
             ipv4_compatible: false,
         })
     }
+}
+
+/// IPv6 text of hex digits and colons only (no dotted tail), read in one pass: `std`'s reader,
+/// which rolls back and retries per group, cost about 600 instructions an address, a third of
+/// an IPv6 entry's reading (BENCHMARKS.md, issue 25). None for any other text, valid or not:
+/// the caller then asks `std`, whose answer stands, so what is accepted stays exactly what `std`
+/// accepts (a property test holds this reader to it).
+fn read_hex_v6(b: &[u8]) -> Option<u128> {
+    let mut groups = [0u16; 8];
+    let mut n = 0;
+    // Where `::` stands among the groups.
+    let mut gap = None;
+    let mut i = 0;
+    if b.starts_with(b"::") {
+        gap = Some(0);
+        i = 2;
+    }
+    while i < b.len() {
+        let start = i;
+        let mut group: u16 = 0;
+        while let Some(d) = b.get(i).and_then(|&c| char::from(c).to_digit(16)) {
+            if i - start == 4 || n == 8 {
+                return None;
+            }
+            group = group << 4 | d as u16;
+            i += 1;
+        }
+        if i == start {
+            return None;
+        }
+        groups[n] = group;
+        n += 1;
+        match b.get(i) {
+            None => break,
+            Some(b':') if b.get(i + 1) == Some(&b':') => {
+                if gap.is_some() {
+                    return None;
+                }
+                gap = Some(n);
+                i += 2;
+            }
+            // A single colon goes on to a group: one at the end is no address.
+            Some(b':') if i + 1 < b.len() => i += 1,
+            Some(_) => return None,
+        }
+    }
+    // Without `::` eight groups; with it at most seven, as it stands for one or more.
+    let head = match gap {
+        None if n == 8 => n,
+        Some(at) if n <= 7 => at,
+        _ => return None,
+    };
+    let mut value = 0u128;
+    for &g in &groups[..head] {
+        value = value << 16 | u128::from(g);
+    }
+    if head > 0 {
+        value <<= 16 * (8 - n);
+    }
+    for &g in &groups[head..n] {
+        value = value << 16 | u128::from(g);
+    }
+    Some(value)
 }
 
 /// Our own dotted-quad reader, so the error can say which rule was broken; it accepts exactly
@@ -346,5 +414,100 @@ pub fn check_prefix(family: Family, prefix: i64) -> Result<u8, AddrError> {
     match u8::try_from(prefix) {
         Ok(p) if p <= family.bits() => Ok(p),
         _ => Err(AddrError::PrefixTooLarge(family)),
+    }
+}
+
+#[cfg(test)]
+mod hex_v6_tests {
+    use super::read_hex_v6;
+    use proptest::prelude::*;
+    use std::net::Ipv6Addr;
+
+    fn std_reads(s: &str) -> Option<u128> {
+        s.parse::<Ipv6Addr>().ok().map(u128::from)
+    }
+
+    #[test]
+    fn reads_what_std_reads_at_the_edges() {
+        for s in [
+            "::",
+            "::1",
+            "1::",
+            "1::2",
+            "::ffff",
+            "2001:db8::",
+            "2001:DB8:0:11:FFFF:ffff:ffff:ffff",
+            "0000:0000:0000:0000:0000:0000:0000:0000",
+            "1:2:3:4:5:6:7:8",
+            "1:2:3:4:5:6:7::",
+            "::2:3:4:5:6:7:8",
+            "1:2:3:4::6:7:8",
+            "fe80::1:2",
+            "0:0::0",
+            // and what std refuses
+            "",
+            ":",
+            ":::",
+            "1:::2",
+            ":1::2",
+            "1::2:",
+            "1:",
+            ":1",
+            "1::2::3",
+            "12345::",
+            "1:2:3:4:5:6:7:8:9",
+            "1:2:3:4:5:6:7",
+            "1::2:3:4:5:6:7:8",
+            "1:2:3:4:5:6:7:8::",
+            "::1:2:3:4:5:6:7:8",
+            "g::1",
+            "1:2:3:4:5:6:7:8:",
+            ":::1",
+            "1::2:::",
+        ] {
+            assert_eq!(read_hex_v6(s.as_bytes()), std_reads(s), "{s:?}");
+        }
+        // A dotted tail is std's to read.
+        for s in [
+            "::1.2.3.4",
+            "::ffff:10.0.0.1",
+            "1:2:3:4:5:6:1.2.3.4",
+            "1.2.3.4",
+        ] {
+            assert_eq!(read_hex_v6(s.as_bytes()), None, "{s:?}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn reads_exactly_what_std_reads(s in "[0-9a-fA-F:]{0,41}|(([0-9a-f]{0,5}):){1,9}[0-9a-fA-F]{0,5}|[0-9a-f:]{0,12}::[0-9a-f:]{0,30}") {
+            prop_assert_eq!(read_hex_v6(s.as_bytes()), std_reads(&s));
+        }
+
+        /// Addresses built as written: up to nine groups of one to four digits, `::` or not
+        /// at any place.
+        #[test]
+        fn reads_groups_as_std_reads_them(
+            groups in proptest::collection::vec("[0-9a-fA-F]{1,4}", 0..=9),
+            gap in proptest::option::of(0usize..=9),
+        ) {
+            let s = match gap {
+                Some(at) if at <= groups.len() => {
+                    format!("{}::{}", groups[..at].join(":"), groups[at..].join(":"))
+                }
+                _ => groups.join(":"),
+            };
+            prop_assert_eq!(read_hex_v6(s.as_bytes()), std_reads(&s), "{}", s);
+        }
+
+        #[test]
+        fn leaves_anything_else_to_std(s in "[0-9a-f:.%/ gx-]{0,41}") {
+            let ours = read_hex_v6(s.as_bytes());
+            if ours.is_some() {
+                prop_assert_eq!(ours, std_reads(&s));
+            } else if s.bytes().all(|b| b == b':' || b.is_ascii_hexdigit()) {
+                prop_assert_eq!(std_reads(&s), None);
+            }
+        }
     }
 }
