@@ -544,6 +544,16 @@ impl<'b> Scan<'b> {
             .then(|| self.i += text.len())
     }
 
+    /// Moves past a value that is `seen` (a value of the review read already) byte for byte,
+    /// as `same_text`, or else skips it: a repeated part of the envelope is compared, not read
+    /// again.
+    fn same_or_skip(&mut self, seen: Option<&str>) -> Option<()> {
+        match seen {
+            Some(text) if self.same_text(text).is_some() => Some(()),
+            _ => self.skip(),
+        }
+    }
+
     /// A value read as what it is (`Field`).
     fn field(&mut self) -> Option<Field<'b>> {
         Some(match self.peek()? {
@@ -572,13 +582,27 @@ impl<'b> Scan<'b> {
     fn request(&mut self) -> Option<Request<'b>> {
         let mut out = RequestFields::default();
         let mut noted = None;
+        // The text of `kind` and of the first of `resource` and `requestResource`: the API
+        // server writes the other of each pair the same unless it converted the request.
+        let mut kind_text = None;
+        let mut resource_text = None;
         self.object(|s, key| {
             match &*key {
                 "uid" => out.uid = Some(s.field()?),
                 // The old object was compared with another kind or object: serde's reader
                 // reads this rare body.
                 "kind" | "object" if out.old_like_object => return None,
-                "kind" => out.kind = Some(s.gvk()?),
+                "kind" => {
+                    let start = s.i;
+                    out.kind = Some(s.gvk()?);
+                    kind_text = s.text.get(start..s.i);
+                }
+                "requestKind" => s.same_or_skip(kind_text)?,
+                "resource" | "requestResource" => {
+                    let start = s.i;
+                    s.same_or_skip(resource_text)?;
+                    resource_text = resource_text.or(s.text.get(start..s.i));
+                }
                 "operation" => out.operation = Some(s.field()?),
                 "namespace" => out.namespace = Some(s.field()?),
                 "name" => out.name = Some(s.field()?),

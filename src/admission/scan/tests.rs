@@ -170,6 +170,43 @@ fn a_review_with_escapes_and_every_json_type_is_read_alike_and_by_scan() {
     assert!(alike(spaced.as_bytes()));
 }
 
+/// `requestKind` and `requestResource` written as `kind` and `resource` are compared with them,
+/// in either order; what differs, or is broken after the same text, is read as before.
+#[test]
+fn repeated_kinds_and_resources_are_read_alike() {
+    let kind = r#"{"group":"ipam.cluster.x-k8s.io","version":"v1beta2","kind":"IPAddress"}"#;
+    let resource =
+        r#"{"group":"ipam.cluster.x-k8s.io","version":"v1beta2","resource":"ipaddresses"}"#;
+    let object = serde_json::to_string(&address()).unwrap();
+    let body = |request_kind: &str, first: &str, second: &str, order_ab: bool| {
+        let (a, b) = if order_ab {
+            (("resource", first), ("requestResource", second))
+        } else {
+            (("requestResource", first), ("resource", second))
+        };
+        format!(
+            r#"{{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{{"uid":"u-1","kind":{kind},"{}":{},"requestKind":{request_kind},"{}":{},"name":"a","namespace":"ns","operation":"CREATE","object":{object}}}}}"#,
+            a.0, a.1, b.0, b.1
+        )
+    };
+    let other_kind = kind.replace("v1beta2", "v1alpha1");
+    let other_resource = resource.replace("v1beta2", "v1alpha1");
+    for order_ab in [true, false] {
+        for (request_kind, first, second, read_by_scan) in [
+            (kind, resource, resource, true),
+            (other_kind.as_str(), resource, other_resource.as_str(), true),
+            (&format!("{kind}x"), resource, resource, false),
+            (kind, resource, &format!("{resource},"), false),
+            (kind, resource, &resource[..resource.len() - 1], false),
+            (&kind.replace('}', ",}"), resource, resource, false),
+            (" 7", resource, "null", true),
+        ] {
+            let text = body(request_kind, first, second, order_ab);
+            assert_eq!(alike(text.as_bytes()), read_by_scan, "{text}");
+        }
+    }
+}
+
 #[test]
 fn duplicate_keys_keep_the_last_at_every_level() {
     let text = serde_json::to_string(&review(address())).unwrap();
