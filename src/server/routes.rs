@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
-use axum::body::{Body, HttpBody};
+use axum::body::HttpBody;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -13,7 +13,7 @@ use axum::Router;
 use bytes::{Bytes, BytesMut};
 use http::header::{ALLOW, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE};
 use http::{HeaderValue, Method, StatusCode, Version};
-use http_body_util::BodyExt;
+use http_body_util::{BodyExt, Full};
 
 use super::Shared;
 use crate::admission::{Endpoint, Summary};
@@ -22,12 +22,16 @@ use crate::cluster::Caller;
 /// A request to the webhook listener, its body read as hyper hands it over.
 type Webhook = http::Request<hyper::body::Incoming>;
 
+/// The webhook listener's answers: one buffer, handed to hyper as it is rather than boxed behind
+/// axum's `Body`, which only the probe and metrics routers need.
+type Reply = http::Response<Full<Bytes>>;
+
 /// The webhook listener's requests: POST `/validate` and `/mutate`, a JSON 404 for any other
 /// path. Matched here, not by an axum `Router`: two fixed paths need no router, and a review
 /// routed through one (its path match, the extension map that carried the caller, its boxed
 /// service futures and body) cost about 3.7k instructions, 4% of what a review costs
 /// (BENCHMARKS.md, issue 25). The probe and metrics listeners keep theirs.
-pub(crate) async fn webhook(shared: Arc<Shared>, caller: Caller, req: Webhook) -> Response {
+pub(crate) async fn webhook(shared: Arc<Shared>, caller: Caller, req: Webhook) -> Reply {
     let head = req.method() == Method::HEAD;
     let endpoint = match req.uri().path() {
         "/validate" => Some(Endpoint::Validate),
@@ -49,7 +53,7 @@ pub(crate) async fn webhook(shared: Arc<Shared>, caller: Caller, req: Webhook) -
     if let Some(len) = body.size_hint().exact() {
         parts.headers.insert(CONTENT_LENGTH, HeaderValue::from(len));
     }
-    Response::from_parts(parts, Body::empty())
+    Reply::from_parts(parts, Full::default())
 }
 
 pub(crate) fn probes(shared: Arc<Shared>) -> Router {
@@ -67,12 +71,23 @@ pub(crate) fn metrics(shared: Arc<Shared>) -> Router {
 
 /// HTTP-level errors carry a JSON `{"message"}` too, so whoever reads the failed call (the API
 /// server's error, a curl user) sees why.
-fn message(status: StatusCode, text: &str) -> Response {
+fn message(status: StatusCode, text: &str) -> Reply {
     let body = serde_json::json!({ "message": text }).to_string();
-    (status, [(CONTENT_TYPE, "application/json")], body).into_response()
+    json(status, body.into_bytes())
 }
 
-async fn serve(shared: Arc<Shared>, endpoint: Endpoint, caller: Caller, req: Webhook) -> Response {
+/// A JSON answer, built in place: a builder's header from text is parsed and copied on every
+/// answer.
+fn json(status: StatusCode, body: Vec<u8>) -> Reply {
+    let mut response = Reply::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+async fn serve(shared: Arc<Shared>, endpoint: Endpoint, caller: Caller, req: Webhook) -> Reply {
     let start = Instant::now();
     let in_flight = shared.metrics.in_flight(endpoint);
     let version = req.version();
@@ -96,7 +111,7 @@ async fn serve(shared: Arc<Shared>, endpoint: Endpoint, caller: Caller, req: Web
     response
 }
 
-async fn answer(shared: &Shared, endpoint: Endpoint, caller: Caller, req: Webhook) -> Response {
+async fn answer(shared: &Shared, endpoint: Endpoint, caller: Caller, req: Webhook) -> Reply {
     if req.method() != Method::POST {
         let mut r = message(
             StatusCode::METHOD_NOT_ALLOWED,
@@ -172,13 +187,7 @@ async fn answer(shared: &Shared, endpoint: Endpoint, caller: Caller, req: Webhoo
     }
     let status =
         StatusCode::from_u16(answer.http_status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    // Built in place: a builder's header from text is parsed and copied on every answer.
-    let mut response = Response::new(Body::from(answer.body));
-    *response.status_mut() = status;
-    response
-        .headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    response
+    json(status, answer.body)
 }
 
 enum Read<B> {
@@ -252,7 +261,7 @@ where
     });
 }
 
-fn too_large(limit: usize) -> Response {
+fn too_large(limit: usize) -> Reply {
     message(
         StatusCode::PAYLOAD_TOO_LARGE,
         &format!("request body larger than {limit} bytes"),
@@ -380,6 +389,7 @@ async fn scrape(State(shared): State<Arc<Shared>>) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axum::body::Body;
 
     #[test]
     fn content_types() {
