@@ -12,8 +12,9 @@ use super::{Admission, Endpoint, Here, Summary};
 use crate::cluster::Caller;
 use crate::field::Verdict;
 use crate::kinds::Kind;
+use crate::model::object::ReviewObject;
 use crate::model::{
-    project, project_read, projects_alike, record_key, Operation, Projection, Request,
+    project, project_read, projects_alike, record_key, Obj, Operation, Projection, Request,
 };
 use crate::rule_id::RuleId;
 use crate::rules::{self, Ctx, Options, Readings};
@@ -37,12 +38,12 @@ impl Admission {
             version: &env.version,
             namespace: env.namespace.as_deref(),
             name,
-            object: env.object.as_ref(),
+            object: env.object.as_ref().map(ReviewObject::as_obj),
             // The object stands in for a stored one that differs only in labels nothing reads.
             old_object: if env.old_like_object {
-                env.object.as_ref()
+                env.object.as_ref().map(ReviewObject::as_obj)
             } else {
-                env.old_object.as_ref()
+                env.old_object.as_ref().map(Obj::from)
             },
             dry_run: env.dry_run,
         };
@@ -140,8 +141,8 @@ impl Admission {
         else {
             return false;
         };
-        projects_alike(new, old)
-            && !record_key(req.kind, new).is_some_and(|key| self.inner.view.is_pending(&key))
+        projects_alike(&new, &old)
+            && !record_key(req.kind, &new).is_some_and(|key| self.inner.view.is_pending(&key))
     }
 
     /// A follower's own reading: every rule against its view, nothing recorded. The decider
@@ -180,7 +181,7 @@ pub(super) fn needs_decider(req: &Request, local: &Verdict, options: &Options) -
     rules::denies_from_view(req.kind, req.operation, options)
         || matches!(req.operation, Operation::Create | Operation::Update)
             && !req.dry_run
-            && project(req.kind, req.object.unwrap_or(&Value::Null)).is_some()
+            && project(req.kind, req.object.map_or(&Value::Null, Obj::value)).is_some()
 }
 
 pub(super) const NOT_DECIDER: &str =
@@ -209,7 +210,7 @@ pub(super) fn admitted(
         Operation::Update if relabel => None,
         Operation::Create | Operation::Update => match readings.take_projection() {
             Some(kept) => Some(kept),
-            None => project_read(req.kind, req.object?, readings.object()),
+            None => project_read(req.kind, req.object?.value(), readings.object()),
         },
         Operation::Delete | Operation::Connect => None,
     }
@@ -276,6 +277,7 @@ pub(super) fn summarize<'b>(
 ) -> Summary<'b> {
     // The trees' strings serve the next review on this thread.
     env.object
+        .and_then(ReviewObject::into_tree)
         .into_iter()
         .chain(env.old_object)
         .for_each(super::scan::recycle);
@@ -480,7 +482,7 @@ mod kept_tests {
             version: "v1beta2",
             namespace: Some("ns"),
             name: obj["metadata"]["name"].as_str().unwrap(),
-            object: Some(obj),
+            object: Some(obj.into()),
             old_object: None,
             dry_run: false,
         };

@@ -23,9 +23,10 @@ use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::object::Object;
+use super::object::ObjectSeed;
 use super::parts::{Field, Gvk, GvkFields, Request, RequestFields, Top, TopFields, UserInfo};
 use super::skip::{Key, Skip, SkipVisitor};
+use crate::model::object::ReviewObject;
 use crate::model::Operation;
 
 /// The envelope fields ipam-guard reads, borrowed from the body.
@@ -41,7 +42,7 @@ pub(super) struct Envelope<'b> {
     pub(super) name: Cow<'b, str>,
     pub(super) operation: Operation,
     /// `null` already read as absent.
-    pub(super) object: Option<Value>,
+    pub(super) object: Option<ReviewObject<'b>>,
     pub(super) old_object: Option<Value>,
     /// The stored object is the new one but for labels no rule of its kind reads: `object`
     /// stands in for it, and `old_object` is None (an UPDATE's relabel, read by `scan`).
@@ -65,7 +66,7 @@ impl Envelope<'_> {
             namespace: self.namespace.map(own),
             name: own(self.name),
             operation: self.operation,
-            object: self.object,
+            object: self.object.map(ReviewObject::into_owned),
             old_object: self.old_object,
             old_like_object: self.old_like_object,
             dry_run: self.dry_run,
@@ -210,6 +211,9 @@ pub(super) fn check<'b>(top: Top<'b>) -> Result<Envelope<'b>, String> {
         Some(_) => return Err("AdmissionReview request.dryRun must be a boolean".into()),
     };
     let present = |v: Option<Value>| v.filter(|v| !v.is_null());
+    let object = req
+        .object
+        .filter(|o| !matches!(o, ReviewObject::Tree(Value::Null)));
     // Only for logs: a userInfo of the wrong shape is not a reason to refuse the review.
     let UserInfo { user, groups } = req.user_info.unwrap_or_default();
     Ok(Envelope {
@@ -221,7 +225,7 @@ pub(super) fn check<'b>(top: Top<'b>) -> Result<Envelope<'b>, String> {
         namespace,
         name,
         operation,
-        object: present(req.object),
+        object,
         old_object: present(req.old_object),
         old_like_object: req.old_like_object,
         dry_run,
@@ -364,8 +368,8 @@ map_or_none!(RequestVisitor => RequestFields<'de>, "an AdmissionRequest", |map| 
             "namespace" => out.namespace = Some(map.next_value()?),
             "name" => out.name = Some(map.next_value()?),
             "dryRun" => out.dry_run = Some(map.next_value()?),
-            "object" => out.object = Some(map.next_value_seed(Object)?),
-            "oldObject" => out.old_object = Some(map.next_value_seed(Object)?),
+            "object" => out.object = Some(ReviewObject::Tree(map.next_value_seed(ObjectSeed)?)),
+            "oldObject" => out.old_object = Some(map.next_value_seed(ObjectSeed)?),
             "userInfo" => out.user_info = map.next_value::<Lenient>()?.0,
             // Never read: skipped unchecked, as the tree-based reader did (BENCHMARKS.md).
             "resource" | "subResource" | "requestKind" | "requestResource"

@@ -15,7 +15,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::cluster::{Caller, ClusterView};
 use crate::kinds::Kind;
@@ -220,8 +220,7 @@ impl Admission {
             _ => Cow::Owned(
                 env.object
                     .as_ref()
-                    .and_then(|o| o.pointer("/metadata/name"))
-                    .and_then(Value::as_str)
+                    .and_then(|o| o.as_obj().name())
                     .unwrap_or_default()
                     .to_string(),
             ),

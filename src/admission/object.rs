@@ -22,9 +22,9 @@ use super::parts::{Level, Take};
 use super::skip::{Key, Skip};
 
 /// The seed of one object, for `MapAccess::next_value_seed`.
-pub(super) struct Object;
+pub(super) struct ObjectSeed;
 
-impl<'de> DeserializeSeed<'de> for Object {
+impl<'de> DeserializeSeed<'de> for ObjectSeed {
     type Value = Value;
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
@@ -54,7 +54,7 @@ pub(super) fn decode(raw: &RawValue) -> serde_json::Result<Value> {
 fn parse<'de, R: serde_json::de::Read<'de>>(
     mut de: serde_json::Deserializer<R>,
 ) -> serde_json::Result<Value> {
-    let value = Object.deserialize(&mut de)?;
+    let value = ObjectSeed.deserialize(&mut de)?;
     de.end()?;
     Ok(value)
 }

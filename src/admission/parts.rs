@@ -5,6 +5,7 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
+use crate::model::object::ReviewObject;
 use crate::model::UNREAD_METADATA;
 
 /// A JSON value read as what it is.
@@ -36,7 +37,7 @@ pub(super) struct RequestFields<'b> {
     pub(super) namespace: Option<Field<'b>>,
     pub(super) name: Option<Field<'b>>,
     pub(super) dry_run: Option<Field<'b>>,
-    pub(super) object: Option<Value>,
+    pub(super) object: Option<ReviewObject<'b>>,
     pub(super) old_object: Option<Value>,
     /// `oldObject` was read as the object's text but for labels no rule reads (`scan`), and
     /// no tree was built for it.

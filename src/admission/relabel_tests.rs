@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 
 use super::envelope::{decode, decode_with_serde};
 use crate::kinds::Kind;
+use crate::model::object::ReviewObject;
 use crate::model::{project, projects_alike, Operation};
 use crate::rules::conditions::reads_labels_on_update;
 
@@ -48,7 +49,7 @@ fn the_api_servers_label_updates_are_relabels_and_its_spec_updates_are_not() {
             continue;
         }
         let (new, old) = (
-            env.object.as_ref().unwrap(),
+            env.object.as_ref().unwrap().as_obj().value(),
             env.old_object.as_ref().unwrap(),
         );
         if name.contains("update-label") {
@@ -106,7 +107,7 @@ fn no_projection_reads_labels() {
         };
         if let Some(kind) = Kind::from_group_kind(&env.group, &env.kind) {
             objects.extend(
-                [env.object, env.old_object]
+                [env.object.map(ReviewObject::into_value), env.old_object]
                     .into_iter()
                     .flatten()
                     .map(|o| (kind, o)),

@@ -29,6 +29,7 @@ use serde_json::{Map, Value};
 
 use crate::json_text;
 use crate::kinds::Kind;
+use crate::model::object::{ReviewObject, TextObject};
 use crate::rules::conditions;
 
 use super::parts::{
@@ -57,6 +58,13 @@ pub(super) fn object(text: &str) -> Option<Value> {
     s.give_back_spare();
     let value = value?;
     (s.i == s.b.len()).then_some(value)
+}
+
+/// The tree of an object kept as text (`model::object::TextObject`). The text is the span
+/// `address_text` read by this reader's rules, nested deeper in the body than here, so reading
+/// it again cannot give up (were it to, a reader of the tree would find `null`).
+fn tree(text: &str) -> Value {
+    object(text).unwrap_or_default()
 }
 
 /// A tree's strings, kept for the next review's trees (`recycle`).
@@ -586,6 +594,9 @@ impl<'b> Scan<'b> {
         // server writes the other of each pair the same unless it converted the request.
         let mut kind_text = None;
         let mut resource_text = None;
+        // Where an object kept as text began (and its depth), to be read again as a tree if an
+        // old object must be compared with it after all.
+        let mut text_at = None;
         self.object(|s, key| {
             match &*key {
                 "uid" => out.uid = Some(s.field()?),
@@ -609,35 +620,74 @@ impl<'b> Scan<'b> {
                 "dryRun" => out.dry_run = Some(s.field()?),
                 // The API server writes `operation` before `object`: the object of a review
                 // said not to be an UPDATE is not noted, as no old object will be compared.
+                "object"
+                    if !is_update(&out.operation) && out.kind.as_ref().is_some_and(is_address) =>
+                {
+                    let (start, depth) = (s.i, s.depth);
+                    noted = None;
+                    text_at = None;
+                    out.object = Some(match s.address_text() {
+                        Some(address) => {
+                            text_at = Some((start, depth));
+                            let text = s.text.get(start..s.i)?;
+                            ReviewObject::Text(TextObject::address(text, address, tree))
+                        }
+                        None => {
+                            (s.i, s.depth) = (start, depth);
+                            ReviewObject::Tree(s.level(Level::Object)?)
+                        }
+                    });
+                }
                 "object" if matches!(&out.operation, Some(Field::Str(op)) if op != "UPDATE") => {
                     noted = None;
-                    out.object = Some(s.level(Level::Object)?);
+                    text_at = None;
+                    out.object = Some(ReviewObject::Tree(s.level(Level::Object)?));
                 }
                 "object" => {
                     let noted = noted.insert(Noted::default());
-                    out.object = Some(s.level_noting(Level::Object, Some(noted))?);
+                    text_at = None;
+                    out.object = Some(ReviewObject::Tree(
+                        s.level_noting(Level::Object, Some(noted))?,
+                    ));
                 }
-                "oldObject" => {
-                    let (start, depth) = (s.i, s.depth);
-                    let labels_read = out.kind.as_ref().is_none_or(labels_read_on_update);
-                    match noted.as_ref().and_then(|noted| s.old_alike(noted)) {
-                        Some(labels_same) if labels_same || !labels_read => {
-                            out.old_object = None;
-                            out.old_like_object = true;
-                        }
-                        _ => {
-                            (s.i, s.depth) = (start, depth);
-                            out.old_object = Some(s.level(Level::Object)?);
-                            out.old_like_object = false;
-                        }
-                    }
+                // An address kept as text before the operation was read (keys in another order
+                // than the API server's): its tree is built now, noted, for the old object.
+                "oldObject" if text_at.is_some() && s.peek()? != b'n' => {
+                    let (start, depth) = text_at.take()?;
+                    let (at, at_depth) = (s.i, s.depth);
+                    (s.i, s.depth) = (start, depth);
+                    let noted = noted.insert(Noted::default());
+                    out.object = Some(ReviewObject::Tree(
+                        s.level_noting(Level::Object, Some(noted))?,
+                    ));
+                    (s.i, s.depth) = (at, at_depth);
+                    s.old_object(&mut out, Some(noted))?;
                 }
+                "oldObject" => s.old_object(&mut out, noted.as_ref())?,
                 "userInfo" => out.user_info = Some(s.user_info()?),
                 _ => s.skip()?,
             }
             Some(())
         })?;
         Some(Request(Some(out)))
+    }
+
+    /// `oldObject`, compared with the object's `noted` text where it was noted.
+    fn old_object(&mut self, out: &mut RequestFields<'b>, noted: Option<&Noted<'b>>) -> Option<()> {
+        let (start, depth) = (self.i, self.depth);
+        let labels_read = out.kind.as_ref().is_none_or(labels_read_on_update);
+        match noted.and_then(|noted| self.old_alike(noted)) {
+            Some(labels_same) if labels_same || !labels_read => {
+                out.old_object = None;
+                out.old_like_object = true;
+            }
+            _ => {
+                (self.i, self.depth) = (start, depth);
+                out.old_object = Some(self.level(Level::Object)?);
+                out.old_like_object = false;
+            }
+        }
+        Some(())
     }
 
     fn gvk(&mut self) -> Option<Gvk<'b>> {
@@ -680,6 +730,24 @@ impl<'b> Scan<'b> {
         })?;
         Some(out)
     }
+}
+
+/// Whether the operation read so far is an UPDATE.
+fn is_update(op: &Option<Field<'_>>) -> bool {
+    matches!(op, Some(Field::Str(op)) if op == "UPDATE")
+}
+
+/// Whether `request.kind` is a CAPI `IPAddress`, whose object is read as text (`address_text`).
+fn is_address(gvk: &Gvk<'_>) -> bool {
+    let Gvk(Some(GvkFields {
+        group: Some(Field::Str(group)),
+        kind: Some(Field::Str(kind)),
+        ..
+    })) = gvk
+    else {
+        return false;
+    };
+    Kind::from_group_kind(group, kind) == Some(Kind::IPAddress)
 }
 
 /// Whether an UPDATE of this kind can be judged or mutated on a label (`rules::conditions`):
@@ -753,6 +821,7 @@ impl<'b> Keys<'b> {
     }
 }
 
+mod address;
 mod spare;
 
 #[cfg(test)]

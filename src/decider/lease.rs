@@ -347,7 +347,8 @@ impl Takeover {
         let now = Instant::now();
         let mut installed = 0;
         for request in list.entries {
-            let projected = request.read(|req| req.object.and_then(|o| project(req.kind, o)));
+            let projected =
+                request.read(|req| req.object.and_then(|o| project(req.kind, o.value())));
             if let Ok(Some(projection)) = projected {
                 // Recorded under the decision lock like any admission.
                 let mut once = Some(projection);

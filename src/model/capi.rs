@@ -19,8 +19,8 @@ use crate::model::{AddressProj, ClaimProj, KeyRef, ObjKey, PoolRef};
 /// A `poolRef` (TypedLocalObjectReference) as written; borrowed from the object.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RefReading<'a> {
-    /// The whole reference; the keys below are read only when it is an object.
-    pub raw: Written<'a, &'a Value>,
+    /// The whole reference: an object (whose keys are read below), or of another type.
+    pub raw: Written<'a, ()>,
     pub api_group: Written<'a, &'a str>,
     pub kind: Written<'a, &'a str>,
     pub name: Written<'a, &'a str>,
@@ -32,16 +32,15 @@ impl<'a> RefReading<'a> {
     /// Reads the reference at `path` (`spec.poolRef`), in one pass over its keys rather than a
     /// search per key (BENCHMARKS.md, issue 25).
     pub fn read(obj: &'a Value, path: FieldPath) -> Self {
-        let raw = written::object(obj, path);
-        let found = raw.get();
+        let found = written::object(obj, path);
         let mut out = RefReading {
-            raw,
+            raw: found.present(),
             api_group: Written::Absent,
             kind: Written::Absent,
             name: Written::Absent,
             has_namespace: false,
         };
-        let Some(Value::Object(r)) = found else {
+        let Written::Ok(Value::Object(r)) = found else {
             return out;
         };
         for (key, v) in r {
@@ -149,7 +148,7 @@ pub fn project_claim_reading(pool_ref: &RefReading, obj: &Value, key: ObjKey) ->
 pub struct AddressReading<'a> {
     /// `spec.address`, `spec.prefix`, `spec.gateway`.
     pub spec: AddressFields<'a>,
-    pub claim_ref: Written<'a, &'a Value>,
+    pub claim_ref: Written<'a, ()>,
     pub claim_name: Written<'a, &'a str>,
     pub claim_ref_has_namespace: bool,
     pub pool_ref: RefReading<'a>,
@@ -182,8 +181,89 @@ pub fn read_address(obj: &Value) -> AddressReading<'_> {
         claim_name: claim_ref
             .get()
             .map_or(Written::Absent, |c| written::string(c, reference::NAME)),
-        claim_ref,
+        claim_ref: claim_ref.present(),
         pool_ref: RefReading::read(obj, address::POOL_REF),
+    }
+}
+
+/// A CAPI `IPAddress` read straight from its JSON text (`admission::scan`), without a tree: what
+/// [`read_address`] and the object's key read, where each of those fields is absent or a string
+/// without escapes, an integer (`prefix`), or an object (the references). Any other object is
+/// read as a tree, so a field of the wrong type keeps its cause.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct AddressText<'b> {
+    pub name: Option<&'b str>,
+    pub namespace: Option<&'b str>,
+    pub address: Option<&'b str>,
+    /// The integer as the tree holds it.
+    pub prefix: Option<Value>,
+    pub gateway: Option<&'b str>,
+    pub claim_ref: Option<RefText<'b>>,
+    pub pool_ref: Option<RefText<'b>>,
+}
+
+/// A reference (`claimRef`, `poolRef`) read from its text.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct RefText<'b> {
+    pub api_group: Option<&'b str>,
+    pub kind: Option<&'b str>,
+    pub name: Option<&'b str>,
+    /// A `namespace` key is present, whatever its value.
+    pub has_namespace: bool,
+}
+
+impl<'b> AddressText<'b> {
+    /// What [`read_address`] reads of the same object's tree.
+    pub fn reading(&self) -> AddressReading<'_> {
+        let ip = |text: Option<&'b str>| {
+            text.map_or(Written::Absent, |t| Written::Ok(written::ip_text(t)))
+        };
+        let claim = self.claim_ref.as_ref();
+        AddressReading {
+            spec: AddressFields {
+                address: ip(self.address),
+                prefix: written::integer_of(self.prefix.as_ref()),
+                prefix_value: self.prefix.as_ref(),
+                gateway: ip(self.gateway),
+                paths: ADDRESS_PATHS,
+            },
+            claim_ref: present(claim.is_some()),
+            claim_name: given(claim.and_then(|c| c.name)),
+            claim_ref_has_namespace: claim.is_some_and(|c| c.has_namespace),
+            pool_ref: self.pool_ref.as_ref().map_or(
+                RefReading {
+                    raw: Written::Absent,
+                    api_group: Written::Absent,
+                    kind: Written::Absent,
+                    name: Written::Absent,
+                    has_namespace: false,
+                },
+                |r| RefReading {
+                    raw: Written::Ok(()),
+                    api_group: given(r.api_group),
+                    kind: given(r.kind),
+                    name: given(r.name),
+                    has_namespace: r.has_namespace,
+                },
+            ),
+        }
+    }
+
+    /// The object's key, as [`super::record_key`] gives it from the tree.
+    pub fn key(&self) -> Option<ObjKey> {
+        Some(ObjKey::new(Kind::IPAddress, self.namespace, self.name?))
+    }
+}
+
+fn given<T>(v: Option<T>) -> Written<'static, T> {
+    v.map_or(Written::Absent, Written::Ok)
+}
+
+fn present(there: bool) -> Written<'static, ()> {
+    if there {
+        Written::Ok(())
+    } else {
+        Written::Absent
     }
 }
 

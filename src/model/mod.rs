@@ -10,6 +10,7 @@ pub mod capi;
 pub mod capv;
 pub mod incluster;
 pub mod metal3;
+pub mod object;
 pub mod paths;
 pub mod pool;
 pub mod prefix;
@@ -18,6 +19,8 @@ pub mod spider;
 #[cfg(test)]
 pub(crate) mod test_support;
 pub mod written;
+
+pub use object::Obj;
 
 use std::borrow::Borrow;
 use std::fmt;
@@ -362,9 +365,9 @@ pub struct Request<'a> {
     pub namespace: Option<&'a str>,
     pub name: &'a str,
     /// The new object (CREATE, UPDATE); None on DELETE.
-    pub object: Option<&'a Value>,
+    pub object: Option<Obj<'a>>,
     /// The stored object (UPDATE, DELETE).
-    pub old_object: Option<&'a Value>,
+    pub old_object: Option<Obj<'a>>,
     pub dry_run: bool,
 }
 

@@ -66,6 +66,16 @@ impl<'a, T> Written<'a, T> {
         }
     }
 
+    /// Whether the value is there and of the right type, the value itself set aside: for a
+    /// map whose keys were read on their own (a reference).
+    pub fn present(&self) -> Written<'a, ()> {
+        match self {
+            Written::Absent => Written::Absent,
+            Written::Ok(_) => Written::Ok(()),
+            Written::Wrong(w) => Written::Wrong(*w),
+        }
+    }
+
     pub fn is_absent(&self) -> bool {
         matches!(self, Written::Absent)
     }
@@ -188,6 +198,14 @@ pub fn item<'a, T>(
             value: v,
             expected: Expected::String,
         }),
+    }
+}
+
+/// An IP address's text, parsed.
+pub fn ip_text(text: &str) -> IpText<'_> {
+    Text {
+        text,
+        parsed: parse_ip(text),
     }
 }
 
