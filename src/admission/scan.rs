@@ -618,8 +618,8 @@ impl<'b> Scan<'b> {
                 "namespace" => out.namespace = Some(s.field()?),
                 "name" => out.name = Some(s.field()?),
                 "dryRun" => out.dry_run = Some(s.field()?),
-                // The API server writes `operation` before `object`: the object of a review
-                // said not to be an UPDATE is not noted, as no old object will be compared.
+                // A CAPI IPAddress not said to be an UPDATE is read into its typed fields and
+                // kept as text (`address_text`); an object that reader gives up on, as a tree.
                 "object"
                     if !is_update(&out.operation) && out.kind.as_ref().is_some_and(is_address) =>
                 {
@@ -638,6 +638,8 @@ impl<'b> Scan<'b> {
                         }
                     });
                 }
+                // The API server writes `operation` before `object`: the object of a review
+                // said not to be an UPDATE is not noted, as no old object will be compared.
                 "object" if matches!(&out.operation, Some(Field::Str(op)) if op != "UPDATE") => {
                     noted = None;
                     text_at = None;
