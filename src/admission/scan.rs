@@ -741,30 +741,27 @@ fn is_update(op: &Option<Field<'_>>) -> bool {
 
 /// Whether `request.kind` is a CAPI `IPAddress`, whose object is read as text (`address_text`).
 fn is_address(gvk: &Gvk<'_>) -> bool {
+    kind_of(gvk) == Some(Kind::IPAddress)
+}
+
+/// The kind `request.kind` names, when it is one of ours written as strings.
+fn kind_of(gvk: &Gvk<'_>) -> Option<Kind> {
     let Gvk(Some(GvkFields {
         group: Some(Field::Str(group)),
         kind: Some(Field::Str(kind)),
         ..
     })) = gvk
     else {
-        return false;
+        return None;
     };
-    Kind::from_group_kind(group, kind) == Some(Kind::IPAddress)
+    Kind::from_group_kind(group, kind)
 }
 
 /// Whether an UPDATE of this kind can be judged or mutated on a label (`rules::conditions`):
 /// then an old object is the object's stand-in only when its labels are the same too. A kind
 /// that is not ours, or not said, is taken to read them.
 fn labels_read_on_update(gvk: &Gvk<'_>) -> bool {
-    let Gvk(Some(GvkFields {
-        group: Some(Field::Str(group)),
-        kind: Some(Field::Str(kind)),
-        ..
-    })) = gvk
-    else {
-        return true;
-    };
-    Kind::from_group_kind(group, kind).is_none_or(conditions::reads_labels_on_update)
+    kind_of(gvk).is_none_or(conditions::reads_labels_on_update)
 }
 
 /// How many keys of each level of the object are noted; an object with more is not compared.
