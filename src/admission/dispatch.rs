@@ -141,8 +141,9 @@ impl Admission {
         else {
             return false;
         };
-        projects_alike(&new, &old)
-            && !record_key(req.kind, &new).is_some_and(|key| self.inner.view.is_pending(&key))
+        let (new, old) = (new.value(), old.value());
+        projects_alike(new, old)
+            && !record_key(req.kind, new).is_some_and(|key| self.inner.view.is_pending(&key))
     }
 
     /// A follower's own reading: every rule against its view, nothing recorded. The decider

@@ -1,13 +1,12 @@
 //! A review's object (`request.object`, `request.oldObject`) as the rules get it: its `Value`
 //! tree, or, for a kind whose fields were read straight from the body's text on the way in
-//! (`TextObject`: a CAPI `IPAddress` of a CREATE), that text and those fields, with the tree
-//! built from the text only if something asks for it. A tree costs more than the rest of the
-//! review's decoding: its maps and strings, built and taken apart again (BENCHMARKS.md, issue
+//! (`TextObject`: a CAPI `IPAddress` not said to be an UPDATE), that text and those fields, with
+//! the tree built from the text only if something asks for it. A tree costs more than the rest of
+//! the review's decoding: its maps and strings, built and taken apart again (BENCHMARKS.md, issue
 //! 25). Whoever reads the tree gets the tree the review would have had, so nothing but the
 //! kind's typed reader need know which one it holds.
 
 use std::cell::OnceCell;
-use std::ops::Deref;
 
 use serde_json::Value;
 
@@ -31,8 +30,8 @@ impl<'b> ReviewObject<'b> {
         }
     }
 
-    /// The tree, built if it was not (a review's objects are given back to its reader,
-    /// `admission::scan::recycle`, only when they were built).
+    /// The tree, when one was built: a review gives its trees' strings back to its reader
+    /// (`admission::scan::recycle`), and building one only to give it back would be waste.
     pub fn into_tree(self) -> Option<Value> {
         match self {
             ReviewObject::Tree(v) => Some(v),
@@ -44,10 +43,7 @@ impl<'b> ReviewObject<'b> {
     pub fn into_value(self) -> Value {
         match self {
             ReviewObject::Tree(v) => v,
-            ReviewObject::Text(t) => {
-                t.tree();
-                t.tree.into_inner().unwrap_or_default()
-            }
+            ReviewObject::Text(t) => t.tree.into_inner().unwrap_or_else(|| (t.build)(t.text)),
         }
     }
 
@@ -96,7 +92,7 @@ impl<'b> TextObject<'b> {
     }
 }
 
-/// An object as the rules read it: `Deref` gives the tree (built on the first ask for an
+/// An object as the rules read it: `value` gives the tree (built on the first ask for an
 /// object kept as text).
 #[derive(Debug, Clone, Copy)]
 pub enum Obj<'a> {
@@ -141,13 +137,5 @@ impl<'a> Obj<'a> {
 impl<'a> From<&'a Value> for Obj<'a> {
     fn from(v: &'a Value) -> Self {
         Obj::Tree(v)
-    }
-}
-
-impl Deref for Obj<'_> {
-    type Target = Value;
-
-    fn deref(&self) -> &Value {
-        (*self).value()
     }
 }
