@@ -7,6 +7,7 @@
 #
 #   benches/hot-path-callgrind.sh                           # 1k pools, 10k IPAddresses, 5000 requests
 #   GUARD=/tmp/old/ipam-guard REQUESTS=2000 benches/hot-path-callgrind.sh
+#   GUARD=/tmp/t/release/ipam-guard ECHO=/tmp/t/release/examples/echo NO_BUILD=1 benches/hot-path-callgrind.sh   # another build of both
 #   GLIBC_TUNABLES= benches/hot-path-callgrind.sh           # glibc's defaults, not the image's
 #   ONLY=address_create REQUESTS=2000 benches/hot-path-callgrind.sh   # one loadgen case (--only)
 #
@@ -17,7 +18,7 @@ OUT=${OUT:-/tmp/ipam-guard-callgrind}
 REQUESTS=${REQUESTS:-5000}
 GUARD=${GUARD:-target/release/ipam-guard}
 LG=target/release/examples/loadgen
-ECHO=target/release/examples/echo
+ECHO=${ECHO:-target/release/examples/echo}
 [ -n "${NO_BUILD:-}" ] || cargo build --release --bin ipam-guard --example loadgen --example echo
 mkdir -p "$OUT"
 STATE=(--pools 1000 --addresses 10000)

@@ -7,6 +7,7 @@
 #
 #   benches/hot-path-wrk.sh                       # builds, 3 runs of 10 s each
 #   RUNS=5 DURATION=20s CASE=pool_create NO_BUILD=1 benches/hot-path-wrk.sh
+#   GUARD=/tmp/t/release/ipam-guard ECHO=/tmp/t/release/examples/echo NO_BUILD=1 benches/hot-path-wrk.sh   # another build of both
 #   GLIBC_TUNABLES= benches/hot-path-wrk.sh       # glibc's defaults, not the image's (image-env.sh)
 #   CPU_LIMIT=deployment benches/hot-path-wrk.sh  # both under the Deployment's CPU quota (root)
 #
@@ -20,7 +21,7 @@ DURATION=${DURATION:-10s}
 CASE=${CASE:-address_create}
 GUARD=${GUARD:-target/release/ipam-guard}
 LG=target/release/examples/loadgen
-ECHO=target/release/examples/echo
+ECHO=${ECHO:-target/release/examples/echo}
 command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)" >&2; exit 1; }
 [ -n "${NO_BUILD:-}" ] || cargo build --release --bin ipam-guard --example loadgen --example echo
 mkdir -p "$OUT"

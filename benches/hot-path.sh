@@ -17,7 +17,7 @@ RUNS=${RUNS:-3}
 CONNS=${CONNS:-1 16}
 GUARD=${GUARD:-target/release/ipam-guard}
 LG=target/release/examples/loadgen
-ECHO=target/release/examples/echo
+ECHO=${ECHO:-target/release/examples/echo}
 [ -n "${NO_BUILD:-}" ] || cargo build --release --bin ipam-guard --example loadgen --example echo
 mkdir -p "$OUT"
 [ -d "$OUT/state" ] || $LG --write-state "$OUT/state" 2>&1 | tail -1

@@ -112,7 +112,10 @@ pub(super) fn number_out_of_range(e: &serde_json::Error) -> bool {
 ///
 /// Our own reader (`scan`) reads it first; a body it gives up on is read by serde_json's.
 pub(super) fn decode(body: &[u8]) -> Result<Envelope<'_>, Refused> {
-    match std::str::from_utf8(body).ok().and_then(super::scan::top) {
+    match simdutf8::basic::from_utf8(body)
+        .ok()
+        .and_then(super::scan::top)
+    {
         Some(top) => check(top).map_err(Refused::Message),
         None => decode_with_serde(body),
     }
