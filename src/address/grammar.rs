@@ -82,8 +82,9 @@ fn read_hex_v6(b: &[u8]) -> Option<HexV6> {
         if i == start {
             return None;
         }
-        minimal &=
-            !(b[start] == b'0' && i - start > 1) && !b[start..i].iter().any(u8::is_ascii_uppercase);
+        let leading_zero = b[start] == b'0' && i - start > 1;
+        let capitals = b[start..i].iter().any(u8::is_ascii_uppercase);
+        minimal &= !(leading_zero || capitals);
         groups[n] = group;
         n += 1;
         match b.get(i) {
