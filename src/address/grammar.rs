@@ -7,7 +7,7 @@ use super::entry::{Cidr, Entry, EntryForm, FormKind, Forms, Parsed, RangeBound};
 use super::error::AddrError;
 use super::ip::{Family, Ip, IpRange};
 use super::set::subnet_of;
-use super::text::Canonical;
+use super::text::{zero_run, Canonical};
 
 // === Parsing ===
 
@@ -122,36 +122,15 @@ fn read_hex_v6(b: &[u8]) -> Option<HexV6> {
     // IPv4-mapped, whose canonical form is dotted: the same answer as writing that form and
     // comparing, which cost about 270 instructions an address.
     let written = gap.map(|at| (at, 8 - n));
-    let canonical = minimal && value >> 32 != 0xffff && written == zero_run(value);
+    let canonical =
+        minimal && value >> 32 != 0xffff && written == zero_run(&Ipv6Addr::from(value).segments());
     Some(HexV6 { value, canonical })
 }
 
 /// An IPv6 address read by `read_hex_v6`, and whether its text is the canonical form.
-#[derive(Debug, PartialEq)]
 struct HexV6 {
     value: u128,
     canonical: bool,
-}
-
-/// The first longest run of two or more zero groups (start, length): what `::` stands for in
-/// the canonical form.
-fn zero_run(value: u128) -> Option<(usize, usize)> {
-    let groups = Ipv6Addr::from(value).segments();
-    let (mut best, mut start, mut len) = ((0, 0), 0, 0);
-    for (i, &g) in groups.iter().enumerate() {
-        if g == 0 {
-            if len == 0 {
-                start = i;
-            }
-            len += 1;
-            if len > best.1 {
-                best = (start, len);
-            }
-        } else {
-            len = 0;
-        }
-    }
-    (best.1 > 1).then_some(best)
 }
 
 /// Our own dotted-quad reader, so the error can say which rule was broken; it accepts exactly

@@ -97,29 +97,35 @@ impl Canonical {
             return;
         }
         let groups = a.segments();
-        let (mut best_start, mut best_len) = (0, 0);
-        let (mut start, mut len) = (0, 0);
-        for (i, &g) in groups.iter().enumerate() {
-            if g == 0 {
-                if len == 0 {
-                    start = i;
-                }
-                len += 1;
-                if len > best_len {
-                    (best_start, best_len) = (start, len);
-                }
-            } else {
-                len = 0;
+        match zero_run(&groups) {
+            Some((start, len)) => {
+                self.groups(&groups[..start]);
+                self.push_str(b"::");
+                self.groups(&groups[start + len..]);
             }
-        }
-        if best_len > 1 {
-            self.groups(&groups[..best_start]);
-            self.push_str(b"::");
-            self.groups(&groups[best_start + best_len..]);
-        } else {
-            self.groups(&groups);
+            None => self.groups(&groups),
         }
     }
+}
+
+/// The first longest run of two or more zero groups, as (start, length): what `::` stands for in
+/// the canonical form.
+pub(super) fn zero_run(groups: &[u16; 8]) -> Option<(usize, usize)> {
+    let (mut best, mut start, mut len) = ((0, 0), 0, 0);
+    for (i, &g) in groups.iter().enumerate() {
+        if g == 0 {
+            if len == 0 {
+                start = i;
+            }
+            len += 1;
+            if len > best.1 {
+                best = (start, len);
+            }
+        } else {
+            len = 0;
+        }
+    }
+    (best.1 > 1).then_some(best)
 }
 
 #[cfg(test)]
