@@ -4,8 +4,11 @@
 # 100k claims, 100k IPAddresses) and against the do-nothing webhook `examples/echo.rs` (bare hyper +
 # rustls, same TLS settings), alternating guard / echo, RUNS times at 1 and at 16 connections.
 # Prints one line per run and the ratios of the medians (BENCHMARKS.md, "Request hot path").
+# Nine short runs, not three long ones: on a shared machine one disturbed run of three moved the
+# one-connection p50 ratio from 1.14x to 1.28x, and nine medians of 5 s held it within 1.13-1.17x
+# (BENCHMARKS.md, "The p50 read in nine short runs").
 #
-#   benches/hot-path-wrk.sh                       # builds, 3 runs of 10 s each
+#   benches/hot-path-wrk.sh                       # builds, 9 runs of 5 s each
 #   RUNS=5 DURATION=20s CASE=pool_create NO_BUILD=1 benches/hot-path-wrk.sh
 #   GUARD=/tmp/t/release/ipam-guard ECHO=/tmp/t/release/examples/echo NO_BUILD=1 benches/hot-path-wrk.sh   # another build of both
 #   GLIBC_TUNABLES= benches/hot-path-wrk.sh       # glibc's defaults, not the image's (image-env.sh)
@@ -15,9 +18,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/ipam-guard-hot}
-RUNS=${RUNS:-3}
+RUNS=${RUNS:-9}
 CONNS=${CONNS:-1 16}
-DURATION=${DURATION:-10s}
+DURATION=${DURATION:-5s}
 CASE=${CASE:-address_create}
 GUARD=${GUARD:-target/release/ipam-guard}
 LG=target/release/examples/loadgen
