@@ -4,9 +4,9 @@
 # 100k claims, 100k IPAddresses) and against the do-nothing webhook `examples/echo.rs` (bare hyper +
 # rustls, same TLS settings), alternating guard / echo, RUNS times at 1 and at 16 connections.
 # Prints one line per run and the ratios of the medians (BENCHMARKS.md, "Request hot path").
-# Nine short runs, not three long ones: on a shared machine one disturbed run of three moved the
-# one-connection p50 ratio from 1.14x to 1.28x, and nine medians of 5 s held it within 1.13-1.17x
-# (BENCHMARKS.md, "The p50 read in nine short runs").
+# Nine short runs, not three long ones: with three, one disturbed run decides the median, and four
+# invocations on one binary read the one-connection p50 ratio at 1.09x to 1.28x; three with nine
+# runs of 5 s read 1.13x to 1.17x (BENCHMARKS.md, "The p50 read in nine short runs").
 #
 #   benches/hot-path-wrk.sh                       # builds, 9 runs of 5 s each
 #   RUNS=5 DURATION=20s CASE=pool_create NO_BUILD=1 benches/hot-path-wrk.sh
