@@ -23,15 +23,17 @@ start_servers() {
   sleep 0.5
 }
 
-# Reads summary lines `guard|echo conns=N ... reviews/s=X p50=X p99=X ... server_cpu_us=X` from
-# $1 and prints, per connection count, guard / echo for the medians of each figure.
+# Reads summary lines `guard|echo conns=N run=R ... reviews/s=X p50=X p99=X ... server_cpu_us=X`
+# from $1 and prints, per connection count, guard / echo for the medians of each figure, and the
+# median of the p50 ratios of the runs taken side by side (guard run R, then echo run R): a
+# disturbance that falls on both runs of a pair cancels there, where it moves one median only.
 median_ratios() {
   awk '
     $1 == "guard" || $1 == "echo" {
       for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
       key = $1 " " f["conns"]; i = ++cnt[key]
       rps[key, i] = f["reviews/s"]; p50[key, i] = f["p50"]; p99[key, i] = f["p99"]
-      cpu[key, i] = f["server_cpu_us"] }
+      cpu[key, i] = f["server_cpu_us"]; run[key, i] = f["run"] }
     function median(arr, key, k,   v, j, m, t) {
       for (j = 1; j <= k; j++) v[j] = arr[key, j]
       for (j = 1; j <= k; j++) for (m = j + 1; m <= k; m++) if (v[m] < v[j]) { t = v[j]; v[j] = v[m]; v[m] = t }
@@ -40,9 +42,14 @@ median_ratios() {
     END {
       for (key in cnt) { split(key, kc, " "); if (kc[1] != "guard") continue
         e = "echo " kc[2]; k = cnt[key]
-        printf "conns=%s medians over %d runs: throughput %.2fx echo, p50 %.2fx echo, p99 %.2fx echo, server CPU per request %.2fx echo\n", kc[2], k,
+        # The pairs: each guard run with the echo run of the same number.
+        n = 0
+        for (j = 1; j <= cnt[e]; j++) echo_p50[run[e, j]] = p50[e, j]
+        for (j = 1; j <= k; j++) if (run[key, j] in echo_p50 && echo_p50[run[key, j]] > 0) pair[key, ++n] = p50[key, j] / echo_p50[run[key, j]]
+        delete echo_p50
+        printf "conns=%s medians over %d runs: throughput %.2fx echo, p50 %.2fx echo, p99 %.2fx echo, server CPU per request %.2fx echo; p50 of the runs paired %.2fx echo\n", kc[2], k,
           median(rps, key, k) / median(rps, e, k), median(p50, key, k) / median(p50, e, k), median(p99, key, k) / median(p99, e, k),
-          median(cpu, key, k) / median(cpu, e, k)
+          median(cpu, key, k) / median(cpu, e, k), median(pair, key, n)
       }
     }' "$1" | sort
 }
