@@ -17,7 +17,7 @@ use crate::kinds::Kind;
 use crate::model::{ObjKey, Projection};
 
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use ledger::{IndexGuard, Ledger};
+pub use ledger::{Basis, IndexGuard, Ledger, Seen};
 pub use object::WatchedObject;
 pub use static_view::{index_of, judge_as_create, upsert_all, Identified, StaticView};
 pub use trust::{Caller, StrangerPolicy, PENDING_TTL};
@@ -40,14 +40,26 @@ pub trait ClusterView: Send + Sync {
     /// No default: every view says how it serialises. Across replicas only the elected decider
     /// calls this for admissions (`crate::decider`); the others forward the step to it.
     fn reserve(&self, f: &mut dyn FnMut(&Index) -> Option<Projection>);
-    /// As `reserve`, for a request from `caller` (the webhook passes who connected). A view that
-    /// records pending entries bounds what strangers reserve here (`trust.rs`). No default: a
+    /// As `reserve`, for a request from `caller` (the webhook passes who connected) whose write
+    /// builds on `basis` (what tells the watch's later events for the key apart). A view that
+    /// records pending versions bounds what strangers reserve here (`trust.rs`). No default: a
     /// wrapper that forwarded only `reserve` would silently drop those bounds.
-    fn reserve_as(&self, caller: &Caller, f: &mut dyn FnMut(&Index) -> Option<Projection>);
+    fn reserve_as(
+        &self,
+        caller: &Caller,
+        basis: &Basis,
+        f: &mut dyn FnMut(&Index) -> Option<Projection>,
+    );
     /// Whether the object under `key` counts as existing by a pending entry (admitted, not yet
     /// shown by the watch). A view that records none has none; a wrapper around one that does
     /// forwards it, or a relabel would stop replacing pending entries (SPEC X2).
     fn is_pending(&self, _key: &ObjKey) -> bool {
+        false
+    }
+    /// Whether the view's watch has shown, within the pending TTL, the object that a write of
+    /// `basis` under `key` made or changed deleted (X2 hand-over). A view without watches has
+    /// seen nothing go.
+    fn shown_gone(&self, _key: &ObjKey, _basis: &Basis) -> bool {
         false
     }
     /// The time the view's timers read (the reuse grace of R1 is judged against it): a view

@@ -34,8 +34,33 @@ fn projection(v: &Value) -> Projection {
     model::project(kind, v).unwrap()
 }
 
+/// Every pool the view holds, stored or pending.
 fn pools(shared: &Ledger) -> HashSet<String> {
+    shared
+        .read()
+        .pools_and_pending()
+        .map(|p| p.key.ns_name())
+        .collect()
+}
+
+/// The stored pools only.
+fn stored_pools(shared: &Ledger) -> HashSet<String> {
     shared.read().pools().map(|p| p.key.ns_name()).collect()
+}
+
+/// The pools whose allocatable sets hold `ip`, stored or pending, by key.
+fn holding(shared: &Ledger, ip: &str) -> HashSet<String> {
+    let ip = ipam_guard::address::Ip::from_std(ip.parse().unwrap());
+    let set = ipam_guard::address::AddrSet::from_ranges(
+        ip.family,
+        [ipam_guard::address::IpRange::new(ip.value, ip.value)],
+    );
+    shared
+        .read()
+        .overlapping_pools("default", &set)
+        .into_iter()
+        .map(|(p, _)| p.key.ns_name())
+        .collect()
 }
 
 fn set(names: &[&str]) -> HashSet<String> {
@@ -141,32 +166,45 @@ fn x2_pending_entry_counts_until_the_watch_shows_the_object() {
 }
 
 #[test]
-fn x2_pending_entry_expires_and_gives_back_what_it_covered() {
+fn x2_pending_version_is_held_beside_the_stored_one_and_expires_alone() {
     let ttl = Duration::from_millis(50);
     let shared = Ledger::with_ttl(Index::new(), ttl);
     let mut feed = KindFeed::new(Kind::InClusterIPPool, "v1alpha2");
     let p1 = in_cluster_pool("ns", "p", &["10.0.0.10-10.0.0.20"]);
-    let p2 = in_cluster_pool("ns", "p", &["10.0.0.10-10.0.0.40"]);
+    let p2 = in_cluster_pool("ns", "p", &["10.0.0.30-10.0.0.40"]);
     let q = in_cluster_pool("ns", "q", &["10.0.9.10-10.0.9.20"]);
     feed.apply(&shared, Event::Apply(obj(p1)));
     let before = allocatable(&shared, &pool_key("ns", "p"));
 
-    // An admitted UPDATE of p and CREATE of q whose writes never show up.
+    // An admitted UPDATE of p that moves it, and a CREATE of q, whose writes never show up.
     shared.admit(projection(&p2));
     shared.admit(projection(&q));
-    assert_ne!(allocatable(&shared, &pool_key("ns", "p")), before);
+    assert_eq!(
+        allocatable(&shared, &pool_key("ns", "p")),
+        before,
+        "the stored p is what a lookup reads"
+    );
+    assert_eq!(
+        holding(&shared, "10.0.0.15"),
+        set(&["ns/p"]),
+        "stored p holds its addresses"
+    );
+    assert_eq!(
+        holding(&shared, "10.0.0.35"),
+        set(&["ns/p"]),
+        "admitted p holds its own"
+    );
     assert_eq!(pools(&shared), set(&["ns/p", "ns/q"]));
+    assert_eq!(stored_pools(&shared), set(&["ns/p"]));
+    shared.read().check_consistency();
 
     shared.sweep(Instant::now());
     assert_eq!(shared.pending_len(), 2, "not yet expired");
     shared.sweep(Instant::now() + ttl + Duration::from_millis(1));
     assert_eq!(shared.pending_len(), 0);
     assert_eq!(pools(&shared), set(&["ns/p"]));
-    assert_eq!(
-        allocatable(&shared, &pool_key("ns", "p")),
-        before,
-        "the stored p is back"
-    );
+    assert!(holding(&shared, "10.0.0.35").is_empty());
+    assert_eq!(allocatable(&shared, &pool_key("ns", "p")), before);
     shared.read().check_consistency();
 }
 
@@ -181,23 +219,32 @@ fn x2_decide_sweeps_expired_entries_first() {
         &["10.0.9.10-10.0.9.20"],
     )));
     clock.advance(ttl);
-    let seen = shared.reserve(|index| (index.pools().count(), None));
+    let seen = shared.reserve(|index| (index.pools_and_pending().count(), None));
     assert_eq!(seen, 0);
 }
 
 #[test]
-fn x2_same_key_replaces_its_pending_entry() {
+fn x2_the_same_write_renews_its_version_another_is_held_beside_it() {
     let ttl = Duration::from_millis(50);
     let shared = Ledger::with_ttl(Index::new(), ttl);
     let first = in_cluster_pool("ns", "p", &["10.0.0.10-10.0.0.20"]);
-    let retry = in_cluster_pool("ns", "p", &["10.0.0.10-10.0.0.30"]);
+    let other = in_cluster_pool("ns", "p", &["10.0.0.10-10.0.0.30"]);
     shared.admit(projection(&first));
-    shared.admit(projection(&retry));
-    assert_eq!(shared.pending_len(), 1);
-    assert!(allocatable(&shared, &pool_key("ns", "p")).contains("10.0.0.30"));
+    shared.admit(projection(&first));
+    assert_eq!(shared.pending_len(), 1, "a retry is the same version");
+    shared.admit(projection(&other));
+    assert_eq!(
+        shared.pending_len(),
+        2,
+        "either write may be the one stored"
+    );
+    assert_eq!(holding(&shared, "10.0.0.15"), set(&["ns/p"]));
+    assert_eq!(holding(&shared, "10.0.0.25"), set(&["ns/p"]));
+    shared.read().check_consistency();
     // Nothing was stored before either: expiry leaves nothing behind.
     shared.sweep(Instant::now() + ttl * 2);
     assert!(pools(&shared).is_empty());
+    shared.read().check_consistency();
 }
 
 #[test]
@@ -237,7 +284,9 @@ fn x2_removed_kind_drops_its_pending_entries() {
     shared.clear_kind(Kind::InClusterIPPool);
     assert_eq!(shared.pending_len(), 1);
     assert!(pools(&shared).is_empty());
-    assert_eq!(shared.read().addresses().count(), 1);
+    let x = ObjKey::new(Kind::IPAddress, Some("ns"), "x");
+    assert!(shared.read().address(&x).is_some());
+    shared.read().check_consistency();
 }
 
 #[test]

@@ -302,9 +302,10 @@ impl ClusterView for Syncing {
     fn reserve_as(
         &self,
         caller: &ipam_guard::cluster::Caller,
+        basis: &ipam_guard::cluster::Basis,
         f: &mut dyn FnMut(&ipam_guard::index::Index) -> Option<ipam_guard::model::Projection>,
     ) {
-        self.0.reserve_as(caller, f);
+        self.0.reserve_as(caller, basis, f);
     }
 }
 

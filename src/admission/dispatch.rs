@@ -9,13 +9,11 @@ use serde_json::Value;
 use super::envelope::Envelope;
 use super::status::Response;
 use super::{Admission, Endpoint, Here, Summary};
-use crate::cluster::Caller;
+use crate::cluster::{Basis, Caller};
 use crate::field::Verdict;
 use crate::kinds::Kind;
 use crate::model::object::ReviewObject;
-use crate::model::{
-    project, project_read, projects_alike, record_key, Obj, Operation, Projection, Request,
-};
+use crate::model::{project, project_read, projects_alike, Obj, Operation, Projection, Request};
 use crate::rule_id::RuleId;
 use crate::rules::{self, Ctx, Options, Readings};
 
@@ -99,7 +97,8 @@ impl Admission {
         let mut pending = admitted(req, &verdict, &mut readings, relabel);
         let mut recorded = pending.is_some();
         if recorded {
-            self.inner.view.reserve_as(caller, &mut |index| {
+            let basis = basis_of(req);
+            self.inner.view.reserve_as(caller, &basis, &mut |index| {
                 if index.version() != seen {
                     verdict = rules::validate_reading(
                         req,
@@ -134,16 +133,13 @@ impl Admission {
 
     /// Whether `req` is an UPDATE that changes nothing the index keeps (only labels), and so
     /// records nothing: no projection, no decision lock, no entry in the decider's hand-over
-    /// log. Unless the object is pending: a request for the same object replaces its pending
-    /// entry (SPEC X2), which keeps it counted while the watch has not shown it.
+    /// log. What it replaces is held already (stored, or pending until the watch shows it: X2).
     fn relabel(&self, req: &Request) -> bool {
         let (Operation::Update, Some(new), Some(old)) = (req.operation, req.object, req.old_object)
         else {
             return false;
         };
-        let (new, old) = (new.value(), old.value());
-        projects_alike(new, old)
-            && !record_key(req.kind, new).is_some_and(|key| self.inner.view.is_pending(&key))
+        projects_alike(new.value(), old.value())
     }
 
     /// A follower's own reading: every rule against its view, nothing recorded. The decider
@@ -207,14 +203,46 @@ pub(super) fn admitted(
     if req.dry_run || !verdict.allowed() {
         return None;
     }
-    match req.operation {
-        Operation::Update if relabel => None,
+    let projection = match req.operation {
+        Operation::Update if relabel => return None,
         Operation::Create | Operation::Update => match readings.take_projection() {
             Some(kept) => Some(kept),
             None => project_read(req.kind, req.object?.value(), readings.object()),
         },
-        Operation::Delete | Operation::Connect => None,
+        Operation::Delete | Operation::Connect => return None,
+    }?;
+    // An update that holds what the version it replaces holds adds nothing, whether it lands or
+    // not: that version is held already (stored, or pending if the view is behind).
+    if let (Operation::Update, Some(old)) = (req.operation, req.old_object) {
+        if project(req.kind, old.value()).as_ref() == Some(&projection) {
+            return None;
+        }
     }
+    Some(projection)
+}
+
+/// Which stored version the write of `req` builds on (X2): a CREATE's uid, which the API server
+/// sets before it asks validating webhooks; an UPDATE's uid and the resourceVersion of the
+/// stored object it replaces.
+pub(crate) fn basis_of(req: &Request) -> Basis {
+    fn meta(o: Option<Obj<'_>>) -> Option<&Value> {
+        o.and_then(|o| o.value().get("metadata"))
+    }
+    let uid = meta(req.object)
+        .or_else(|| meta(req.old_object))
+        .and_then(|m| m.get("uid"))
+        .and_then(Value::as_str)
+        .filter(|u| !u.is_empty())
+        .map(std::sync::Arc::from);
+    let replaces = match req.operation {
+        Operation::Update => meta(req.old_object)
+            .or_else(|| meta(req.object))
+            .and_then(|m| m.get("resourceVersion"))
+            .and_then(Value::as_str)
+            .and_then(|rv| rv.parse().ok()),
+        _ => None,
+    };
+    Basis { uid, replaces }
 }
 
 pub(super) const VIEW_NOT_READY_WARNING: &str =
@@ -337,7 +365,7 @@ mod tests {
     use serde_json::{json, Value};
 
     use crate::admission::{Admission, Endpoint};
-    use crate::cluster::{Caller, ClusterView, Ledger};
+    use crate::cluster::{Basis, Caller, ClusterView, Ledger};
     use crate::index::Index;
     use crate::kinds::Kind;
     use crate::model::{project, Projection};
@@ -372,11 +400,16 @@ mod tests {
             ClusterView::read(&*self.outside)
         }
         fn reserve(&self, f: &mut dyn FnMut(&Index) -> Option<Projection>) {
-            self.reserve_as(&Caller::Trusted, f)
+            self.reserve_as(&Caller::Trusted, &Basis::default(), f)
         }
-        fn reserve_as(&self, caller: &Caller, f: &mut dyn FnMut(&Index) -> Option<Projection>) {
+        fn reserve_as(
+            &self,
+            caller: &Caller,
+            basis: &Basis,
+            f: &mut dyn FnMut(&Index) -> Option<Projection>,
+        ) {
             self.decisions.fetch_add(1, Ordering::SeqCst);
-            ClusterView::reserve_as(&*self.inside, caller, f)
+            ClusterView::reserve_as(&*self.inside, caller, basis, f)
         }
     }
 

@@ -25,6 +25,7 @@ use crate::rules::Options;
 
 mod decision;
 mod dispatch;
+pub(crate) use dispatch::basis_of;
 mod envelope;
 mod numbers;
 mod object;
@@ -267,6 +268,17 @@ impl Admission {
         futures::executor::block_on(self.review(endpoint, body, &Caller::Trusted))
     }
 
+    /// Whether a hand-over to the next decider should carry `request`, an admission of the last
+    /// TTL: not when this replica's watch has shown its object deleted since, so a released
+    /// address does not come back as held (X2; docs/rules.md).
+    pub(crate) fn still_holds(&self, request: &DecisionRequest) -> bool {
+        let gone = request.read(|req| {
+            let key = crate::model::ObjKey::new(req.kind, req.namespace, req.name);
+            self.inner.view.shown_gone(&key, &basis_of(req))
+        });
+        !gone.unwrap_or(false)
+    }
+
     /// The decider's side of a forwarded X2 step: judged and recorded under the decision lock
     /// as a review of this replica's own would be, answered with the view-dependent findings.
     pub fn answer_forwarded(&self, request: &DecisionRequest) -> DecisionAnswer {
@@ -484,9 +496,10 @@ mod tests {
         fn reserve_as(
             &self,
             caller: &Caller,
+            basis: &crate::cluster::Basis,
             f: &mut dyn FnMut(&crate::index::Index) -> Option<Projection>,
         ) {
-            self.0.reserve_as(caller, f);
+            self.0.reserve_as(caller, basis, f);
         }
     }
 

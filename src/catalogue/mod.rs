@@ -186,18 +186,37 @@ on the API server's.",
         id: "X2",
         title: "race safety: one decision at a time, pending admissions count",
         text: "\
-Decisions that read other objects are serialised per address space, and an object admitted \
-but not yet seen through the watch counts as existing (a pending entry) until the watch shows \
-it or `--pending-ttl` (30 s) passes: of two racing creates of overlapping pools only the first \
-is admitted. A retried CREATE of the same object replaces its own pending entry; dry runs \
-never make one.
+Decisions that read other objects are serialised, and a write admitted but not yet seen \
+through the watch counts as existing: of two racing creates of overlapping pools only the \
+first is admitted.
+
+A pending entry is the version a CREATE or UPDATE admitted would store. It holds its \
+addresses **beside** what the view shows stored under the same name, never in its place: an \
+UPDATE that shrinks a pool keeps the old addresses held, one that grows it holds the new ones \
+too, and a CREATE of a name that is already stored frees nothing the stored object holds. A \
+DELETE frees nothing until the watch shows it.
+
+It ends when the watch shows the write landed or refuted: for a CREATE, the object with \
+the uid the review carried (the API server sets it before it asks validating webhooks); for an \
+UPDATE, any version of the object later than the one it replaced (the API server stores an \
+update only on top of that version). Otherwise it ends after `--pending-ttl` (30 s). The same \
+write retried renews its entry; dry runs and updates that hold what the version they replace \
+holds make none.
+
+A refused write costs little: when the API server refuses a write ipam-guard admitted \
+(AlreadyExists, another webhook, a quota, a storage error), its entry holds its addresses until \
+the TTL: a write conflicting with it is refused meanwhile (a short, conservative refusal). \
+Decisions are never made against an object that is not stored while the stored one is hidden.
 
 With two or more replicas, the replicas elect one decider through the Lease \
 `ipam-guard-decider` in their namespace. Every replica answers each review itself but sends \
 that one serialised step to the decider over mutual TLS and relays its answer; while no \
 decider can be reached within `--decider-timeout` (2 s), a write that needs that step is \
 refused with 503 (fail closed; retry). `--decider=off` (one replica), `--dev` and \
-`--state-from` decide in-process.",
+`--state-from` decide in-process. A decider that steps down cleanly hands its admissions of \
+the last TTL to the next one, leaving out those whose objects its watch has shown deleted; the \
+next decider holds each as a pending entry unless its own watch has already shown it landed, \
+refuted or deleted.",
     },
     Principle {
         id: "X5",

@@ -234,9 +234,10 @@ impl ClusterView for NotSynced {
     fn reserve_as(
         &self,
         caller: &crate::cluster::Caller,
+        basis: &crate::cluster::Basis,
         f: &mut dyn FnMut(&Index) -> Option<crate::model::Projection>,
     ) {
-        ClusterView::reserve_as(&self.0, caller, f)
+        ClusterView::reserve_as(&self.0, caller, basis, f)
     }
 }
 

@@ -1,11 +1,15 @@
-//! What every view holds: the index the rules read, the pending entries of SPEC X2, and the lock
-//! that serialises decisions. The live view feeds it from watches; the static view (`--dev`,
+//! What every view holds: the index the rules read, the pending entries of X2, and the lock that
+//! serialises decisions. The live view feeds it from watches; the static view (`--dev`,
 //! `--state-from`) from files; both let admission go through `reserve`, so a dev server also refuses
 //! the second of two overlapping creates.
 //!
-//! Pending entries live inside the index (so every rule sees them without knowing about them) and
-//! in a side table that remembers what each one displaced, so an entry that expires (the write
-//! failed after we admitted it) gives back the real object it covered, not a hole.
+//! A pending entry is one version of an object: what an admitted CREATE or UPDATE would store. The
+//! index holds it beside what is stored under the same name (so every rule sees both without
+//! knowing about them), never in its place: the API server may still refuse the write
+//! (AlreadyExists, another webhook), and the stored object must keep holding its addresses
+//! meanwhile. Each version carries its `Basis` (the review's uid and the resourceVersion it
+//! replaces), so the watch's events end exactly the versions they decide; the rest end at the TTL.
+//! docs/rules.md (X2) says this for users.
 //!
 //! Why one decision lock rather than one per address space: a decision takes microseconds, and an
 //! IPAddress's space is only known after reading its pool from the index, so a per-space lock would
@@ -15,7 +19,7 @@
 //! Lock order: `decisions`, then `state`, then whatever `PendingHold` locks. Watch events take
 //! only `state`.
 //!
-//! Each entry's lifetime is chosen by who admitted it (`trust.rs`): a stranger's is short, is not
+//! Each version's lifetime is chosen by who admitted it (`trust.rs`): a stranger's is short, is not
 //! extended by retries, and its unconfirmed expiries count against the caller's address.
 
 use std::cmp::Reverse;
@@ -28,7 +32,7 @@ use std::time::{Duration, Instant};
 use super::clock::{self, Clock};
 use super::trust::{Caller, StrangerPolicy, Strikes, PENDING_TTL};
 use super::ClusterView;
-use crate::index::{FastMap, Index, Object};
+use crate::index::{FastMap, Index, PendingId};
 use crate::kinds::Kind;
 use crate::model::{ObjKey, Projection};
 
@@ -57,32 +61,151 @@ pub struct Ledger {
 #[derive(Debug, Default)]
 struct State {
     index: Index,
-    pending: FastMap<ObjKey, Pending>,
+    /// The pending versions of each key (X2), oldest first; the index holds their projections
+    /// beside what is stored (`Index::add_pending`).
+    pending: FastMap<ObjKey, Vec<Pending>>,
     /// Admissions by expiry, earliest first: a sweep looks only at the top instead of scanning
-    /// every pending entry (a busy dev server or load test can hold tens of thousands). A pending
-    /// entry has one live slot (`Pending::slot`); a re-admission that moves its expiry later does
-    /// not add one (the sweep moves the slot when it comes up), else the heap grew by one slot
-    /// per admission: 28k admissions/s of one object under wrk held 840k slots, 85 MiB, for the
-    /// TTL. Slots of entries since confirmed by the watch are skipped when they come up.
-    expiries: BinaryHeap<Reverse<(Instant, ObjKey)>>,
+    /// every pending version (a busy dev server or load test can hold tens of thousands). A
+    /// version has one live slot (`Pending::slot`, named by its `seq`); a re-admission that moves
+    /// its expiry later does not add one (the sweep moves the slot when it comes up), else the
+    /// heap grew by one slot per admission: 28k admissions/s of one object under wrk held 840k
+    /// slots, 85 MiB, for the TTL. Slots of versions since ended are skipped when they come up.
+    expiries: BinaryHeap<Reverse<(Instant, ObjKey, u64)>>,
+    /// Names each pending version for its slots.
+    next_seq: u64,
     strikes: Strikes,
     /// Address objects and claims the watch has shown marked for deletion, with when it first
     /// did: an address's release begins when it or its claim began to go (the in-cluster provider
     /// measures its grace from the claim's deletion and holds the IPAddress meanwhile). Only
     /// objects that still exist are here, so it is bounded by the view.
     deleting: FastMap<ObjKey, Instant>,
+    /// What the watch showed of each key in the last TTL: an admission it has already seen
+    /// superseded (a hand-over's, or a review slower than the watch) is not held (`Recent`).
+    recent: Recent,
 }
 
+/// One admitted write the watch has not shown yet (X2).
 #[derive(Debug)]
 struct Pending {
+    id: PendingId,
+    seq: u64,
+    basis: Basis,
     expires: Instant,
-    /// When this entry's slot in `State::expiries` comes up: never later than `expires`.
+    /// When this version's slot in `State::expiries` comes up: never later than `expires`.
     slot: Instant,
-    /// What the index held under this key before the first admission (an UPDATE's stored object),
-    /// restored when the entry expires.
-    displaced: Option<Object>,
     /// The address of the stranger who admitted it; None when trusted.
     stranger: Option<IpAddr>,
+}
+
+/// Which stored version an admitted write builds on, as its review shows it: what tells the
+/// watch's later events for the key apart (X2, docs/rules.md).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Basis {
+    /// The object's uid. The API server gives a new object its uid before it asks validating
+    /// webhooks, so a CREATE's uid names the one object that write would store.
+    pub uid: Option<Arc<str>>,
+    /// For an UPDATE: the resourceVersion of the stored object it replaces. The API server stores
+    /// an update only on top of the version it was admitted against (a conflict sends it through
+    /// admission again), so any later version of the key means this write landed or never will.
+    pub replaces: Option<u64>,
+}
+
+/// What a watch event shows of its object, beside the projection.
+#[derive(Debug, Clone, Default)]
+pub struct Seen {
+    pub uid: Option<Arc<str>>,
+    pub resource_version: Option<u64>,
+    /// Read in a (re)list rather than as a watch event: not remembered in `Recent`, whose memory
+    /// is then bounded by the write rate, not by the size of the cluster.
+    pub listed: bool,
+}
+
+impl Basis {
+    /// Nothing tells this write's version apart (files, tests): only content can end it.
+    fn unknown(&self) -> bool {
+        self.uid.is_none() && self.replaces.is_none()
+    }
+
+    /// Whether the watch showing `seen` for the key means this write has landed or never will.
+    /// An event of an older version (a watch behind the review) ends nothing.
+    fn ended_by(&self, seen: &Seen) -> bool {
+        match (self.replaces, &self.uid) {
+            // An UPDATE: any later version of the key is this write or makes it fail.
+            (Some(mine), _) => seen.resource_version.is_some_and(|theirs| theirs > mine),
+            // A CREATE: its object is the one with its uid.
+            (None, Some(mine)) => seen.uid.as_ref() == Some(mine),
+            (None, None) => false,
+        }
+    }
+}
+
+/// The newest version and the uids the watch showed under each key in the last TTL.
+#[derive(Debug, Default)]
+struct Recent {
+    keys: FastMap<ObjKey, Shown>,
+    /// Keys by when they were last shown, oldest first; entries whose time moved on are stale.
+    order: std::collections::VecDeque<(Instant, ObjKey)>,
+}
+
+#[derive(Debug, Default)]
+struct Shown {
+    at: Option<Instant>,
+    resource_version: Option<u64>,
+    /// Each uid shown under the key, and whether its object was shown deleted.
+    uids: Vec<(Arc<str>, bool)>,
+}
+
+impl Recent {
+    fn record(&mut self, key: &ObjKey, seen: &Seen, deleted: bool, now: Instant) {
+        if seen.listed || (seen.uid.is_none() && seen.resource_version.is_none()) {
+            return;
+        }
+        let shown = self.keys.entry(key.clone()).or_default();
+        shown.at = Some(now);
+        shown.resource_version = shown.resource_version.max(seen.resource_version);
+        if let Some(uid) = &seen.uid {
+            match shown.uids.iter_mut().find(|(u, _)| u == uid) {
+                Some((_, gone)) => *gone |= deleted,
+                None => shown.uids.push((uid.clone(), deleted)),
+            }
+        }
+        self.order.push_back((now, key.clone()));
+    }
+
+    /// Whether the watch has already shown the write of `basis` under `key` landed or refuted.
+    fn ended(&self, key: &ObjKey, basis: &Basis) -> bool {
+        let Some(shown) = self.keys.get(key) else {
+            return false;
+        };
+        let newer = matches!((basis.replaces, shown.resource_version), (Some(m), Some(t)) if t > m);
+        let created = basis.replaces.is_none()
+            && basis
+                .uid
+                .as_ref()
+                .is_some_and(|u| shown.uids.iter().any(|(s, _)| s == u));
+        newer || created
+    }
+
+    /// Whether the watch has shown the object of `basis` deleted: nothing it wrote is held
+    /// anywhere any more.
+    fn gone(&self, key: &ObjKey, basis: &Basis) -> bool {
+        let (Some(shown), Some(uid)) = (self.keys.get(key), &basis.uid) else {
+            return false;
+        };
+        shown.uids.iter().any(|(s, gone)| *gone && s == uid)
+    }
+
+    fn prune(&mut self, now: Instant, ttl: Duration) {
+        while let Some((at, key)) = self.order.front() {
+            if now.saturating_duration_since(*at) < ttl {
+                break;
+            }
+            if self.keys.get(key).is_some_and(|s| s.at == Some(*at)) {
+                self.keys.remove(key);
+            }
+            self.order.pop_front();
+        }
+    }
 }
 
 /// A read lock on the index. Rules read through it; it must not be held across an `await`.
@@ -113,8 +236,10 @@ impl Ledger {
                 index,
                 pending: FastMap::default(),
                 expiries: BinaryHeap::new(),
+                next_seq: 0,
                 strikes: Strikes::default(),
                 deleting: FastMap::default(),
+                recent: Recent::default(),
             }),
             decisions: Mutex::new(()),
             ttl,
@@ -160,24 +285,26 @@ impl Ledger {
         IndexGuard(self.state_read())
     }
 
-    /// Runs one admission decision that reads other objects (SPEC X2).
+    /// Runs one admission decision that reads other objects (X2).
     ///
-    /// `f` gets the index (expired pending entries already dropped) and returns the answer plus
+    /// `f` gets the index (expired pending versions already dropped) and returns the answer plus
     /// what the request admits: the projection of the new object when the request is allowed and
-    /// not a dry run, else `None`. That projection becomes a pending entry before the next decision
-    /// starts, so the second of two overlapping creates sees the first. A pending entry for the
-    /// same key is replaced (a retried CREATE does not conflict with itself).
+    /// not a dry run, else `None`. That projection becomes a pending version before the next
+    /// decision starts, so the second of two overlapping creates sees the first. It is held beside
+    /// what is stored under its key, never in its place (`admit_write`).
     ///
     /// Decisions run one at a time; keep `f` free of I/O.
     pub fn reserve<R>(&self, f: impl FnOnce(&Index) -> (R, Option<Projection>)) -> R {
-        self.reserve_as(&Caller::Trusted, f)
+        self.reserve_as(&Caller::Trusted, &Basis::default(), f)
     }
 
-    /// As `reserve`, for a request from `caller`: a stranger's admission reserves within the
-    /// bounds of `StrangerPolicy`, or not at all once its address is barred.
+    /// As `reserve`, for a request from `caller` whose write builds on `basis`: a stranger's
+    /// admission reserves within the bounds of `StrangerPolicy`, or not at all once its address
+    /// is barred.
     pub fn reserve_as<R>(
         &self,
         caller: &Caller,
+        basis: &Basis,
         f: impl FnOnce(&Index) -> (R, Option<Projection>),
     ) -> R {
         let _turn = self
@@ -190,18 +317,29 @@ impl Ledger {
             f(&state.index)
         };
         if let Some(object) = admitted {
-            self.admit_as(object, caller);
+            self.admit_write(object, caller, basis);
         }
         answer
     }
 
     /// Records an object admitted outside `reserve` (same rules as its `admitted` result).
     pub fn admit(&self, projection: Projection) {
-        self.admit_as(projection, &Caller::Trusted);
+        self.admit_write(projection, &Caller::Trusted, &Basis::default());
     }
 
     /// As `admit`, for `caller`.
     pub fn admit_as(&self, projection: Projection, caller: &Caller) {
+        self.admit_write(projection, caller, &Basis::default());
+    }
+
+    /// Holds `projection`, admitted for `caller` on top of `basis`, as a pending version until
+    /// the watch shows it landed or refuted (`apply`, `delete`) or its TTL passes.
+    ///
+    /// Nothing is held for a write that adds nothing: what is stored reads the same (a GitOps
+    /// re-apply, a CREATE refused as AlreadyExists with the stored content), or the watch has
+    /// already shown the key past `basis`. The same write admitted again (same basis, or
+    /// content when the basis is unknown) renews its version instead of adding one.
+    pub fn admit_write(&self, projection: Projection, caller: &Caller, basis: &Basis) {
         let object = projection;
         let now = self.clock.now();
         let mut state = self.state_write();
@@ -209,7 +347,9 @@ impl Ledger {
             index,
             pending,
             expiries,
+            next_seq,
             strikes,
+            recent,
             ..
         } = &mut *state;
         let (expires, stranger) = match *caller {
@@ -222,58 +362,77 @@ impl Ledger {
             }
         };
         let key = object.key().clone();
-        // What the watch already shows, unchanged, needs no reservation: a GitOps tool
-        // re-applying an object (an UPDATE the API server then skips as a no-op) or a CREATE
-        // that will fail with AlreadyExists admits exactly the stored object. Recording it would
-        // leave an entry no watch event ever confirms, and for a caller without a client
-        // certificate each such expiry would count as a strike against its address.
-        if !pending.contains_key(&key) && lookup(index, &key).as_ref() == Some(&object) {
+        // A write whose basis is known is held even when what the view stores reads the same:
+        // the view may be behind (that stored object already deleted, or changed and changed
+        // back), and the write may land after it. Without a basis (files, tests), and for a
+        // stranger, whose unconfirmed versions count as strikes, what the view stores unchanged
+        // needs no reservation, unless other versions are pending: one of them may land first.
+        let known = !basis.unknown();
+        let unchanged = (!known || stranger.is_some())
+            && !pending.contains_key(&key)
+            && index.stored_is(&object);
+        if unchanged || recent.ended(&key, basis) {
             return;
         }
-        match pending.get_mut(&key) {
-            Some(entry) => {
+        let versions = pending.entry(key.clone()).or_default();
+        let same = versions.iter_mut().find(|v| {
+            if known {
+                v.basis == *basis
+            } else {
+                v.basis == Basis::default() && index.pending_is(v.id, &object)
+            }
+        });
+        match same {
+            Some(version) => {
                 // A stranger re-posting the same review must not keep its reservation alive.
                 if stranger.is_some() {
-                    entry.expires = entry.expires.min(expires);
+                    version.expires = version.expires.min(expires);
                 } else {
-                    entry.expires = expires;
+                    version.expires = expires;
                 }
-                entry.stranger = stranger;
-                if entry.expires < entry.slot {
-                    entry.slot = entry.expires;
-                    expiries.push(Reverse((entry.expires, key.clone())));
+                version.stranger = stranger;
+                if version.expires < version.slot {
+                    version.slot = version.expires;
+                    expiries.push(Reverse((version.expires, key.clone(), version.seq)));
+                }
+                if !index.pending_is(version.id, &object) {
+                    index.remove_pending(version.id);
+                    version.id = index.add_pending(object);
                 }
             }
             None => {
-                let displaced = lookup(index, &key);
-                pending.insert(
-                    key.clone(),
-                    Pending {
-                        expires,
-                        slot: expires,
-                        displaced,
-                        stranger,
-                    },
-                );
-                expiries.push(Reverse((expires, key.clone())));
+                *next_seq += 1;
+                let seq = *next_seq;
+                versions.push(Pending {
+                    id: index.add_pending(object),
+                    seq,
+                    basis: basis.clone(),
+                    expires,
+                    slot: expires,
+                    stranger,
+                });
+                expiries.push(Reverse((expires, key, seq)));
             }
         }
-        index.upsert(object);
     }
 
-    /// Drops pending entries older than the TTL, giving back what each displaced.
-    /// Cheap when nothing is pending (a read lock).
+    /// Drops pending versions older than the TTL. Cheap when nothing is due (a read lock).
     pub fn sweep(&self, now: Instant) {
         let due = |state: &State| {
             state
                 .expiries
                 .peek()
-                .is_some_and(|Reverse((at, _))| *at <= now)
+                .is_some_and(|Reverse((at, _, _))| *at <= now)
                 || state
                     .index
                     .releases()
                     .next_end()
                     .is_some_and(|at| at <= now)
+                || state
+                    .recent
+                    .order
+                    .front()
+                    .is_some_and(|(at, _)| now.saturating_duration_since(*at) >= self.ttl)
         };
         if !due(&self.state_read()) {
             return;
@@ -284,50 +443,53 @@ impl Ledger {
             pending,
             expiries,
             strikes,
+            recent,
             ..
         } = &mut *state;
         index.expire_releases(now);
+        recent.prune(now, self.ttl);
         let mut barred = Vec::new();
-        while let Some(Reverse((at, key))) = expiries.peek() {
+        while let Some(Reverse((at, key, seq))) = expiries.peek() {
             if *at > now {
                 break;
             }
-            // Only an entry's live slot counts: a slot of a key the watch has since shown (or
-            // that expired and was admitted again) is stale.
-            let live = pending.get(key).filter(|p| p.slot == *at);
-            let Some(entry) = live else {
+            // Only a version's live slot counts: a slot of a version the watch has since ended
+            // (or that was renewed) is stale.
+            let live = pending
+                .get(key)
+                .and_then(|vs| vs.iter().find(|v| v.seq == *seq))
+                .filter(|v| v.slot == *at);
+            let Some(version) = live else {
                 expiries.pop();
                 continue;
             };
-            let rescheduled = entry.expires > now;
+            let rescheduled = version.expires > now;
             let held = !rescheduled
-                && entry.stranger.is_none()
+                && version.stranger.is_none()
                 && self.hold.as_ref().is_some_and(|h| h.holds(key.kind, now));
+            let (key, seq) = (key.clone(), *seq);
+            expiries.pop();
             if rescheduled || held {
-                // Re-admitted since the slot was made: the slot moves to the new expiry. Held
-                // (a sick watch): due again one TTL from now, so the entry gets a full TTL once
-                // the watch is back.
-                let key = key.clone();
-                expiries.pop();
-                if let Some(entry) = pending.get_mut(&key) {
+                // Renewed since the slot was made: the slot moves to the new expiry. Held (a sick
+                // watch): due again one TTL from now, so the version gets a full TTL once the
+                // watch is back.
+                if let Some(version) = version_mut(pending, &key, seq) {
                     if held {
-                        entry.expires = now + self.ttl.max(Duration::from_millis(1));
+                        version.expires = now + self.ttl.max(Duration::from_millis(1));
                     }
-                    entry.slot = entry.expires;
-                    expiries.push(Reverse((entry.expires, key)));
+                    version.slot = version.expires;
+                    expiries.push(Reverse((version.expires, key, seq)));
                 }
                 continue;
             }
-            if let Some(entry) = pending.remove(key) {
-                tracing::debug!(object = %key, "pending entry expired: the watch never showed it");
-                give_back(index, key, entry.displaced);
-                if let Some(addr) = entry.stranger {
+            if let Some(version) = end_version(index, pending, &key, |v| v.seq == seq) {
+                tracing::debug!(object = %key, "pending version expired: the watch never showed it");
+                if let Some(addr) = version.stranger {
                     if strikes.strike(&self.strangers, addr, now) {
                         barred.push(addr);
                     }
                 }
             }
-            expiries.pop();
         }
         for addr in barred {
             tracing::warn!(
@@ -338,23 +500,27 @@ impl Ledger {
             );
             let keys: Vec<ObjKey> = pending
                 .iter()
-                .filter(|(_, p)| p.stranger == Some(addr))
+                .filter(|(_, vs)| vs.iter().any(|v| v.stranger == Some(addr)))
                 .map(|(k, _)| k.clone())
                 .collect();
             for key in keys {
-                if let Some(entry) = pending.remove(&key) {
-                    give_back(index, &key, entry.displaced);
-                }
+                while end_version(index, pending, &key, |v| v.stranger == Some(addr)).is_some() {}
             }
         }
     }
 
-    /// Pending entries now (tests and metrics).
-    pub fn pending_len(&self) -> usize {
-        self.state_read().pending.len()
+    /// Whether the watch has shown, within the TTL, the object a write of `basis` under `key`
+    /// made or changed deleted: a hand-over leaves such a write out (`decider::handover`).
+    pub fn shown_gone(&self, key: &ObjKey, basis: &Basis) -> bool {
+        self.state_read().recent.gone(key, basis)
     }
 
-    /// Whether `key` has a pending entry now.
+    /// Pending versions now, all keys (tests and metrics).
+    pub fn pending_len(&self) -> usize {
+        self.state_read().pending.values().map(Vec::len).sum()
+    }
+
+    /// Whether `key` has a pending version now.
     pub fn is_pending(&self, key: &ObjKey) -> bool {
         self.state_read().pending.contains_key(key)
     }
@@ -367,25 +533,65 @@ impl Ledger {
 
     // --- what the watches (or a loader) report ---
 
-    /// The watch shows `key` as `object` (None: the object exists but projects to nothing).
-    /// A pending entry for the key is dropped: the real object supersedes it.
+    /// Something shows `key` stored as `projection` (None: the object exists but projects to
+    /// nothing), without saying which version it is (a loader, tests): as `apply_seen`.
     pub fn apply(&self, key: &ObjKey, projection: Option<Projection>) {
+        self.apply_seen(key, projection, &Seen::default());
+    }
+
+    /// The watch shows `key` stored as `projection`, the version `seen`. The pending versions of
+    /// the key that it ends (`Basis`) are dropped, and those of unknown basis whose content it
+    /// now stores; the others stay held beside it.
+    pub fn apply_seen(&self, key: &ObjKey, projection: Option<Projection>, seen: &Seen) {
+        let now = self.clock.now();
         let mut state = self.state_write();
-        state.pending.remove(key);
+        let State {
+            index,
+            pending,
+            recent,
+            ..
+        } = &mut *state;
         match projection {
-            Some(p) => state.index.upsert(p),
+            Some(p) => index.upsert(p),
             None => {
-                state.index.remove(key);
+                index.remove(key);
             }
+        }
+        recent.record(key, seen, false, now);
+        let ended: Vec<u64> = pending.get(key).map_or_else(Vec::new, |versions| {
+            versions
+                .iter()
+                .filter(|v| v.basis.ended_by(seen) || v.basis.unknown() && index.stored_alike(v.id))
+                .map(|v| v.seq)
+                .collect()
+        });
+        for seq in ended {
+            end_version(index, pending, key, |v| v.seq == seq);
         }
     }
 
-    /// The watch shows `key` deleted. An address object's release is remembered (R1).
+    /// Something shows `key` deleted, without saying which version (a loader, tests).
     pub fn delete(&self, key: &ObjKey) {
+        self.delete_seen(key, &Seen::default());
+    }
+
+    /// The watch shows `key` deleted, in the version `seen`. An address object's release is
+    /// remembered (R1). Pending versions the delete ends (an update of it, its own create) go
+    /// with it; a create of the name that may land after the delete stays held.
+    pub fn delete_seen(&self, key: &ObjKey, seen: &Seen) {
         let now = self.clock.now();
         let mut state = self.state_write();
-        state.pending.remove(key);
         self.gone(&mut state, key, now);
+        let State {
+            index,
+            pending,
+            recent,
+            ..
+        } = &mut *state;
+        recent.record(key, seen, true, now);
+        if pending.contains_key(key) {
+            while end_version(index, pending, key, |v| v.basis.ended_by(seen)).is_some() {}
+        }
     }
 
     /// The watch shows `key` marked for deletion (a `deletionTimestamp`): for an address object
@@ -438,49 +644,54 @@ impl Ledger {
         index.remove(key);
     }
 
-    /// End of a relist of `kind`: objects of that kind not in `seen` are gone (address objects
-    /// as releases, as `delete`). Pending entries stay (admitted writes the list may predate),
-    /// but no longer cover a real object.
+    /// End of a relist of `kind`: objects of that kind stored but not in `seen` are gone
+    /// (address objects as releases, as `delete`). Pending versions stay: a list says nothing of
+    /// which admitted writes it predates.
     pub fn finish_relist(&self, kind: Kind, seen: &HashSet<ObjKey>) {
         let now = self.clock.now();
         let mut state = self.state_write();
-        let vanished: Vec<ObjKey> = {
-            let State { index, pending, .. } = &mut *state;
-            for (key, entry) in pending.iter_mut() {
-                if key.kind == kind && !seen.contains(key) {
-                    entry.displaced = None;
-                }
-            }
-            index
-                .addresses()
-                .map(|a| &a.key)
-                .filter(|k| k.kind == kind && !seen.contains(*k) && !pending.contains_key(*k))
-                .cloned()
-                .collect()
-        };
+        let vanished: Vec<ObjKey> = state
+            .index
+            .addresses()
+            .map(|a| &a.key)
+            .filter(|k| k.kind == kind && !seen.contains(*k))
+            .cloned()
+            .collect();
         for key in &vanished {
             self.gone(&mut state, key, now);
         }
+        let State {
+            index, deleting, ..
+        } = &mut *state;
+        index.retain_kind(kind, |k| seen.contains(k));
+        deleting.retain(|k, _| k.kind != kind || seen.contains(k));
+    }
+
+    /// The kind is no longer served (its CRD was removed): forget its objects and pending
+    /// versions. Its addresses are not releases: nothing can hold one until the kind is back.
+    pub fn clear_kind(&self, kind: Kind) {
+        let mut state = self.state_write();
         let State {
             index,
             pending,
             deleting,
             ..
         } = &mut *state;
-        index.retain_kind(kind, |k| seen.contains(k) || pending.contains_key(k));
-        deleting.retain(|k, _| k.kind != kind || seen.contains(k));
+        pending.retain(|k, versions| {
+            if k.kind != kind {
+                return true;
+            }
+            for v in versions.drain(..) {
+                index.remove_pending(v.id);
+            }
+            false
+        });
+        deleting.retain(|k, _| k.kind != kind);
+        index.clear_kind(kind);
     }
 
-    /// The kind is no longer served (its CRD was removed): forget its objects and pending
-    /// entries. Its addresses are not releases: nothing can hold one until the kind is back.
-    pub fn clear_kind(&self, kind: Kind) {
-        let mut state = self.state_write();
-        state.pending.retain(|k, _| k.kind != kind);
-        state.deleting.retain(|k, _| k.kind != kind);
-        state.index.clear_kind(kind);
-    }
-
-    /// Replaces the whole index (a static view reloading its files); pending entries are dropped.
+    /// Replaces the whole index (a static view reloading its files); pending versions are
+    /// dropped.
     pub fn replace(&self, index: Index) {
         let mut state = self.state_write();
         state.pending.clear();
@@ -519,11 +730,19 @@ impl ClusterView for Ledger {
     fn reserve(&self, f: &mut dyn FnMut(&Index) -> Option<Projection>) {
         Ledger::reserve(self, |index| ((), f(index)));
     }
-    fn reserve_as(&self, caller: &Caller, f: &mut dyn FnMut(&Index) -> Option<Projection>) {
-        Ledger::reserve_as(self, caller, |index| ((), f(index)));
+    fn reserve_as(
+        &self,
+        caller: &Caller,
+        basis: &Basis,
+        f: &mut dyn FnMut(&Index) -> Option<Projection>,
+    ) {
+        Ledger::reserve_as(self, caller, basis, |index| ((), f(index)));
     }
     fn is_pending(&self, key: &ObjKey) -> bool {
         Ledger::is_pending(self, key)
+    }
+    fn shown_gone(&self, key: &ObjKey, basis: &Basis) -> bool {
+        Ledger::shown_gone(self, key, basis)
     }
 }
 
@@ -532,20 +751,27 @@ fn releases_of(kind: Kind) -> bool {
     matches!(kind, Kind::IPAddress | Kind::Metal3IPAddress)
 }
 
-/// Drops a pending entry's object from the index and restores what it covered.
-fn give_back(index: &mut Index, key: &ObjKey, displaced: Option<Object>) {
-    index.remove(key);
-    if let Some(real) = displaced {
-        index.upsert(real);
+/// The pending version of `key` matching `which`, if any, taken out of `pending` and the index.
+fn end_version(
+    index: &mut Index,
+    pending: &mut FastMap<ObjKey, Vec<Pending>>,
+    key: &ObjKey,
+    mut which: impl FnMut(&Pending) -> bool,
+) -> Option<Pending> {
+    let versions = pending.get_mut(key)?;
+    let at = versions.iter().position(&mut which)?;
+    let version = versions.remove(at);
+    if versions.is_empty() {
+        pending.remove(key);
     }
+    index.remove_pending(version.id);
+    Some(version)
 }
 
-fn lookup(index: &Index, key: &ObjKey) -> Option<Object> {
-    if let Some(p) = index.pool(key) {
-        return Some(Object::Pool(Box::new(p.clone())));
-    }
-    if let Some(a) = index.address(key) {
-        return Some(Object::Address(a.clone()));
-    }
-    index.claim(key).map(|c| Object::Claim(c.clone()))
+fn version_mut<'a>(
+    pending: &'a mut FastMap<ObjKey, Vec<Pending>>,
+    key: &ObjKey,
+    seq: u64,
+) -> Option<&'a mut Pending> {
+    pending.get_mut(key)?.iter_mut().find(|v| v.seq == seq)
 }

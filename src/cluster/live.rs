@@ -40,7 +40,7 @@ use tokio::task::JoinHandle;
 use self::health::Status;
 use self::watch::{Backoff, Feed, Timing, WatchLoop};
 use super::clock::{self, Clock};
-use super::ledger::Ledger;
+use super::ledger::{Ledger, Seen};
 use super::object::WatchedObject;
 use super::trust::PENDING_TTL;
 use super::{ClusterView, WatchHealth};
@@ -364,7 +364,7 @@ impl KindFeed {
                 false
             }
             Event::InitApply(obj) => {
-                if let Some(key) = self.upsert(shared, obj) {
+                if let Some(key) = self.upsert(shared, obj, true) {
                     self.relist.get_or_insert_with(HashSet::new).insert(key);
                 }
                 false
@@ -375,12 +375,12 @@ impl KindFeed {
                 true
             }
             Event::Apply(obj) => {
-                self.upsert(shared, obj);
+                self.upsert(shared, obj, false);
                 false
             }
             Event::Delete(obj) => {
                 if let Some(key) = self.key(&obj) {
-                    shared.delete(&key);
+                    shared.delete_seen(&key, &seen(&obj, false));
                 }
                 false
             }
@@ -396,16 +396,30 @@ impl KindFeed {
         ))
     }
 
-    fn upsert(&self, shared: &Ledger, obj: WatchedObject) -> Option<ObjKey> {
+    fn upsert(&self, shared: &Ledger, obj: WatchedObject, listed: bool) -> Option<ObjKey> {
         let key = self.key(&obj)?;
         if obj.metadata.deletion_timestamp.is_some() {
             // An address's release begins when it or its claim starts to go (R1).
             shared.deleting(&key);
         }
+        let seen = seen(&obj, listed);
         let value = obj.into_value(&self.resource);
         let projection = model::project(self.kind, &value);
-        shared.apply(&key, projection);
+        shared.apply_seen(&key, projection, &seen);
         Some(key)
+    }
+}
+
+/// Which version of its object an event shows, for the pending versions of X2 (`Basis`).
+fn seen(obj: &WatchedObject, listed: bool) -> Seen {
+    Seen {
+        uid: obj.metadata.uid.as_deref().map(Arc::from),
+        resource_version: obj
+            .metadata
+            .resource_version
+            .as_deref()
+            .and_then(|rv| rv.parse().ok()),
+        listed,
     }
 }
 
@@ -554,12 +568,17 @@ impl ClusterView for LiveView {
     fn reserve_as(
         &self,
         caller: &super::Caller,
+        basis: &super::Basis,
         f: &mut dyn FnMut(&crate::index::Index) -> Option<model::Projection>,
     ) {
-        self.shared.reserve_as(caller, |index| ((), f(index)));
+        self.shared
+            .reserve_as(caller, basis, |index| ((), f(index)));
     }
     fn is_pending(&self, key: &model::ObjKey) -> bool {
         self.shared.is_pending(key)
+    }
+    fn shown_gone(&self, key: &model::ObjKey, basis: &super::Basis) -> bool {
+        self.shared.shown_gone(key, basis)
     }
 }
 

@@ -226,7 +226,12 @@ impl ClusterView for StaticView {
         f(&self.index);
     }
     /// Records nothing, so there is nothing to bound: the caller changes nothing.
-    fn reserve_as(&self, _caller: &Caller, f: &mut dyn FnMut(&Index) -> Option<Projection>) {
+    fn reserve_as(
+        &self,
+        _caller: &Caller,
+        _basis: &super::Basis,
+        f: &mut dyn FnMut(&Index) -> Option<Projection>,
+    ) {
         f(&self.index);
     }
 }

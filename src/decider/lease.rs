@@ -15,7 +15,8 @@ use super::election::{Election, Record, Standing, Step};
 use super::handover::Log;
 use super::metrics::DeciderMetrics;
 use super::peer::PeerClient;
-use crate::cluster::ClusterView;
+use crate::admission::basis_of;
+use crate::cluster::{Caller, ClusterView};
 use crate::model::project;
 
 /// The annotation holding the decider's peer address (`host:port`).
@@ -347,12 +348,16 @@ impl Takeover {
         let now = Instant::now();
         let mut installed = 0;
         for request in list.entries {
-            let projected =
-                request.read(|req| req.object.and_then(|o| project(req.kind, o.value())));
-            if let Ok(Some(projection)) = projected {
-                // Recorded under the decision lock like any admission.
+            let projected = request.read(|req| {
+                let projection = req.object.and_then(|o| project(req.kind, o.value()))?;
+                Some((projection, basis_of(req)))
+            });
+            if let Ok(Some((projection, basis))) = projected {
+                // Recorded under the decision lock like any admission, with its basis: one this
+                // replica's own watch has already shown landed or refuted is not held again.
                 let mut once = Some(projection);
-                self.view.reserve(&mut |_| once.take());
+                self.view
+                    .reserve_as(&Caller::Trusted, &basis, &mut |_| once.take());
                 installed += 1;
             }
             self.log.record(now, request);

@@ -264,10 +264,13 @@ pub(crate) async fn serve(
 async fn handle(admission: &Admission, log: &Log, req: Request<Incoming>) -> Response<Full<Bytes>> {
     if req.method() == Method::GET && req.uri().path() == PENDING_PATH {
         return match log.handover(std::time::Instant::now()) {
-            Ok(list) => reply(
-                StatusCode::OK,
-                serde_json::to_vec(&list).unwrap_or_default(),
-            ),
+            Ok(mut list) => {
+                list.entries.retain(|r| admission.still_holds(r));
+                reply(
+                    StatusCode::OK,
+                    serde_json::to_vec(&list).unwrap_or_default(),
+                )
+            }
             Err(why) => reply(
                 StatusCode::CONFLICT,
                 serde_json::json!({ "message": why })

@@ -22,6 +22,7 @@
 pub mod free;
 pub mod releases;
 mod segments;
+mod slots;
 pub mod usage;
 
 use std::borrow::Borrow;
@@ -39,6 +40,7 @@ use crate::model::{AddressProj, ClaimProj, Keyed, ObjKey, PoolProj};
 
 use releases::{Release, Releases};
 use segments::SegmentMap;
+use slots::{Slab, Slots, PENDING_BIT};
 
 /// The index's maps, hashed with foldhash instead of std's SipHash: a review looks keys up about
 /// 45 times, and SipHash took about 3k of its 145k instructions (BENCHMARKS.md, issue 25). Each
@@ -54,12 +56,12 @@ pub use crate::model::Projection as Object;
 /// Pools, addresses and claims with the lookups the rules need. See the module docs for layout.
 #[derive(Debug, Clone, Default)]
 pub struct Index {
-    pools: Slab<PoolProj>,
+    pools: Slots<PoolProj>,
     pool_ids: FastMap<ObjKey, u32>,
     /// Allocatable sets per address space, one segment map per family.
     spaces: FastMap<Arc<str>, FamilySegments>,
 
-    addresses: Slab<AddrEntry>,
+    addresses: Slots<AddrEntry>,
     address_ids: FastMap<ObjKey, u32>,
     /// Who holds an address. Split by family so an IPv4 key costs 4 bytes, not 32.
     by_ip4: FastMap<u32, Ids>,
@@ -73,6 +75,13 @@ pub struct Index {
     by_pool: FastMap<ObjKey, Vec<u32>>,
 
     claims: FastSet<ClaimEntry>,
+    pending_claims: Slab<ClaimProj>,
+
+    /// Versions admitted but not yet shown by the watch (X2), per key, oldest first. They are
+    /// held beside what is stored under the same key, never in its place: the query methods see
+    /// every version, so a write refused after admission (AlreadyExists, another webhook) costs
+    /// at most a conservative refusal, never an admission against an object that is not stored.
+    pending: FastMap<ObjKey, Vec<PendingId>>,
 
     /// Addresses given back recently, for the reuse grace (R1).
     releases: Releases,
@@ -134,7 +143,7 @@ impl Index {
             None => {
                 self.count(pool.key.kind, true);
                 let key = pool.key.clone();
-                let id = self.pools.insert(pool);
+                let id = self.pools.insert(pool, false);
                 self.pool_ids.insert(key, id);
                 self.place_pool(id);
                 None
@@ -152,14 +161,43 @@ impl Index {
         Some(pool)
     }
 
+    /// The pool under `key`: the stored one, else the newest version admitted and not yet
+    /// stored (X2).
     pub fn pool(&self, key: &impl Keyed) -> Option<&PoolProj> {
         let key: &dyn Keyed = key;
-        self.pool_ids.get(key).map(|&id| self.pools.get(id))
+        self.pool_versions(key).next()
     }
 
-    /// Every pool, in no particular order.
+    /// Every version of the pool under `key`: the stored one first, then those pending (X2),
+    /// newest first. A rule that a later write must pass against whichever version lands (A8)
+    /// asks each.
+    pub fn pool_versions<'a>(
+        &'a self,
+        key: &dyn Keyed,
+    ) -> impl Iterator<Item = &'a PoolProj> + use<'a> {
+        let stored = self.pool_ids.get(key).copied();
+        let pending = self.pending_ids(key).iter().rev().filter_map(|p| match *p {
+            PendingId::Pool(id) => Some(id),
+            _ => None,
+        });
+        stored
+            .into_iter()
+            .chain(pending)
+            .map(|id| self.pools.get(id))
+    }
+
+    /// Every stored pool, in no particular order.
     pub fn pools(&self) -> impl Iterator<Item = &PoolProj> + '_ {
-        self.pools.iter().map(|(_, p)| p)
+        self.pools.stored.iter().map(|(_, p)| p)
+    }
+
+    /// Every pool the view holds: stored and pending versions (X2), a key once per version.
+    pub fn pools_and_pending(&self) -> impl Iterator<Item = &PoolProj> + '_ {
+        self.pools
+            .stored
+            .iter()
+            .chain(self.pools.pending.iter())
+            .map(|(_, p)| p)
     }
 
     /// Slots that hold pools or held one (`pools` goes through them in order). With `pool_at`,
@@ -167,15 +205,16 @@ impl Index {
     /// (the periodic audit's steps): a slot emptied meanwhile holds nothing, one filled
     /// meanwhile holds the new pool.
     pub fn pool_slots(&self) -> usize {
-        self.pools.slots.len()
+        self.pools.stored.slots.len()
     }
 
     pub fn pool_at(&self, slot: usize) -> Option<&PoolProj> {
-        self.pools.slots.get(slot)?.as_ref()
+        self.pools.stored.slots.get(slot)?.as_ref()
     }
 
     /// Pools in `space` whose allocatable set intersects `set`, each with the part it shares with
-    /// `set`, sorted by key. The asking pool itself is included when it is in the index: callers
+    /// `set`, sorted by key, each key once: the versions of one pool (stored and pending, X2)
+    /// share their parts. The asking pool itself is included when it is in the index: callers
     /// judging an update skip their own key. O(log n + k) per run of `set`, k the segments met.
     pub fn overlapping_pools(&self, space: &str, set: &AddrSet) -> Vec<(&PoolProj, AddrSet)> {
         let family = set.family();
@@ -192,12 +231,20 @@ impl Index {
                 }
             }
         }
-        let mut out: Vec<(&PoolProj, AddrSet)> = shared
-            .into_iter()
-            .map(|(id, runs)| (self.pools.get(id), AddrSet::from_ranges(family, runs)))
-            .collect();
-        out.sort_by(|a, b| a.0.key.cmp(&b.0.key));
-        out
+        let mut found: Vec<(u32, Vec<IpRange>)> = shared.into_iter().collect();
+        // By key, the stored version (ids without the pending bit) first.
+        found.sort_by(|a, b| (&self.pools.get(a.0).key, a.0).cmp(&(&self.pools.get(b.0).key, b.0)));
+        let mut out: Vec<(&PoolProj, Vec<IpRange>)> = Vec::with_capacity(found.len());
+        for (id, runs) in found {
+            let pool = self.pools.get(id);
+            match out.last_mut() {
+                Some((first, all)) if first.key == pool.key => all.extend(runs),
+                _ => out.push((pool, runs)),
+            }
+        }
+        out.into_iter()
+            .map(|(pool, runs)| (pool, AddrSet::from_ranges(family, runs)))
+            .collect()
     }
 
     /// The address space of the pool with `key`: `default` when the pool is unknown (SPEC §6).
@@ -267,10 +314,13 @@ impl Index {
             None => {
                 self.count(address.key.kind, true);
                 let key = address.key.clone();
-                let id = self.addresses.insert(AddrEntry {
-                    proj: address,
-                    pool_pos: 0,
-                });
+                let id = self.addresses.insert(
+                    AddrEntry {
+                        proj: address,
+                        pool_pos: 0,
+                    },
+                    false,
+                );
                 self.address_ids.insert(key, id);
                 self.link_address(id);
                 None
@@ -287,28 +337,38 @@ impl Index {
         Some(entry.proj)
     }
 
+    /// The address object under `key`: the stored one, else the newest version admitted and not
+    /// yet stored (X2).
     pub fn address(&self, key: &impl Keyed) -> Option<&AddressProj> {
         let key: &dyn Keyed = key;
-        self.address_ids
-            .get(key)
-            .map(|&id| &self.addresses.get(id).proj)
+        let stored = self.address_ids.get(key).copied();
+        let pending = || {
+            self.pending_ids(key).iter().rev().find_map(|p| match *p {
+                PendingId::Address(id) => Some(id),
+                _ => None,
+            })
+        };
+        stored
+            .or_else(pending)
+            .map(|id| &self.addresses.get(id).proj)
     }
 
-    /// Every address object, in no particular order.
+    /// Every stored address object, in no particular order.
     pub fn addresses(&self) -> impl Iterator<Item = &AddressProj> + '_ {
-        self.addresses.iter().map(|(_, e)| &e.proj)
+        self.addresses.stored.iter().map(|(_, e)| &e.proj)
     }
 
     /// As `pool_slots`, for address objects.
     pub fn address_slots(&self) -> usize {
-        self.addresses.slots.len()
+        self.addresses.stored.slots.len()
     }
 
     pub fn address_at(&self, slot: usize) -> Option<&AddressProj> {
-        Some(&self.addresses.slots.get(slot)?.as_ref()?.proj)
+        Some(&self.addresses.stored.slots.get(slot)?.as_ref()?.proj)
     }
 
-    /// Address objects of any kind and space holding `ip`, sorted by key (A9, MA4: filter by
+    /// Address objects of any kind and space holding `ip`, sorted by key, each key once though
+    /// a stored and a pending version (X2) both hold it (A9, MA4: filter by
     /// `space_of_address`).
     pub fn holders(&self, ip: Ip) -> impl Iterator<Item = &AddressProj> + '_ {
         let ids = match ip_key(ip) {
@@ -323,6 +383,7 @@ impl Index {
             .filter(|a| a.ip == Some(ip))
             .collect();
         out.sort_by(|a, b| a.key.cmp(&b.key));
+        out.dedup_by(|a, b| a.key == b.key);
         out.into_iter()
     }
 
@@ -335,7 +396,8 @@ impl Index {
         }
     }
 
-    /// Address objects of `kind` in `namespace` whose claim is `claim`, sorted by key (A7).
+    /// Address objects of `kind` in `namespace` whose claim is `claim`, sorted by key, each key
+    /// once (A7).
     pub fn addresses_for_claim(
         &self,
         kind: Kind,
@@ -356,10 +418,13 @@ impl Index {
             })
             .collect();
         out.sort_by(|a, b| a.key.cmp(&b.key));
+        out.dedup_by(|a, b| a.key == b.key);
         out
     }
 
-    /// Address objects whose `pool` is `pool`, sorted by key (P8, P9, MP4). The pool need not exist.
+    /// Address objects whose `pool` is `pool`, sorted by key (P8, P9, MP4). The pool need not
+    /// exist. A key whose stored and pending versions (X2) hold different addresses is there
+    /// once per address: either may be what ends up stored.
     pub fn addresses_for_pool(&self, pool: &ObjKey) -> Vec<&AddressProj> {
         let mut out: Vec<&AddressProj> = self
             .by_pool
@@ -368,7 +433,8 @@ impl Index {
             .flatten()
             .map(|&id| &self.addresses.get(id).proj)
             .collect();
-        out.sort_by(|a, b| a.key.cmp(&b.key));
+        out.sort_by(|a, b| (&a.key, a.ip).cmp(&(&b.key, b.ip)));
+        out.dedup_by(|a, b| a.key == b.key && a.ip == b.ip);
         out
     }
 
@@ -470,7 +536,7 @@ impl Index {
         began: Instant,
         default_grace: Duration,
     ) -> Option<AddressProj> {
-        let address = self.address(key)?;
+        let address = &self.addresses.get(*self.address_ids.get(key)?).proj;
         if let Some(ip) = address.ip {
             let pool = address.pool.as_ref().and_then(|k| self.pool(k));
             let own = pool.filter(|p| !p.deleting).and_then(|p| p.reuse_grace);
@@ -540,12 +606,19 @@ impl Index {
         old
     }
 
+    /// The claim under `key`: the stored one, else the newest version admitted and not yet
+    /// stored (X2).
     pub fn claim(&self, key: &impl Keyed) -> Option<&ClaimProj> {
         let key: &dyn Keyed = key;
-        self.claims.get(key).map(|e| &e.0)
+        self.claims.get(key).map(|e| &e.0).or_else(|| {
+            self.pending_ids(key).iter().rev().find_map(|p| match *p {
+                PendingId::Claim(id) => Some(self.pending_claims.get(id)),
+                _ => None,
+            })
+        })
     }
 
-    /// Every claim, in no particular order.
+    /// Every stored claim, in no particular order.
     pub fn claims(&self) -> impl Iterator<Item = &ClaimProj> + '_ {
         self.claims.iter().map(|e| &e.0)
     }
@@ -569,7 +642,143 @@ impl Index {
         }
     }
 
-    /// Removes whatever the index holds under `key`. True when something was removed.
+    /// Holds `object` as a version admitted and not yet stored (X2), beside whatever is stored
+    /// under its key and the other pending versions: every query sees it until
+    /// `remove_pending`. Not counted among the objects held (`counts`).
+    pub fn add_pending(&mut self, object: Object) -> PendingId {
+        self.changed();
+        let id = match object {
+            Object::Pool(mut p) => {
+                self.strings.key(&mut p.key);
+                p.space = self.strings.get(&p.space);
+                let id = self.pools.insert(*p, true);
+                self.place_pool(id);
+                PendingId::Pool(id)
+            }
+            Object::Address(mut a) => {
+                self.share_strings(&mut a);
+                let entry = AddrEntry {
+                    proj: a,
+                    pool_pos: 0,
+                };
+                let id = self.addresses.insert(entry, true);
+                self.link_address(id);
+                PendingId::Address(id)
+            }
+            Object::Claim(mut c) => {
+                self.strings.key(&mut c.key);
+                PendingId::Claim(self.pending_claims.insert(c))
+            }
+        };
+        let key = self.pending_key(id).clone();
+        self.pending.entry(key).or_default().push(id);
+        id
+    }
+
+    /// Drops the pending version `id` (confirmed, refuted or expired); what is stored under its
+    /// key stays as it is.
+    pub fn remove_pending(&mut self, id: PendingId) {
+        self.changed();
+        let key = self.pending_key(id).clone();
+        if let Entry::Occupied(mut o) = self.pending.entry(key) {
+            o.get_mut().retain(|p| *p != id);
+            if o.get().is_empty() {
+                o.remove();
+            }
+        }
+        match id {
+            PendingId::Pool(id) => {
+                self.unplace_pool(id);
+                self.pools.remove(id);
+            }
+            PendingId::Address(id) => {
+                self.unlink_address(id);
+                self.addresses.remove(id);
+            }
+            PendingId::Claim(id) => {
+                self.pending_claims.remove(id);
+            }
+        }
+    }
+
+    /// Whether the pending version `id` reads exactly as `object`.
+    pub fn pending_is(&self, id: PendingId, object: &Object) -> bool {
+        match (id, object) {
+            (PendingId::Pool(id), Object::Pool(p)) => self.pools.get(id) == &**p,
+            (PendingId::Address(id), Object::Address(a)) => self.addresses.get(id).proj == *a,
+            (PendingId::Claim(id), Object::Claim(c)) => self.pending_claims.get(id) == c,
+            _ => false,
+        }
+    }
+
+    /// Whether what is stored under `object`'s key reads exactly as `object`.
+    pub fn stored_is(&self, object: &Object) -> bool {
+        let key = object.key();
+        match object {
+            Object::Pool(p) => self
+                .pool_ids
+                .get(key)
+                .is_some_and(|&id| self.pools.get(id) == &**p),
+            Object::Address(a) => self
+                .address_ids
+                .get(key)
+                .is_some_and(|&id| self.addresses.get(id).proj == *a),
+            Object::Claim(c) => self.claims.get(key).is_some_and(|e| e.0 == *c),
+        }
+    }
+
+    /// Whether what is stored under the key of the pending version `id` reads as that version
+    /// does: holding the version adds nothing then.
+    pub fn stored_alike(&self, id: PendingId) -> bool {
+        match id {
+            PendingId::Pool(id) => {
+                let p = self.pools.get(id);
+                self.pool_ids
+                    .get(&p.key)
+                    .is_some_and(|&s| self.pools.get(s) == p)
+            }
+            PendingId::Address(id) => {
+                let a = &self.addresses.get(id).proj;
+                self.address_ids
+                    .get(&a.key)
+                    .is_some_and(|&s| self.addresses.get(s).proj == *a)
+            }
+            PendingId::Claim(id) => {
+                let c = self.pending_claims.get(id);
+                self.claims.get(&c.key).is_some_and(|e| e.0 == *c)
+            }
+        }
+    }
+
+    /// Whether anything is stored under `key` (pending versions aside).
+    pub fn is_stored(&self, key: &ObjKey) -> bool {
+        self.pool_ids.contains_key(key)
+            || self.address_ids.contains_key(key)
+            || self.claims.contains(key)
+    }
+
+    /// Pending versions held now, all keys.
+    pub fn pending_len(&self) -> usize {
+        self.pending.values().map(Vec::len).sum()
+    }
+
+    fn pending_ids(&self, key: &dyn Keyed) -> &[PendingId] {
+        if self.pending.is_empty() {
+            return &[];
+        }
+        self.pending.get(key).map_or(&[], Vec::as_slice)
+    }
+
+    fn pending_key(&self, id: PendingId) -> &ObjKey {
+        match id {
+            PendingId::Pool(id) => &self.pools.get(id).key,
+            PendingId::Address(id) => &self.addresses.get(id).proj.key,
+            PendingId::Claim(id) => &self.pending_claims.get(id).key,
+        }
+    }
+
+    /// Removes what is stored under `key` (pending versions stay). True when something was
+    /// removed.
     pub fn remove(&mut self, key: &ObjKey) -> bool {
         self.remove_pool(key).is_some()
             || self.remove_address(key).is_some()
@@ -656,14 +865,27 @@ impl Index {
     #[doc(hidden)]
     pub fn check_consistency(&self) {
         // Pools: ids, and segment maps equal to a fresh build.
-        assert_eq!(self.pool_ids.len(), self.pools.len());
+        assert_eq!(self.pool_ids.len(), self.pools.stored.len());
+        let pending: usize = self.pending.values().map(Vec::len).sum();
+        assert_eq!(
+            pending,
+            self.pools.pending.len() + self.addresses.pending.len() + self.pending_claims.len()
+        );
+        for (key, ids) in &self.pending {
+            assert!(!ids.is_empty());
+            for &id in ids {
+                assert_eq!(self.pending_key(id), key);
+            }
+        }
         for (key, &id) in &self.pool_ids {
             assert_eq!(&self.pools.get(id).key, key);
         }
         // Same ids, so owner lists compare equal.
-        let mut fresh = Index::default();
-        fresh.pools.slots = self.pools.slots.clone();
-        for (id, _) in self.pools.iter() {
+        let mut fresh = Index {
+            pools: self.pools.clone(),
+            ..Index::default()
+        };
+        for id in self.pools.ids() {
             fresh.place_pool(id);
         }
         for (space, segs) in &self.spaces {
@@ -677,11 +899,14 @@ impl Index {
         assert_eq!(fresh.spaces, self.spaces);
 
         // Addresses: every link present exactly once, and nothing else.
-        assert_eq!(self.address_ids.len(), self.addresses.len());
+        assert_eq!(self.address_ids.len(), self.addresses.stored.len());
         let (mut n_ip, mut n_claim, mut n_pool) = (0, 0, 0);
-        for (id, e) in self.addresses.iter() {
+        for id in self.addresses.ids() {
+            let e = self.addresses.get(id);
             let a = &e.proj;
-            assert_eq!(self.address_ids.get(&a.key), Some(&id));
+            if id & PENDING_BIT == 0 {
+                assert_eq!(self.address_ids.get(&a.key), Some(&id));
+            }
             if let Some(ip) = a.ip {
                 assert_eq!(self.holders(ip).filter(|h| h.key == a.key).count(), 1);
                 n_ip += 1;
@@ -882,61 +1107,13 @@ impl Ids {
     }
 }
 
-/// Values in reusable slots named by `u32` ids (ids are reused after removal).
-#[derive(Debug, Clone)]
-struct Slab<T> {
-    slots: Vec<Option<T>>,
-    free: Vec<u32>,
-}
-
-impl<T> Default for Slab<T> {
-    fn default() -> Self {
-        Slab {
-            slots: Vec::new(),
-            free: Vec::new(),
-        }
-    }
-}
-
-impl<T> Slab<T> {
-    fn insert(&mut self, value: T) -> u32 {
-        match self.free.pop() {
-            Some(id) => {
-                self.slots[id as usize] = Some(value);
-                id
-            }
-            None => {
-                let id = u32::try_from(self.slots.len()).expect("more than 4 billion objects");
-                self.slots.push(Some(value));
-                id
-            }
-        }
-    }
-
-    fn remove(&mut self, id: u32) -> T {
-        let value = self.slots[id as usize].take().expect("slab id in use");
-        self.free.push(id);
-        value
-    }
-
-    fn get(&self, id: u32) -> &T {
-        self.slots[id as usize].as_ref().expect("slab id in use")
-    }
-
-    fn get_mut(&mut self, id: u32) -> &mut T {
-        self.slots[id as usize].as_mut().expect("slab id in use")
-    }
-
-    fn len(&self) -> usize {
-        self.slots.len() - self.free.len()
-    }
-
-    fn iter(&self) -> impl Iterator<Item = (u32, &T)> + '_ {
-        self.slots
-            .iter()
-            .enumerate()
-            .filter_map(|(i, v)| v.as_ref().map(|v| (i as u32, v)))
-    }
+/// Which pending version (X2) of an object the index holds: named by `Index::add_pending`,
+/// dropped by `Index::remove_pending`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PendingId {
+    Pool(u32),
+    Address(u32),
+    Claim(u32),
 }
 
 #[cfg(test)]

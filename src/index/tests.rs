@@ -359,7 +359,7 @@ fn slot_ids_are_reused_without_leaking_ownership() {
     index.upsert_pool(global("a", "default", &["10.0.0.0/24"]));
     index.remove_pool(&key(Kind::GlobalInClusterIPPool, None, "a"));
     index.upsert_pool(global("b", "default", &["10.0.1.0/24"]));
-    assert_eq!(index.pools.slots.len(), 1);
+    assert_eq!(index.pools.stored.slots.len(), 1);
     assert!(overlaps(&index, "default", &["10.0.0.0/24"]).is_empty());
     assert_eq!(overlaps(&index, "default", &["10.0.1.0/24"]).len(), 1);
     index.check_consistency();

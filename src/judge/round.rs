@@ -140,8 +140,13 @@ mod tests {
         fn reserve(&self, f: &mut dyn FnMut(&Index) -> Option<Projection>) {
             self.ledger.reserve(|ix| ((), f(ix)));
         }
-        fn reserve_as(&self, caller: &Caller, f: &mut dyn FnMut(&Index) -> Option<Projection>) {
-            self.ledger.reserve_as(caller, |ix| ((), f(ix)));
+        fn reserve_as(
+            &self,
+            caller: &Caller,
+            basis: &crate::cluster::Basis,
+            f: &mut dyn FnMut(&Index) -> Option<Projection>,
+        ) {
+            self.ledger.reserve_as(caller, basis, |ix| ((), f(ix)));
         }
     }
 

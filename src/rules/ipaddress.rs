@@ -293,9 +293,15 @@ fn cross_object(r: &AddressReading, own: KeyRef<'_>, ctx: &Ctx, v: &mut Verdict)
         return;
     };
 
-    // A8: inside what the pool can hand out; the pool's prefix and gateway are expected.
-    if let Some(pool) = pool_key.and_then(|k| index.pool(&k)) {
-        v.errors.extend(outside_pool(RuleId::A8, pool, addr, text));
+    // A8: inside what the pool can hand out; the pool's prefix and gateway are expected. Every
+    // version of the pool counts (stored and pending, X2): either may be the one stored.
+    let mut versions = pool_key
+        .into_iter()
+        .flat_map(|k| index.pool_versions(&k).collect::<Vec<_>>());
+    if let Some(pool) = versions.next() {
+        let outside = outside_pool(RuleId::A8, pool, addr, text)
+            .or_else(|| versions.find_map(|p| outside_pool(RuleId::A8, p, addr, text)));
+        v.errors.extend(outside);
         if pool.key.kind.is_prefix_pool() {
             sub_prefix_length(pool, r, v);
         }

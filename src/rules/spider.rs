@@ -54,7 +54,7 @@ impl PoolKind for SpiderIPPool {
         let same = |c: &Cidr| c.network == mine.network && c.prefix == mine.prefix;
         let mut clashes: Vec<(&ObjKey, Cidr)> = ctx
             .index
-            .pools()
+            .pools_and_pending()
             .filter(|p| p.key.kind == Kind::SpiderIPPool && p.key != r.proj.key)
             .filter(|p| *p.space == *r.proj.space)
             .filter_map(|p| p.declared_subnet.map(|c| (&p.key, c)))
@@ -69,6 +69,7 @@ impl PoolKind for SpiderIPPool {
             return;
         }
         clashes.sort_by(|a, b| a.0.cmp(b.0));
+        clashes.dedup_by(|a, b| a.0 == b.0);
         let total = clashes.len();
         let shown: Vec<String> = clashes
             .iter()
