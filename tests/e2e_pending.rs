@@ -392,7 +392,7 @@ pub async fn p10_already_exists_then_overlap(t: &Target) {
 /// `q1` overlapping it is refused (P10).
 pub async fn x2_refused_by_another_webhook(t: &Target, refuser: &Refuser) {
     let client = t.client();
-    let before = refuser.refused();
+    let before = refuser.refused().len();
     let r0 = in_cluster_pool(NS, "r0", "10.99.13.10-10.99.13.60", "10.99.13.1");
     create(client, &r0, false).await.expect(201);
     t.watched(&r0).await;
@@ -447,10 +447,10 @@ pub async fn x2_refused_by_another_webhook(t: &Target, refuser: &Refuser) {
         stored.body["spec"]["addresses"],
         json!(["10.99.10.10-10.99.10.20"])
     );
-    assert_eq!(
-        refuser.refused() - before,
-        2,
-        "the other webhook refused z-a and q0's update"
+    let refused = refuser.refused().split_off(before);
+    assert!(
+        refused.iter().any(|n| n == "z-a") && refused.iter().any(|n| n == "q0"),
+        "the other webhook refused z-a and q0's update: it refused {refused:?}"
     );
     assert_no_pools_overlap(client).await;
 }

@@ -4,8 +4,7 @@
 //! labelled write is one ipam-guard admits (and counts as pending, SPEC X2) that is never stored.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use base64::Engine;
@@ -33,7 +32,7 @@ pub const MESSAGE: &str = "refused by the e2e refuser: the object is labelled e2
 pub struct Refuser {
     pub addr: SocketAddr,
     pub ca_pem: String,
-    refused: Arc<AtomicUsize>,
+    refused: Arc<Mutex<Vec<String>>>,
     task: JoinHandle<()>,
 }
 
@@ -64,7 +63,7 @@ impl Refuser {
         let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
         let listener = TcpListener::bind(("127.0.0.1", 0)).await.expect("bind");
         let addr = listener.local_addr().unwrap();
-        let refused = Arc::new(AtomicUsize::new(0));
+        let refused = Arc::new(Mutex::new(Vec::new()));
         let count = refused.clone();
         let task = tokio::spawn(async move {
             let mut conns = tokio::task::JoinSet::new();
@@ -95,9 +94,10 @@ impl Refuser {
         }
     }
 
-    /// Labelled writes refused so far.
-    pub fn refused(&self) -> usize {
-        self.refused.load(Ordering::Relaxed)
+    /// The names of the objects of the writes refused so far, in order. The API server may ask
+    /// twice for one write (an update retried on a fresher stored object).
+    pub fn refused(&self) -> Vec<String> {
+        self.refused.lock().unwrap().clone()
     }
 
     /// Registers it for CREATE and UPDATE of `resources` (plurals of group
@@ -150,14 +150,17 @@ pub fn with_label(obj: &Value) -> Value {
 async fn answer(
     req: Request<Incoming>,
     delay: Duration,
-    refused: Arc<AtomicUsize>,
+    refused: Arc<Mutex<Vec<String>>>,
 ) -> Result<Response<Full<Bytes>>, hyper::Error> {
     let body = req.into_body().collect().await?.to_bytes();
     let review: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let request = &review["request"];
     let response = if labelled(&request["object"]) {
         tokio::time::sleep(delay).await;
-        refused.fetch_add(1, Ordering::Relaxed);
+        let name = request["object"]["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default();
+        refused.lock().unwrap().push(name.to_string());
         json!({
             "uid": request["uid"], "allowed": false,
             "status": {"code": 403, "reason": "Forbidden", "message": MESSAGE}
