@@ -400,6 +400,27 @@ pub async fn start_ipam_guard(cp: &ControlPlane) -> (Guard, Vec<u8>) {
 
 /// As `start_ipam_guard`, with the live view's knobs (the kubeconfig client of `--kubeconfig`).
 pub async fn start_ipam_guard_with(cp: &ControlPlane, options: LiveOptions) -> (Guard, Vec<u8>) {
+    start_guard(cp, options, None).await
+}
+
+/// As `start_ipam_guard_with`, requiring a client certificate of `client_ca` (`--client-ca-file`,
+/// any name): the API server's admissions are then trusted ones, which reserve for
+/// `options.pending_ttl`; an unauthenticated caller's reserve for a fixed 5 s and no more after
+/// three strikes (cluster::trust). The API server presents one with `pki::ApiserverIdentity`.
+pub async fn start_ipam_guard_trusting(
+    cp: &ControlPlane,
+    options: LiveOptions,
+    client_ca: &std::path::Path,
+) -> (Guard, Vec<u8>) {
+    let auth = server::ClientAuth::new(client_ca);
+    start_guard(cp, options, Some(auth)).await
+}
+
+async fn start_guard(
+    cp: &ControlPlane,
+    options: LiveOptions,
+    client_auth: Option<server::ClientAuth>,
+) -> (Guard, Vec<u8>) {
     let client = live::client(Some(&cp.kubeconfig))
         .await
         .expect("client from the kubeconfig");
@@ -419,6 +440,7 @@ pub async fn start_ipam_guard_with(cp: &ControlPlane, options: LiveOptions) -> (
     config.metrics_listen = Listen::Addr(loopback);
     config.shutdown_delay = Duration::ZERO;
     config.drain_timeout = Duration::from_secs(1);
+    config.client_auth = client_auth;
     let admission = Admission::new(view.clone(), Options::default());
     let server = Server::bind(config, admission, Default::default())
         .await

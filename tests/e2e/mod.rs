@@ -12,6 +12,8 @@
 pub mod api;
 pub mod measure;
 pub mod pki;
+pub mod proxy;
+pub mod refuser;
 
 use std::fs;
 use std::net::TcpListener;

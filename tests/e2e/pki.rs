@@ -80,3 +80,58 @@ impl Pki {
         }
     }
 }
+
+/// A client certificate the API server presents to every webhook that asks for one, as an
+/// install with `--client-ca-file` configures it: an AdmissionConfiguration whose webhook
+/// kubeconfig has one `*` user (the default match, whatever the webhook's host:port, so it can be
+/// written before the webhooks' ports are known).
+pub struct ApiserverIdentity {
+    /// The CA the certificate chains to: the webhook's `--client-ca-file`.
+    pub ca_file: std::path::PathBuf,
+    /// The kube-apiserver flag that loads it (`ControlPlane::start_with`).
+    pub flag: String,
+}
+
+impl ApiserverIdentity {
+    /// Writes `pki`'s CA, its leaf (which must allow client auth) and the configuration into
+    /// `dir`, which must outlive the API server.
+    pub fn write(pki: &Pki, dir: &std::path::Path) -> ApiserverIdentity {
+        std::fs::create_dir_all(dir).unwrap();
+        let ca_file = dir.join("client-ca.crt");
+        let cert = dir.join("apiserver-client.crt");
+        let key = dir.join("apiserver-client.key");
+        std::fs::write(&ca_file, &pki.ca_pem).unwrap();
+        std::fs::write(&cert, &pki.leaf_pem).unwrap();
+        std::fs::write(&key, &pki.key_pem).unwrap();
+        let kubeconfig = dir.join("webhook-kubeconfig.yaml");
+        std::fs::write(
+            &kubeconfig,
+            format!(
+                "apiVersion: v1\nkind: Config\nusers:\n- name: \"*\"\n  user:\n    client-certificate: {}\n    client-key: {}\n",
+                cert.display(),
+                key.display()
+            ),
+        )
+        .unwrap();
+        let plugin = |name: &str| {
+            format!(
+                "- name: {name}\n  configuration:\n    apiVersion: apiserver.config.k8s.io/v1\n    kind: WebhookAdmissionConfiguration\n    kubeConfigFile: {}\n",
+                kubeconfig.display()
+            )
+        };
+        let config = dir.join("admission.yaml");
+        std::fs::write(
+            &config,
+            format!(
+                "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n{}{}",
+                plugin("ValidatingAdmissionWebhook"),
+                plugin("MutatingAdmissionWebhook")
+            ),
+        )
+        .unwrap();
+        ApiserverIdentity {
+            ca_file,
+            flag: format!("--admission-control-config-file={}", config.display()),
+        }
+    }
+}
