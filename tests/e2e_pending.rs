@@ -1,4 +1,4 @@
-//! Pending entries (SPEC X2) never hide what the API server stores, against every real
+//! Pending entries (X2) never hide what the API server stores, against every real
 //! kube-apiserver found (tests/e2e; skipped without one).
 //!
 //! ipam-guard is asked before the API server checks that the name is free and while the other

@@ -133,7 +133,7 @@ proptest! {
                     let name = NAMES[name].to_string();
                     cluster.uids += 1;
                     let uid = cluster.uids;
-                    let basis = Basis { uid: Some(Arc::from(format!("uid-{uid}"))), replaces: None };
+                    let basis = Basis { uid: Some(Arc::from(format!("uid-{uid}"))), ..Basis::default() };
                     ledger.admit_write(address(&name, ip), &Caller::Trusted, &basis);
                     if lands && !cluster.stored.contains_key(&name) {
                         cluster.rv += 1;
@@ -145,7 +145,7 @@ proptest! {
                 Op::Update { name, ip, lands } => {
                     let name = NAMES[name].to_string();
                     let Some(&(uid, rv, _)) = cluster.stored.get(&name) else { continue };
-                    let basis = Basis { uid: Some(Arc::from(format!("uid-{uid}"))), replaces: Some(rv) };
+                    let basis = Basis { uid: Some(Arc::from(format!("uid-{uid}"))), replaces: Some(rv), ..Basis::default() };
                     ledger.admit_write(address(&name, ip), &Caller::Trusted, &basis);
                     if lands {
                         cluster.rv += 1;
@@ -237,6 +237,7 @@ fn a_create_refused_as_already_exists_hides_nothing_stored() {
     let again = Basis {
         uid: Some(Arc::from("uid-2")),
         replaces: None,
+        ..Basis::default()
     };
     ledger.admit_write(address("a", 1), &Caller::Trusted, &again);
     assert_eq!(holders(&ledger, 5), BTreeSet::from(["a".to_string()]));
@@ -262,6 +263,7 @@ fn an_update_ends_at_a_later_version_not_an_earlier_one() {
     let update = Basis {
         uid: Some(Arc::from("uid-1")),
         replaces: Some(12),
+        ..Basis::default()
     };
     ledger.admit_write(address("a", 2), &Caller::Trusted, &update);
     ledger.apply_seen(&key("a"), Some(address("a", 5)), &seen(1, 12));
@@ -285,6 +287,7 @@ fn an_admission_the_watch_has_already_shown_gone_is_not_held_again() {
     let create = Basis {
         uid: Some(Arc::from("uid-7")),
         replaces: None,
+        ..Basis::default()
     };
     ledger.apply_seen(&key("a"), Some(address("a", 3)), &seen(7, 20));
     ledger.delete_seen(&key("a"), &seen(7, 21));
@@ -299,6 +302,7 @@ fn an_admission_the_watch_has_already_shown_gone_is_not_held_again() {
     let stale_update = Basis {
         uid: Some(Arc::from("uid-8")),
         replaces: Some(30),
+        ..Basis::default()
     };
     ledger.apply_seen(&key("b"), Some(address("b", 4)), &seen(8, 31));
     ledger.admit_write(address("b", 2), &Caller::Trusted, &stale_update);
@@ -307,4 +311,29 @@ fn an_admission_the_watch_has_already_shown_gone_is_not_held_again() {
         0,
         "the watch already shows a later version"
     );
+}
+
+/// A hand-over's admissions keep what is left of their TTL: the next decider does not give a
+/// write refused long ago a whole new TTL.
+#[test]
+fn a_handed_over_admission_keeps_only_what_is_left_of_its_ttl() {
+    let clock = ManualClock::new();
+    let ledger = Ledger::with_ttl(Index::new(), TTL).with_clock(clock.clone());
+    let old = Basis {
+        uid: Some(Arc::from("uid-1")),
+        admitted_ago: Duration::from_secs(25),
+        ..Basis::default()
+    };
+    ledger.admit_write(address("a", 1), &Caller::Trusted, &old);
+    assert_eq!(holders(&ledger, 1), BTreeSet::from(["a".to_string()]));
+    clock.advance(Duration::from_secs(5));
+    ledger.sweep(ledger.now());
+    assert!(holders(&ledger, 1).is_empty());
+    let expired = Basis {
+        uid: Some(Arc::from("uid-2")),
+        admitted_ago: TTL,
+        ..Basis::default()
+    };
+    ledger.admit_write(address("b", 2), &Caller::Trusted, &expired);
+    assert_eq!(ledger.pending_len(), 0, "past its TTL already");
 }

@@ -48,6 +48,9 @@ pub struct DecisionRequest {
     /// what it may reserve (`cluster::trust`); absent when the caller was authenticated. The
     /// follower is itself authenticated (mutual TLS), so its word on this is taken.
     pub stranger: Option<IpAddr>,
+    /// In a hand-over: how long ago the previous decider admitted it, so the next one holds it
+    /// only for what is left of its pending TTL (X2). None on a forwarded step.
+    pub admitted_ms_ago: Option<u64>,
 }
 
 /// `DecisionRequest` as JSON text.
@@ -69,6 +72,8 @@ pub struct Wire {
     pub dry_run: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stranger: Option<IpAddr>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admitted_ms_ago: Option<u64>,
 }
 
 impl From<DecisionRequest> for Wire {
@@ -84,6 +89,7 @@ impl From<DecisionRequest> for Wire {
             old_object: r.old_object,
             dry_run: r.dry_run,
             stranger: r.stranger,
+            admitted_ms_ago: r.admitted_ms_ago,
         }
     }
 }
@@ -110,6 +116,7 @@ impl TryFrom<Wire> for DecisionRequest {
             old_object: present(w.old_object),
             dry_run: w.dry_run,
             stranger: w.stranger,
+            admitted_ms_ago: w.admitted_ms_ago,
         })
     }
 }
@@ -136,6 +143,7 @@ impl DecisionRequest {
                 Caller::Trusted => None,
                 Caller::Stranger(addr) => Some(*addr),
             },
+            admitted_ms_ago: None,
         }
     }
 

@@ -209,7 +209,8 @@ pub(super) fn admitted(
             Some(kept) => Some(kept),
             None => project_read(req.kind, req.object?.value(), readings.object()),
         },
-        Operation::Delete | Operation::Connect => return None,
+        Operation::Delete => return written(req),
+        Operation::Connect => return None,
     }?;
     // An update that holds what the version it replaces holds adds nothing, whether it lands or
     // not: that version is held already (stored, or pending if the view is behind).
@@ -221,9 +222,28 @@ pub(super) fn admitted(
     Some(projection)
 }
 
+/// What the write of `req` would store, as the index keeps it (X2): the new object of a CREATE
+/// or UPDATE; for a pool's DELETE, the pool marked as being deleted, so that until the watch shows
+/// it gone no new address is given out of it (A8) while it still holds its addresses.
+pub(crate) fn written(req: &Request) -> Option<Projection> {
+    match req.operation {
+        Operation::Create | Operation::Update => project(req.kind, req.object?.value()),
+        Operation::Delete if req.kind.is_pool() => {
+            match project(req.kind, req.old_object?.value())? {
+                Projection::Pool(mut pool) => {
+                    pool.deleting = true;
+                    Some(Projection::Pool(pool))
+                }
+                _ => None,
+            }
+        }
+        Operation::Delete | Operation::Connect => None,
+    }
+}
+
 /// Which stored version the write of `req` builds on (X2): a CREATE's uid, which the API server
-/// sets before it asks validating webhooks; an UPDATE's uid and the resourceVersion of the
-/// stored object it replaces.
+/// sets before it asks validating webhooks; an UPDATE's or a DELETE's uid and the resourceVersion
+/// of the stored object it replaces or deletes.
 pub(crate) fn basis_of(req: &Request) -> Basis {
     fn meta(o: Option<Obj<'_>>) -> Option<&Value> {
         o.and_then(|o| o.value().get("metadata"))
@@ -235,14 +255,18 @@ pub(crate) fn basis_of(req: &Request) -> Basis {
         .filter(|u| !u.is_empty())
         .map(std::sync::Arc::from);
     let replaces = match req.operation {
-        Operation::Update => meta(req.old_object)
+        Operation::Update | Operation::Delete => meta(req.old_object)
             .or_else(|| meta(req.object))
             .and_then(|m| m.get("resourceVersion"))
             .and_then(Value::as_str)
             .and_then(|rv| rv.parse().ok()),
         _ => None,
     };
-    Basis { uid, replaces }
+    Basis {
+        uid,
+        replaces,
+        ..Basis::default()
+    }
 }
 
 pub(super) const VIEW_NOT_READY_WARNING: &str =

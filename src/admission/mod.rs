@@ -25,7 +25,7 @@ use crate::rules::Options;
 
 mod decision;
 mod dispatch;
-pub(crate) use dispatch::basis_of;
+pub(crate) use dispatch::{basis_of, written};
 mod envelope;
 mod numbers;
 mod object;

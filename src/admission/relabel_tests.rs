@@ -224,3 +224,86 @@ fn a_relabel_of_a_pending_object_leaves_its_entry() {
     view.sweep(ClusterView::now(&*view));
     assert_eq!(view.pending_len(), 0);
 }
+
+/// X2: the review's uid (CREATE) and the resourceVersion an UPDATE replaces reach the ledger, so
+/// the watch's events end exactly the writes they decide: the create's own object, any version
+/// later than the one the update replaced; an older version ends nothing.
+#[test]
+fn the_watch_ends_a_pending_entry_by_the_reviews_uid_and_resource_version() {
+    use crate::cluster::{Ledger, Seen};
+    use crate::index::Index;
+    use crate::model::ObjKey;
+    let view = Arc::new(Ledger::new(Index::new()));
+    let a = super::Admission::new(view.clone(), super::Options::default());
+    let key = ObjKey::new(Kind::InClusterIPPool, Some("ns"), "nodes");
+    let seen = |uid: &str, rv: u64| Seen {
+        uid: Some(Arc::from(uid)),
+        resource_version: Some(rv),
+        listed: false,
+    };
+    let mut created = pool();
+    created["metadata"]["uid"] = json!("u-1");
+    assert!(allowed(&a, &pool_review("CREATE", &created, &Value::Null)));
+    assert_eq!(view.pending_len(), 1);
+    // Another object of the name (one created before, its create now refused): not this one.
+    let stored = project(Kind::InClusterIPPool, &pool());
+    view.apply_seen(&key, stored.clone(), &seen("u-0", 3));
+    assert_eq!(view.pending_len(), 1);
+    view.apply_seen(&key, stored, &seen("u-1", 4));
+    assert_eq!(view.pending_len(), 0, "the create's own object");
+
+    let mut old = created.clone();
+    old["metadata"]["resourceVersion"] = json!("4");
+    let mut grown = old.clone();
+    grown["spec"]["addresses"] = json!(["10.0.0.10-10.0.0.90"]);
+    assert!(allowed(&a, &pool_review("UPDATE", &grown, &old)));
+    assert_eq!(view.pending_len(), 1);
+    let stored = project(Kind::InClusterIPPool, &old);
+    view.apply_seen(&key, stored.clone(), &seen("u-1", 4));
+    assert_eq!(
+        view.pending_len(),
+        1,
+        "the version it replaces ends nothing"
+    );
+    view.apply_seen(&key, stored, &seen("u-1", 5));
+    assert_eq!(
+        view.pending_len(),
+        0,
+        "a later version: landed or never will"
+    );
+}
+
+/// X2 and A8: a pool's DELETE admitted holds the pool, marked as being deleted, until the watch
+/// shows it gone: no new address is given out of it meanwhile, and its addresses stay held.
+#[test]
+fn an_admitted_pool_delete_gives_out_no_new_address_until_the_watch_shows_it() {
+    use crate::cluster::Ledger;
+    use crate::index::Index;
+    let mut stored = pool();
+    stored["metadata"]["uid"] = json!("u-1");
+    stored["metadata"]["resourceVersion"] = json!("4");
+    let mut index = Index::new();
+    index.upsert(project(Kind::InClusterIPPool, &stored).unwrap());
+    let view = Arc::new(Ledger::new(index));
+    let a = super::Admission::new(view.clone(), super::Options::default());
+    assert!(allowed(&a, &pool_review("DELETE", &Value::Null, &stored)));
+    assert_eq!(view.pending_len(), 1);
+    let address = json!({"apiVersion": "ipam.cluster.x-k8s.io/v1beta2", "kind": "IPAddress",
+        "metadata": {"name": "a", "namespace": "ns", "uid": "u-2"},
+        "spec": {"address": "10.0.0.20", "prefix": 24, "gateway": "10.0.0.1",
+            "claimRef": {"name": "a"},
+            "poolRef": {"apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterIPPool", "name": "nodes"}}});
+    let review = serde_json::to_vec(
+        &json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {"uid": "r", "kind": {"group": "ipam.cluster.x-k8s.io", "version": "v1beta2",
+            "kind": "IPAddress"}, "operation": "CREATE", "name": "a", "namespace": "ns",
+            "object": address}}),
+    )
+    .unwrap();
+    let out: Value =
+        serde_json::from_slice(&a.review_now(super::Endpoint::Validate, &review).body).unwrap();
+    assert_eq!(out["response"]["allowed"], false, "{out}");
+    let message = out["response"]["status"]["message"].as_str().unwrap();
+    assert!(message.contains("is being deleted"), "{message}");
+    assert!(message.contains("[ipam-guard A8]"), "{message}");
+}

@@ -282,6 +282,7 @@ fn r1_the_decider_answers_from_its_own_view_for_a_forwarded_create() {
         old_object: None,
         dry_run: false,
         stranger: None,
+        admitted_ms_ago: None,
     };
     let answer = decider.answer_forwarded(&request);
     assert_eq!(answer.errors.len(), 1, "{answer:?}");

@@ -267,6 +267,7 @@ fn forwarded_pool(name: &str, range: &str) -> DecisionRequest {
         old_object: None,
         dry_run: false,
         stranger: None,
+        admitted_ms_ago: None,
     }
 }
 

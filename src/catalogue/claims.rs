@@ -195,7 +195,7 @@ spec:
         kinds: "IPAddress",
         operations: "CREATE",
         field: "spec.address (denial), spec.prefix, spec.gateway (warnings)",
-        summary: "When the pool is known and found, the address lies in what the pool can hand out (declared - excluded - gateway - reserved); a prefix or gateway other than the pool's is a warning. For a prefix pool the address is the network address of one whole allocatable sub-prefix and `prefix` is the pool's `allocationPrefixLength` (both denials), as the provider writes them.",
+        summary: "When the pool is known and found, the address lies in what the pool can hand out (declared - excluded - gateway - reserved) in every version the view holds (stored, and admitted but not yet stored: X2), and the pool is not being deleted (a deletionTimestamp, or a DELETE admitted that the watch has not shown yet; stored addresses are not judged so); a prefix or gateway other than the pool's is a warning. For a prefix pool the address is the network address of one whole allocatable sub-prefix and `prefix` is the pool's `allocationPrefixLength` (both denials), as the provider writes them.",
         example: with_cluster(ex("CREATE", "\
 apiVersion: ipam.cluster.x-k8s.io/v1beta2
 kind: IPAddress

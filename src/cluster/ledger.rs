@@ -108,6 +108,9 @@ pub struct Basis {
     /// an update only on top of the version it was admitted against (a conflict sends it through
     /// admission again), so any later version of the key means this write landed or never will.
     pub replaces: Option<u64>,
+    /// How long before this decision the write was admitted: zero, but for the admissions a
+    /// previous decider hands over, which keep only what is left of their TTL.
+    pub admitted_ago: Duration,
 }
 
 /// What a watch event shows of its object, beside the projection.
@@ -124,6 +127,11 @@ impl Basis {
     /// Nothing tells this write's version apart (files, tests): only content can end it.
     fn unknown(&self) -> bool {
         self.uid.is_none() && self.replaces.is_none()
+    }
+
+    /// Whether `other` names the same write (its age aside).
+    fn same_write(&self, other: &Basis) -> bool {
+        self.uid == other.uid && self.replaces == other.replaces
     }
 
     /// Whether the watch showing `seen` for the key means this write has landed or never will.
@@ -352,15 +360,19 @@ impl Ledger {
             recent,
             ..
         } = &mut *state;
-        let (expires, stranger) = match *caller {
-            Caller::Trusted => (now + self.ttl, None),
+        let (ttl, stranger) = match *caller {
+            Caller::Trusted => (self.ttl, None),
             Caller::Stranger(addr) => {
                 if !strikes.may_reserve(&self.strangers, addr, now) {
                     return;
                 }
-                (now + self.strangers.ttl, Some(addr))
+                (self.strangers.ttl, Some(addr))
             }
         };
+        let Some(left) = ttl.checked_sub(basis.admitted_ago).filter(|d| !d.is_zero()) else {
+            return;
+        };
+        let expires = now + left;
         let key = object.key().clone();
         // A write whose basis is known is held even when what the view stores reads the same:
         // the view may be behind (that stored object already deleted, or changed and changed
@@ -377,9 +389,9 @@ impl Ledger {
         let versions = pending.entry(key.clone()).or_default();
         let same = versions.iter_mut().find(|v| {
             if known {
-                v.basis == *basis
+                v.basis.same_write(basis)
             } else {
-                v.basis == Basis::default() && index.pending_is(v.id, &object)
+                v.basis.unknown() && index.pending_is(v.id, &object)
             }
         });
         match same {

@@ -82,7 +82,14 @@ impl Log {
         if inner.incomplete_until.is_some_and(|t| now < t) {
             return Err("this replica admitted more than it could keep for a handover");
         }
-        let entries = inner.entries.iter().map(|(_, r)| r.clone()).collect();
+        let entries = inner
+            .entries
+            .iter()
+            .map(|(at, r)| DecisionRequest {
+                admitted_ms_ago: Some(now.saturating_duration_since(*at).as_millis() as u64),
+                ..r.clone()
+            })
+            .collect();
         self.fetched.notify_waiters();
         self.fetched.notify_one();
         Ok(Handover { entries })
@@ -127,6 +134,7 @@ mod tests {
             old_object: None,
             dry_run: false,
             stranger: None,
+            admitted_ms_ago: None,
         }
     }
 

@@ -3,7 +3,7 @@
 //! on every change of standing. Also the release on shutdown and the takeover of a handover.
 
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
@@ -15,9 +15,8 @@ use super::election::{Election, Record, Standing, Step};
 use super::handover::Log;
 use super::metrics::DeciderMetrics;
 use super::peer::PeerClient;
-use crate::admission::basis_of;
-use crate::cluster::{Caller, ClusterView};
-use crate::model::project;
+use crate::admission::{basis_of, written};
+use crate::cluster::{Basis, Caller, ClusterView};
 
 /// The annotation holding the decider's peer address (`host:port`).
 pub const ADDRESS_ANNOTATION: &str = "ipam-guard/decider-address";
@@ -348,9 +347,13 @@ impl Takeover {
         let now = Instant::now();
         let mut installed = 0;
         for request in list.entries {
+            let age = Duration::from_millis(request.admitted_ms_ago.unwrap_or(0));
             let projected = request.read(|req| {
-                let projection = req.object.and_then(|o| project(req.kind, o.value()))?;
-                Some((projection, basis_of(req)))
+                let basis = Basis {
+                    admitted_ago: age,
+                    ..basis_of(req)
+                };
+                Some((written(req)?, basis))
             });
             if let Ok(Some((projection, basis))) = projected {
                 // Recorded under the decision lock like any admission, with its basis: one this

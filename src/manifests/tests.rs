@@ -284,7 +284,7 @@ items:
     let object = &l.manifests[0].object;
     assert_eq!(
         object["metadata"],
-        serde_json::json!({"name": "a", "namespace": "ns", "labels": {"x": "y"},
+        serde_json::json!({"name": "a", "namespace": "ns", "uid": "0b7f", "labels": {"x": "y"},
                            "deletionTimestamp": "2026-11-21T23:22:32Z"})
     );
     assert_eq!(object["status"]["addressRef"]["name"], "a");

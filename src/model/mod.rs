@@ -169,8 +169,6 @@ pub const UNREAD_METADATA: &[&str] = &[
     "managedFields",
     "ownerReferences",
     "finalizers",
-    "uid",
-    "resourceVersion",
     "generation",
     "selfLink",
     "generateName",

@@ -302,6 +302,18 @@ fn cross_object(r: &AddressReading, own: KeyRef<'_>, ctx: &Ctx, v: &mut Verdict)
         let outside = outside_pool(RuleId::A8, pool, addr, text)
             .or_else(|| versions.find_map(|p| outside_pool(RuleId::A8, p, addr, text)));
         v.errors.extend(outside);
+        // A pool on its way out (a deletionTimestamp, or a delete admitted and not yet shown by
+        // the watch) gives out no new address: the delete would leave it without a pool. Its
+        // stored addresses are not judged so (the audit).
+        let going = pool_key.is_some_and(|k| index.pool_versions(&k).any(|p| p.deleting));
+        if going && !ctx.options.stored {
+            v.deny(FieldError::invalid(
+                RuleId::A8,
+                address::POOL_REF,
+                pool.key.to_string(),
+                format!("{} is being deleted: it gives out no new address", pool.key),
+            ));
+        }
         if pool.key.kind.is_prefix_pool() {
             sub_prefix_length(pool, r, v);
         }

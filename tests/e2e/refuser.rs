@@ -1,7 +1,7 @@
 //! A second validating webhook beside ipam-guard's, as clusters have (policy engines, quota
 //! checks): it refuses every object labelled `e2e-refuse: "yes"` and allows everything else. The
 //! API server calls validating webhooks in parallel and stores a write only when all allow, so a
-//! labelled write is one ipam-guard admits (and counts as pending, SPEC X2) that is never stored.
+//! labelled write is one ipam-guard admits (and counts as pending, X2) that is never stored.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
