@@ -1,0 +1,1078 @@
+//! The independent checker: it reads only the history of calls (each with its answer and its
+//! times as the client saw them) and what the API server listed, and shares no code with
+//! ipam-guard's src/ (addresses are parsed by `ipset`, on std).
+//!
+//! **Violations** (each must never happen):
+//! - in any LIST: two pools of one address space whose allocatable sets meet (P10; only pools
+//!   of one kind in the LISTs taken during the run, since one LIST is one consistent read, and
+//!   every kind in the final one), two IPAddresses of one space holding one address (A9);
+//! - in the final LIST: an IPAddress outside its pool (A8, P8), when that very pool (by uid) was
+//!   stored all through the address's create;
+//! - in the history, a write the API server stored while what it conflicts with was certainly
+//!   stored all through the call: an address create over a held address (A9) or outside its
+//!   pool (A8), a pool create or a pool update's added addresses over another pool (P10), a
+//!   pool update leaving out a held address (P8), a pool DELETE while an address naming it was
+//!   stored (P9). "Certainly stored all through [a, b]": its create or update got 2xx before a,
+//!   and no call that may have changed it (2xx, or no answer) overlaps it or came before b;
+//! - an answer with a server error from ipam-guard itself (`Webhook500`).
+//!
+//! An address's space is its pool's (docs/rules.md, P10): `default` when every pool ever
+//! written under that name was in `default`, else the space of the pool certainly stored all
+//! through the address's create, else unknown and the address is not compared.
+//!
+//! **False refusals**: a denial by ipam-guard all of whose causes name objects (A9, A7, P8, P9,
+//! P10: the holders or overlapping pools; A8: the pool) that cannot explain it: none was
+//! possibly stored with the conflicting value in [sent − slack, answered + slack], nor possibly
+//! admitted (any answer but ipam-guard's own refusals, a 503, or the API server's refusals
+//! made before validating admission) less than the pending TTL before. A cause that names more
+//! than the message lists (`and N more`), or of another rule, counts as explained. A denial
+//! explained only by stretching the window back to a fault that broke the watches is counted
+//! apart (`stale after a watch fault`), not as a false refusal.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use super::faults::Fault;
+use super::ipset::{allocatable, parse_ip, Set};
+use super::model::*;
+use super::workload::Snapshot;
+
+/// How long after a fault that broke the watches a denial may rest on what the watches had
+/// not yet delivered.
+const WATCH_GRACE: f64 = 10.0;
+
+pub struct Input<'a> {
+    pub history: &'a [Record],
+    /// LISTs taken while the clients wrote.
+    pub during: &'a [Snapshot],
+    /// LISTs of every kind after the clients stopped.
+    pub last: &'a [Snapshot],
+    pub faults: &'a [Fault],
+    /// The replicas' pending TTL, in seconds.
+    pub ttl: f64,
+    /// Watch latency allowed for, in seconds.
+    pub slack: f64,
+}
+
+#[derive(Default, Debug)]
+pub struct Findings {
+    pub violations: Vec<String>,
+    pub false_refusals: Vec<String>,
+    pub stale_after_watch_fault: Vec<String>,
+    /// Denials whose causes the model checked (all of them view-reading rules it reads).
+    pub refusals_checked: usize,
+    /// Addresses not compared for want of a known space.
+    pub unknown_space: usize,
+    /// Violations in the history that came within the pending TTL after an admitted write of
+    /// the conflicting object's name that the API server refused (AlreadyExists, Conflict).
+    pub after_refused_write: usize,
+}
+
+/// Marks a violation that followed an admitted write the API server then refused.
+const AFTER_REFUSED: &str = "; it came within the pending TTL after an admitted write of";
+
+struct History<'a> {
+    by_key: HashMap<&'a Key, Vec<&'a Record>>,
+    by_uid: HashMap<&'a str, &'a Record>,
+    ttl: f64,
+}
+
+fn is_write(r: &Record) -> bool {
+    matches!(r.method, Method::Create | Method::Update)
+}
+
+impl<'a> History<'a> {
+    fn new(records: &'a [Record], ttl: f64) -> History<'a> {
+        let mut by_key: HashMap<&Key, Vec<&Record>> = HashMap::new();
+        let mut by_uid = HashMap::new();
+        for r in records {
+            by_key.entry(&r.key).or_default().push(r);
+            if let (Some(uid), Outcome::Done, Method::Create) = (&r.uid, &r.outcome, r.method) {
+                by_uid.insert(uid.as_str(), r);
+            }
+        }
+        for ops in by_key.values_mut() {
+            ops.sort_by(|a, b| a.send.total_cmp(&b.send));
+        }
+        History {
+            by_key,
+            by_uid,
+            ttl,
+        }
+    }
+
+    fn ops(&self, key: &Key) -> &[&'a Record] {
+        self.by_key.get(key).map_or(&[], Vec::as_slice)
+    }
+
+    /// The version of `key` stored all through `[a, b]` for certain, if one is.
+    fn certain(&self, key: &Key, a: f64, b: f64) -> Option<&'a Record> {
+        self.certain_but(key, a, b, None)
+    }
+
+    fn certain_but(&self, key: &Key, a: f64, b: f64, but: Option<&Record>) -> Option<&'a Record> {
+        let ops = self.ops(key);
+        ops.iter()
+            .copied()
+            .filter(|v| v.outcome == Outcome::Done && is_write(v) && v.answer < a)
+            .find(|v| {
+                !ops.iter().any(|j| {
+                    !std::ptr::eq(*j, *v)
+                        && !but.is_some_and(|x| std::ptr::eq(*j, x))
+                        && j.outcome.may_have_applied()
+                        && j.answer > v.send
+                        && j.send < b
+                })
+            })
+    }
+
+    /// Whether some version of `key` matching `pred` may have been stored, or may have been
+    /// held as admitted (pending TTL), at some time in `[from, to]`.
+    fn possibly_present(
+        &self,
+        key: &Key,
+        from: f64,
+        to: f64,
+        pred: impl Fn(&Spec) -> bool,
+    ) -> bool {
+        let ops = self.ops(key);
+        ops.iter().any(|v| {
+            if !is_write(v) || !v.outcome.may_have_been_admitted() {
+                return false;
+            }
+            let Some(spec) = &v.spec else {
+                return false;
+            };
+            let mut until = v.answer + self.ttl;
+            if v.outcome.may_have_applied() {
+                // Stored until a later call that certainly changed it.
+                let end = ops
+                    .iter()
+                    .filter(|j| j.outcome == Outcome::Done && j.send > v.answer)
+                    .map(|j| j.answer)
+                    .fold(f64::INFINITY, f64::min);
+                until = until.max(end);
+            }
+            v.send <= to && until >= from && pred(spec)
+        })
+    }
+
+    /// Every pool ever written under `key` was in `default`.
+    fn always_default(&self, key: &Key) -> bool {
+        self.ops(key)
+            .iter()
+            .filter_map(|r| r.spec.as_ref().and_then(Spec::pool))
+            .all(|p| p.space == DEFAULT_SPACE)
+    }
+
+    fn address_space(&self, a: &AddressSpec, send: f64, answer: f64) -> Option<String> {
+        if self.always_default(&a.pool) {
+            return Some(DEFAULT_SPACE.to_string());
+        }
+        let v = self.certain(&a.pool, send, answer)?;
+        Some(v.spec.as_ref()?.pool()?.space.clone())
+    }
+
+    /// The space of a stored address, through the create that stored it.
+    fn stored_address_space(&self, uid: &str, a: &AddressSpec) -> Option<String> {
+        match self.by_uid.get(uid) {
+            Some(r) => self.address_space(a, r.send, r.answer),
+            None if self.always_default(&a.pool) => Some(DEFAULT_SPACE.to_string()),
+            None => None,
+        }
+    }
+}
+
+/// Names the write of `key` that ipam-guard may have admitted and the API server refused
+/// within the pending TTL before `r` was answered: what may have hidden the stored object.
+fn refused_before(h: &History<'_>, key: &Key, r: &Record) -> String {
+    h.ops(key)
+        .iter()
+        .filter(|x| matches!(x.outcome, Outcome::AlreadyExists | Outcome::Conflict))
+        .filter(|x| x.send <= r.answer && x.answer + h.ttl >= r.send)
+        .map(|x| {
+            format!(
+                "{AFTER_REFUSED} its name refused: {} ({})",
+                at(x),
+                describe(&x.spec)
+            )
+        })
+        .next_back()
+        .unwrap_or_default()
+}
+
+fn same_ip(a: &str, b: &str) -> bool {
+    matches!((parse_ip(a), parse_ip(b)), (Some(x), Some(y)) if x == y)
+}
+
+fn alloc(spec: &Spec) -> Option<Set> {
+    allocatable(spec.pool()?)
+}
+
+fn at(r: &Record) -> String {
+    format!(
+        "{} {} by client {} ({}) sent at {:.2} s, answered {} at {:.2} s",
+        match r.method {
+            Method::Create => "CREATE",
+            Method::Update => "UPDATE",
+            Method::Delete => "DELETE",
+        },
+        r.key,
+        r.client,
+        r.tag,
+        r.send,
+        r.status,
+        r.answer
+    )
+}
+
+fn describe(spec: &Option<Spec>) -> String {
+    match spec {
+        Some(Spec::Pool(p)) => format!(
+            "[{}]{}{}",
+            p.addresses.join(", "),
+            match p.excluded.is_empty() {
+                true => String::new(),
+                false => format!(" excluding [{}]", p.excluded.join(", ")),
+            },
+            match p.space.as_str() {
+                DEFAULT_SPACE => String::new(),
+                s => format!(" in space {s}"),
+            }
+        ),
+        Some(Spec::Address(a)) => format!("{} of {}", a.ip, a.pool),
+        Some(Spec::Claim { pool }) => format!("for {pool}"),
+        None => String::new(),
+    }
+}
+
+pub fn check(input: &Input<'_>) -> Findings {
+    let h = History::new(input.history, input.ttl);
+    let mut f = Findings::default();
+    let mut seen = BTreeSet::new();
+    let mut violation = |f: &mut Findings, dedupe: String, text: String| {
+        if seen.insert(dedupe) {
+            f.violations.push(text);
+        }
+    };
+
+    for r in input.history {
+        if r.outcome == Outcome::Webhook500 {
+            violation(
+                &mut f,
+                format!("500 {}", r.send),
+                format!(
+                    "ipam-guard answered with a server error: {}: {}",
+                    at(r),
+                    r.message
+                ),
+            );
+        }
+    }
+    history_conflicts(&h, input, &mut f, &mut violation);
+    snapshot_conflicts(&h, input, &mut f, &mut violation);
+    refusals(&h, input, &mut f);
+    f.after_refused_write = f
+        .violations
+        .iter()
+        .filter(|v| v.contains(AFTER_REFUSED))
+        .count();
+    f
+}
+
+fn history_conflicts(
+    h: &History<'_>,
+    input: &Input<'_>,
+    f: &mut Findings,
+    violation: &mut impl FnMut(&mut Findings, String, String),
+) {
+    let keys: Vec<&Key> = {
+        let mut k: Vec<&Key> = h.by_key.keys().copied().collect();
+        k.sort();
+        k
+    };
+    for r in input.history.iter().filter(|r| r.outcome == Outcome::Done) {
+        match (&r.spec, r.method) {
+            (Some(Spec::Address(a)), Method::Create) => {
+                let Some(space) = h.address_space(a, r.send, r.answer) else {
+                    f.unknown_space += 1;
+                    continue;
+                };
+                for k in keys
+                    .iter()
+                    .filter(|k| k.kind == Kind::Address && **k != &r.key)
+                {
+                    let Some(v) = h.certain(k, r.send, r.answer) else {
+                        continue;
+                    };
+                    let Some(held) = v.spec.as_ref().and_then(Spec::address) else {
+                        continue;
+                    };
+                    if same_ip(&held.ip, &a.ip)
+                        && h.address_space(held, v.send, v.answer).as_deref() == Some(&space)
+                    {
+                        violation(
+                            f,
+                            format!("A9 {} {}", r.key, v.key),
+                            format!(
+                                "duplicate address stored (A9): {} ({}) while {} held {} in space {space} \
+                                 (stored by {}){}",
+                                at(r),
+                                describe(&r.spec),
+                                v.key,
+                                held.ip,
+                                at(v),
+                                refused_before(h, &v.key, r)
+                            ),
+                        );
+                    }
+                }
+                if let Some(p) = h.certain(&a.pool, r.send, r.answer) {
+                    let ip = parse_ip(&a.ip);
+                    if let (Some(set), Some(ip)) = (p.spec.as_ref().and_then(alloc), ip) {
+                        if !set.contains(ip) {
+                            violation(
+                                f,
+                                format!("A8 {} {}", r.key, r.send),
+                                format!(
+                                    "address stored outside its pool (A8): {} ({}) while {} held [{set}] (stored by {}){}",
+                                    at(r),
+                                    describe(&r.spec),
+                                    p.key,
+                                    at(p),
+                                    refused_before(h, &p.key, r)
+                                ),
+                            );
+                        }
+                    }
+                }
+            }
+            (Some(Spec::Pool(p)), Method::Create | Method::Update) => {
+                let Some(mine) = allocatable(p) else {
+                    continue;
+                };
+                let probe = match r.method {
+                    Method::Create => mine.clone(),
+                    // P10 judges what an update adds (X5): the rest was judged before.
+                    _ => match h
+                        .certain_but(&r.key, r.send, r.answer, Some(r))
+                        .and_then(|v| v.spec.as_ref().and_then(alloc))
+                    {
+                        Some(before) => mine.difference(&before),
+                        None => continue,
+                    },
+                };
+                for k in keys.iter().filter(|k| k.kind.is_pool() && **k != &r.key) {
+                    let Some(v) = h.certain(k, r.send, r.answer) else {
+                        continue;
+                    };
+                    let Some(other) = v.spec.as_ref().and_then(Spec::pool) else {
+                        continue;
+                    };
+                    let shared = allocatable(other)
+                        .map(|o| o.intersection(&probe))
+                        .unwrap_or_default();
+                    if other.space == p.space && !shared.is_empty() {
+                        violation(
+                            f,
+                            format!("P10 {} {} {}", r.key, v.key, r.send),
+                            format!(
+                                "overlapping pool stored (P10): {} ({}) while {} held {} (stored by {}); shared: {shared}{}",
+                                at(r),
+                                describe(&r.spec),
+                                v.key,
+                                describe(&v.spec),
+                                at(v),
+                                refused_before(h, &v.key, r)
+                            ),
+                        );
+                    }
+                }
+                if r.method == Method::Update {
+                    for k in keys.iter().filter(|k| k.kind == Kind::Address) {
+                        let Some(v) = h.certain(k, r.send, r.answer) else {
+                            continue;
+                        };
+                        let Some(held) = v.spec.as_ref().and_then(Spec::address) else {
+                            continue;
+                        };
+                        if held.pool == r.key
+                            && parse_ip(&held.ip).is_some_and(|ip| !mine.contains(ip))
+                        {
+                            violation(
+                                f,
+                                format!("P8 {} {}", r.key, r.send),
+                                format!(
+                                    "pool update stored without a held address (P8): {} ({}) while {} held {} (stored by {}){}",
+                                    at(r),
+                                    describe(&r.spec),
+                                    v.key,
+                                    held.ip,
+                                    at(v),
+                                    refused_before(h, &v.key, r)
+                                ),
+                            );
+                        }
+                    }
+                }
+            }
+            (None, Method::Delete) if r.key.kind.is_pool() => {
+                for k in keys.iter().filter(|k| k.kind == Kind::Address) {
+                    let Some(v) = h.certain(k, r.send, r.answer) else {
+                        continue;
+                    };
+                    if v.spec.as_ref().and_then(Spec::address).map(|a| &a.pool) == Some(&r.key) {
+                        violation(
+                            f,
+                            format!("P9 {} {}", r.key, r.send),
+                            format!(
+                                "pool deleted while an address named it (P9): {} while {} ({}) was stored (by {}){}",
+                                at(r),
+                                v.key,
+                                describe(&v.spec),
+                                at(v),
+                                refused_before(h, &v.key, r)
+                            ),
+                        );
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn snapshot_conflicts(
+    h: &History<'_>,
+    input: &Input<'_>,
+    f: &mut Findings,
+    violation: &mut impl FnMut(&mut Findings, String, String),
+) {
+    // The LISTs taken during the run, one at a time; the last ones together.
+    let mut groups: Vec<(f64, Vec<&Snapshot>)> =
+        input.during.iter().map(|s| (s.at, vec![s])).collect();
+    if !input.last.is_empty() {
+        groups.push((input.last[0].at, input.last.iter().collect()));
+    }
+    for (t, group) in &groups {
+        let pools: Vec<(Key, &String, &Spec)> = group
+            .iter()
+            .filter(|s| s.kind.is_pool())
+            .flat_map(|s| {
+                s.items
+                    .iter()
+                    .map(move |(n, uid, spec)| (Key::new(s.kind, n.clone()), uid, spec))
+            })
+            .collect();
+        for (i, (ka, _, sa)) in pools.iter().enumerate() {
+            for (kb, _, sb) in &pools[i + 1..] {
+                let (Some(pa), Some(pb)) = (sa.pool(), sb.pool()) else {
+                    continue;
+                };
+                if pa.space != pb.space {
+                    continue;
+                }
+                let (Some(aa), Some(ab)) = (allocatable(pa), allocatable(pb)) else {
+                    continue;
+                };
+                let shared = aa.intersection(&ab);
+                if !shared.is_empty() {
+                    violation(
+                        f,
+                        format!("stored P10 {ka} {kb} {shared} {pa:?} {pb:?}"),
+                        format!(
+                            "stored overlap (P10) in the LIST at {t:.2} s: {ka} [{}] and {kb} [{}] in space {}, shared {shared}",
+                            pa.addresses.join(", "),
+                            pb.addresses.join(", "),
+                            pa.space
+                        ),
+                    );
+                }
+            }
+        }
+        let mut holders: BTreeMap<(String, (super::ipset::Family, u128)), Vec<String>> =
+            BTreeMap::new();
+        for s in group.iter().filter(|s| s.kind == Kind::Address) {
+            for (name, uid, spec) in &s.items {
+                let Some(a) = spec.address() else { continue };
+                let (Some(space), Some(ip)) = (h.stored_address_space(uid, a), parse_ip(&a.ip))
+                else {
+                    continue;
+                };
+                holders
+                    .entry((space, ip))
+                    .or_default()
+                    .push(format!("{name} ({} of {})", a.ip, a.pool));
+            }
+        }
+        for ((space, _), names) in holders.into_iter().filter(|(_, v)| v.len() > 1) {
+            violation(
+                f,
+                format!("stored A9 {names:?}"),
+                format!(
+                    "stored duplicate address (A9) in the LIST at {t:.2} s, space {space}: {}",
+                    names.join(", ")
+                ),
+            );
+        }
+    }
+    // The final LIST: every address inside the pool that was stored all through its create.
+    let pools: HashMap<Key, (&String, &Spec)> = input
+        .last
+        .iter()
+        .filter(|s| s.kind.is_pool())
+        .flat_map(|s| {
+            s.items
+                .iter()
+                .map(move |(n, uid, spec)| (Key::new(s.kind, n.clone()), (uid, spec)))
+        })
+        .collect();
+    for s in input.last.iter().filter(|s| s.kind == Kind::Address) {
+        for (name, uid, spec) in &s.items {
+            let Some(a) = spec.address() else { continue };
+            let Some(r) = h.by_uid.get(uid.as_str()) else {
+                continue;
+            };
+            let Some(anchor) = h.certain(&a.pool, r.send, r.answer) else {
+                continue;
+            };
+            let Some((pool_uid, pool_spec)) = pools.get(&a.pool) else {
+                continue;
+            };
+            if anchor.uid.as_deref() != Some(pool_uid.as_str()) {
+                continue;
+            }
+            let (Some(set), Some(ip)) = (alloc(pool_spec), parse_ip(&a.ip)) else {
+                continue;
+            };
+            if !set.contains(ip) {
+                violation(
+                    f,
+                    format!("stored A8 {name} {}", a.ip),
+                    format!(
+                        "stored address outside its pool (A8/P8) in the final LIST: {name} holds {} but {} hands out [{set}]",
+                        a.ip, a.pool
+                    ),
+                );
+            }
+        }
+    }
+}
+
+/// An object a denial's cause names, with the value it says conflicts.
+#[derive(Debug, Clone, PartialEq)]
+enum Named {
+    /// Another address holds the same address (A9), or names the same claim (A7).
+    Address(Key),
+    /// A pool shares these addresses (P10; None when the message's list did not parse).
+    Pool(Key, Option<Set>),
+    /// An address naming the pool, at this address (P8, P9).
+    Holder(Key, String),
+    /// The pool an address is not allocatable in (A8).
+    PoolLacks(Key),
+}
+
+/// A cause of a denial, as the checker reads it: None when it cannot tell what it rests on.
+fn named(rule: &str, text: &str) -> Option<Vec<Named>> {
+    fn key(text: &str) -> Option<Key> {
+        let (word, rest) = text.trim().split_once(' ')?;
+        let kind = Kind::from_word(word)?;
+        let name = match kind.namespaced() {
+            true => rest.split_once('/')?.1,
+            false => rest,
+        };
+        Some(Key::new(kind, name.trim()))
+    }
+    fn truncated(list: &str) -> bool {
+        list.contains(" more")
+    }
+    let after = |marker: &str| text.split_once(marker).map(|(_, rest)| rest.trim());
+    match rule {
+        "A9" => {
+            let list = after("is already held by ")?;
+            if truncated(list) {
+                return None;
+            }
+            list.split(", ")
+                .map(|k| key(k).map(Named::Address))
+                .collect()
+        }
+        "A7" => {
+            let list = after("is already fulfilled by ")?;
+            if truncated(list) {
+                return None;
+            }
+            list.split(", ")
+                .map(|k| key(k).map(Named::Address))
+                .collect()
+        }
+        "P10" => {
+            let mut rest = after("overlaps ")?;
+            let mut out = Vec::new();
+            loop {
+                let (k, tail) = rest.split_once(" (")?;
+                let (shared, tail) = tail.split_once(')')?;
+                let set = shared
+                    .split(", ")
+                    .map(|e| Set::parse_entry(e))
+                    .try_fold(Set::default(), |acc, s| Some(acc.union(&s?)));
+                out.push(Named::Pool(key(k)?, set));
+                let tail = tail.trim_start();
+                match tail.strip_prefix(", ") {
+                    Some(more) => rest = more,
+                    None if tail.starts_with("and ") => return None,
+                    None => return Some(out),
+                }
+            }
+        }
+        "P9" => {
+            let list = after("Held by: ")?;
+            if truncated(list) {
+                return None;
+            }
+            list.split("), ")
+                .map(|item| {
+                    let (k, ip) = item.split_once(" (")?;
+                    let name = k.trim().split_once('/')?.1;
+                    Some(Named::Holder(
+                        Key::new(Kind::Address, name),
+                        ip.trim_end_matches(')').to_string(),
+                    ))
+                })
+                .collect()
+        }
+        "P8" => {
+            let list = after("do not contain allocated addresses: ")?;
+            if truncated(list) {
+                return None;
+            }
+            list.split(", ")
+                .map(|item| {
+                    let (k, ip) = item.trim().split_once(' ')?;
+                    let name = k.split_once('/')?.1;
+                    Some(Named::Holder(
+                        Key::new(Kind::Address, name),
+                        ip.trim().to_string(),
+                    ))
+                })
+                .collect()
+        }
+        "A8" => {
+            let rest = after("not an allocatable address of ")?;
+            let (k, _) = rest.split_once(':')?;
+            Some(vec![Named::PoolLacks(key(k)?)])
+        }
+        _ => None,
+    }
+}
+
+/// The causes of a denial's message: (rule, text before its `[ipam-guard RULE]`).
+fn causes(message: &str) -> Vec<(String, String)> {
+    let pieces: Vec<&str> = message.split("[ipam-guard ").collect();
+    let mut out = Vec::new();
+    for k in 1..pieces.len() {
+        let Some((rule, _)) = pieces[k].split_once(']') else {
+            continue;
+        };
+        let text = match k {
+            1 => pieces[0],
+            _ => pieces[k - 1].split_once(']').map_or("", |(_, t)| t),
+        };
+        out.push((rule.to_string(), text.to_string()));
+    }
+    out
+}
+
+/// Whether `n` may explain the denial of `r` with the window `[from, to]`.
+fn explains(h: &History<'_>, r: &Record, n: &Named, from: f64, to: f64) -> bool {
+    let own = r.spec.as_ref();
+    match n {
+        Named::Address(k) => {
+            let own = own.and_then(Spec::address);
+            h.possibly_present(k, from, to, |s| match (s.address(), own) {
+                (Some(a), Some(o)) => same_ip(&a.ip, &o.ip) || a.claim == o.claim,
+                _ => true,
+            })
+        }
+        Named::Pool(k, shared) => h.possibly_present(k, from, to, |s| {
+            match (s.pool().and_then(|p| Set::parse_all(&p.addresses)), shared) {
+                (Some(declared), Some(shared)) => declared.intersects(shared),
+                _ => true,
+            }
+        }),
+        Named::Holder(k, ip) => h.possibly_present(k, from, to, |s| {
+            s.address()
+                .is_none_or(|a| a.pool == r.key && same_ip(&a.ip, ip))
+        }),
+        Named::PoolLacks(k) => {
+            let ip = own.and_then(Spec::address).and_then(|a| parse_ip(&a.ip));
+            h.possibly_present(k, from, to, |s| match (alloc(s), ip) {
+                (Some(set), Some(ip)) => !set.contains(ip),
+                _ => true,
+            })
+        }
+    }
+}
+
+fn refusals(h: &History<'_>, input: &Input<'_>, f: &mut Findings) {
+    for r in input.history {
+        let Outcome::Denied(_) = &r.outcome else {
+            continue;
+        };
+        let cs = causes(&r.message);
+        let mut all_named = Vec::new();
+        let readable = !cs.is_empty()
+            && cs.iter().all(|(rule, text)| match named(rule, text) {
+                Some(n) if !n.is_empty() => {
+                    all_named.push((rule.clone(), n));
+                    true
+                }
+                _ => false,
+            });
+        if !readable {
+            continue;
+        }
+        f.refusals_checked += 1;
+        let (from, to) = (r.send - input.slack, r.answer + input.slack);
+        let any = |from: f64| {
+            all_named
+                .iter()
+                .any(|(_, ns)| ns.iter().any(|n| explains(h, r, n, from, to)))
+        };
+        if any(from) {
+            continue;
+        }
+        let watch_fault = input
+            .faults
+            .iter()
+            .filter(|x| {
+                x.kind.breaks_watches() && x.start <= r.send && r.send <= x.end + WATCH_GRACE
+            })
+            .map(|x| x.start - input.slack)
+            .fold(f64::INFINITY, f64::min);
+        let text = format!(
+            "{} ({}): {}; {}",
+            at(r),
+            describe(&r.spec),
+            r.message.trim(),
+            all_named
+                .iter()
+                .flat_map(|(rule, ns)| ns.iter().map(move |n| format!("{rule} names {n:?}")))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        if watch_fault.is_finite() && any(watch_fault) {
+            f.stale_after_watch_fault.push(text);
+        } else {
+            f.false_refusals.push(text);
+        }
+    }
+}
+
+/// Seconds from each fault until the first pool or address write sent after it was judged.
+pub fn resumed(history: &[Record], fault: &Fault) -> Option<f64> {
+    history
+        .iter()
+        .filter(|r| {
+            r.send >= fault.start && is_write(r) && r.key.kind != Kind::Claim && r.outcome.decided()
+        })
+        .map(|r| r.answer - fault.start)
+        .fold(None, |m: Option<f64>, t| Some(m.map_or(t, |m| m.min(t))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pool(name: &str, range: &str) -> Spec {
+        let _ = name;
+        Spec::Pool(PoolSpec {
+            addresses: vec![range.to_string()],
+            excluded: Vec::new(),
+            gateway: Some("10.50.0.1".into()),
+            prefix: 24,
+            allocate_reserved: false,
+            space: DEFAULT_SPACE.into(),
+        })
+    }
+
+    fn addr(ip: &str, pool: &str) -> Spec {
+        Spec::Address(AddressSpec {
+            ip: ip.into(),
+            pool: Key::new(Kind::Pool, pool),
+            claim: format!("claim-{ip}"),
+        })
+    }
+
+    fn rec(
+        method: Method,
+        key: Key,
+        spec: Option<Spec>,
+        send: f64,
+        answer: f64,
+        outcome: Outcome,
+        message: &str,
+    ) -> Record {
+        Record {
+            client: 0,
+            tag: "test",
+            method,
+            key,
+            spec,
+            send,
+            answer,
+            outcome,
+            status: 0,
+            message: message.into(),
+            uid: Some(format!("uid-{send}")),
+        }
+    }
+
+    fn run(history: &[Record]) -> Findings {
+        check(&Input {
+            history,
+            during: &[],
+            last: &[],
+            faults: &[],
+            ttl: 5.0,
+            slack: 2.0,
+        })
+    }
+
+    fn a(name: &str) -> Key {
+        Key::new(Kind::Address, name)
+    }
+
+    fn p(name: &str) -> Key {
+        Key::new(Kind::Pool, name)
+    }
+
+    /// The defect this soak was written for: a stored address hidden by an AlreadyExists
+    /// re-create, and a second address stored at its address.
+    #[test]
+    fn a_duplicate_stored_after_an_already_exists_is_a_violation() {
+        let h = vec![
+            rec(
+                Method::Create,
+                p("pool-0"),
+                Some(pool("pool-0", "10.50.0.10-10.50.0.20")),
+                0.0,
+                0.1,
+                Outcome::Done,
+                "",
+            ),
+            rec(
+                Method::Create,
+                a("addr-1"),
+                Some(addr("10.50.0.11", "pool-0")),
+                1.0,
+                1.1,
+                Outcome::Done,
+                "",
+            ),
+            rec(
+                Method::Create,
+                a("addr-1"),
+                Some(addr("10.50.0.12", "pool-0")),
+                2.0,
+                2.1,
+                Outcome::AlreadyExists,
+                "",
+            ),
+            rec(
+                Method::Create,
+                a("addr-2"),
+                Some(addr("10.50.0.11", "pool-0")),
+                2.2,
+                2.3,
+                Outcome::Done,
+                "",
+            ),
+        ];
+        let f = run(&h);
+        assert_eq!(f.violations.len(), 1, "{f:#?}");
+        assert!(f.violations[0].contains("duplicate address"), "{f:#?}");
+        // Without the first address stored, nothing is wrong.
+        let f = run(&h[2..]);
+        assert!(f.violations.is_empty(), "{f:#?}");
+    }
+
+    #[test]
+    fn overlapping_pools_and_a_held_pool_deleted_are_violations() {
+        let h = vec![
+            rec(
+                Method::Create,
+                p("pool-0"),
+                Some(pool("pool-0", "10.50.0.10-10.50.0.20")),
+                0.0,
+                0.1,
+                Outcome::Done,
+                "",
+            ),
+            rec(
+                Method::Create,
+                p("pool-1"),
+                Some(pool("pool-1", "10.50.0.20-10.50.0.30")),
+                1.0,
+                1.1,
+                Outcome::Done,
+                "",
+            ),
+            rec(
+                Method::Create,
+                a("addr-1"),
+                Some(addr("10.50.0.11", "pool-0")),
+                2.0,
+                2.1,
+                Outcome::Done,
+                "",
+            ),
+            rec(
+                Method::Delete,
+                p("pool-0"),
+                None,
+                3.0,
+                3.1,
+                Outcome::Done,
+                "",
+            ),
+        ];
+        let f = run(&h);
+        assert_eq!(f.violations.len(), 2, "{f:#?}");
+        assert!(f.violations[0].contains("overlapping pool"), "{f:#?}");
+        assert!(f.violations[1].contains("P9"), "{f:#?}");
+    }
+
+    #[test]
+    fn a_call_that_may_have_changed_the_holder_makes_it_uncertain() {
+        let h = vec![
+            rec(
+                Method::Create,
+                a("addr-1"),
+                Some(addr("10.50.0.11", "pool-0")),
+                1.0,
+                1.1,
+                Outcome::Done,
+                "",
+            ),
+            rec(
+                Method::Delete,
+                a("addr-1"),
+                None,
+                1.5,
+                3.5,
+                Outcome::NoAnswer,
+                "",
+            ),
+            rec(
+                Method::Create,
+                a("addr-2"),
+                Some(addr("10.50.0.11", "pool-0")),
+                2.2,
+                2.3,
+                Outcome::Done,
+                "",
+            ),
+        ];
+        assert!(run(&h).violations.is_empty());
+    }
+
+    fn denied(key: Key, spec: Spec, send: f64, message: &str) -> Record {
+        let ids = rule_ids(message);
+        rec(
+            Method::Create,
+            key,
+            Some(spec),
+            send,
+            send + 0.1,
+            Outcome::Denied(ids),
+            message,
+        )
+    }
+
+    #[test]
+    fn a_refusal_naming_an_object_long_gone_is_false() {
+        let held = "spec.address: Duplicate value: \"10.50.0.11\": 10.50.0.11 is already held by IPAddress soak/addr-1 [ipam-guard A9]";
+        let h = vec![
+            rec(
+                Method::Create,
+                a("addr-1"),
+                Some(addr("10.50.0.11", "pool-0")),
+                1.0,
+                1.1,
+                Outcome::Done,
+                "",
+            ),
+            rec(
+                Method::Delete,
+                a("addr-1"),
+                None,
+                2.0,
+                2.1,
+                Outcome::Done,
+                "",
+            ),
+            denied(a("addr-2"), addr("10.50.0.11", "pool-0"), 20.0, held),
+        ];
+        let f = run(&h);
+        assert_eq!(f.refusals_checked, 1);
+        assert_eq!(f.false_refusals.len(), 1, "{f:#?}");
+        // Within the slack of the delete, or of an admission within the TTL, it is explained.
+        for send in [3.0, 5.5] {
+            let mut h = h.clone();
+            h[2] = denied(a("addr-2"), addr("10.50.0.11", "pool-0"), send, held);
+            h.push(rec(
+                Method::Create,
+                a("addr-1"),
+                Some(addr("10.50.0.11", "pool-0")),
+                1.5,
+                1.6,
+                Outcome::AlreadyExists,
+                "",
+            ));
+            assert!(run(&h).false_refusals.is_empty(), "at {send}");
+        }
+    }
+
+    #[test]
+    fn denial_messages_are_read() {
+        let p10 = "spec.addresses[0]: Invalid value: \"10.50.0.15-10.50.0.30\": overlaps InClusterIPPool soak/pool-1 (10.50.0.15-10.50.0.20, 10.50.0.22), GlobalInClusterIPPool gpool-0 (10.50.0.30) [ipam-guard P10]";
+        let cs = causes(p10);
+        assert_eq!(cs.len(), 1);
+        let n = named(&cs[0].0, &cs[0].1).unwrap();
+        assert_eq!(
+            n,
+            vec![
+                Named::Pool(
+                    p("pool-1"),
+                    Set::parse_all(&[
+                        "10.50.0.15-10.50.0.20".to_string(),
+                        "10.50.0.22".to_string()
+                    ])
+                ),
+                Named::Pool(
+                    Key::new(Kind::GlobalPool, "gpool-0"),
+                    Set::parse_entry("10.50.0.30")
+                ),
+            ]
+        );
+        let p9 = "metadata.name: Forbidden: Pool has IPAddresses allocated. Cannot delete Pool until all IPAddresses have been removed. Held by: soak/addr-1 (10.50.0.11), soak/addr-2 (10.50.0.12) [ipam-guard P9]";
+        let cs = causes(p9);
+        assert_eq!(
+            named(&cs[0].0, &cs[0].1).unwrap(),
+            vec![
+                Named::Holder(a("addr-1"), "10.50.0.11".into()),
+                Named::Holder(a("addr-2"), "10.50.0.12".into())
+            ]
+        );
+        let two = "x: 10.50.0.11 is already held by IPAddress soak/addr-1 [ipam-guard A9], y: something [ipam-guard A6]";
+        let cs = causes(two);
+        assert_eq!(cs.len(), 2);
+        assert_eq!(cs[1].0, "A6");
+        assert!(named("A6", &cs[1].1).is_none());
+        assert!(named(
+            "A9",
+            "10.50.0.11 is already held by IPAddress soak/a, IPAddress soak/b and 3 more"
+        )
+        .is_none());
+    }
+}
