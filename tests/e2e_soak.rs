@@ -96,11 +96,18 @@ async fn soak_against(server: e2e::Server, seed: u64) {
     let shared = Shared::new();
     // Bounded in count as well as in time: at most 100 calls a second per client.
     let max_calls = (secs as usize).max(1) * 100;
-    let clients: Vec<_> = (0..CLIENTS)
-        .map(|i| {
+    let mut writers = Vec::new();
+    for _ in 0..=CLIENTS {
+        writers.push(cluster::writer(&setup.cp).await);
+    }
+    let client = writers.pop().unwrap();
+    let clients: Vec<_> = writers
+        .into_iter()
+        .enumerate()
+        .map(|(i, writer)| {
             workload::client(
                 i,
-                setup.client.clone(),
+                writer,
                 &shared,
                 Rng::stream(seed, i as u64 + 1),
                 run_for,
@@ -108,13 +115,7 @@ async fn soak_against(server: e2e::Server, seed: u64) {
             )
         })
         .collect();
-    let lists = workload::snapshots(
-        setup.client.clone(),
-        &shared,
-        Duration::from_secs(3),
-        run_for,
-    );
-    let client = setup.client.clone();
+    let lists = workload::snapshots(client.clone(), &shared, Duration::from_secs(3), run_for);
     let fault_rng = Rng::stream(seed, 0);
     let (_, during, faults) = tokio::join!(
         futures::future::join_all(clients),
@@ -152,6 +153,16 @@ async fn soak_against(server: e2e::Server, seed: u64) {
         slack: SLACK,
     });
     let kept = keep(&setup, &server, seed, &history, &faults);
+    for (file, items) in [
+        ("violations.txt", &findings.violations),
+        ("false-refusals.txt", &findings.false_refusals),
+        (
+            "stale-after-watch-fault.txt",
+            &findings.stale_after_watch_fault,
+        ),
+    ] {
+        std::fs::write(kept.join(file), items.join("\n") + "\n").unwrap();
+    }
 
     let figures = Figures::of(&history);
     e2e::note(format!(
@@ -174,7 +185,7 @@ async fn soak_against(server: e2e::Server, seed: u64) {
     }
     let faults_text: Vec<String> = by_kind
         .iter()
-        .map(|(k, v)| format!("{k} ×{} (judging again after {})", v.len(), v.join(", ")))
+        .map(|(k, v)| format!("{k} ×{} (admitting again after {})", v.len(), v.join(", ")))
         .collect();
     e2e::note(format!(
         "faults: {}",

@@ -350,16 +350,21 @@ fn history_conflicts(
                 let Some(mine) = allocatable(p) else {
                     continue;
                 };
-                let probe = match r.method {
-                    Method::Create => mine.clone(),
-                    // P10 judges what an update adds (X5): the rest was judged before.
+                // What the pool held before an update, for certain.
+                let before = match r.method {
+                    Method::Create => None,
                     _ => match h
                         .certain_but(&r.key, r.send, r.answer, Some(r))
                         .and_then(|v| v.spec.as_ref().and_then(alloc))
                     {
-                        Some(before) => mine.difference(&before),
+                        Some(before) => Some(before),
                         None => continue,
                     },
+                };
+                // P10 judges what an update adds (X5): the rest was judged before.
+                let probe = match &before {
+                    None => mine.clone(),
+                    Some(before) => mine.difference(before),
                 };
                 for k in keys.iter().filter(|k| k.kind.is_pool() && **k != &r.key) {
                     let Some(v) = h.certain(k, r.send, r.answer) else {
@@ -387,7 +392,9 @@ fn history_conflicts(
                         );
                     }
                 }
-                if r.method == Method::Update {
+                // P8 keeps inside what was inside: an address stored while its pool was absent
+                // may lie anywhere, and the pool created later need not hold it.
+                if let Some(before) = &before {
                     for k in keys.iter().filter(|k| k.kind == Kind::Address) {
                         let Some(v) = h.certain(k, r.send, r.answer) else {
                             continue;
@@ -396,7 +403,8 @@ fn history_conflicts(
                             continue;
                         };
                         if held.pool == r.key
-                            && parse_ip(&held.ip).is_some_and(|ip| !mine.contains(ip))
+                            && parse_ip(&held.ip)
+                                .is_some_and(|ip| before.contains(ip) && !mine.contains(ip))
                         {
                             violation(
                                 f,
@@ -768,12 +776,17 @@ fn refusals(h: &History<'_>, input: &Input<'_>, f: &mut Findings) {
     }
 }
 
-/// Seconds from each fault until the first pool or address write sent after it was judged.
+/// Seconds from a fault until the first pool or address write sent after it was admitted: an
+/// admission takes the decider's serialised step (SPEC X2), where some denials (A8, A6) may be
+/// answered by any replica alone.
 pub fn resumed(history: &[Record], fault: &Fault) -> Option<f64> {
     history
         .iter()
         .filter(|r| {
-            r.send >= fault.start && is_write(r) && r.key.kind != Kind::Claim && r.outcome.decided()
+            r.send >= fault.start
+                && is_write(r)
+                && r.key.kind != Kind::Claim
+                && matches!(r.outcome, Outcome::Done | Outcome::AlreadyExists)
         })
         .map(|r| r.answer - fault.start)
         .fold(None, |m: Option<f64>, t| Some(m.map_or(t, |m| m.min(t))))
@@ -891,6 +904,7 @@ mod tests {
         let f = run(&h);
         assert_eq!(f.violations.len(), 1, "{f:#?}");
         assert!(f.violations[0].contains("duplicate address"), "{f:#?}");
+        assert_eq!(f.after_refused_write, 1, "{f:#?}");
         // Without the first address stored, nothing is wrong.
         let f = run(&h[2..]);
         assert!(f.violations.is_empty(), "{f:#?}");
@@ -940,6 +954,51 @@ mod tests {
         assert_eq!(f.violations.len(), 2, "{f:#?}");
         assert!(f.violations[0].contains("overlapping pool"), "{f:#?}");
         assert!(f.violations[1].contains("P9"), "{f:#?}");
+    }
+
+    #[test]
+    fn p8_guards_only_what_the_pool_held() {
+        let update = |range: &str, send: f64| {
+            rec(
+                Method::Update,
+                p("pool-0"),
+                Some(pool("pool-0", range)),
+                send,
+                send + 0.1,
+                Outcome::Done,
+                "",
+            )
+        };
+        let mut h = vec![
+            rec(
+                Method::Create,
+                a("addr-1"),
+                Some(addr("10.50.0.40", "pool-0")),
+                0.0,
+                0.1,
+                Outcome::Done,
+                "",
+            ),
+            rec(
+                Method::Create,
+                p("pool-0"),
+                Some(pool("pool-0", "10.50.0.10-10.50.0.20")),
+                1.0,
+                1.1,
+                Outcome::Done,
+                "",
+            ),
+            update("10.50.0.10-10.50.0.15", 2.0),
+        ];
+        assert!(
+            run(&h).violations.is_empty(),
+            "stored while its pool was absent"
+        );
+        h.push(update("10.50.0.30-10.50.0.45", 3.0));
+        h.push(update("10.50.0.30-10.50.0.35", 4.0));
+        let f = run(&h);
+        assert_eq!(f.violations.len(), 1, "{f:#?}");
+        assert!(f.violations[0].contains("(P8)"), "{f:#?}");
     }
 
     #[test]

@@ -413,6 +413,18 @@ impl Setup {
     }
 }
 
+/// A client of the API server as one user's: its own connections, and every answer seen as
+/// given. kube 5 retries 429, 503 and 504 by itself (`default_retry`), which would hide each
+/// fail-closed refusal from the history and hold a writer for as long as the decider is away.
+pub async fn writer(cp: &ControlPlane) -> kube::Client {
+    let kubeconfig = kube::config::Kubeconfig::read_from(&cp.kubeconfig).expect("the kubeconfig");
+    let mut config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .expect("a client config from the kubeconfig");
+    config.default_retry = false;
+    kube::Client::try_from(config).expect("a client")
+}
+
 /// One API call as a client makes it; an error when no HTTP answer came within 20 s (the
 /// webhook's own timeout is 10 s).
 pub async fn send(

@@ -261,14 +261,6 @@ impl Outcome {
         )
     }
 
-    /// A judgement by ipam-guard that a client can tell from a refusal to judge.
-    pub fn decided(&self) -> bool {
-        matches!(
-            self,
-            Outcome::Done | Outcome::Denied(_) | Outcome::AlreadyExists
-        )
-    }
-
     pub fn label(&self) -> String {
         match self {
             Outcome::Denied(ids) => format!("denied {}", ids.join("+")),

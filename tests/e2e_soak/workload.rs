@@ -523,9 +523,15 @@ pub async fn client(
         for step in steps {
             let r = execute(&client, shared, id, step).await;
             calls += 1;
-            // Without an API server there is nothing to write to: wait rather than spin.
-            if r.outcome == Outcome::NoAnswer {
-                tokio::time::sleep(Duration::from_millis(200)).await;
+            // Back off as a controller does: without an API server, or while ipam-guard fails
+            // closed, a retry at once only adds load.
+            match r.outcome {
+                Outcome::NoAnswer => tokio::time::sleep(Duration::from_millis(200)).await,
+                Outcome::Unavailable | Outcome::WebhookFailed => {
+                    let pause = planner.rng.millis(50, 250);
+                    tokio::time::sleep(pause).await;
+                }
+                _ => {}
             }
         }
         let pause = planner.rng.millis(0, 20);
