@@ -621,7 +621,7 @@ fn named(rule: &str, text: &str) -> Option<Vec<Named>> {
                 let (shared, tail) = tail.split_once(')')?;
                 let set = shared
                     .split(", ")
-                    .map(|e| Set::parse_entry(e))
+                    .map(Set::parse_entry)
                     .try_fold(Set::default(), |acc, s| Some(acc.union(&s?)));
                 out.push(Named::Pool(key(k)?, set));
                 let tail = tail.trim_start();
@@ -771,7 +771,21 @@ fn refusals(h: &History<'_>, input: &Input<'_>, f: &mut Findings) {
         if watch_fault.is_finite() && any(watch_fault) {
             f.stale_after_watch_fault.push(text);
         } else {
-            f.false_refusals.push(text);
+            // The fault it followed, if any: where to look first.
+            let after = input
+                .faults
+                .iter()
+                .rfind(|x| x.start <= r.send)
+                .map(|x| {
+                    format!(
+                        " [{:.1} s after the fault {} ({})]",
+                        r.send - x.start,
+                        x.kind.label(),
+                        x.detail
+                    )
+                })
+                .unwrap_or_default();
+            f.false_refusals.push(text + &after);
         }
     }
 }

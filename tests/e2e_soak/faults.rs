@@ -94,8 +94,7 @@ pub async fn run(setup: &mut Setup, shared: &Shared, mut rng: Rng, until: Durati
             }
         }
         let kind = round.pop().unwrap();
-        let start = shared.now();
-        let detail = inject(setup, kind, &mut rng).await;
+        let (start, detail) = inject(setup, kind, &mut rng, shared).await;
         let end = shared.now();
         println!(
             "fault at {start:.1} s: {} ({detail}), undone at {end:.1} s",
@@ -114,10 +113,19 @@ pub async fn run(setup: &mut Setup, shared: &Shared, mut rng: Rng, until: Durati
 
 const READY: Duration = Duration::from_secs(90);
 
-async fn inject(setup: &mut Setup, kind: FaultKind, rng: &mut Rng) -> String {
-    match kind {
+/// Injects one fault and undoes it; returns when it was injected (after the decider was looked
+/// up, so that the time to admit again counts from the fault itself) and what was done.
+async fn inject(
+    setup: &mut Setup,
+    kind: FaultKind,
+    rng: &mut Rng,
+    shared: &Shared,
+) -> (f64, String) {
+    let at;
+    let detail = match kind {
         FaultKind::KillDecider => {
             let (d, named) = decider(setup, rng).await;
+            at = shared.now();
             setup.replicas[d].kill();
             setup.refresh_front(&[]);
             tokio::time::sleep(rng.millis(500, 2_000)).await;
@@ -133,6 +141,7 @@ async fn inject(setup: &mut Setup, kind: FaultKind, rng: &mut Rng) -> String {
         FaultKind::PauseDecider => {
             let (d, _) = decider(setup, rng).await;
             let pause = rng.millis(3_000, 7_000);
+            at = shared.now();
             setup.replicas[d].signal("-STOP");
             // A Service stops sending to a pod once its readiness probe fails.
             tokio::time::sleep(Duration::from_secs(2)).await;
@@ -158,6 +167,7 @@ async fn inject(setup: &mut Setup, kind: FaultKind, rng: &mut Rng) -> String {
                     *rng.pick(&others)
                 }
             };
+            at = shared.now();
             setup.replicas[target].signal("-TERM");
             let exited = setup.replicas[target]
                 .wait_exit(Duration::from_secs(30))
@@ -179,14 +189,17 @@ async fn inject(setup: &mut Setup, kind: FaultKind, rng: &mut Rng) -> String {
         }
         FaultKind::RestartApiServer => {
             let away = rng.millis(1_000, 3_000);
+            at = shared.now();
             setup.cp.stop_apiserver();
             tokio::time::sleep(away).await;
             setup.cp.restart_apiserver().await;
             format!("stopped for {:.1} s", away.as_secs_f64())
         }
         FaultKind::CutWatches => {
+            at = shared.now();
             let n = setup.tap.cut();
             format!("{n} connections")
         }
-    }
+    };
+    (at, detail)
 }
