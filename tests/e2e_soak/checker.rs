@@ -71,7 +71,7 @@ pub struct Findings {
 const AFTER_REFUSED: &str = "; it came within the pending TTL after an admitted write of";
 
 struct History<'a> {
-    by_key: HashMap<&'a Key, Vec<&'a Record>>,
+    by_key: HashMap<&'a Key, Timeline<'a>>,
     by_uid: HashMap<&'a str, &'a Record>,
     ttl: f64,
 }
@@ -80,28 +80,114 @@ fn is_write(r: &Record) -> bool {
     matches!(r.method, Method::Create | Method::Update)
 }
 
+/// One key's calls, with what the two questions below need precomputed, so that an hour's
+/// history (hundreds of thousands of calls) is checked in seconds.
+#[derive(Default)]
+struct Timeline<'a> {
+    /// Sorted by the time sent.
+    ops: Vec<&'a Record>,
+    /// For each prefix `ops[..i]`, the three latest answers (time, index) among the calls that
+    /// may have changed what is stored.
+    applied_top: Vec<[(f64, usize); 3]>,
+    /// The 2xx creates and updates, (answer, index), by answer.
+    done_writes: Vec<(f64, usize)>,
+    /// (from, until, index): when each write may have been stored or held as admitted, by from.
+    presence: Vec<(f64, f64, usize)>,
+    /// The running maximum of `presence`'s untils.
+    presence_until_max: Vec<f64>,
+    always_default: bool,
+}
+
+const NONE: (f64, usize) = (f64::NEG_INFINITY, usize::MAX);
+
+impl<'a> Timeline<'a> {
+    fn new(mut ops: Vec<&'a Record>, ttl: f64) -> Timeline<'a> {
+        ops.sort_by(|a, b| a.send.total_cmp(&b.send));
+        let mut applied_top = Vec::with_capacity(ops.len() + 1);
+        let mut top = [NONE; 3];
+        applied_top.push(top);
+        for (i, r) in ops.iter().enumerate() {
+            if r.outcome.may_have_applied() {
+                let mut all = [top[0], top[1], top[2], (r.answer, i)];
+                all.sort_by(|a, b| b.0.total_cmp(&a.0));
+                top = [all[0], all[1], all[2]];
+            }
+            applied_top.push(top);
+        }
+        let mut done_writes: Vec<(f64, usize)> = ops
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.outcome == Outcome::Done && is_write(r))
+            .map(|(i, r)| (r.answer, i))
+            .collect();
+        done_writes.sort_by(|a, b| a.0.total_cmp(&b.0));
+        // The earliest answer of a 2xx call sent at or after each position.
+        let mut done_after = vec![f64::INFINITY; ops.len() + 1];
+        for i in (0..ops.len()).rev() {
+            done_after[i] = match ops[i].outcome == Outcome::Done {
+                true => done_after[i + 1].min(ops[i].answer),
+                false => done_after[i + 1],
+            };
+        }
+        let mut presence: Vec<(f64, f64, usize)> = ops
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| is_write(v) && v.outcome.may_have_been_admitted() && v.spec.is_some())
+            .map(|(i, v)| {
+                let mut until = v.answer + ttl;
+                if v.outcome.may_have_applied() {
+                    // Stored until a later call that certainly changed it.
+                    let next = ops.partition_point(|j| j.send <= v.answer);
+                    until = until.max(done_after[next]);
+                }
+                (v.send, until, i)
+            })
+            .collect();
+        presence.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let presence_until_max = presence
+            .iter()
+            .scan(f64::NEG_INFINITY, |m, p| {
+                *m = m.max(p.1);
+                Some(*m)
+            })
+            .collect();
+        let always_default = ops
+            .iter()
+            .filter_map(|r| r.spec.as_ref().and_then(Spec::pool))
+            .all(|p| p.space == DEFAULT_SPACE);
+        Timeline {
+            ops,
+            applied_top,
+            done_writes,
+            presence,
+            presence_until_max,
+            always_default,
+        }
+    }
+}
+
 impl<'a> History<'a> {
     fn new(records: &'a [Record], ttl: f64) -> History<'a> {
-        let mut by_key: HashMap<&Key, Vec<&Record>> = HashMap::new();
+        let mut ops: HashMap<&Key, Vec<&Record>> = HashMap::new();
         let mut by_uid = HashMap::new();
         for r in records {
-            by_key.entry(&r.key).or_default().push(r);
+            ops.entry(&r.key).or_default().push(r);
             if let (Some(uid), Outcome::Done, Method::Create) = (&r.uid, &r.outcome, r.method) {
                 by_uid.insert(uid.as_str(), r);
             }
         }
-        for ops in by_key.values_mut() {
-            ops.sort_by(|a, b| a.send.total_cmp(&b.send));
-        }
         History {
-            by_key,
+            by_key: ops
+                .into_iter()
+                .map(|(k, v)| (k, Timeline::new(v, ttl)))
+                .collect(),
             by_uid,
             ttl,
         }
     }
 
     fn ops(&self, key: &Key) -> &[&'a Record] {
-        self.by_key.get(key).map_or(&[], Vec::as_slice)
+        self.by_key.get(key).map_or(&[], |t| t.ops.as_slice())
     }
 
     /// The version of `key` stored all through `[a, b]` for certain, if one is.
@@ -109,20 +195,28 @@ impl<'a> History<'a> {
         self.certain_but(key, a, b, None)
     }
 
+    /// As `certain`, `but` (a call on `key`) left out of what may have changed it.
+    ///
+    /// Only the 2xx write answered last before `a` can be certain: any other one answered
+    /// before `a` either came before it (and was replaced) or overlaps it (and either may have
+    /// landed last). It is, if no other call that may have changed the object was answered
+    /// after it was sent and sent before `b`.
     fn certain_but(&self, key: &Key, a: f64, b: f64, but: Option<&Record>) -> Option<&'a Record> {
-        let ops = self.ops(key);
-        ops.iter()
-            .copied()
-            .filter(|v| v.outcome == Outcome::Done && is_write(v) && v.answer < a)
-            .find(|v| {
-                !ops.iter().any(|j| {
-                    !std::ptr::eq(*j, *v)
-                        && !but.is_some_and(|x| std::ptr::eq(*j, x))
-                        && j.outcome.may_have_applied()
-                        && j.answer > v.send
-                        && j.send < b
-                })
-            })
+        let t = self.by_key.get(key)?;
+        let at = t.done_writes.partition_point(|(answer, _)| *answer < a);
+        let (_, vi) = *t.done_writes[..at]
+            .iter()
+            .rev()
+            .find(|(_, i)| !but.is_some_and(|x| std::ptr::eq(t.ops[*i], x)))?;
+        let v = t.ops[vi];
+        let sent_before_b = t.ops.partition_point(|j| j.send < b);
+        let interferes = t.applied_top[sent_before_b].iter().any(|&(answer, i)| {
+            i != usize::MAX
+                && i != vi
+                && !but.is_some_and(|x| std::ptr::eq(t.ops[i], x))
+                && answer > v.send
+        });
+        (!interferes).then_some(v)
     }
 
     /// Whether some version of `key` matching `pred` may have been stored, or may have been
@@ -134,34 +228,25 @@ impl<'a> History<'a> {
         to: f64,
         pred: impl Fn(&Spec) -> bool,
     ) -> bool {
-        let ops = self.ops(key);
-        ops.iter().any(|v| {
-            if !is_write(v) || !v.outcome.may_have_been_admitted() {
-                return false;
+        let Some(t) = self.by_key.get(key) else {
+            return false;
+        };
+        let end = t.presence.partition_point(|p| p.0 <= to);
+        for j in (0..end).rev() {
+            if t.presence_until_max[j] < from {
+                break;
             }
-            let Some(spec) = &v.spec else {
-                return false;
-            };
-            let mut until = v.answer + self.ttl;
-            if v.outcome.may_have_applied() {
-                // Stored until a later call that certainly changed it.
-                let end = ops
-                    .iter()
-                    .filter(|j| j.outcome == Outcome::Done && j.send > v.answer)
-                    .map(|j| j.answer)
-                    .fold(f64::INFINITY, f64::min);
-                until = until.max(end);
+            let (_, until, i) = t.presence[j];
+            if until >= from && t.ops[i].spec.as_ref().is_some_and(&pred) {
+                return true;
             }
-            v.send <= to && until >= from && pred(spec)
-        })
+        }
+        false
     }
 
     /// Every pool ever written under `key` was in `default`.
     fn always_default(&self, key: &Key) -> bool {
-        self.ops(key)
-            .iter()
-            .filter_map(|r| r.spec.as_ref().and_then(Spec::pool))
-            .all(|p| p.space == DEFAULT_SPACE)
+        self.by_key.get(key).is_none_or(|t| t.always_default)
     }
 
     fn address_space(&self, a: &AddressSpec, send: f64, answer: f64) -> Option<String> {
@@ -1103,6 +1188,108 @@ mod tests {
                 "",
             ));
             assert!(run(&h).false_refusals.is_empty(), "at {send}");
+        }
+    }
+
+    /// The definitions `History` answers quickly, answered slowly, straight from the words.
+    fn certain_by_definition<'a>(
+        ops: &[&'a Record],
+        a: f64,
+        b: f64,
+        but: Option<&Record>,
+    ) -> Option<&'a Record> {
+        ops.iter()
+            .copied()
+            .filter(|v| v.outcome == Outcome::Done && is_write(v) && v.answer < a)
+            .filter(|v| !but.is_some_and(|x| std::ptr::eq(*v, x)))
+            .find(|v| {
+                !ops.iter().any(|j| {
+                    !std::ptr::eq(*j, *v)
+                        && !but.is_some_and(|x| std::ptr::eq(*j, x))
+                        && j.outcome.may_have_applied()
+                        && j.answer > v.send
+                        && j.send < b
+                })
+            })
+    }
+
+    fn present_by_definition(ops: &[&Record], ttl: f64, from: f64, to: f64, ip: &str) -> bool {
+        ops.iter().any(|v| {
+            let Some(spec) = &v.spec else { return false };
+            if !is_write(v) || !v.outcome.may_have_been_admitted() {
+                return false;
+            }
+            let mut until = v.answer + ttl;
+            if v.outcome.may_have_applied() {
+                let end = ops
+                    .iter()
+                    .filter(|j| j.outcome == Outcome::Done && j.send > v.answer)
+                    .map(|j| j.answer)
+                    .fold(f64::INFINITY, f64::min);
+                until = until.max(end);
+            }
+            v.send <= to && until >= from && spec.address().is_some_and(|a| a.ip == ip)
+        })
+    }
+
+    #[test]
+    fn the_quick_answers_are_the_definitions() {
+        let outcomes = [
+            Outcome::Done,
+            Outcome::Done,
+            Outcome::NoAnswer,
+            Outcome::AlreadyExists,
+            Outcome::NotFound,
+            Outcome::Denied(vec!["A9".into()]),
+        ];
+        let methods = [Method::Create, Method::Create, Method::Delete];
+        let ips = ["10.50.0.2", "10.50.0.3"];
+        for seed in 0..300 {
+            let mut rng = super::super::rng::Rng::new(seed);
+            let n = rng.between(1, 14) as usize;
+            let records: Vec<Record> = (0..n)
+                .map(|_| {
+                    let send = rng.below(200) as f64 / 10.0;
+                    let answer = send + rng.between(1, 40) as f64 / 10.0;
+                    let method = *rng.pick(&methods);
+                    let spec = (method != Method::Delete)
+                        .then(|| addr(ips[rng.below(2) as usize], "pool-0"));
+                    rec(
+                        method,
+                        a("addr-1"),
+                        spec,
+                        send,
+                        answer,
+                        rng.pick(&outcomes).clone(),
+                        "",
+                    )
+                })
+                .collect();
+            let h = History::new(&records, 5.0);
+            let mut ops: Vec<&Record> = records.iter().collect();
+            ops.sort_by(|x, y| x.send.total_cmp(&y.send));
+            for _ in 0..40 {
+                let x = rng.below(300) as f64 / 10.0;
+                let y = x + rng.below(50) as f64 / 10.0;
+                let but = (rng.chance(0.3)).then(|| *rng.pick(&ops));
+                let quick = h
+                    .certain_but(&a("addr-1"), x, y, but)
+                    .map(|r| r as *const Record);
+                let slow = certain_by_definition(&ops, x, y, but).map(|r| r as *const Record);
+                assert_eq!(
+                    quick, slow,
+                    "seed {seed}: certain over [{x}, {y}] of {records:#?}"
+                );
+                let ip = *rng.pick(&ips);
+                let quick = h.possibly_present(&a("addr-1"), x, y, |s| {
+                    s.address().is_some_and(|a| a.ip == ip)
+                });
+                let slow = present_by_definition(&ops, 5.0, x, y, ip);
+                assert_eq!(
+                    quick, slow,
+                    "seed {seed}: present in [{x}, {y}] of {records:#?}"
+                );
+            }
         }
     }
 
