@@ -27,7 +27,9 @@
 //! made before validating admission) less than the pending TTL before. A cause that names more
 //! than the message lists (`and N more`), or of another rule, counts as explained. A denial
 //! explained only by stretching the window back to a fault that broke the watches is counted
-//! apart (`stale after a watch fault`), not as a false refusal.
+//! apart (`stale after a watch fault`), not as a false refusal; so is one explained by a
+//! pending entry that outlived its TTL while a watch fault kept it from expiring (as designed:
+//! src/cluster/live/health.rs), each watch fault counted as sick until 10 s after it was undone.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -36,8 +38,9 @@ use super::ipset::{allocatable, parse_ip, Set};
 use super::model::*;
 use super::workload::Snapshot;
 
-/// How long after a fault that broke the watches a denial may rest on what the watches had
-/// not yet delivered.
+/// How long after a fault that broke the watches was undone they may still be catching up (a
+/// restarted v1.20.2 serves custom resources seconds after its /readyz says ok, BENCHMARKS.md).
+/// A denial may rest on what they had not delivered yet.
 const WATCH_GRACE: f64 = 10.0;
 
 pub struct Input<'a> {
@@ -100,8 +103,26 @@ struct Timeline<'a> {
 
 const NONE: (f64, usize) = (f64::NEG_INFINITY, usize::MAX);
 
+/// When a pending entry made at `t` ends, if it lives `ttl` of the time the watches are well:
+/// entries of a kind whose watch is sick do not expire (src/cluster/live/health.rs), so each
+/// sick period (sorted) it meets adds its length.
+fn pending_until(t: f64, ttl: f64, sick: &[(f64, f64)]) -> f64 {
+    let (mut at, mut left) = (t, ttl);
+    for &(from, to) in sick {
+        if from > at + left {
+            break;
+        }
+        if to <= at {
+            continue;
+        }
+        left -= (from - at).max(0.0);
+        at = at.max(to);
+    }
+    at + left
+}
+
 impl<'a> Timeline<'a> {
-    fn new(mut ops: Vec<&'a Record>, ttl: f64) -> Timeline<'a> {
+    fn new(mut ops: Vec<&'a Record>, ttl: f64, sick: &[(f64, f64)]) -> Timeline<'a> {
         ops.sort_by(|a, b| a.send.total_cmp(&b.send));
         let mut applied_top = Vec::with_capacity(ops.len() + 1);
         let mut top = [NONE; 3];
@@ -134,7 +155,7 @@ impl<'a> Timeline<'a> {
             .enumerate()
             .filter(|(_, v)| is_write(v) && v.outcome.may_have_been_admitted() && v.spec.is_some())
             .map(|(i, v)| {
-                let mut until = v.answer + ttl;
+                let mut until = pending_until(v.answer, ttl, sick);
                 if v.outcome.may_have_applied() {
                     // Stored until a later call that certainly changed it.
                     let next = ops.partition_point(|j| j.send <= v.answer);
@@ -167,7 +188,9 @@ impl<'a> Timeline<'a> {
 }
 
 impl<'a> History<'a> {
-    fn new(records: &'a [Record], ttl: f64) -> History<'a> {
+    /// `sick`: the periods in which the watches may have been broken, sorted (none for the
+    /// plain model).
+    fn new(records: &'a [Record], ttl: f64, sick: &[(f64, f64)]) -> History<'a> {
         let mut ops: HashMap<&Key, Vec<&Record>> = HashMap::new();
         let mut by_uid = HashMap::new();
         for r in records {
@@ -179,7 +202,7 @@ impl<'a> History<'a> {
         History {
             by_key: ops
                 .into_iter()
-                .map(|(k, v)| (k, Timeline::new(v, ttl)))
+                .map(|(k, v)| (k, Timeline::new(v, ttl, sick)))
                 .collect(),
             by_uid,
             ttl,
@@ -331,7 +354,7 @@ fn describe(spec: &Option<Spec>) -> String {
 }
 
 pub fn check(input: &Input<'_>) -> Findings {
-    let h = History::new(input.history, input.ttl);
+    let h = History::new(input.history, input.ttl, &[]);
     let mut f = Findings::default();
     let mut seen = BTreeSet::new();
     let mut violation = |f: &mut Findings, dedupe: String, text: String| {
@@ -355,7 +378,15 @@ pub fn check(input: &Input<'_>) -> Findings {
     }
     history_conflicts(&h, input, &mut f, &mut violation);
     snapshot_conflicts(&h, input, &mut f, &mut violation);
-    refusals(&h, input, &mut f);
+    let mut sick: Vec<(f64, f64)> = input
+        .faults
+        .iter()
+        .filter(|x| x.kind.breaks_watches())
+        .map(|x| (x.start, x.end + WATCH_GRACE))
+        .collect();
+    sick.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let stretched = History::new(input.history, input.ttl, &sick);
+    refusals(&h, &stretched, input, &mut f);
     f.after_refused_write = f
         .violations
         .iter()
@@ -806,7 +837,9 @@ fn explains(h: &History<'_>, r: &Record, n: &Named, from: f64, to: f64) -> bool 
     }
 }
 
-fn refusals(h: &History<'_>, input: &Input<'_>, f: &mut Findings) {
+/// `h` holds the plain model; `stretched` the one whose pending entries outlive the watch
+/// faults they meet.
+fn refusals(h: &History<'_>, stretched: &History<'_>, input: &Input<'_>, f: &mut Findings) {
     for r in input.history {
         let Outcome::Denied(_) = &r.outcome else {
             continue;
@@ -826,12 +859,12 @@ fn refusals(h: &History<'_>, input: &Input<'_>, f: &mut Findings) {
         }
         f.refusals_checked += 1;
         let (from, to) = (r.send - input.slack, r.answer + input.slack);
-        let any = |from: f64| {
+        let any = |h: &History<'_>, from: f64| {
             all_named
                 .iter()
                 .any(|(_, ns)| ns.iter().any(|n| explains(h, r, n, from, to)))
         };
-        if any(from) {
+        if any(h, from) {
             continue;
         }
         let watch_fault = input
@@ -841,7 +874,7 @@ fn refusals(h: &History<'_>, input: &Input<'_>, f: &mut Findings) {
                 x.kind.breaks_watches() && x.start <= r.send && r.send <= x.end + WATCH_GRACE
             })
             .map(|x| x.start - input.slack)
-            .fold(f64::INFINITY, f64::min);
+            .fold(from, f64::min);
         let text = format!(
             "{} ({}): {}; {}",
             at(r),
@@ -853,7 +886,7 @@ fn refusals(h: &History<'_>, input: &Input<'_>, f: &mut Findings) {
                 .collect::<Vec<_>>()
                 .join(", ")
         );
-        if watch_fault.is_finite() && any(watch_fault) {
+        if any(stretched, watch_fault) {
             f.stale_after_watch_fault.push(text);
         } else {
             // The fault it followed, if any: where to look first.
@@ -1265,7 +1298,7 @@ mod tests {
                     )
                 })
                 .collect();
-            let h = History::new(&records, 5.0);
+            let h = History::new(&records, 5.0, &[]);
             let mut ops: Vec<&Record> = records.iter().collect();
             ops.sort_by(|x, y| x.send.total_cmp(&y.send));
             for _ in 0..40 {
@@ -1291,6 +1324,54 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_pending_entry_outlives_its_ttl_only_by_the_watch_faults_it_meets() {
+        assert_eq!(pending_until(10.0, 5.0, &[]), 15.0);
+        assert_eq!(pending_until(10.0, 5.0, &[(1.0, 9.0), (16.0, 30.0)]), 15.0);
+        assert_eq!(pending_until(10.0, 5.0, &[(12.0, 20.0)]), 23.0);
+        assert_eq!(pending_until(10.0, 5.0, &[(8.0, 20.0), (22.0, 25.0)]), 28.0);
+
+        let held = "spec.address: Duplicate value: \"10.50.0.11\": 10.50.0.11 is already held by IPAddress soak/addr-1 [ipam-guard A9]";
+        let h = vec![
+            rec(
+                Method::Create,
+                a("addr-1"),
+                Some(addr("10.50.0.11", "pool-0")),
+                1.0,
+                1.1,
+                Outcome::AlreadyExists,
+                "",
+            ),
+            denied(a("addr-2"), addr("10.50.0.11", "pool-0"), 20.0, held),
+        ];
+        let restart = Fault {
+            kind: super::super::faults::FaultKind::RestartApiServer,
+            start: 2.0,
+            end: 8.0,
+            detail: String::new(),
+        };
+        let with = |faults: &[Fault]| {
+            check(&Input {
+                history: &h,
+                during: &[],
+                last: &[],
+                faults,
+                ttl: 5.0,
+                slack: 2.0,
+            })
+        };
+        let f = with(&[]);
+        assert_eq!(
+            (f.false_refusals.len(), f.stale_after_watch_fault.len()),
+            (1, 0)
+        );
+        let f = with(std::slice::from_ref(&restart));
+        assert_eq!(
+            (f.false_refusals.len(), f.stale_after_watch_fault.len()),
+            (0, 1)
+        );
     }
 
     #[test]
