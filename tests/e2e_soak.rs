@@ -151,6 +151,7 @@ async fn soak_against(server: e2e::Server, seed: u64) {
         faults: &faults,
         ttl: PENDING_TTL.as_secs_f64(),
         slack: SLACK,
+        no_decider: cluster::NO_DECIDER.as_secs_f64(),
     });
     let kept = keep(&setup, &server, seed, &history, &faults);
     for (file, items) in [

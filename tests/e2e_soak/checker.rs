@@ -14,7 +14,10 @@
 //!   pool update leaving out a held address (P8), a pool DELETE while an address naming it was
 //!   stored (P9). "Certainly stored all through [a, b]": its create or update got 2xx before a,
 //!   and no call that may have changed it (2xx, or no answer) overlaps it or came before b;
-//! - an answer with a server error from ipam-guard itself (`Webhook500`).
+//! - an answer with a server error from ipam-guard itself (`Webhook500`);
+//! - a pool or address write sent after the decider was killed or paused (its own metric said
+//!   it decided just before) and admitted before any other replica could decide (`no_decider`):
+//!   a wait for the decider turned into an allow.
 //!
 //! An address's space is its pool's (docs/rules.md, P10): `default` when every pool ever
 //! written under that name was in `default`, else the space of the pool certainly stored all
@@ -33,7 +36,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use super::faults::Fault;
+use super::faults::{Fault, FaultKind};
 use super::ipset::{allocatable, parse_ip, Set};
 use super::model::*;
 use super::workload::Snapshot;
@@ -54,6 +57,8 @@ pub struct Input<'a> {
     pub ttl: f64,
     /// Watch latency allowed for, in seconds.
     pub slack: f64,
+    /// How long after the decider was killed or paused nothing can be admitted, in seconds.
+    pub no_decider: f64,
 }
 
 #[derive(Default, Debug)]
@@ -377,6 +382,32 @@ pub fn check(input: &Input<'_>) -> Findings {
         }
     }
     history_conflicts(&h, input, &mut f, &mut violation);
+    // A write sent after the decider was killed or paused, admitted before any other replica
+    // could decide: a wait for the decider turned into an allow, or a replica deciding alone.
+    for x in input.faults.iter().filter(|x| {
+        x.hit_the_decider && matches!(x.kind, FaultKind::KillDecider | FaultKind::PauseDecider)
+    }) {
+        for r in input.history.iter().filter(|r| {
+            is_write(r)
+                && r.key.kind != Kind::Claim
+                && r.send >= x.start
+                && r.answer < x.start + input.no_decider
+                && matches!(r.outcome, Outcome::Done | Outcome::AlreadyExists)
+        }) {
+            violation(
+                &mut f,
+                format!("no decider {}", r.send),
+                format!(
+                    "admitted while no replica could decide: {} ({}), {:.2} s after the fault {} ({})",
+                    at(r),
+                    describe(&r.spec),
+                    r.send - x.start,
+                    x.kind.label(),
+                    x.detail
+                ),
+            );
+        }
+    }
     snapshot_conflicts(&h, input, &mut f, &mut violation);
     let mut sick: Vec<(f64, f64)> = input
         .faults
@@ -980,6 +1011,7 @@ mod tests {
             faults: &[],
             ttl: 5.0,
             slack: 2.0,
+            no_decider: 2.5,
         })
     }
 
@@ -1351,6 +1383,7 @@ mod tests {
             start: 2.0,
             end: 8.0,
             detail: String::new(),
+            hit_the_decider: false,
         };
         let with = |faults: &[Fault]| {
             check(&Input {
@@ -1360,6 +1393,7 @@ mod tests {
                 faults,
                 ttl: 5.0,
                 slack: 2.0,
+                no_decider: 2.5,
             })
         };
         let f = with(&[]);
@@ -1372,6 +1406,52 @@ mod tests {
             (f.false_refusals.len(), f.stale_after_watch_fault.len()),
             (0, 1)
         );
+    }
+
+    #[test]
+    fn an_admission_while_no_replica_can_decide_is_a_violation() {
+        let h = vec![
+            rec(
+                Method::Create,
+                p("pool-0"),
+                Some(pool("pool-0", "10.50.0.10-10.50.0.20")),
+                10.5,
+                11.0,
+                Outcome::Done,
+                "",
+            ),
+            rec(
+                Method::Create,
+                p("pool-1"),
+                Some(pool("pool-1", "10.50.0.30-10.50.0.40")),
+                13.0,
+                13.1,
+                Outcome::Done,
+                "",
+            ),
+        ];
+        let kill = |hit_the_decider| Fault {
+            kind: FaultKind::KillDecider,
+            start: 10.0,
+            end: 12.0,
+            detail: String::new(),
+            hit_the_decider,
+        };
+        let run_with = |fault: Fault| {
+            check(&Input {
+                history: &h,
+                during: &[],
+                last: &[],
+                faults: &[fault],
+                ttl: 5.0,
+                slack: 2.0,
+                no_decider: 2.5,
+            })
+        };
+        let f = run_with(kill(true));
+        assert_eq!(f.violations.len(), 1, "{f:#?}");
+        assert!(f.violations[0].contains("pool-0"), "{f:#?}");
+        assert!(run_with(kill(false)).violations.is_empty());
     }
 
     #[test]

@@ -31,12 +31,20 @@ const LEASE: &str = "ipam-guard-decider";
 const WAIT: Duration = Duration::from_secs(90);
 /// The pending TTL the replicas run with (the false-refusal model reads it too).
 pub const PENDING_TTL: Duration = Duration::from_secs(5);
+/// The decider's Lease: held this long from its last renewal, renewed every retry period.
+const LEASE_DURATION: Duration = Duration::from_secs(3);
+const RETRY_PERIOD: Duration = Duration::from_millis(500);
+/// How long after the decider is killed or paused no other replica can decide for certain: its
+/// lease, renewed at most a retry period before, runs this long at least (and a new decider
+/// then waits the pending TTL besides).
+pub const NO_DECIDER: Duration = LEASE_DURATION.saturating_sub(RETRY_PERIOD);
 
 pub struct Replica {
     pub name: String,
     child: Option<Child>,
     pub webhook: SocketAddr,
     pub probe: SocketAddr,
+    metrics: SocketAddr,
     pub peer: SocketAddr,
     pub log: PathBuf,
     /// How many times this replica was started (its log files are numbered by it).
@@ -65,9 +73,15 @@ impl Replica {
             .args(["--peer-listen", &peer.to_string()])
             .args(["--peer-advertise", &peer.to_string()])
             .args(["--decider-lease-namespace", LEASE_NS])
-            .args(["--decider-lease-duration", "3s"])
+            .args([
+                "--decider-lease-duration",
+                &format!("{}ms", LEASE_DURATION.as_millis()),
+            ])
             .args(["--decider-renew-deadline", "2s"])
-            .args(["--decider-retry-period", "500ms"])
+            .args([
+                "--decider-retry-period",
+                &format!("{}ms", RETRY_PERIOD.as_millis()),
+            ])
             .args(["--pending-ttl", &ttl])
             .args(["--shutdown-delay", "0s"])
             .arg("--client-ca-file")
@@ -84,10 +98,25 @@ impl Replica {
             child: Some(child),
             webhook,
             probe,
+            metrics,
             peer,
             log,
             starts,
         }
+    }
+
+    /// Whether its `ipam_guard_decider_is_leader` says it decides (None: no answer).
+    pub async fn is_leader(&self) -> Option<bool> {
+        const NAME: &str = "ipam_guard_decider_is_leader";
+        let (status, body) = http_get(self.metrics, "/metrics").await.ok()?;
+        if status != 200 {
+            return None;
+        }
+        body.lines()
+            .find(|l| l.starts_with(NAME) && l[NAME.len()..].starts_with(' '))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse::<f64>().ok())
+            .map(|v| v == 1.0)
     }
 
     pub fn running(&self) -> bool {

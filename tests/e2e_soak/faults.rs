@@ -57,6 +57,8 @@ pub struct Fault {
     pub start: f64,
     pub end: f64,
     pub detail: String,
+    /// For a fault aimed at the decider: its own metric said it was the decider just before.
+    pub hit_the_decider: bool,
 }
 
 /// The replica the Lease names, waiting a little for an election in progress; else any running one.
@@ -94,7 +96,7 @@ pub async fn run(setup: &mut Setup, shared: &Shared, mut rng: Rng, until: Durati
             }
         }
         let kind = round.pop().unwrap();
-        let (start, detail) = inject(setup, kind, &mut rng, shared).await;
+        let (start, detail, hit_the_decider) = inject(setup, kind, &mut rng, shared).await;
         let end = shared.now();
         println!(
             "fault at {start:.1} s: {} ({detail}), undone at {end:.1} s",
@@ -105,6 +107,7 @@ pub async fn run(setup: &mut Setup, shared: &Shared, mut rng: Rng, until: Durati
             start,
             end,
             detail,
+            hit_the_decider,
         });
         next = shared.epoch.elapsed() + rng.millis(4_000, 8_000);
     }
@@ -120,11 +123,13 @@ async fn inject(
     kind: FaultKind,
     rng: &mut Rng,
     shared: &Shared,
-) -> (f64, String) {
+) -> (f64, String, bool) {
     let at;
+    let mut leader = false;
     let detail = match kind {
         FaultKind::KillDecider => {
             let (d, named) = decider(setup, rng).await;
+            leader = setup.replicas[d].is_leader().await == Some(true);
             at = shared.now();
             setup.replicas[d].kill();
             setup.refresh_front(&[]);
@@ -141,6 +146,7 @@ async fn inject(
         FaultKind::PauseDecider => {
             let (d, _) = decider(setup, rng).await;
             let pause = rng.millis(3_000, 7_000);
+            leader = setup.replicas[d].is_leader().await == Some(true);
             at = shared.now();
             setup.replicas[d].signal("-STOP");
             // A Service stops sending to a pod once its readiness probe fails.
@@ -201,5 +207,5 @@ async fn inject(
             format!("{n} connections")
         }
     };
-    (at, detail)
+    (at, detail, leader)
 }
