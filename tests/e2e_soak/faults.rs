@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use super::cluster::Setup;
+use super::model::{Kind, Method, Outcome};
 use super::rng::Rng;
 use super::workload::Shared;
 
@@ -75,8 +76,8 @@ async fn decider(setup: &Setup, rng: &mut Rng) -> (usize, bool) {
     (*rng.pick(&running), false)
 }
 
-/// Injects faults until `until`, the first after 4-7 s, then 4-8 s after the last one was
-/// undone, in rounds of `FaultKind::ROUND`, each round in an order drawn from the seed.
+/// Injects faults until `until`, the first after 4-7 s, then 4-8 s after writes were admitted
+/// again, in rounds of `FaultKind::ROUND`, each round in an order drawn from the seed.
 pub async fn run(setup: &mut Setup, shared: &Shared, mut rng: Rng, until: Duration) -> Vec<Fault> {
     let mut faults = Vec::new();
     let mut round = Vec::new();
@@ -109,9 +110,27 @@ pub async fn run(setup: &mut Setup, shared: &Shared, mut rng: Rng, until: Durati
             detail,
             hit_the_decider,
         });
+        // The next fault waits until writes are admitted again (at most 45 s), so that each
+        // time to admit again is that of one fault.
+        let waited = std::time::Instant::now();
+        while !admitted_since(shared, start) && waited.elapsed() < Duration::from_secs(45) {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
         next = shared.epoch.elapsed() + rng.millis(4_000, 8_000);
     }
     faults
+}
+
+/// Whether a pool or address write sent at or after `t` has been admitted.
+fn admitted_since(shared: &Shared, t: f64) -> bool {
+    let history = shared.history.lock().unwrap();
+    // Records are pushed as answers come: one sent after `t` is among the last ones.
+    history.iter().rev().take(20_000).any(|r| {
+        r.send >= t
+            && matches!(r.method, Method::Create | Method::Update)
+            && r.key.kind != Kind::Claim
+            && matches!(r.outcome, Outcome::Done | Outcome::AlreadyExists)
+    })
 }
 
 const READY: Duration = Duration::from_secs(90);
