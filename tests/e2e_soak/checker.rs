@@ -26,8 +26,8 @@
 //! **False refusals**: a denial by ipam-guard all of whose causes name objects (A9, A7, P8, P9,
 //! P10: the holders or overlapping pools; A8: the pool) that cannot explain it: none was
 //! possibly stored with the conflicting value in [sent − slack, answered + slack], nor possibly
-//! admitted (any answer but ipam-guard's own refusals, a 503, or the API server's refusals
-//! made before validating admission) less than the pending TTL before. A cause that names more
+//! admitted (any answer but ipam-guard's own refusals, a 503, or the schema's refusals, made
+//! before validating admission) less than the pending TTL before. A cause that names more
 //! than the message lists (`and N more`), or of another rule, counts as explained. A denial
 //! explained only by stretching the window back to a fault that broke the watches is counted
 //! apart (`stale after a watch fault`), not as a false refusal; so is one explained by a
@@ -300,7 +300,11 @@ impl<'a> History<'a> {
 fn refused_before(h: &History<'_>, key: &Key, r: &Record) -> String {
     h.ops(key)
         .iter()
-        .filter(|x| matches!(x.outcome, Outcome::AlreadyExists | Outcome::Conflict))
+        .filter(|x| match x.outcome {
+            Outcome::AlreadyExists | Outcome::Conflict => true,
+            Outcome::NotFound => x.method == Method::Update,
+            _ => false,
+        })
         .filter(|x| x.send <= r.answer && x.answer + h.ttl >= r.send)
         .map(|x| {
             format!(

@@ -253,11 +253,13 @@ impl Outcome {
     }
 
     /// Whether ipam-guard may have admitted the write (and so held a pending entry for it): all
-    /// but its own refusals and what the API server refuses before validating admission.
+    /// but its own refusals and the schema's, which come before validating admission. A
+    /// NotFound may come after it: an update admitted against the object the API server read,
+    /// which a DELETE removed before the update was stored.
     pub fn may_have_been_admitted(&self) -> bool {
         !matches!(
             self,
-            Outcome::Denied(_) | Outcome::Unavailable | Outcome::Invalid | Outcome::NotFound
+            Outcome::Denied(_) | Outcome::Unavailable | Outcome::Invalid
         )
     }
 
