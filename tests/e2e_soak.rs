@@ -167,9 +167,11 @@ async fn soak_against(server: e2e::Server, seed: u64) {
 
     let figures = Figures::of(&history);
     e2e::note(format!(
-        "{} calls in {took:.0} s: {} stored or deleted, {} refused by ipam-guard ({}), {} fail-closed 503, \
-         {} webhook unreachable; API server: {}; no answer {}",
+        "{} calls in {took:.0} s: {} admitted by ipam-guard ({} stored or deleted, the rest refused by the \
+         API server), {} refused by ipam-guard ({}), {} fail-closed 503, {} webhook unreachable; \
+         API server: {}; no answer {}",
         history.len(),
+        figures.count(|o| matches!(o, Outcome::Done | Outcome::AlreadyExists | Outcome::Conflict)),
         figures.count(|o| *o == Outcome::Done),
         figures.count(|o| matches!(o, Outcome::Denied(_))),
         figures.by_rule(),
