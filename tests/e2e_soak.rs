@@ -200,11 +200,13 @@ async fn soak_against(server: e2e::Server, seed: u64) {
     ));
     e2e::note(format!(
         "violations {} ({} of them within the pending TTL after an admitted write the API server refused), \
-         false refusals {} (of {} refusals checked), {} refusals explained only by a watch fault, {} replica crashes",
+         false refusals {} (of {} refusals checked; {} of them explained if a clean handover restarts \
+         the pending TTL of what it hands over), {} refusals explained only by a watch fault, {} replica crashes",
         findings.violations.len(),
         findings.after_refused_write,
         findings.false_refusals.len(),
         findings.refusals_checked,
+        findings.false_after_handover,
         findings.stale_after_watch_fault.len(),
         crashed.len()
     ));

@@ -66,6 +66,9 @@ pub struct Findings {
     pub violations: Vec<String>,
     pub false_refusals: Vec<String>,
     pub stale_after_watch_fault: Vec<String>,
+    /// False refusals that a pending entry explains if a clean handover restarts its TTL (it
+    /// then lives longer than the TTL from its admission).
+    pub false_after_handover: usize,
     /// Denials whose causes the model checked (all of them view-reading rules it reads).
     pub refusals_checked: usize,
     /// Addresses not compared for want of a known space.
@@ -127,7 +130,8 @@ fn pending_until(t: f64, ttl: f64, sick: &[(f64, f64)]) -> f64 {
 }
 
 impl<'a> Timeline<'a> {
-    fn new(mut ops: Vec<&'a Record>, ttl: f64, sick: &[(f64, f64)]) -> Timeline<'a> {
+    /// `pending`: when a pending entry made by an admission answered at `t` ends.
+    fn new(mut ops: Vec<&'a Record>, pending: &dyn Fn(f64) -> f64) -> Timeline<'a> {
         ops.sort_by(|a, b| a.send.total_cmp(&b.send));
         let mut applied_top = Vec::with_capacity(ops.len() + 1);
         let mut top = [NONE; 3];
@@ -160,7 +164,7 @@ impl<'a> Timeline<'a> {
             .enumerate()
             .filter(|(_, v)| is_write(v) && v.outcome.may_have_been_admitted() && v.spec.is_some())
             .map(|(i, v)| {
-                let mut until = pending_until(v.answer, ttl, sick);
+                let mut until = pending(v.answer);
                 if v.outcome.may_have_applied() {
                     // Stored until a later call that certainly changed it.
                     let next = ops.partition_point(|j| j.send <= v.answer);
@@ -193,9 +197,9 @@ impl<'a> Timeline<'a> {
 }
 
 impl<'a> History<'a> {
-    /// `sick`: the periods in which the watches may have been broken, sorted (none for the
-    /// plain model).
-    fn new(records: &'a [Record], ttl: f64, sick: &[(f64, f64)]) -> History<'a> {
+    /// `pending`: when a pending entry made by an admission answered at `t` ends (`t + ttl` in
+    /// the plain model).
+    fn new(records: &'a [Record], ttl: f64, pending: &dyn Fn(f64) -> f64) -> History<'a> {
         let mut ops: HashMap<&Key, Vec<&Record>> = HashMap::new();
         let mut by_uid = HashMap::new();
         for r in records {
@@ -207,7 +211,7 @@ impl<'a> History<'a> {
         History {
             by_key: ops
                 .into_iter()
-                .map(|(k, v)| (k, Timeline::new(v, ttl, sick)))
+                .map(|(k, v)| (k, Timeline::new(v, pending)))
                 .collect(),
             by_uid,
             ttl,
@@ -363,7 +367,8 @@ fn describe(spec: &Option<Spec>) -> String {
 }
 
 pub fn check(input: &Input<'_>) -> Findings {
-    let h = History::new(input.history, input.ttl, &[]);
+    let ttl = input.ttl;
+    let h = History::new(input.history, ttl, &|t| t + ttl);
     let mut f = Findings::default();
     let mut seen = BTreeSet::new();
     let mut violation = |f: &mut Findings, dedupe: String, text: String| {
@@ -420,8 +425,22 @@ pub fn check(input: &Input<'_>) -> Findings {
         .map(|x| (x.start, x.end + WATCH_GRACE))
         .collect();
     sick.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let stretched = History::new(input.history, input.ttl, &sick);
-    refusals(&h, &stretched, input, &mut f);
+    let stretched = History::new(input.history, ttl, &|t| pending_until(t, ttl, &sick));
+    let handovers: Vec<(f64, f64)> = input
+        .faults
+        .iter()
+        .filter(|x| x.kind == FaultKind::TermDecider)
+        .map(|x| (x.start, x.end))
+        .collect();
+    let restarted = History::new(input.history, ttl, &|t| {
+        handovers
+            .iter()
+            .fold(t + ttl, |until, &(from, to)| match from <= until {
+                true => until.max(to + ttl),
+                false => until,
+            })
+    });
+    refusals(&h, &stretched, &restarted, input, &mut f);
     f.after_refused_write = f
         .violations
         .iter()
@@ -873,8 +892,15 @@ fn explains(h: &History<'_>, r: &Record, n: &Named, from: f64, to: f64) -> bool 
 }
 
 /// `h` holds the plain model; `stretched` the one whose pending entries outlive the watch
-/// faults they meet.
-fn refusals(h: &History<'_>, stretched: &History<'_>, input: &Input<'_>, f: &mut Findings) {
+/// faults they meet; `restarted` the one where a clean handover gives each entry it hands
+/// over a whole TTL again (only to say so beside a false refusal: it stays one).
+fn refusals(
+    h: &History<'_>,
+    stretched: &History<'_>,
+    restarted: &History<'_>,
+    input: &Input<'_>,
+    f: &mut Findings,
+) {
     for r in input.history {
         let Outcome::Denied(_) = &r.outcome else {
             continue;
@@ -938,7 +964,15 @@ fn refusals(h: &History<'_>, stretched: &History<'_>, input: &Input<'_>, f: &mut
                     )
                 })
                 .unwrap_or_default();
-            f.false_refusals.push(text + &after);
+            let restart = match any(restarted, from) {
+                true => {
+                    f.false_after_handover += 1;
+                    " [explained if a clean handover gave the admissions it handed over a whole \
+                     pending TTL again]"
+                }
+                false => "",
+            };
+            f.false_refusals.push(text + &after + restart);
         }
     }
 }
@@ -1334,7 +1368,7 @@ mod tests {
                     )
                 })
                 .collect();
-            let h = History::new(&records, 5.0, &[]);
+            let h = History::new(&records, 5.0, &|t| t + 5.0);
             let mut ops: Vec<&Record> = records.iter().collect();
             ops.sort_by(|x, y| x.send.total_cmp(&y.send));
             for _ in 0..40 {
@@ -1456,6 +1490,48 @@ mod tests {
         assert_eq!(f.violations.len(), 1, "{f:#?}");
         assert!(f.violations[0].contains("pool-0"), "{f:#?}");
         assert!(run_with(kill(false)).violations.is_empty());
+    }
+
+    #[test]
+    fn a_refusal_on_an_entry_a_handover_kept_past_its_ttl_stays_false_and_says_so() {
+        let held = "spec.address: Duplicate value: \"10.50.0.11\": 10.50.0.11 is already held by IPAddress soak/addr-1 [ipam-guard A9]";
+        let h = vec![
+            rec(
+                Method::Create,
+                a("addr-1"),
+                Some(addr("10.50.0.11", "pool-0")),
+                36.1,
+                36.2,
+                Outcome::AlreadyExists,
+                "",
+            ),
+            denied(a("addr-2"), addr("10.50.0.11", "pool-0"), 43.4, held),
+        ];
+        let handover = Fault {
+            kind: FaultKind::TermDecider,
+            start: 41.0,
+            end: 43.2,
+            detail: String::new(),
+            hit_the_decider: false,
+        };
+        let f = check(&Input {
+            history: &h,
+            during: &[],
+            last: &[],
+            faults: std::slice::from_ref(&handover),
+            ttl: 5.0,
+            slack: 2.0,
+            no_decider: 2.5,
+        });
+        assert_eq!(
+            (f.false_refusals.len(), f.false_after_handover),
+            (1, 1),
+            "{f:#?}"
+        );
+        assert!(
+            f.false_refusals[0].contains("whole pending TTL again"),
+            "{f:#?}"
+        );
     }
 
     #[test]
