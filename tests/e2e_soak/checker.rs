@@ -32,7 +32,8 @@
 //! explained only by stretching the window back to a fault that broke the watches is counted
 //! apart (`stale after a watch fault`), not as a false refusal; so is one explained by a
 //! pending entry that outlived its TTL while a watch fault kept it from expiring (as designed:
-//! src/cluster/live/health.rs), each watch fault counted as sick until 10 s after it was undone.
+//! src/cluster/live/health.rs), each watch fault counted as sick until writes were admitted
+//! again after it, and at least until 10 s after it was undone.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -418,13 +419,7 @@ pub fn check(input: &Input<'_>) -> Findings {
         }
     }
     snapshot_conflicts(&h, input, &mut f, &mut violation);
-    let mut sick: Vec<(f64, f64)> = input
-        .faults
-        .iter()
-        .filter(|x| x.kind.breaks_watches())
-        .map(|x| (x.start, x.end + WATCH_GRACE))
-        .collect();
-    sick.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let sick = sick_periods(input);
     let stretched = History::new(input.history, ttl, &|t| pending_until(t, ttl, &sick));
     let handovers: Vec<(f64, f64)> = input
         .faults
@@ -440,7 +435,7 @@ pub fn check(input: &Input<'_>) -> Findings {
                 false => until,
             })
     });
-    refusals(&h, &stretched, &restarted, input, &mut f);
+    refusals(&h, &stretched, &restarted, &sick, input, &mut f);
     f.after_refused_write = f
         .violations
         .iter()
@@ -891,6 +886,23 @@ fn explains(h: &History<'_>, r: &Record, n: &Named, from: f64, to: f64) -> bool 
     }
 }
 
+/// When the watches may have been broken, sorted: from each fault that breaks them until writes
+/// were admitted again after it (that needs every watch synced), and at least until
+/// `WATCH_GRACE` after the fault was undone.
+fn sick_periods(input: &Input<'_>) -> Vec<(f64, f64)> {
+    let mut sick: Vec<(f64, f64)> = input
+        .faults
+        .iter()
+        .filter(|x| x.kind.breaks_watches())
+        .map(|x| {
+            let back = resumed(input.history, x).map_or(f64::INFINITY, |t| x.start + t);
+            (x.start, back.max(x.end + WATCH_GRACE))
+        })
+        .collect();
+    sick.sort_by(|a, b| a.0.total_cmp(&b.0));
+    sick
+}
+
 /// `h` holds the plain model; `stretched` the one whose pending entries outlive the watch
 /// faults they meet; `restarted` the one where a clean handover gives each entry it hands
 /// over a whole TTL again (only to say so beside a false refusal: it stays one).
@@ -898,6 +910,7 @@ fn refusals(
     h: &History<'_>,
     stretched: &History<'_>,
     restarted: &History<'_>,
+    sick: &[(f64, f64)],
     input: &Input<'_>,
     f: &mut Findings,
 ) {
@@ -928,13 +941,10 @@ fn refusals(
         if any(h, from) {
             continue;
         }
-        let watch_fault = input
-            .faults
+        let watch_fault = sick
             .iter()
-            .filter(|x| {
-                x.kind.breaks_watches() && x.start <= r.send && r.send <= x.end + WATCH_GRACE
-            })
-            .map(|x| x.start - input.slack)
+            .filter(|(start, end)| *start <= r.send && r.send <= *end)
+            .map(|(start, _)| start - input.slack)
             .fold(from, f64::min);
         let text = format!(
             "{} ({}): {}; {}",
