@@ -1,0 +1,493 @@
+//! What the soak runs against: one control plane with the CRDs, three `ipam-guard serve`
+//! processes (the binary cargo built) electing a decider through a Lease with the short timings
+//! of tests/e2e_decider.rs, the `Front` relay registered as the API server's validating and
+//! mutating webhook, and the `Tap` relay as the replicas' way to the API server.
+//!
+//! The API server authenticates to the webhook with a client certificate from the replicas' CA
+//! (an AdmissionConfiguration, as tests/e2e_client_auth.rs sets up), so its admitted writes
+//! reserve for the full pending TTL as in a real install; an unauthenticated caller's writes
+//! that then fail (the AlreadyExists this soak provokes on purpose) would count as strikes
+//! (src/cluster/trust.rs) and soon reserve nothing.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use http::Request;
+use http_body_util::BodyExt;
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::Api;
+use serde_json::{json, Value};
+
+use super::e2e::pki::{Pki, Usage};
+use super::e2e::{self, free_port, ControlPlane};
+use super::proxy::{Front, Tap};
+use super::server_support::http_get;
+
+pub const NS: &str = "soak";
+pub const LEASE_NS: &str = "ipam-guard";
+const LEASE: &str = "ipam-guard-decider";
+const WAIT: Duration = Duration::from_secs(90);
+/// The pending TTL the replicas run with (the false-refusal model reads it too).
+pub const PENDING_TTL: Duration = Duration::from_secs(5);
+/// The decider's Lease: held this long from its last renewal, renewed every retry period.
+const LEASE_DURATION: Duration = Duration::from_secs(3);
+const RETRY_PERIOD: Duration = Duration::from_millis(500);
+/// How long after the decider is killed or paused no other replica can decide for certain: its
+/// lease, renewed at most a retry period before, runs this long at least (and a new decider
+/// then waits the pending TTL besides).
+pub const NO_DECIDER: Duration = LEASE_DURATION.saturating_sub(RETRY_PERIOD);
+
+pub struct Replica {
+    pub name: String,
+    child: Option<Child>,
+    pub webhook: SocketAddr,
+    pub probe: SocketAddr,
+    metrics: SocketAddr,
+    pub peer: SocketAddr,
+    pub log: PathBuf,
+    /// How many times this replica was started (its log files are numbered by it).
+    starts: u32,
+}
+
+impl Replica {
+    fn start(kubeconfig: &Path, certs: &Path, logs: &Path, name: &str, starts: u32) -> Replica {
+        let port = || SocketAddr::from(([127, 0, 0, 1], free_port()));
+        let (webhook, probe, metrics, peer) = (port(), port(), port(), port());
+        let log = logs.join(format!("{name}.{starts}.log"));
+        let out = std::fs::File::create(&log).unwrap();
+        let bin = std::env::var_os("IPAM_GUARD_BIN")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_ipam-guard")));
+        let ttl = format!("{}s", PENDING_TTL.as_secs());
+        let child = Command::new(bin)
+            .arg("serve")
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .arg("--cert-dir")
+            .arg(certs)
+            .args(["--listen", &webhook.to_string()])
+            .args(["--probe-listen", &probe.to_string()])
+            .args(["--metrics-listen", &metrics.to_string()])
+            .args(["--peer-listen", &peer.to_string()])
+            .args(["--peer-advertise", &peer.to_string()])
+            .args(["--decider-lease-namespace", LEASE_NS])
+            .args([
+                "--decider-lease-duration",
+                &format!("{}ms", LEASE_DURATION.as_millis()),
+            ])
+            .args(["--decider-renew-deadline", "2s"])
+            .args([
+                "--decider-retry-period",
+                &format!("{}ms", RETRY_PERIOD.as_millis()),
+            ])
+            .args(["--pending-ttl", &ttl])
+            .args(["--shutdown-delay", "0s"])
+            .arg("--client-ca-file")
+            .arg(certs.join("ca.crt"))
+            .env("POD_NAME", name)
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(out.try_clone().unwrap()))
+            .stderr(Stdio::from(out))
+            .spawn()
+            .expect("start ipam-guard serve");
+        Replica {
+            name: name.to_string(),
+            child: Some(child),
+            webhook,
+            probe,
+            metrics,
+            peer,
+            log,
+            starts,
+        }
+    }
+
+    /// Whether its `ipam_guard_decider_is_leader` says it decides (None: no answer).
+    pub async fn is_leader(&self) -> Option<bool> {
+        const NAME: &str = "ipam_guard_decider_is_leader";
+        let (status, body) = http_get(self.metrics, "/metrics").await.ok()?;
+        if status != 200 {
+            return None;
+        }
+        body.lines()
+            .find(|l| l.starts_with(NAME) && l[NAME.len()..].starts_with(' '))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse::<f64>().ok())
+            .map(|v| v == 1.0)
+    }
+
+    pub fn running(&self) -> bool {
+        self.child.is_some()
+    }
+
+    /// How the process ended, if it ended by itself.
+    pub fn exited(&mut self) -> Option<String> {
+        let status = self.child.as_mut()?.try_wait().ok()??;
+        Some(status.to_string())
+    }
+
+    fn pid(&self) -> String {
+        self.child.as_ref().expect("running").id().to_string()
+    }
+
+    pub fn signal(&self, sig: &str) {
+        let ok = Command::new("kill")
+            .args([sig, &self.pid()])
+            .status()
+            .unwrap();
+        assert!(ok.success(), "kill {sig} {}", self.name);
+        if sig == "-STOP" {
+            wait_stopped(&self.pid());
+        }
+    }
+
+    /// SIGKILL, reaped.
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = Command::new("kill")
+                .args(["-CONT", &c.id().to_string()])
+                .status();
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Waits for the process to exit by itself (after SIGTERM); false if it did not in `within`.
+    pub async fn wait_exit(&mut self, within: Duration) -> bool {
+        let start = Instant::now();
+        while start.elapsed() < within {
+            if let Some(c) = self.child.as_mut() {
+                if let Ok(Some(_)) = c.try_wait() {
+                    self.child = None;
+                    return true;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        false
+    }
+
+    pub fn log_tail(&self, n: usize) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(n)..].join("\n")
+    }
+
+    async fn ready(&self) -> bool {
+        matches!(http_get(self.probe, "/readyz").await, Ok((200, _)))
+    }
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Waits until every thread of `pid` is stopped (a pending SIGSTOP stops them one by one).
+fn wait_stopped(pid: &str) {
+    let start = Instant::now();
+    loop {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            return;
+        };
+        let stopped = tasks.flatten().all(|t| {
+            std::fs::read_to_string(t.path().join("stat"))
+                .ok()
+                .and_then(|stat| {
+                    let after = stat.rsplit_once(')')?.1;
+                    after
+                        .split_whitespace()
+                        .next()
+                        .map(|s| s == "T" || s == "t")
+                })
+                .unwrap_or(true)
+        });
+        if stopped || start.elapsed() > Duration::from_secs(10) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Fields drop in order: the relays and replicas go before the control plane.
+pub struct Setup {
+    pub front: Front,
+    pub tap: Tap,
+    pub replicas: Vec<Replica>,
+    pub client: kube::Client,
+    pub cp: ControlPlane,
+    /// Certificates, configurations and the replicas' logs.
+    pub dir: tempfile::TempDir,
+    replica_kubeconfig: PathBuf,
+}
+
+impl Setup {
+    pub async fn start(server: &e2e::Server, replicas: usize, seed: u64) -> Setup {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let dir = tempfile::tempdir().unwrap();
+        let certs = dir.path().join("certs");
+        let pki = Pki::issue(
+            "soak replicas CA",
+            Some("ipam-guard replica"),
+            &["localhost", "127.0.0.1"],
+            Usage::Serving,
+        );
+        pki.write_secret(&certs);
+
+        // The API server's client certificate for the front's host:port, exactly as its URL
+        // will name it: the listener is bound now, before the API server reads the file.
+        let front_listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+            .await
+            .unwrap();
+        let front_addr = front_listener.local_addr().unwrap();
+        let webhook_kubeconfig = dir.path().join("webhook-kubeconfig.yaml");
+        std::fs::write(
+            &webhook_kubeconfig,
+            format!(
+                "apiVersion: v1\nkind: Config\nusers:\n- name: \"{front_addr}\"\n  user:\n    client-certificate: {}\n    client-key: {}\n",
+                certs.join("tls.crt").display(),
+                certs.join("tls.key").display()
+            ),
+        )
+        .unwrap();
+        let admission = dir.path().join("admission.yaml");
+        let plugin = |name: &str| {
+            format!(
+                "- name: {name}\n  configuration:\n    apiVersion: apiserver.config.k8s.io/v1\n    kind: WebhookAdmissionConfiguration\n    kubeConfigFile: {}\n",
+                webhook_kubeconfig.display()
+            )
+        };
+        std::fs::write(
+            &admission,
+            format!(
+                "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n{}{}",
+                plugin("ValidatingAdmissionWebhook"),
+                plugin("MutatingAdmissionWebhook")
+            ),
+        )
+        .unwrap();
+
+        let cp = ControlPlane::start_with(
+            server,
+            &[format!(
+                "--admission-control-config-file={}",
+                admission.display()
+            )],
+        )
+        .await;
+        let client = cp.client().await;
+        e2e::api::install_crds(&client).await;
+        for ns in [NS, LEASE_NS] {
+            e2e::api::create_namespace(&client, ns).await;
+        }
+
+        let tap = Tap::start(SocketAddr::from(([127, 0, 0, 1], cp.port))).await;
+        let replica_kubeconfig = dir.path().join("replica-kubeconfig");
+        let text = std::fs::read_to_string(&cp.kubeconfig).unwrap();
+        let direct = format!("https://127.0.0.1:{}", cp.port);
+        assert!(text.contains(&direct), "{text}");
+        std::fs::write(
+            &replica_kubeconfig,
+            text.replace(&direct, &format!("https://{}", tap.addr)),
+        )
+        .unwrap();
+
+        let replicas: Vec<Replica> = (0..replicas)
+            .map(|i| {
+                Replica::start(
+                    &replica_kubeconfig,
+                    &certs,
+                    dir.path(),
+                    &format!("replica-{i}"),
+                    0,
+                )
+            })
+            .collect();
+        let front = Front::start(
+            front_listener,
+            replicas.iter().map(|r| r.webhook).collect(),
+            seed,
+        );
+        let mut s = Setup {
+            front,
+            tap,
+            replicas,
+            client,
+            cp,
+            dir,
+            replica_kubeconfig,
+        };
+        for i in 0..s.replicas.len() {
+            s.wait_ready(i, WAIT).await;
+        }
+        e2e::api::register_webhooks(&s.client, front_addr, pki.ca_pem.as_bytes()).await;
+        s.wait_serving().await;
+        s
+    }
+
+    /// Waits until replica `i` says it is ready; panics with its log if it does not.
+    pub async fn wait_ready(&mut self, i: usize, within: Duration) -> Duration {
+        let start = Instant::now();
+        loop {
+            let r = &mut self.replicas[i];
+            if let Some(c) = r.child.as_mut() {
+                if let Ok(Some(status)) = c.try_wait() {
+                    panic!("{} exited ({status}):\n{}", r.name, r.log_tail(40));
+                }
+            }
+            if r.ready().await {
+                return start.elapsed();
+            }
+            assert!(
+                start.elapsed() < within,
+                "{} not ready after {within:?}:\n{}",
+                r.name,
+                r.log_tail(40)
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Waits until a write through the API server is judged: a dry-run pool create is admitted.
+    async fn wait_serving(&self) {
+        let start = Instant::now();
+        let mut last;
+        for i in 0.. {
+            let pool = json!({
+                "apiVersion": "ipam.cluster.x-k8s.io/v1alpha2", "kind": "InClusterIPPool",
+                "metadata": {"name": format!("ready-{i}"), "namespace": NS},
+                "spec": {"addresses": ["10.51.0.10-10.51.0.20"], "prefix": 24, "gateway": "10.51.0.1"}
+            });
+            let path = format!(
+                "/apis/ipam.cluster.x-k8s.io/v1alpha2/namespaces/{NS}/inclusterippools?dryRun=All"
+            );
+            match send(
+                &self.client,
+                http::Method::POST,
+                &path,
+                Some(&pool),
+                "application/json",
+            )
+            .await
+            {
+                Ok((201, _)) => return,
+                Ok((status, body)) => last = format!("{status}: {body}"),
+                Err(e) => last = e,
+            }
+            assert!(
+                start.elapsed() < WAIT,
+                "writes through the API server are not judged: {last}\n{}",
+                self.logs(20)
+            );
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+
+    /// Starts replica `i` again (new ports, as a rescheduled pod gets a new IP) and tells the
+    /// front; does not wait for it to be ready.
+    pub fn restart(&mut self, i: usize) {
+        let certs = self.dir.path().join("certs");
+        let old = &self.replicas[i];
+        let (name, starts) = (old.name.clone(), old.starts + 1);
+        self.replicas[i].kill();
+        self.replicas[i] = Replica::start(
+            &self.replica_kubeconfig,
+            &certs,
+            self.dir.path(),
+            &name,
+            starts,
+        );
+        self.refresh_front(&[]);
+    }
+
+    /// Points the front at every running replica but those in `skip` (a paused one: a Service
+    /// drops a pod whose readiness probe fails).
+    pub fn refresh_front(&self, skip: &[usize]) {
+        let list = (0..self.replicas.len())
+            .filter(|i| self.replicas[*i].running() && !skip.contains(i))
+            .map(|i| self.replicas[i].webhook)
+            .collect();
+        self.front.set_backends(list);
+    }
+
+    /// The replica the Lease names as the decider, if it names one of ours.
+    pub async fn decider(&self) -> Option<usize> {
+        let leases: Api<Lease> = Api::namespaced(self.client.clone(), LEASE_NS);
+        let lease = tokio::time::timeout(Duration::from_secs(5), leases.get(LEASE))
+            .await
+            .ok()?
+            .ok()?;
+        let addr = lease
+            .metadata
+            .annotations
+            .unwrap_or_default()
+            .get(ipam_guard::decider::ADDRESS_ANNOTATION)
+            .cloned()?;
+        self.replicas
+            .iter()
+            .position(|r| r.running() && r.peer.to_string() == addr)
+    }
+
+    /// The last lines of every replica's log, for a failure message.
+    pub fn logs(&self, n: usize) -> String {
+        self.replicas
+            .iter()
+            .map(|r| format!("--- {} ({}):\n{}", r.name, r.log.display(), r.log_tail(n)))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+/// A client of the API server as one user's: its own connections, and every answer seen as
+/// given. kube 5 retries 429, 503 and 504 by itself (`default_retry`), which would hide each
+/// fail-closed refusal from the history and hold a writer for as long as the decider is away.
+pub async fn writer(cp: &ControlPlane) -> kube::Client {
+    let kubeconfig = kube::config::Kubeconfig::read_from(&cp.kubeconfig).expect("the kubeconfig");
+    let mut config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .expect("a client config from the kubeconfig");
+    config.default_retry = false;
+    kube::Client::try_from(config).expect("a client")
+}
+
+/// One API call as a client makes it; an error when no HTTP answer came within 20 s (the
+/// webhook's own timeout is 10 s).
+pub async fn send(
+    client: &kube::Client,
+    method: http::Method,
+    path: &str,
+    body: Option<&Value>,
+    content_type: &str,
+) -> Result<(u16, Value), String> {
+    let bytes = body
+        .map(|b| serde_json::to_vec(b).unwrap())
+        .unwrap_or_default();
+    let req = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("content-type", content_type)
+        .header("accept", "application/json")
+        .body(kube::client::Body::from(bytes))
+        .unwrap();
+    let call = async {
+        let res = client.send(req).await.map_err(|e| e.to_string())?;
+        let status = res.status().as_u16();
+        let bytes = res
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| e.to_string())?
+            .to_bytes();
+        Ok((
+            status,
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        ))
+    };
+    tokio::time::timeout(Duration::from_secs(20), call)
+        .await
+        .map_err(|_| "no answer within 20 s".to_string())?
+}

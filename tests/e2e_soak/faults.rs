@@ -1,0 +1,230 @@
+//! Faults on a schedule drawn from the seed, one at a time, each undone before the next: the
+//! decider killed (and started again), paused and continued, shut down cleanly (its admissions
+//! handed over), a follower shut down, the API server restarted, and every connection from the
+//! replicas to the API server cut (watches, lists, the Lease).
+
+use std::time::Duration;
+
+use super::cluster::Setup;
+use super::model::{Kind, Method, Outcome};
+use super::rng::Rng;
+use super::workload::Shared;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FaultKind {
+    KillDecider,
+    PauseDecider,
+    TermDecider,
+    TermFollower,
+    RestartApiServer,
+    CutWatches,
+}
+
+impl FaultKind {
+    /// One round of the schedule: every kind once, and the clean handover (the path that once
+    /// brought deleted objects back as held) twice.
+    const ROUND: [FaultKind; 7] = [
+        FaultKind::KillDecider,
+        FaultKind::PauseDecider,
+        FaultKind::TermDecider,
+        FaultKind::TermFollower,
+        FaultKind::RestartApiServer,
+        FaultKind::CutWatches,
+        FaultKind::TermDecider,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            FaultKind::KillDecider => "SIGKILL decider",
+            FaultKind::PauseDecider => "SIGSTOP decider",
+            FaultKind::TermDecider => "SIGTERM decider",
+            FaultKind::TermFollower => "SIGTERM follower",
+            FaultKind::RestartApiServer => "API server restart",
+            FaultKind::CutWatches => "watches cut",
+        }
+    }
+
+    /// Whether the replicas' watches break: their view may lag what is stored until they resume.
+    pub fn breaks_watches(self) -> bool {
+        matches!(self, FaultKind::RestartApiServer | FaultKind::CutWatches)
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Fault {
+    pub kind: FaultKind,
+    /// Seconds since the run began: injected, and undone (the replica ready again, the API
+    /// server ready again).
+    pub start: f64,
+    pub end: f64,
+    pub detail: String,
+    /// For a fault aimed at the decider: its own metric said it was the decider just before.
+    pub hit_the_decider: bool,
+}
+
+/// The replica the Lease names, waiting a little for an election in progress; else any running one.
+async fn decider(setup: &Setup, rng: &mut Rng) -> (usize, bool) {
+    for _ in 0..20 {
+        if let Some(d) = setup.decider().await {
+            return (d, true);
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let running: Vec<usize> = (0..setup.replicas.len())
+        .filter(|i| setup.replicas[*i].running())
+        .collect();
+    (*rng.pick(&running), false)
+}
+
+/// Injects faults until `until`, the first after 4-7 s, then 4-8 s after writes were admitted
+/// again, in rounds of `FaultKind::ROUND`, each round in an order drawn from the seed.
+pub async fn run(setup: &mut Setup, shared: &Shared, mut rng: Rng, until: Duration) -> Vec<Fault> {
+    let mut faults = Vec::new();
+    let mut round = Vec::new();
+    let mut next = rng.millis(4_000, 7_000);
+    loop {
+        let wait = next.saturating_sub(shared.epoch.elapsed());
+        tokio::time::sleep(wait).await;
+        // A fault needs time left to be undone while the clients still write.
+        if shared.epoch.elapsed() + Duration::from_secs(8) > until {
+            break;
+        }
+        if round.is_empty() {
+            round = FaultKind::ROUND.to_vec();
+            // Fisher-Yates, drawn from the fault stream; taken from the end.
+            for i in (1..round.len()).rev() {
+                round.swap(i, rng.below(i as u64 + 1) as usize);
+            }
+        }
+        let kind = round.pop().unwrap();
+        let (start, detail, hit_the_decider) = inject(setup, kind, &mut rng, shared).await;
+        let end = shared.now();
+        println!(
+            "fault at {start:.1} s: {} ({detail}), undone at {end:.1} s",
+            kind.label()
+        );
+        faults.push(Fault {
+            kind,
+            start,
+            end,
+            detail,
+            hit_the_decider,
+        });
+        // The next fault waits until writes are admitted again (at most 45 s), so that each
+        // time to admit again is that of one fault.
+        let waited = std::time::Instant::now();
+        while !admitted_since(shared, start) && waited.elapsed() < Duration::from_secs(45) {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        next = shared.epoch.elapsed() + rng.millis(4_000, 8_000);
+    }
+    faults
+}
+
+/// Whether a pool or address write sent at or after `t` has been admitted.
+fn admitted_since(shared: &Shared, t: f64) -> bool {
+    let history = shared.history.lock().unwrap();
+    // Records are pushed as answers come: one sent after `t` is among the last ones.
+    history.iter().rev().take(20_000).any(|r| {
+        r.send >= t
+            && matches!(r.method, Method::Create | Method::Update)
+            && r.key.kind != Kind::Claim
+            && matches!(r.outcome, Outcome::Done | Outcome::AlreadyExists)
+    })
+}
+
+const READY: Duration = Duration::from_secs(90);
+
+/// Injects one fault and undoes it; returns when it was injected (after the decider was looked
+/// up, so that the time to admit again counts from the fault itself) and what was done.
+async fn inject(
+    setup: &mut Setup,
+    kind: FaultKind,
+    rng: &mut Rng,
+    shared: &Shared,
+) -> (f64, String, bool) {
+    let at;
+    let mut leader = false;
+    let detail = match kind {
+        FaultKind::KillDecider => {
+            let (d, named) = decider(setup, rng).await;
+            leader = setup.replicas[d].is_leader().await == Some(true);
+            at = shared.now();
+            setup.replicas[d].kill();
+            setup.refresh_front(&[]);
+            tokio::time::sleep(rng.millis(500, 2_000)).await;
+            setup.restart(d);
+            let ready = setup.wait_ready(d, READY).await;
+            format!(
+                "{}{}, ready {:.1} s after its restart",
+                setup.replicas[d].name,
+                if named { "" } else { " (no decider named)" },
+                ready.as_secs_f64()
+            )
+        }
+        FaultKind::PauseDecider => {
+            let (d, _) = decider(setup, rng).await;
+            let pause = rng.millis(3_000, 7_000);
+            leader = setup.replicas[d].is_leader().await == Some(true);
+            at = shared.now();
+            setup.replicas[d].signal("-STOP");
+            // A Service stops sending to a pod once its readiness probe fails.
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            setup.refresh_front(&[d]);
+            tokio::time::sleep(pause.saturating_sub(Duration::from_secs(2))).await;
+            setup.replicas[d].signal("-CONT");
+            setup.wait_ready(d, READY).await;
+            setup.refresh_front(&[]);
+            format!(
+                "{} for {:.1} s",
+                setup.replicas[d].name,
+                pause.as_secs_f64()
+            )
+        }
+        FaultKind::TermDecider | FaultKind::TermFollower => {
+            let (d, _) = decider(setup, rng).await;
+            let target = match kind {
+                FaultKind::TermDecider => d,
+                _ => {
+                    let others: Vec<usize> = (0..setup.replicas.len())
+                        .filter(|i| *i != d && setup.replicas[*i].running())
+                        .collect();
+                    *rng.pick(&others)
+                }
+            };
+            at = shared.now();
+            setup.replicas[target].signal("-TERM");
+            let exited = setup.replicas[target]
+                .wait_exit(Duration::from_secs(30))
+                .await;
+            setup.refresh_front(&[]);
+            tokio::time::sleep(rng.millis(200, 1_500)).await;
+            let name = setup.replicas[target].name.clone();
+            setup.restart(target);
+            let ready = setup.wait_ready(target, READY).await;
+            format!(
+                "{name}{}, back and ready after {:.1} s",
+                if exited {
+                    ""
+                } else {
+                    " (did not exit within 30 s: killed)"
+                },
+                ready.as_secs_f64()
+            )
+        }
+        FaultKind::RestartApiServer => {
+            let away = rng.millis(1_000, 3_000);
+            at = shared.now();
+            setup.cp.stop_apiserver();
+            tokio::time::sleep(away).await;
+            setup.cp.restart_apiserver().await;
+            format!("stopped for {:.1} s", away.as_secs_f64())
+        }
+        FaultKind::CutWatches => {
+            at = shared.now();
+            let n = setup.tap.cut();
+            format!("{n} connections")
+        }
+    };
+    (at, detail, leader)
+}
