@@ -13,7 +13,8 @@
 use std::sync::{Arc, OnceLock};
 
 use ipam_guard::admission::{Admission, Answer, Endpoint};
-use ipam_guard::cluster::{load, StaticView};
+use ipam_guard::cluster::StaticView;
+use ipam_guard::manifests;
 use ipam_guard::rules::Options;
 use libfuzzer_sys::fuzz_target;
 use serde_json::{json, Value};
@@ -52,7 +53,7 @@ const OPERATIONS: &[&str] = &["CREATE", "UPDATE", "DELETE", "CONNECT"];
 fn admission() -> &'static Admission {
     static ADMISSION: OnceLock<Admission> = OnceLock::new();
     ADMISSION.get_or_init(|| {
-        let loaded = load::read_str("state.yaml", include_str!("../state.yaml"));
+        let loaded = manifests::read_str("state.yaml", include_str!("../state.yaml"));
         assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
         let view = StaticView::from_manifests(loaded.manifests);
         Admission::new(Arc::new(view), Options::default())
@@ -63,7 +64,7 @@ fuzz_target!(|data: &[u8]| {
     let a = admission();
     let parsed: Option<Value> = serde_json::from_slice(data).ok();
     for endpoint in [Endpoint::Validate, Endpoint::Mutate] {
-        check(&a.review(endpoint, data), parsed.as_ref());
+        check(&a.review_now(endpoint, data), parsed.as_ref());
     }
     let Some(mut review) = parsed else { return };
     let Some(request) = review.get_mut("request").and_then(Value::as_object_mut) else {
@@ -94,7 +95,7 @@ fuzz_target!(|data: &[u8]| {
     }
     let body = serde_json::to_vec(&review).expect("a Value serialises");
     for endpoint in [Endpoint::Validate, Endpoint::Mutate] {
-        check(&a.review(endpoint, &body), Some(&review));
+        check(&a.review_now(endpoint, &body), Some(&review));
     }
 });
 
@@ -111,7 +112,7 @@ fn check(answer: &Answer, input: Option<&Value>) {
                 body["message"].as_str().is_some_and(|m| !m.is_empty()),
                 "a 400 without a message: {body}"
             );
-            assert!(answer.outcome.is_none());
+            assert!(answer.summary.is_none());
         }
         200 => {
             assert_eq!(body["kind"], "AdmissionReview", "{body}");
@@ -150,8 +151,13 @@ fn check(answer: &Answer, input: Option<&Value>) {
                     "a denial without causes, or past the cap: {body}"
                 );
             }
-            let outcome = answer.outcome.as_ref().expect("a 200 has an outcome");
-            assert_eq!(outcome.allowed, allowed);
+            let summary = answer.summary.as_ref().expect("a 200 has a summary");
+            assert_eq!(summary.allowed, allowed);
+            assert_eq!(
+                u64::from(summary.code),
+                code,
+                "the summary's code is not the answer's"
+            );
         }
         other => panic!("HTTP status {other}: {body}"),
     }

@@ -178,13 +178,16 @@ impl DecisionRequest {
 }
 
 /// The body of a forwarded decision: a request, or the answer it gets without being decided.
-pub(crate) enum Forwarded {
+/// Public for the fuzz target `forward` only.
+#[doc(hidden)]
+pub enum Forwarded {
     Request(DecisionRequest),
     NotOurs(String),
 }
 
 /// Reads a forwarded decision's body; `Err` when it is not one (a 400 to the peer).
-pub(crate) fn forwarded(body: &[u8]) -> serde_json::Result<Forwarded> {
+#[doc(hidden)]
+pub fn forwarded(body: &[u8]) -> serde_json::Result<Forwarded> {
     let wire: Wire = serde_json::from_slice(body)?;
     Ok(match DecisionRequest::try_from(wire) {
         Ok(r) => Forwarded::Request(r),

@@ -33,7 +33,9 @@ mod parts;
 mod scan;
 mod skip;
 mod status;
-pub(crate) use decision::{forwarded, known_entries, Forwarded};
+pub(crate) use decision::known_entries;
+#[doc(hidden)]
+pub use decision::{forwarded, Forwarded};
 pub use decision::{DecisionAnswer, DecisionRequest, Here, Route, Wire, WireError, WireWarning};
 pub use status::denial_status;
 
