@@ -327,7 +327,7 @@ async fn e2e_image_runs_as_the_deployment_runs_it() {
     let binary = release_binary();
     let context = tempfile::tempdir().unwrap();
     let in_image = context.path().join("ipam-guard");
-    // As README.md and Dockerfile do: without the debug info, with the symbols.
+    // As docs/operations.md and Dockerfile do: without the debug info, with the symbols.
     let strip = Command::new("strip")
         .arg("--strip-debug")
         .arg("-o")

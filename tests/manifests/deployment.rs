@@ -150,7 +150,7 @@ fn image_ref_splits_name_tag_and_digest() {
     );
 }
 
-/// The image override README.md documents: an overlay's `images:` entry with `newName`, `newTag`
+/// The image override docs/operations.md documents: an overlay's `images:` entry with `newName`, `newTag`
 /// and `digest` reaches the Deployment as `NAME:TAG@DIGEST` (pulled by the digest), and changes
 /// nothing else.
 #[test]
