@@ -32,8 +32,8 @@ USER 65532:65532
 # glibc's per-thread cache of freed blocks: 64 per size up to 256 bytes (its default is 7 up to
 # 1,032). A review allocates about 110 small blocks and frees them together; with 7 cached most
 # of them went the slow way. -5% instructions per review, memory after a 210k-object load within
-# its run-to-run spread; caching larger blocks too cost 6 MiB there (BENCHMARKS.md, "glibc's
-# per-thread cache").
+# its run-to-run spread; caching larger blocks too cost 6 MiB there (docs/performance.md,
+# "Memory").
 ENV GLIBC_TUNABLES=glibc.malloc.tcache_count=64:glibc.malloc.tcache_max=256
 # webhook (HTTPS), probes, metrics, decider peers: the ports manifests/deployment.yaml passes.
 EXPOSE 9443 8081 8080 9444

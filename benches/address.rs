@@ -1,4 +1,4 @@
-//! Address grammar (SPEC §2): the parse every pool entry, address and gateway goes through.
+//! Address grammar: the parse every pool entry, address and gateway goes through.
 //! `cargo bench --bench address`
 
 use std::hint::black_box;

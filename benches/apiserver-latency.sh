@@ -1,7 +1,7 @@
 #!/bin/bash
 # Create latency of InClusterIPPool and IPAddress through a real kube-apiserver with ipam-guard
 # registered, beside the same creates through a do-nothing webhook (examples/echo.rs), in one
-# interleaved run (BENCHMARKS.md, "Through a real API server"). Needs KUBEBUILDER_ASSETS
+# interleaved run (docs/performance.md, "Through a real API server"). Needs KUBEBUILDER_ASSETS
 # (kube-apiserver + etcd, e.g. "$(../shared/k8s/assets.sh)").
 #
 #   benches/apiserver-latency.sh                 # 40 rounds of 25 creates per kind and webhook

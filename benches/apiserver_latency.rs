@@ -1,6 +1,6 @@
 //! Create latency through a real kube-apiserver (v1.24 + etcd, envtest layout from
 //! `KUBEBUILDER_ASSETS`) with ipam-guard registered, beside the same creates with a do-nothing
-//! webhook (`examples/echo.rs`), in one interleaved run. Prints a markdown table for BENCHMARKS.md.
+//! webhook (`examples/echo.rs`), in one interleaved run. Prints a markdown table for docs/performance.md.
 //!
 //!   benches/apiserver-latency.sh     # builds the release binary and the echo, then runs this
 //!   cargo bench --bench apiserver_latency -- --rounds 40 --batch 25

@@ -1,9 +1,9 @@
-//! The growth curve of the commands that read a whole cluster (issue 29 item 7): `audit`,
+//! The growth curve of the commands that read a whole cluster: `audit`,
 //! `audit -n trial-guard`, `usage` and `check --kubeconfig FILE`, each a whole process under
 //! `/usr/bin/time -v` (wall, CPU user + sys, peak RSS), at growing sizes of the data
 //! `tests/e2e_cluster_reads.rs` stores (InClusterIPPools of 10 IPAddresses each in namespace
 //! `scale`, three addresses and one pool in `trial-guard`), against a stand-in list server in
-//! this process. Prints markdown rows for BENCHMARKS.md ("Cluster reads").
+//! this process. Prints markdown rows for docs/performance.md ("Cluster reads").
 //!
 //! ```sh
 //! cargo build --release --bin ipam-guard
@@ -17,7 +17,7 @@
 //! interrupted).
 //!
 //! Why a stand-in: a real kube-apiserver holding 440k objects sat at 13.9 GB, its LISTs were cut
-//! at its 60 s request timeout and loading it took 27 minutes (BENCHMARKS.md). What a command
+//! at its 60 s request timeout and loading it took 27 minutes. What a command
 //! costs itself (its CPU, its peak RSS) depends on what the LIST returns, not on who serves it.
 //! The stand-in answers what kube-apiserver v1.36 answers to the requests these commands make,
 //! over HTTPS and HTTP/1.1 (what kube-rs speaks): discovery (`/apis`, `/apis/GROUP/VERSION`)
@@ -615,7 +615,7 @@ fn timed(args: &[&str], out: &Path) -> Timed {
 }
 
 /// Bytes the same list would take pretty-printed, as kube-apiserver answers curl (its user
-/// agent): what the curl LIST sizes in BENCHMARKS.md count. Items sit two levels deep.
+/// agent): what curl's LIST sizes from a real API server count. Items sit two levels deep.
 fn pretty_bytes(compact_item: &str) -> usize {
     let v: Value = serde_json::from_str(compact_item).unwrap();
     let pretty = serde_json::to_string_pretty(&v).unwrap();

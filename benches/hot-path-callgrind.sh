@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 14: instructions per request of the server process (all threads, user space), counted by
+# Instructions per request of the server process (all threads, user space), counted by
 # callgrind, for `ipam-guard serve --state-from` and for the do-nothing `examples/echo.rs`, under
 # the same mixed load (16 connections). Counting starts after the state is loaded (callgrind_control
 # --zero) and stops with a dump after the load, so the figure is the requests' own cost. Unlike

@@ -1,13 +1,12 @@
 #!/bin/bash
-# Issue 14 as the issue measured it: `wrk` (C client, Debian package) POSTing one real IPAddress
+# The hot path as the install meets it: `wrk` (C client, Debian package) POSTing one real IPAddress
 # CREATE review that ipam-guard admits, against `ipam-guard serve --dev --state-from` (10k pools,
 # 100k claims, 100k IPAddresses) and against the do-nothing webhook `examples/echo.rs` (bare hyper +
 # rustls, same TLS settings), alternating guard / echo, RUNS times at 1 and at 16 connections.
 # Prints one line per run, the ratios of the medians and the median p50 ratio of the runs paired
-# (BENCHMARKS.md, "Request hot path"). Nine short runs, not three long ones: with three, one
+# (docs/performance.md, "Hot path"). Nine short runs, not three long ones: with three, one
 # disturbed run decides the median, and four invocations on one binary read the one-connection
-# p50 ratio at 1.09x to 1.28x; four with nine runs of 5 s read 1.13x to 1.19x (BENCHMARKS.md,
-# "The p50 read in nine short runs").
+# p50 ratio at 1.09x to 1.28x; four with nine runs of 5 s read 1.13x to 1.19x.
 #
 #   benches/hot-path-wrk.sh                       # builds, 9 runs of 5 s each
 #   RUNS=5 DURATION=20s CASE=pool_create NO_BUILD=1 benches/hot-path-wrk.sh

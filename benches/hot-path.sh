@@ -1,9 +1,9 @@
 #!/bin/bash
-# Issue 14: `ipam-guard serve --dev --state-from` (10k pools, 100k claims, 100k IPAddresses) and the
+# `ipam-guard serve --dev --state-from` (10k pools, 100k claims, 100k IPAddresses) and the
 # do-nothing webhook `examples/echo.rs` (bare hyper + rustls, same TLS settings), both external
 # processes on loopback, driven by the same load generator, alternating guard / echo, RUNS times
 # at 1 and at 16 connections. Prints one line per run and the ratios of the medians
-# (BENCHMARKS.md, "Request hot path (issue 14)").
+# (docs/performance.md, "Hot path").
 #
 #   benches/hot-path.sh                                   # builds, 3 runs each
 #   RUNS=5 CONNS="16" GUARD=/tmp/old/ipam-guard benches/hot-path.sh

@@ -1,7 +1,7 @@
 #!/bin/bash
 # The live view's first sync against a real kube-apiserver, side by side with a raw
-# `resourceVersion=0` LIST of the same objects in the same run (BENCHMARKS.md, "Live view: first
-# sync"). Needs KUBEBUILDER_ASSETS (kube-apiserver + etcd, e.g. "$(../shared/k8s/assets.sh)") and curl.
+# `resourceVersion=0` LIST of the same objects in the same run (docs/performance.md, "Live
+# view"). Needs KUBEBUILDER_ASSETS (kube-apiserver + etcd, e.g. "$(../shared/k8s/assets.sh)") and curl.
 #
 #   benches/live-sync.sh                               # 10,000 pools + 100,000 IPAddresses, 2 rounds
 #   POOLS=1000 ADDRESSES=10000 ROUNDS=1 benches/live-sync.sh

@@ -1,6 +1,6 @@
 //! The live view's first sync against a real kube-apiserver (v1.24 + etcd, envtest layout from
 //! `KUBEBUILDER_ASSETS`), side by side with a raw `resourceVersion=0` LIST of the same objects
-//! (curl with the static token), in the same run. Prints a markdown table for BENCHMARKS.md.
+//! (curl with the static token), in the same run. Prints a markdown table for docs/performance.md.
 //!
 //!   benches/live-sync.sh             # builds, then runs this with 10,000 pools + 100,000 IPAddresses
 //!   cargo bench --bench live_sync -- --pools 1000 --addresses 10000
@@ -16,7 +16,7 @@
 //!   the project's own list/watch loop) and exits once it is synced;
 //! - `watcher`: the same child, syncing the same kinds into the same index through
 //!   kube-runtime's `watcher` (`any_semantic()`, `page_size: None`) instead, exiting once every
-//!   kind has sent `InitDone` (issue 25 item 6).
+//!   kind has sent `InitDone`.
 //!
 //! API server CPU is utime + stime from /proc/<pid>/stat.
 //!

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The decision lock's effect (issue 14): two ipam-guard builds side by side, a 50% mix of
+# The decision lock's effect: two ipam-guard builds side by side, a 50% mix of
 # conflicting pool creates (`pool_create`: admitted, recorded under the lock; `pool_create_overlap`:
 # denied by P10 against the view) at 16 connections, runs alternating between the builds.
 #

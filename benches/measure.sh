@@ -1,9 +1,9 @@
 #!/bin/bash
-# Takes the figures of BENCHMARKS.md (performance sections), one output file per figure.
+# Takes the figures of docs/performance.md, one output file per figure.
 #
 #   benches/measure.sh                      # everything, into /tmp/ipam-guard-bench
 #   OUT=/tmp/run2 STEPS="lg-1 lg-1-base" benches/measure.sh
-#   STEPS="hot hot-wrk hot-cg apiserver" benches/measure.sh   # issue 14 (apiserver needs
+#   STEPS="hot hot-wrk hot-cg apiserver" benches/measure.sh   # the hot path (apiserver needs
 #                                                    # KUBEBUILDER_ASSETS, hot-wrk needs wrk)
 #   IG=/tmp/old/ipam-guard STEPS=rss-state benches/measure.sh   # another build's server, same load
 #
@@ -92,21 +92,21 @@ for s in ${STEPS:-lg-1 lg-1-base lg-16 lg-16-base lg-new lg-new-base lg-16-h2 lg
     lg-16-h2) step "$s" $LG --http2 --connections 16 --requests 100000 ;;
     lg-16-h2-base) step "$s" $LG --baseline --http2 --connections 16 --requests 100000 ;;
     address | index | review | memory) step "$s" cargo bench --bench "$s" ;;
-    # Issue 14: ipam-guard serve beside the echo webhook, external processes (wall, 3 runs each).
+    # ipam-guard serve beside the echo webhook, external processes (wall, 3 runs each).
     hot) step "$s" env OUT="$OUT/hot" NO_BUILD=1 benches/hot-path.sh ;;
-    # Issue 14 as the issue measured it: wrk posting one admitted IPAddress CREATE (3 runs each).
+    # wrk posting one admitted IPAddress CREATE (3 runs each).
     hot-wrk) step "$s" env OUT="$OUT/hot" NO_BUILD=1 benches/hot-path-wrk.sh ;;
-    # Issue 14: instructions per request of both servers (callgrind).
+    # Instructions per request of both servers (callgrind).
     hot-cg) step "$s" env OUT="$OUT/hot-cg" NO_BUILD=1 benches/hot-path-callgrind.sh ;;
-    # Issue 14: create latency through a real kube-apiserver, ipam-guard beside the echo.
+    # Create latency through a real kube-apiserver, ipam-guard beside the echo.
     apiserver) step "$s" benches/apiserver-latency.sh ;;
-    # Issue 14: the decision lock, old build beside new (not in the default steps: set BEFORE).
+    # The decision lock, old build beside new (not in the default steps: set BEFORE).
     lock-ab) step "$s" env OUT="$OUT/lock-ab" NO_BUILD=1 benches/lock-ab.sh ;;
-    # `check` at scale (issue 14): child_cpu and maxrss in the output; run it 3 times for ranges.
+    # `check` at scale: child_cpu and maxrss in the output; run it 3 times for ranges.
     check-yaml | check-json)
       dir=$(state "${s#check-}")
       # Its findings go nowhere; its exit code says whether it found any, not whether it ran.
-      # The debug events give each phase's wall and CPU time (BENCHMARKS.md, Issue 14 round).
+      # The debug events give each phase's wall and CPU time.
       step "$s" sh -c 'RUST_LOG=ipam_guard=debug /usr/bin/time -f "wall %e s user %U s sys %S s maxrss %M KB" "$0" check "$1" >/dev/null; exit 0' $IG "$dir" ;;
     rss-idle) serve_rss 52100 "" > "$OUT/out-$s.txt" 2>&1; grep -E "ready|settled" "$OUT/out-$s.txt" ;;
     rss-state)

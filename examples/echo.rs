@@ -1,5 +1,5 @@
 //! A do-nothing admission webhook: the machine's limit for TLS + HTTP, measured beside
-//! `ipam-guard serve` by the same client (BENCHMARKS.md, "Request hot path (issue 14)").
+//! `ipam-guard serve` by the same client (docs/performance.md, "Hot path").
 //!
 //! ```text
 //! cargo build --release --example echo

@@ -1,5 +1,5 @@
 //! Reads one field of an IPAddress object the way the rules do, N times in a loop, so callgrind
-//! can count what one reading costs (BENCHMARKS.md, "Address text and field lookups"):
+//! can count what one reading costs:
 //!
 //! ```text
 //! cargo build --release --example read_cost --example loadgen

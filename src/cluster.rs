@@ -1,4 +1,4 @@
-//! The `ClusterView` the rules read: what pools, claims and addresses exist (SPEC X1).
+//! The `ClusterView` the rules read: what pools, claims and addresses exist (X1).
 //! A static view is loaded from files (`serve --dev`, `check`, tests, benchmarks); the live view
 //! is fed by list-then-watch loops on the API server.
 
@@ -24,14 +24,14 @@ pub use trust::{Caller, StrangerPolicy, PENDING_TTL};
 
 /// What the rules may ask of the cluster. Implementations answer from memory, never from the API server.
 pub trait ClusterView: Send + Sync {
-    /// True once every watched kind has finished its first list (SPEC X3). A static view is always synced.
+    /// True once every watched kind has finished its first list (X3). A static view is always synced.
     fn synced(&self) -> bool;
     /// Objects held per kind, for `ipam_guard_view_objects{kind}`.
     fn object_counts(&self) -> Vec<(Kind, usize)>;
     /// The index the rules read. A static view lends a plain reference; a live view a read guard,
     /// so hold it only for one decision and never across an `await`.
     fn read(&self) -> Box<dyn Deref<Target = Index> + '_>;
-    /// Runs one admission decision that reads other objects (SPEC X2) and reserves what it
+    /// Runs one admission decision that reads other objects (X2) and reserves what it
     /// admits: `f` judges against the index and returns the projection of what it admits (None
     /// for a denial or a dry run), which then counts as existing (a pending entry) until the watch
     /// shows it or 30 s pass. Decisions run one at a time. (Named for what it leaves behind: the
@@ -52,7 +52,7 @@ pub trait ClusterView: Send + Sync {
     );
     /// Whether the object under `key` counts as existing by a pending entry (admitted, not yet
     /// shown by the watch). A view that records none has none; a wrapper around one that does
-    /// forwards it, or a relabel would stop replacing pending entries (SPEC X2).
+    /// forwards it, or a relabel would stop replacing pending entries (X2).
     fn is_pending(&self, _key: &ObjKey) -> bool {
         false
     }

@@ -21,8 +21,7 @@ pub struct FieldPath(&'static str);
 
 /// The value under `key` of `v` when it is a map. An object's maps are small (a handful of keys
 /// each), and an equality test compares lengths first, skipping the `memcmp` call that the map's
-/// own ordered search makes for every key it passes: a quarter less per path (BENCHMARKS.md,
-/// issue 25). A map of more keys than a B-tree node holds is searched the map's own way, which
+/// own ordered search makes for every key it passes: a quarter less per path. A map of more keys than a B-tree node holds is searched the map's own way, which
 /// stays logarithmic.
 fn child<'v>(v: &'v Value, key: &str) -> Option<&'v Value> {
     let Value::Object(map) = v else {
@@ -47,8 +46,7 @@ impl FieldPath {
     /// or the value is null (the API server treats an explicit null as absent).
     pub fn get(self, obj: &Value) -> Option<&Value> {
         // A byte scan rather than `str::split`, which sets up a searcher per call: about
-        // two fifths of what a two-key lookup cost (BENCHMARKS.md, "Address text and field
-        // lookups in one pass").
+        // two fifths of what a two-key lookup cost.
         let mut cur = obj;
         let mut rest = self.0;
         while let Some(dot) = rest.bytes().position(|b| b == b'.') {
@@ -62,7 +60,7 @@ impl FieldPath {
     /// `spec.addresses[3]`: entry `i` of the list at this path.
     pub fn index(self, i: usize) -> String {
         // Not `format!`: a pool reading makes one per entry, and `format!` cost 1.1k
-        // instructions each (BENCHMARKS.md, issue 25).
+        // instructions each.
         let mut digits = itoa::Buffer::new();
         let digits = digits.format(i);
         let mut out = String::with_capacity(self.0.len() + 2 + digits.len());
@@ -137,7 +135,7 @@ impl ErrorType {
     }
 }
 
-/// One problem with one field, tagged with the SPEC rule that found it.
+/// One problem with one field, tagged with the rule that found it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FieldError {
     pub rule: RuleId,
@@ -148,7 +146,7 @@ pub struct FieldError {
     pub detail: String,
 }
 
-/// Values longer than this are cut with `...` (SPEC §8): a denial never echoes a whole object.
+/// Values longer than this are cut with `...`: a denial never echoes a whole object.
 const MAX_VALUE_LEN: usize = 64;
 
 impl FieldError {
@@ -301,7 +299,7 @@ impl fmt::Display for Warning {
     }
 }
 
-/// How a denial is reported (SPEC §8): 422 Invalid for bad objects, 403 Forbidden for blocked deletes.
+/// How a denial is reported: 422 Invalid for bad objects, 403 Forbidden for blocked deletes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum DenyReason {
     #[default]
@@ -325,7 +323,7 @@ pub struct Verdict {
     pub errors: Vec<FieldError>,
     pub warnings: Vec<Warning>,
     pub reason: DenyReason,
-    /// The view cannot answer yet (SPEC X3): the request is denied with 503 and this text.
+    /// The view cannot answer yet (X3): the request is denied with 503 and this text.
     pub unavailable: Option<String>,
     /// Mutations (only from `rules::mutate`).
     pub patch: Vec<PatchOp>,

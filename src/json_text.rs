@@ -2,7 +2,7 @@
 //! finds where a string's plain run ends; the answer (`admission::status`) and the JSON log line
 //! (`cli::json_log`) write strings in exactly the bytes serde_json writes. serde_json's writer
 //! escapes a byte at a time through its formatter, which cost a denial about 8k instructions for
-//! its Status alone (BENCHMARKS.md, issue 25); a denial's texts are a few hundred bytes with a
+//! its Status alone; a denial's texts are a few hundred bytes with a
 //! handful of quotes in them.
 
 use std::fmt;

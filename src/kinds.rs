@@ -7,7 +7,7 @@ pub const METAL3_IPAM: &str = "ipam.metal3.io";
 pub const SPIDERPOOL: &str = "spiderpool.spidernet.io";
 pub const CAPV: &str = "infrastructure.cluster.x-k8s.io";
 
-/// Annotation naming the address space a pool belongs to (SPEC §6).
+/// Annotation naming the address space a pool belongs to.
 pub const ADDRESS_SPACE_ANNOTATION: &str = "ipam-guard.io/address-space";
 pub const DEFAULT_ADDRESS_SPACE: &str = "default";
 
@@ -41,7 +41,7 @@ pub enum Kind {
     GlobalInClusterPrefixPool,
 }
 
-/// Static facts about a kind (SPEC §1).
+/// Static facts about a kind.
 #[derive(Debug, Clone, Copy)]
 pub struct KindInfo {
     pub kind: Kind,

@@ -46,7 +46,7 @@ async fn main() -> ExitCode {
 }
 
 /// glibc keeps the memory the parse of `--state-from` freed, pinned by the projections allocated
-/// between it (BENCHMARKS.md, Memory: 142 MiB settled, 102 MiB after a trim, for 210k objects).
+/// between it (142 MiB settled, 102 MiB after a trim, for 210k objects; docs/performance.md, "Memory").
 /// Other allocators give it back on their own.
 fn release_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]

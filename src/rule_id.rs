@@ -111,7 +111,7 @@ pub enum RuleId {
     H1,
     H2,
     H3,
-    /// An id this build does not know, as a decider of another version wrote it (SPEC X2 across
+    /// An id this build does not know, as a decider of another version wrote it (X2 across
     /// replicas): shown as written so the user still sees which rule spoke.
     Foreign(&'static str),
 }
@@ -289,7 +289,7 @@ impl RuleId {
         }
     }
 
-    /// Whether the rule reads other objects through the view (SPEC X1): its findings are only as
+    /// Whether the rule reads other objects through the view (X1): its findings are only as
     /// good as the view, so it is skipped or answered with 503 until the view has synced (X3),
     /// and across replicas the decider answers for it (X2).
     pub fn reads_view(self) -> bool {

@@ -402,7 +402,7 @@ impl Node {
 
 /// One walk of an object. `path` is the field being looked at, grown and cut back as the walk
 /// descends: most fields are valid, and formatting a path for each was 2% of `check`'s
-/// instructions (BENCHMARKS.md).
+/// instructions.
 struct Walk<'e> {
     errors: &'e mut Vec<SchemaError>,
     path: String,

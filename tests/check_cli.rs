@@ -68,7 +68,7 @@ fn x4_json_findings_with_the_spec_fields_and_a_summary() {
     assert_eq!(code(&o), 1, "{}", stderr(&o));
     let v: Value = serde_json::from_str(&stdout(&o)).expect("stdout is JSON");
     let f = "examples/broken/a9-duplicate-address.yaml";
-    // What was the whole output (an array) before issue 23 is `findings`; `line` is the field's.
+    // What was the whole output (an array) in earlier releases is `findings`; `line` is the field's.
     assert_eq!(
         v["summary"],
         json!({

@@ -1,4 +1,4 @@
-//! `ipam-guard check` on cluster templates (issue 23): fields holding `${…}` placeholders are
+//! `ipam-guard check` on cluster templates: fields holding `${…}` placeholders are
 //! reported once per object as not judged, `--var`/`--env` render them as clusterctl does.
 //! Fixtures: `tests/fixtures/check/templates/` (written for this file).
 

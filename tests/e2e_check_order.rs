@@ -1,8 +1,8 @@
 //! `check` and a real API server agree on an object that needs the mutating webhook (M1) before
-//! its schema holds (issue 23): a v1beta2 IPAddressClaim without `poolRef.apiGroup`. The API
+//! its schema holds: a v1beta2 IPAddressClaim without `poolRef.apiGroup`. The API
 //! server alone refuses it (the v1beta2 schema requires the field); with ipam-guard's webhooks
 //! registered it runs mutation first, so the claim is created with the group filled in, and
-//! `check` (which assumes those webhooks, SPEC X4) passes it with the M1 warning. A claim M1
+//! `check` (which assumes those webhooks, X4) passes it with the M1 warning. A claim M1
 //! cannot complete (a pool kind it does not know) is refused by both, at the same field.
 //!
 //! Runs against each API server found (tests/e2e); skipped without `KUBEBUILDER_ASSETS`.

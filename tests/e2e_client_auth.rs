@@ -271,7 +271,7 @@ async fn client_certificate_from_the_apiserver_is_required_against(assets: e2e::
     .await;
     let (status, body) = create_pool(&client, &pool("good", "10.9.0.10-10.9.0.20")).await;
     assert_eq!(status, 201, "{body}");
-    // SPEC X2 holds through the authenticated path: an overlapping create is refused.
+    // X2 holds through the authenticated path: an overlapping create is refused.
     let (status, body) = create_pool(&client, &pool("overlap", "10.9.0.15-10.9.0.30")).await;
     assert_eq!(status, 422, "{body}");
     assert!(validate_requests(&known).await >= 3.0);

@@ -2,7 +2,7 @@
 //! --kubeconfig`), each a whole process under `/usr/bin/time -v` (wall time, peak RSS), beside
 //! one raw `resourceVersion=0` LIST per kind with curl in the same run, on a real kube-apiserver
 //! holding the first-sync test's data; and how soon the live view is ready again after the API
-//! server comes back from an outage. BENCHMARKS.md ("Cluster reads") has the figures and the
+//! server comes back from an outage. docs/performance.md ("Cluster reads") has the figures and the
 //! command. Ignored by default: at full scale it takes many minutes.
 //!
 //! ```sh
@@ -108,7 +108,7 @@ async fn raw_lists(cp: &ControlPlane) -> (f64, Vec<String>) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "many minutes at full scale; run by hand for BENCHMARKS.md"]
+#[ignore = "many minutes at full scale; run by hand for docs/performance.md"]
 async fn measure_cluster_reads() {
     let Some(server) = e2e::servers().ok().and_then(|s| s.last().cloned()) else {
         panic!("no kube-apiserver: set KUBEBUILDER_ASSETS");

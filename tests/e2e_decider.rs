@@ -1,4 +1,4 @@
-//! SPEC X2 across replicas, against a real kube-apiserver (runs when `KUBEBUILDER_ASSETS` is set).
+//! X2 across replicas, against a real kube-apiserver (runs when `KUBEBUILDER_ASSETS` is set).
 //!
 //! Each test starts etcd + kube-apiserver (tests/e2e) and 2 or 3 `ipam-guard serve` processes
 //! (the binary cargo built) watching it through a kubeconfig and electing one decider through a
@@ -101,7 +101,7 @@ impl Replica {
         let (webhook, probe, metrics, peer) = (port(0), port(1), port(2), port(3));
         let log = cp.dir.path().join(format!("{name}.log"));
         let out = std::fs::File::create(&log).unwrap();
-        // IPAM_GUARD_BIN: a release build for the latency figures of BENCHMARKS.md.
+        // IPAM_GUARD_BIN: a release build for the latency figures of docs/performance.md.
         let bin = std::env::var_os("IPAM_GUARD_BIN")
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_ipam-guard")));
@@ -603,7 +603,7 @@ async fn x2_with_the_decider_off_one_replica_decides_alone_against(assets: e2e::
     );
 }
 
-/// BENCHMARKS.md: the latency a forwarded decision adds. Not run by `cargo test` (ignored):
+/// docs/performance.md ("Replicas"): the latency a forwarded decision adds. Not run by `cargo test` (ignored):
 ///
 ///   cargo build --release --bin ipam-guard
 ///   IPAM_GUARD_BIN=target/release/ipam-guard KUBEBUILDER_ASSETS=... \

@@ -1,5 +1,5 @@
 //! The container image the install pulls, started as `manifests/deployment.yaml` starts it, against
-//! a real kube-apiserver (issue 27).
+//! a real kube-apiserver.
 //!
 //! Runs when `KUBEBUILDER_ASSETS` names a control plane (tests/e2e) and a container engine can be
 //! had: the one `DOCKER_HOST` names, or a `dockerd` this test starts itself (as root, from Debian's
@@ -327,7 +327,7 @@ async fn e2e_image_runs_as_the_deployment_runs_it() {
     let binary = release_binary();
     let context = tempfile::tempdir().unwrap();
     let in_image = context.path().join("ipam-guard");
-    // As README.md and Dockerfile do: without the debug info, with the symbols.
+    // As docs/operations.md and Dockerfile do: without the debug info, with the symbols.
     let strip = Command::new("strip")
         .arg("--strip-debug")
         .arg("-o")
@@ -363,8 +363,7 @@ async fn e2e_image_runs_as_the_deployment_runs_it() {
     assert_eq!(config["User"], "65532:65532");
     assert_eq!(config["Entrypoint"], json!(["/ipam-guard"]));
     assert_eq!(config["Cmd"], json!(["serve"]));
-    // The allocator's cache the figures of BENCHMARKS.md were taken with ("glibc's per-thread
-    // cache"): in the image's environment, and below in the running process's.
+    // The allocator's cache the figures of docs/performance.md were taken with ("Memory"): in the image's environment, and below in the running process's.
     let tunables = format!("GLIBC_TUNABLES={}", dockerfile_env("GLIBC_TUNABLES"));
     assert!(
         config["Env"]
@@ -492,7 +491,7 @@ async fn e2e_image_runs_as_the_deployment_runs_it() {
     }
     let ready_after = started.elapsed();
     // std and tokio read the container's CPU quota: the limit rounded down, at least one, is the
-    // runtime's worker count (BENCHMARKS.md measures the webhook with it).
+    // runtime's worker count (docs/performance.md measures the webhook with it).
     let workers = (pod.cpus.floor() as u64).max(1);
     let out = engine.output(&["logs", CONTAINER]);
     let all = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);

@@ -13,7 +13,7 @@
 //! - the first sync at scale: pools and IPAddresses created through the API before ipam-guard
 //!   starts are all in the view once it is ready, read with exactly one LIST per kind.
 //!   1,000 pools + 10,000 IPAddresses by default; `IPAM_GUARD_E2E_SCALE=full` makes it the
-//!   10,000 + 100,000 of issue 12 (several minutes on 2 cores) against the newest API server
+//!   10,000 + 100,000 (several minutes on 2 cores) against the newest API server
 //!   found, the others staying at the default size (the e2e report says which ran at which).
 
 mod e2e;
@@ -356,7 +356,7 @@ async fn e2e_live_watch_follows_the_version_the_crd_serves_against(assets: e2e::
     drop(cp);
 }
 
-/// Drops the ` [ipam-guard <ID>]` suffix SPEC §8 may add to each cause message.
+/// Drops the ` [ipam-guard <ID>]` suffix ipam-guard adds to each cause message.
 fn without_rule_suffix(text: &str) -> String {
     let mut out = String::new();
     let mut rest = text;

@@ -1,8 +1,8 @@
-//! `serve` back at once when the API server is (issue 29): the API server is stopped for two
+//! `serve` back at once when the API server is: the API server is stopped for two
 //! minutes while ipam-guard runs on a loaded cluster (etcd keeps the data), then started again;
 //! the view must be ready within 15 s of the API server answering again, which is when its
 //! `/readyz` says ok and it serves every kind the view watches, whichever is later. A restarted
-//! v1.20.2 says ok about 9 s before it serves any custom resource (BENCHMARKS.md).
+//! v1.20.2 says ok about 9 s before it serves any custom resource (docs/performance.md, "Live view").
 //!
 //! A test binary of its own so that no other e2e test shares the two cores while the clock runs:
 //! `cargo test` runs the tests of one binary side by side.
@@ -22,7 +22,7 @@ const NS: &str = "outage";
 /// issue (2 minutes). Costs that long once per `cargo test`: it runs against the newest server only.
 const LONG_OUTAGE: Duration = Duration::from_secs(120);
 
-/// How soon after the API server answers again the view must be ready (issue 29).
+/// How soon after the API server answers again the view must be ready.
 const READY_AFTER_OUTAGE: Duration = Duration::from_secs(15);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -84,7 +84,7 @@ async fn e2e_outage_ready_soon_after_a_long_outage_against(assets: e2e::Server) 
     );
     // The API server answers again when its `/readyz` says ok and it serves a list of every kind
     // the view watches, whichever comes later: a restarted v1.20.2 says ok seconds before it
-    // serves custom resources, or the other way round (BENCHMARKS.md). The three are timed side
+    // serves custom resources, or the other way round. The three are timed side
     // by side from the restart on; the view's clock starts at the later of the first two.
     let start = Instant::now();
     let (readyz, served, ready) = tokio::join!(

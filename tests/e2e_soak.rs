@@ -2,7 +2,7 @@
 //! or /usr/local/kubebuilder names one; tests/e2e), with an independent checker of what the API
 //! server stored.
 //!
-//! Three `ipam-guard serve` replicas elect a decider (SPEC X2) and sit behind a round-robin relay
+//! Three `ipam-guard serve` replicas elect a decider (X2) and sit behind a round-robin relay
 //! registered as the webhook; six clients write pools, addresses and claims of a small universe
 //! through the API server, as users do, while faults hit the replicas and the API server. Then
 //! the checker (`e2e_soak/checker.rs`) reads the history of every call and the API server's

@@ -48,7 +48,7 @@ fn every_example_review_does_what_its_name_says() {
             }
             "-patched-" => {
                 assert!(outcome.allowed && outcome.patched, "{name}: {text}");
-                // What each mutation fills in (SPEC §7).
+                // What each mutation fills in.
                 let path = match rule.as_str() {
                     "M1" => "/spec/poolRef/apiGroup",
                     "M2" => "/metadata/labels",

@@ -187,7 +187,7 @@ async fn five_hundred_idle_tcp_connections_do_not_block_reviews_and_meet_the_han
 /// Past the cap, connections wait in the kernel's backlog, not in memory: a review queued
 /// behind them is answered once the handshake timeout has freed enough slots. This bounds the
 /// wait (by `ceil(idle / cap) × handshake_timeout`), it does not make it prompt: see
-/// ROBUSTNESS.md for what that means at the production settings.
+/// docs/robustness.md (O2) for what that means at the production settings.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_connections_past_the_cap_are_reaped_in_turn_and_the_review_behind_them_is_answered() {
     const CAP: usize = 20;

@@ -400,7 +400,7 @@ fn with_baselines(cases: &mut [Case], admission: &Admission) {
 
 /// Shapes a real API server never sends (the CRD schema rejects them before any webhook runs)
 /// that the rules read leniently today: a wrong-typed value where an object is expected is read
-/// as "absent". Tolerated here, listed in ROBUSTNESS.md for the rules' owners.
+/// as "absent". Tolerated here, listed in docs/robustness.md (O4) for the rules' owners.
 const KNOWN_LENIENT: &[&str] = &[
     "spiderippool-delete.json oldObject.status := number",
     "spiderippool-delete.json oldObject.status := string",
@@ -482,7 +482,7 @@ fn judge(c: &Case, got: &Got) -> Result<(), String> {
     let at_field = |field: &str| {
         !d.allowed
             && (d.fields.iter().any(|f| related(f, field))
-                // Delete denials sit at metadata.name (SPEC §8) and name the field in the text.
+                // Delete denials sit at metadata.name and name the field in the text.
                 || (d.code == 403
                     && d.fields == ["metadata.name"]
                     && status_message.contains(field.rsplit('.').next().unwrap_or(field))))
@@ -598,7 +598,7 @@ async fn run_cases(
 
 // One thread: glibc gives every thread that allocates its own arena, each keeping its own
 // high-water mark, so on a multi-thread runtime the figure measures the allocator as much as
-// the server (ROBUSTNESS.md has both). The second pass below is what tells a leak apart.
+// the server (docs/robustness.md has both). The second pass below is what tells a leak apart.
 #[tokio::test(flavor = "current_thread")]
 async fn every_hostile_input_gets_a_clear_answer_and_the_server_stays_up() {
     let started = Instant::now();
@@ -629,7 +629,7 @@ async fn every_hostile_input_gets_a_clear_answer_and_the_server_stays_up() {
     let rss_third = vm_rss_kib();
 
     // Still up and answering normally, on a fresh connection (WAIT is a hang guard, not a
-    // speed check: how fast it answers is BENCHMARKS.md's business).
+    // speed check: how fast it answers is the benches' business).
     let fresh = async {
         let mut conn = Conn::open(addr, &ca.der, Proto::H1).await.unwrap();
         conn.send(post(

@@ -1,5 +1,5 @@
-//! Regression tests for what the hostile corpus and the fuzzers found (ROBUSTNESS.md lists
-//! each finding with its fix). Each test names the input that misbehaved and the bound it
+//! Regression tests for what the hostile corpus and the fuzzers found (docs/robustness.md
+//! lists each finding with its fix). Each test names the input that misbehaved and the bound it
 //! now keeps.
 
 use std::sync::Arc;
@@ -46,7 +46,7 @@ fn pool_review(addresses: Vec<Value>) -> Vec<u8> {
 fn a_pool_of_100k_bad_entries_is_denied_quickly_with_a_bounded_answer() {
     const N: usize = 100_000;
     let body = pool_review((0..N).map(|i| json!(format!("x{i}"))).collect());
-    // How long it takes is measured in `cargo bench --bench review -- hostile` (BENCHMARKS.md);
+    // How long it takes is measured in `cargo bench --bench review -- hostile` (docs/performance.md);
     // what keeps it short is asserted below: the reader stops at LIST_PROBLEMS, and the answer
     // holds 100 causes and a count.
     let ans = admission().review_now(Endpoint::Validate, &body);

@@ -1,4 +1,4 @@
-//! The house's layers only point down (issue 11): a module may name a module of a lower rank
+//! The house's layers only point down: a module may name a module of a lower rank
 //! through `crate::`, never one of its own rank or above. A new upward import fails here with
 //! its file and line, before it turns into a cycle that is hard to take apart again.
 
@@ -205,7 +205,7 @@ fn an_upward_import_is_caught_with_its_line() {
     assert!(violations("cli", text).is_empty());
 }
 
-// === Import circles between files (issue 25) ===
+// === Import circles between files ===
 //
 // Ranks keep top-level modules apart; inside one module, files could still import each other in
 // a circle (a.rs uses b.rs which uses a.rs), which makes neither readable alone and neither
@@ -755,7 +755,7 @@ fn paths_resolve_through_super_groups_and_children() {
     );
 }
 
-// === Lines of code per file (issue 25) ===
+// === Lines of code per file ===
 //
 // A file past 900 lines of code holds more than one idea. A line of code is any line that is
 // neither blank nor a `//` comment (docs included in the comments); inline `#[cfg(test)]`

@@ -29,7 +29,7 @@ use ipam_guard::kinds::{Kind, KindInfo, KINDS};
 use serde::Deserialize;
 use serde_json::Value;
 
-/// The server drains in-flight requests for this long after `--shutdown-delay` (SPEC §10, issue 5).
+/// The server drains in-flight requests for this long after `--shutdown-delay`.
 const DRAIN_SECS: u64 = 30;
 const CERT_MANAGER_INJECT_CA: &str = "cert-manager.io/inject-ca-from";
 const NAME_LABEL: &str = "app.kubernetes.io/name";
@@ -360,7 +360,7 @@ fn validating_rules_cover_exactly_the_kinds_table() {
 fn mutating_rules_cover_exactly_the_mutated_kinds() {
     let mutated: Vec<&KindInfo> = KINDS.iter().filter(|k| k.kind.mutated()).collect();
     assert!(!mutated.is_empty());
-    // SPEC §7: M1 on CREATE, M2 on CREATE and UPDATE; never DELETE.
+    // M1 on CREATE, M2 on CREATE and UPDATE; never DELETE.
     let want = expected_registrations(&mutated, |_| vec!["CREATE", "UPDATE"]);
     assert_same_set(
         "MutatingWebhookConfiguration rules",

@@ -1,5 +1,5 @@
 //! `manifests/monitoring/` (the optional kustomize component) renders with `kubectl kustomize`,
-//! its alerts say what issue 15 asks (a pool more than 90% used for 10 minutes; any
+//! its alerts say what they promise (a pool more than 90% used for 10 minutes; any
 //! `ipam_guard_violations` above 0), and every metric and label they read is one the server
 //! really exports, so a renamed metric fails here instead of silencing an alert. Needs kubectl on
 //! PATH (or `KUBECTL=/path/to/kubectl`), as tests/manifests.rs does.

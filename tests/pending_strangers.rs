@@ -1,4 +1,4 @@
-//! SPEC X2 without client authentication: what an unauthenticated caller's admitted write may
+//! X2 without client authentication: what an unauthenticated caller's admitted write may
 //! reserve is bounded (`src/cluster/trust.rs`). Time is driven through `Ledger::sweep(now)` on a
 //! view whose clock stands still (admissions are stamped with its time); the flood over HTTPS
 //! polls for the legitimate create to be allowed.
@@ -295,10 +295,10 @@ async fn x2_a_forged_review_flood_holds_a_legitimate_create_back_only_for_the_bo
     assert_eq!(result.pending_after, 1);
 }
 
-/// The figures of ROBUSTNESS.md: `cargo test --test pending_strangers -- --ignored --nocapture`.
+/// The figures of docs/robustness.md (F4): `cargo test --test pending_strangers -- --ignored --nocapture`.
 /// "Before" is the old behaviour (every pending entry lasts 30 s, retries and floods unbounded).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "takes about a minute; run for the ROBUSTNESS.md figures"]
+#[ignore = "takes about a minute; run for the docs/robustness.md figures"]
 async fn measure_forged_review_flood() {
     let before = StrangerPolicy {
         ttl: Duration::from_secs(30),

@@ -1,5 +1,5 @@
-//! `usage --free` (issue 26) against a brute-force count: every address (or sub-prefix) of a
-//! small random pool is enumerated, judged by SPEC §5 written out here a second time (declared −
+//! `usage --free` against a brute-force count: every address (or sub-prefix) of a
+//! small random pool is enumerated, judged by the allocatable-set definition written out here a second time (declared −
 //! excluded − gateway − reserved; for prefix pools, the whole sub-prefixes no exclusion touches),
 //! less what address objects hold; the free runs `usage --free` lists must be exactly that set,
 //! merged, largest first, each covered exactly by its CIDR blocks. IPv4 and IPv6, in-cluster and

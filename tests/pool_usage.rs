@@ -1,5 +1,5 @@
-//! Pool usage (issue 15) against a brute-force count: every address of a small pool is
-//! enumerated and judged by the SPEC §5 definition written out here a second time (declared −
+//! Pool usage against a brute-force count: every address of a small pool is
+//! enumerated and judged by the allocatable-set definition written out here a second time (declared −
 //! excluded − gateway − reserved), and the addresses in use are counted one by one. Large pools
 //! (a /64, `::/0`) are checked against sizes worked out by hand. The pool metrics are checked
 //! against the same brute-force count.

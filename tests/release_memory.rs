@@ -1,5 +1,5 @@
 //! Bytes the view holds per remembered release (R1, the reuse grace), counted by a global
-//! allocator: the figure in BENCHMARKS.md ("Reuse grace") comes from this test's output
+//! allocator: the figure in docs/performance.md ("Memory") comes from this test's output
 //! (`cargo test --release --test release_memory -- --nocapture`), and the test fails if one
 //! release grows past the budget the cap is sized by.
 
@@ -14,7 +14,7 @@ use ipam_guard::kinds::Kind;
 use ipam_guard::model::ObjKey;
 
 /// What `MAX_RELEASES` is sized by (its doc: about 25 MiB for the cap), and the budget of 512 B
-/// per cached object the index keeps to (BENCHMARKS.md).
+/// per cached object the index keeps to (docs/performance.md).
 const BUDGET_PER_RELEASE: usize = 512;
 
 /// `n` releases as the view records them: the holder's name is its own string (the address

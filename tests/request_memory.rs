@@ -1,8 +1,8 @@
-//! ROBUSTNESS O1: memory per pathological request, counted by a global allocator around one
+//! Memory per pathological request (docs/robustness.md, O1), counted by a global allocator around one
 //! `Admission::review` (peak live bytes above what was live before). One test, run in order, so
 //! no other test's allocations mix into the count.
 //!
-//! `cargo test --test request_memory -- --nocapture` prints the table of ROBUSTNESS.md.
+//! `cargo test --test request_memory -- --nocapture` prints the table of docs/robustness.md.
 
 use std::sync::Arc;
 

@@ -1,4 +1,4 @@
-//! ROBUSTNESS O1 under concurrency: 16 pathological reviews at once, on 16 worker threads (a big
+//! Memory per pathological request under concurrency (docs/robustness.md, O1): 16 pathological reviews at once, on 16 worker threads (a big
 //! node: tokio starts one per core whatever the pod's CPU limit), stay within the Deployment's
 //! 256 Mi because judging waits for a budget of body bytes (`Config::judging_budget`). Counted by
 //! a global allocator (peak live bytes of the whole process: server, client and bodies).

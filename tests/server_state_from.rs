@@ -1,5 +1,5 @@
 //! `serve --dev --state-from DIR` as a person runs it: the real binary, the static view loaded from
-//! files, reviews built from real captures posted over HTTPS, and SPEC X2 on a dev server (an
+//! files, reviews built from real captures posted over HTTPS, and X2 on a dev server (an
 //! admitted pool counts as existing, so a second overlapping create is refused).
 
 mod server_support;
@@ -99,7 +99,7 @@ async fn dev_server_judges_against_state_from_and_remembers_what_it_admitted() {
     served.signal("TERM");
 }
 
-/// Issue 15: the served binary exports each pool's usage from its view, unless told not to.
+/// The served binary exports each pool's usage from its view, unless told not to.
 #[tokio::test]
 async fn pool_usage_metrics_follow_the_view_and_the_flag() {
     let state = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/captures/state.yaml");

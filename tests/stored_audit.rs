@@ -1,4 +1,4 @@
-//! SPEC X4 in the pod: `serve --audit-interval` judges what the view holds (`rules::stored`)
+//! X4 in the pod: `serve --audit-interval` judges what the view holds (`rules::stored`)
 //! instead of listing the cluster again. Over the broken examples, what it finds agrees with
 //! `check` for every rule a projection can answer.
 

@@ -1,7 +1,7 @@
 //! Arbitrary bytes → `Admission::review` on both endpoints, against a small static view.
 //!
 //! A panic anywhere (a rule included: libfuzzer-sys aborts before `catch_unwind` can turn it
-//! into a 500) is a finding. So is an answer outside the contract of SPEC §8: HTTP 200 or 400
+//! into a 500) is a finding. So is an answer outside the answer's contract: HTTP 200 or 400
 //! with a JSON body; a 400 carries a message; a 200 echoes the uid and apiVersion, and never
 //! says `allowed: true` together with an error code; a denial has between 1 and 101 causes.
 //!

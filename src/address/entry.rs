@@ -217,7 +217,7 @@ impl fmt::Display for RangeBound {
     }
 }
 
-/// A value plus non-fatal findings (the SPEC's warnings), each a full sentence a kubectl user reads.
+/// A value plus non-fatal findings (the rules' warnings), each a full sentence a kubectl user reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Parsed<T> {
     pub value: T,

@@ -54,7 +54,7 @@ fn read_ip(s: &str) -> Result<IpText, AddrError> {
 
 /// IPv6 text of hex digits and colons only (no dotted tail), read in one pass: `std`'s reader,
 /// which rolls back and retries per group, cost about 600 instructions an address, a third of
-/// an IPv6 entry's reading (BENCHMARKS.md, issue 25). None for any other text, valid or not:
+/// an IPv6 entry's reading. None for any other text, valid or not:
 /// the caller then asks `std`, whose answer stands, so what is accepted stays exactly what `std`
 /// accepts (a property test holds this reader to it).
 fn read_hex_v6(b: &[u8]) -> Option<HexV6> {
@@ -449,7 +449,7 @@ pub fn parse_entry(s: &str, forms: Forms) -> Result<Parsed<Entry>, AddrError> {
     })
 }
 
-/// Checks an integer prefix field against the family bound (SPEC A2).
+/// Checks an integer prefix field against the family bound (A2).
 pub fn check_prefix(family: Family, prefix: i64) -> Result<u8, AddrError> {
     if prefix < 0 {
         return Err(AddrError::PrefixNegative);

@@ -1,4 +1,4 @@
-//! Address text → sets of inclusive ranges: the one grammar every rule reads (SPEC §2).
+//! Address text → sets of inclusive ranges: the one grammar every rule reads.
 //!
 //! The reading is the strict one Kubernetes CEL `ip()`/`cidr()` use, so a value we admit is a value
 //! the API server's own validation would read the same way:

@@ -1,8 +1,7 @@
 //! An address's canonical text, written on the stack: the dotted quad, or RFC 5952 IPv6 exactly
 //! as `std` writes it. `std`'s `Display` goes through the formatting machinery once per group
 //! and into a `String`; reading an IPv6 field compares its text with the canonical one, and that
-//! comparison was half of what reading the field cost (about 3,100 of 6,200 instructions,
-//! BENCHMARKS.md, "Address text and field lookups in one pass").
+//! comparison was half of what reading the field cost (about 3,100 of 6,200 instructions).
 
 use std::net::Ipv6Addr;
 

@@ -379,7 +379,7 @@ fn verdict_rules(v: &std::thread::Result<Judged>) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    //! The decision lock covers only what records a pending entry (issue 14): a test double
+    //! The decision lock covers only what records a pending entry: a test double
     //! counts the decisions and can show a different view inside the lock than outside it.
 
     use std::ops::Deref;

@@ -4,7 +4,7 @@
 //! `object` and `oldObject` are built as `serde_json::Value` trees (`object`: what the rules
 //! read), in the same pass. Capturing them as `&RawValue` and decoding each afterwards was
 //! measured and dropped: it reads every object twice, 25k more instructions per review than the
-//! whole of the envelope (BENCHMARKS.md, issue 25). The 400 messages for a body that is not a
+//! whole of the envelope. The 400 messages for a body that is not a
 //! review we can answer are the ones the tree-based reader gave, checked in the same order.
 //!
 //! Every field is read as what it is (`Field`: a string, a boolean, null, or something else)
@@ -77,7 +77,7 @@ impl Envelope<'_> {
 }
 
 /// Why a body is not a review we can answer: the 400's message, or a number past an f64 that
-/// the caller may quote and read again (SPEC ROBUSTNESS O5).
+/// the caller may quote and read again (docs/robustness.md, O5).
 pub(super) enum Refused {
     Message(String),
     NumberOutOfRange(serde_json::Error),
@@ -374,7 +374,7 @@ map_or_none!(RequestVisitor => RequestFields<'de>, "an AdmissionRequest", |map| 
             "object" => out.object = Some(ReviewObject::Tree(map.next_value_seed(ObjectSeed)?)),
             "oldObject" => out.old_object = Some(map.next_value_seed(ObjectSeed)?),
             "userInfo" => out.user_info = map.next_value::<Lenient>()?.0,
-            // Never read: skipped unchecked, as the tree-based reader did (BENCHMARKS.md).
+            // Never read: skipped unchecked, as the tree-based reader did.
             "resource" | "subResource" | "requestKind" | "requestResource"
             | "requestSubResource" | "options" => {
                 map.next_value::<IgnoredAny>()?;

@@ -65,8 +65,7 @@ impl Endpoint {
 
 /// What the server needs to know about one answered review, for logs and metrics. Its strings
 /// are the envelope's, moved rather than copied: they borrow from the body the server still
-/// holds while it logs and counts (five copies and their frees were 0.8k instructions a review,
-/// BENCHMARKS.md, issue 25).
+/// holds while it logs and counts (five copies and their frees were 0.8k instructions a review).
 #[derive(Debug, Clone)]
 pub struct Summary<'b> {
     pub uid: Cow<'b, str>,
@@ -128,7 +127,7 @@ struct Inner {
     view: Arc<dyn ClusterView>,
     options: Options,
     /// Where the X2 step runs: here (`Local`, one replica), or at the decider several replicas
-    /// share (SPEC X2 across replicas).
+    /// share (X2 across replicas).
     route: Arc<dyn Route>,
     /// The view is this process's on a user's machine (`serve --dev`), not an install's pods:
     /// what a 503 tells the user to look at.
@@ -185,13 +184,13 @@ impl Admission {
         &self.inner.view
     }
 
-    /// Whether the cluster view has synced every watched kind (SPEC X3): `/readyz`.
+    /// Whether the cluster view has synced every watched kind (X3): `/readyz`.
     pub fn ready(&self) -> bool {
         self.inner.view.synced()
     }
 
     /// Judges one AdmissionReview body from `caller` (what a stranger's admitted write may
-    /// reserve is bounded: SPEC X2, `cluster::trust`). The one entry: decode, the panic guard and
+    /// reserve is bounded: X2, `cluster::trust`). The one entry: decode, the panic guard and
     /// the staging are here and nowhere else. Never panics: bad bodies are a 400 answer with a
     /// message, a fault inside the rules is a denial with code 500 (never an allow).
     ///
@@ -205,7 +204,7 @@ impl Admission {
     ) -> Answer<'b> {
         let env = match decode(body) {
             Ok(env) => env,
-            // SPEC ROBUSTNESS O5: a number past an f64 is judged at its field, not refused whole.
+            // docs/robustness.md, O5: a number past an f64 is judged at its field, not refused whole.
             // The quoted copy is this function's own, so what the answer keeps of it is copied.
             Err(Refused::NumberOutOfRange(e)) => match numbers::quote_overflowing_numbers(body) {
                 Some(quoted) => match decode(&quoted) {
@@ -478,7 +477,7 @@ mod tests {
         );
     }
 
-    /// A view that has not finished its first list (SPEC X3).
+    /// A view that has not finished its first list (X3).
     struct Unsynced(StaticView);
 
     impl ClusterView for Unsynced {
@@ -564,7 +563,7 @@ mod tests {
             json!({"metadata": {"name": "x", "namespace": "ns"},
             "spec": {"address": "10.0.0.5", "prefix": 24}}),
         );
-        // A prefix past an f64 (SPEC ROBUSTNESS O5): decoded a second time from a quoted copy.
+        // A prefix past an f64 (docs/robustness.md, O5): decoded a second time from a quoted copy.
         let text = String::from_utf8(sent)
             .unwrap()
             .replace("\"prefix\":24", "\"prefix\":1e400");

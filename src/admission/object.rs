@@ -1,7 +1,7 @@
 //! An object of a review (`request.object`, `request.oldObject`), decoded into the `Value` tree
 //! the rules read in the envelope's own pass, without `metadata.managedFields`: a fifth of a
 //! create body and a third of an update's, read by nothing, and building then freeing its tree
-//! was a third of a review's instructions (BENCHMARKS.md, issue 14). It is still checked as JSON.
+//! was a third of a review's instructions. It is still checked as JSON.
 //!
 //! Nor does the tree hold the rest of the metadata nothing reads
 //! ([`crate::model::UNREAD_METADATA`]: generation, owners, finalizers,
@@ -34,7 +34,7 @@ impl<'de> DeserializeSeed<'de> for ObjectSeed {
 
 /// An object sent as raw JSON (a forwarded X2 step), decoded once, by `scan` unless it gives up
 /// (then by serde_json, as a review's objects are). A number past an f64 is
-/// quoted for its field to judge, as in a review (SPEC ROBUSTNESS O5). It is read as text: a
+/// quoted for its field to judge, as in a review (docs/robustness.md, O5). It is read as text: a
 /// `RawValue` is UTF-8 already, so its strings are not checked again.
 pub(super) fn decode(raw: &RawValue) -> serde_json::Result<Value> {
     let text = raw.get();
@@ -192,7 +192,7 @@ mod tests {
                 plain.to_string()
             );
         }
-        // As in a review, a number past an f64 is quoted and read again (SPEC ROBUSTNESS O5).
+        // As in a review, a number past an f64 is quoted and read again (docs/robustness.md, O5).
         let r = RawValue::from_string(r#"{"metadata": {"generation": 1e400, "name": "n"}}"#.into())
             .unwrap();
         assert_eq!(decode(&r).unwrap(), json!({"metadata": {"name": "n"}}));

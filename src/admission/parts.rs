@@ -71,7 +71,7 @@ pub(super) enum Level {
 
 /// What is done with the value of a key.
 pub(super) enum Take {
-    /// Not checked beyond being JSON (`IgnoredAny`), as since issue 14.
+    /// Not checked beyond being JSON (`IgnoredAny`): nothing reads it.
     Ignore,
     /// Read through as the tree would read it, and not kept.
     Skip,

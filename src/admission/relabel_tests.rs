@@ -1,6 +1,6 @@
 //! A relabel records nothing (`Admission::relabel`): the API server's own label updates are
 //! recognised as such, no projection of any kind reads labels, and an admitted relabel leaves
-//! the view as it was, unless the object is pending, whose entry it replaces (SPEC X2).
+//! the view as it was, unless the object is pending, whose entry it replaces (X2).
 
 use std::path::Path;
 use std::sync::Arc;

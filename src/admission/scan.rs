@@ -4,7 +4,7 @@
 //! checked in a loop rather than a descent, and strings go by eight bytes at a time; that, and
 //! fewer calls, took 8% off a review's instructions on the mixed load. The same reader recursing
 //! a byte at a time cost what serde_json costs, and a SIMD reader behind serde (sonic-rs) saved
-//! 1–2% (BENCHMARKS.md, issue 25).
+//! 1–2%.
 //!
 //! It reads only what every review the API server sends looks like: UTF-8 text, objects where
 //! the envelope has objects, integers of at most 18 digits, nesting to `MAX_DEPTH`. Anything else

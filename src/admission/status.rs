@@ -44,8 +44,8 @@ pub(super) struct ReviewOut<'a> {
 
 /// The answer's body, in exactly the bytes serde writes for a `ReviewOut` (tests hold the two
 /// together on any answer). serde's writer spent 2.6k instructions on an allowed answer's nine
-/// strings and about 8k on a denial's Status, escaping its messages a byte at a time
-/// (BENCHMARKS.md, issue 25); this writes the strings through `json_text`. A Status with list
+/// strings and about 8k on a denial's Status, escaping its messages a byte at a time;
+/// this writes the strings through `json_text`. A Status with list
 /// metadata, which no answer carries, is left to serde.
 pub(super) fn body(api_version: &str, response: &Response) -> Vec<u8> {
     if response
@@ -208,7 +208,7 @@ pub(super) fn fault<'a>(uid: &'a str, code: u16, reason: &str, message: &str) ->
     }
 }
 
-/// Builds the `response` of a review from a verdict (SPEC §8).
+/// Builds the `response` of a review from a verdict.
 pub(super) fn respond<'a>(uid: &'a str, name: &str, kind: Kind, v: &Verdict) -> Response<'a> {
     let mut response = if let Some(why) = &v.unavailable {
         fault(uid, 503, "ServiceUnavailable", why)
@@ -255,7 +255,7 @@ pub(super) fn respond<'a>(uid: &'a str, name: &str, kind: Kind, v: &Verdict) -> 
 /// still lists every problem.
 pub(super) const MAX_SHOWN: usize = 100;
 
-/// The one place that signs what a user reads through kubectl (SPEC §8): a cause, a warning or
+/// The one place that signs what a user reads through kubectl: a cause, a warning or
 /// a 403 message ends with ` [ipam-guard <ID>]`, so a reader knows which component and which
 /// rule spoke (a bare `spec.addresses[0]: …` reads like a CRD schema error). A line that stands
 /// for several findings (the count past the cap) names each of their rules once.

@@ -388,7 +388,7 @@ impl Rule {
     pub fn effect(&self) -> Effect {
         self.id.effect()
     }
-    /// Whether it reads other objects through the view (SPEC X1): such rules are skipped or
+    /// Whether it reads other objects through the view (X1): such rules are skipped or
     /// answer 503 until the view has synced (X3).
     pub fn reads_view(&self) -> bool {
         self.id.reads_view()

@@ -1,5 +1,5 @@
 //! `ipam-guard audit`: one pass over a live cluster that reports every stored object that would be
-//! denied if it were created now (SPEC X4): what slipped in before the webhook was installed, while
+//! denied if it were created now (X4): what slipped in before the webhook was installed, while
 //! it failed open, or across replicas. Judging is `judge::audit`'s; output is `check`'s, with file
 //! `cluster`, after a table of the findings per rule and namespace. The periodic audit of `serve
 //! --audit-interval` is `server::audit`.
@@ -43,7 +43,7 @@ pub async fn run(args: &AuditArgs) -> i32 {
     for e in &outcome.errors {
         let _ = writeln!(err, "error: {e}");
     }
-    // Moved, never copied: at 100k findings a copy is tens of MiB (issue 29: ≤ 256 MiB).
+    // Moved, never copied: at 100k findings a copy is tens of MiB, against the Deployment's 256 MiB.
     let selected = select(outcome.findings, args);
     let table = Table::of(&selected, limit_of(args));
     let mut summary = Summary {

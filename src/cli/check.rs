@@ -1,5 +1,5 @@
 //! `ipam-guard check PATH...`: judges manifests on disk the way the API server would if each
-//! were created next to all the others (SPEC X4): the CRD schema first (what the API server
+//! were created next to all the others (X4): the CRD schema first (what the API server
 //! refuses before any webhook: unknown fields, types, required fields, names), then mutation (a
 //! patch that would apply is a warning), then validation of the patched object as a CREATE.
 //! The judging is `judge::files`'; here the flags become a `Gate`, and the findings output.

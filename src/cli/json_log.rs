@@ -1,8 +1,8 @@
 //! `--log-format json`'s lines, written straight into the line's buffer. tracing-subscriber's
 //! JSON format serializes through serde_json into an `io::Write` adaptor that checks UTF-8 and
 //! calls `fmt` for every fragment (a quote, a key, a colon): a review's denial line cost 30k
-//! instructions that way, twice the text format's, on every denial as the Deployment runs it
-//! (BENCHMARKS.md, issue 25). This writes the same bytes: the same keys in the same order, values
+//! instructions that way, twice the text format's, on every denial as the Deployment runs it.
+//! This writes the same bytes: the same keys in the same order, values
 //! as tracing-serde records them, strings escaped as serde_json escapes them (a test holds the
 //! two formats to each other). An event inside a span is left to the crate's format, which
 //! writes the span's fields too.
@@ -35,7 +35,7 @@ impl JsonLines {
 
 /// The time of a line as tracing-subscriber's `SystemTime` writes it
 /// (`2026-11-28T14:05:57.123456Z`), from the date's digits rather than through `write!`: that
-/// took 2.3k instructions a line, a sixth of a denial's line (BENCHMARKS.md, issue 25).
+/// took 2.3k instructions a line, a sixth of a denial's line.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Utc;
 

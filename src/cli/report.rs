@@ -1,4 +1,4 @@
-//! Findings of `check` and `audit` as text, JSON, SARIF or JUnit (SPEC §8, X4). The findings
+//! Findings of `check` and `audit` as text, JSON, SARIF or JUnit (X4). The findings
 //! themselves, their one-line text and the summary on stderr are `judge`'s.
 
 use std::collections::BTreeMap;
@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::OutputFormat;
 use crate::judge::{Finding, Problem, Severity, Subject, Summary, Who};
 
-/// The JSON shape of SPEC §8, fields in that order, then where the object was read (`document`,
+/// The JSON shape of a finding, fields in that order, then where the object was read (`document`,
 /// `line`; null for `audit`). An input that could not be judged is an entry with severity `error`,
 /// null group/kind/name and rule.
 #[derive(Serialize)]

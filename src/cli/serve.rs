@@ -193,7 +193,7 @@ fn decider_config(
     })
 }
 
-/// SPEC §10: `--dev` never reads KUBECONFIG or in-cluster config on its own.
+/// `--dev` never reads KUBECONFIG or in-cluster config on its own.
 async fn build_view(
     args: &ServeArgs,
 ) -> anyhow::Result<(Arc<dyn ClusterView>, Option<kube::Client>)> {
@@ -203,7 +203,7 @@ async fn build_view(
             objects = index.len(),
             "serving a static view from --state-from"
         );
-        // Ledger, not the bare static view: admitted objects count as pending (SPEC X2), so a dev
+        // Ledger, not the bare static view: admitted objects count as pending (X2), so a dev
         // server refuses the second of two overlapping creates as a cluster would.
         return Ok((
             Arc::new(Ledger::new(index).with_strangers(StrangerPolicy::unbounded())),
@@ -216,7 +216,7 @@ async fn build_view(
             None,
         ));
     }
-    // --kubeconfig when given, else in-cluster, else KUBECONFIG / ~/.kube/config (SPEC §10);
+    // --kubeconfig when given, else in-cluster, else KUBECONFIG / ~/.kube/config;
     // --context picks a context of that kubeconfig.
     let (client, _) = crate::cluster::live::client_and_server(
         args.kubeconfig.as_deref(),

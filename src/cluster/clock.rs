@@ -1,4 +1,4 @@
-//! Where the view's timers read the time: the pending window of SPEC X2, strangers' strikes and
+//! Where the view's timers read the time: the pending window of X2, strangers' strikes and
 //! the watches' health bound. Production reads the monotonic clock; tests hold a `ManualClock`
 //! and move it forward, so they show what a timer does without sleeping for it.
 

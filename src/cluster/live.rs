@@ -1,4 +1,4 @@
-//! The live view (SPEC X1–X3): API discovery finds which kinds of `kinds::KINDS` the cluster
+//! The live view (X1–X3): API discovery finds which kinds of `kinds::KINDS` the cluster
 //! serves, one list-then-watch loop per served kind (`watch`) feeds one `Index` through
 //! `model::project`, and the view is synced while every watch is healthy (`health`).
 //!
@@ -67,7 +67,7 @@ const DISCOVERY_CATCH_UP: Duration = Duration::from_millis(250);
 #[derive(Debug, Clone, Copy)]
 pub struct LiveOptions {
     pub discovery_interval: Duration,
-    /// How long an admitted object counts as existing before its watch event (SPEC X2).
+    /// How long an admitted object counts as existing before its watch event (X2).
     pub pending_ttl: Duration,
     /// Silence after which a watch counts as sick (fail closed).
     pub health_bound: Duration,

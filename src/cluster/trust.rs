@@ -1,4 +1,4 @@
-//! Who made an admission request, and how far their admitted writes may hold back others (SPEC X2).
+//! Who made an admission request, and how far their admitted writes may hold back others (X2).
 //!
 //! A pending entry is a reservation: until the watch shows the object, overlapping creates are
 //! refused. Only the API server should be able to make one. With `--client-ca-file` every caller
@@ -24,7 +24,7 @@ use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
 /// How long a trusted caller's admitted object counts as existing before the watch shows it
-/// (SPEC X2); a stranger's lasts `StrangerPolicy::ttl`.
+/// (X2); a stranger's lasts `StrangerPolicy::ttl`.
 pub const PENDING_TTL: Duration = Duration::from_secs(30);
 
 /// Who sent an admission request.

@@ -17,7 +17,7 @@
 //!   is earlier than any other replica can see the lease expire (they saw that renew after it
 //!   started). So a paused holder that wakes finds its window closed before it looks at anything.
 //! - a new holder that took the lease over from another starts deciding only after the pending
-//!   TTL (SPEC X2) has passed since it acquired: every decision of the old holder was made before
+//!   TTL (X2) has passed since it acquired: every decision of the old holder was made before
 //!   the lease could expire, so by then each of its pending entries would have expired in the old
 //!   holder too, and the new holder's view is at least as complete as the old holder's was.
 
@@ -29,7 +29,7 @@ pub struct Timing {
     pub lease: Duration,
     pub renew_deadline: Duration,
     pub retry: Duration,
-    /// How long an admitted object counts as pending (SPEC X2): a takeover waits this long.
+    /// How long an admitted object counts as pending (X2): a takeover waits this long.
     pub pending_ttl: Duration,
 }
 

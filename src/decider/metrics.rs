@@ -41,7 +41,7 @@ impl DeciderMetrics {
     pub(crate) fn register(&self, registry: &mut Registry) {
         registry.register(
             "ipam_guard_decider_is_leader",
-            "1 while this replica holds the decider lease (SPEC X2)",
+            "1 while this replica holds the decider lease (X2)",
             self.is_leader.clone(),
         );
         registry.register(

@@ -1,4 +1,4 @@
-//! One decider across replicas (SPEC X2 with 2+ replicas).
+//! One decider across replicas (X2 with 2+ replicas).
 //!
 //! Every replica answers every review itself, except the one step X2 serialises: judging what
 //! reads the view and recording the admitted object as a pending entry. That step runs on one
@@ -344,7 +344,7 @@ impl Route for Decider {
             Standing::Deciding => Here::Decide,
             Standing::Waiting(until) => Here::Refuse(format!(
                 "this ipam-guard replica just became the decider and waits {}s more until writes admitted \
-                 by the previous decider can no longer be missing from its view (SPEC X2); retry shortly",
+                 by the previous decider can no longer be missing from its view (X2); retry shortly",
                 until.saturating_duration_since(Instant::now()).as_secs() + 1
             )),
             Standing::Following(_) => Here::Forward,

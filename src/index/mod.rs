@@ -1,4 +1,4 @@
-//! The in-memory state the cross-object rules read (SPEC X1): pools, addresses and claims, each
+//! The in-memory state the cross-object rules read (X1): pools, addresses and claims, each
 //! indexed for the questions the rules ask. The static view (files) and the live view (watches)
 //! both fill one `Index`; it never talks to the API server.
 //!
@@ -43,7 +43,7 @@ use segments::SegmentMap;
 use slots::{Slab, Slots, PENDING_BIT};
 
 /// The index's maps, hashed with foldhash instead of std's SipHash: a review looks keys up about
-/// 45 times, and SipHash took about 3k of its 145k instructions (BENCHMARKS.md, issue 25). Each
+/// 45 times, and SipHash took about 3k of its 145k instructions. Each
 /// map is seeded at random, as std's are; foldhash resists crafted collisions less, and these
 /// keys are names that only someone allowed to write the objects can choose.
 pub type FastMap<K, V> = HashMap<K, V, RandomState>;
@@ -247,7 +247,7 @@ impl Index {
             .collect()
     }
 
-    /// The address space of the pool with `key`: `default` when the pool is unknown (SPEC §6).
+    /// The address space of the pool with `key`: `default` when the pool is unknown.
     pub fn space_of_pool(&self, key: &impl Keyed) -> &str {
         self.pool(key)
             .map(|p| &*p.space)
@@ -388,7 +388,7 @@ impl Index {
     }
 
     /// The address space an address belongs to: its pool's, `default` when the pool is unknown
-    /// or missing (SPEC §6). Read now, so it follows the pool's current annotation.
+    /// or missing. Read now, so it follows the pool's current annotation.
     pub fn space_of_address(&self, address: &AddressProj) -> &str {
         match &address.pool {
             Some(key) => self.space_of_pool(key),

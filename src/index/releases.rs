@@ -22,7 +22,7 @@ use crate::address::Ip;
 use crate::model::ObjKey;
 
 /// At most this many releases are remembered at once: 800 a second for a minute's grace, far
-/// beyond any real churn. At the measured size of one release (BENCHMARKS.md, "Reuse grace"),
+/// beyond any real churn. At the measured size of one release (docs/performance.md, "Memory"),
 /// the cap is at most 25 MiB.
 pub const MAX_RELEASES: usize = 50_000;
 

@@ -1,7 +1,7 @@
 //! Inclusive u128 runs owned by pools, cut into disjoint elementary segments.
 //!
 //! Why elementary segments rather than an interval tree: pools stored before install may overlap
-//! (SPEC X4), so runs of different owners can overlap and a query must say what each owner shares
+//! (X4), so runs of different owners can overlap and a query must say what each owner shares
 //! with the asked set. Cutting the line at every run boundary gives disjoint segments, each with the
 //! sorted list of owners covering all of it; a std `BTreeMap` keyed by segment start then answers an
 //! overlap query with one `range` scan (O(log n + k), k = segments visited) and the shared part of

@@ -20,7 +20,7 @@ pub struct PoolUsage {
     pub space: Arc<str>,
     /// None when the spec names no valid address.
     pub family: Option<Family>,
-    /// What the pool can hand out: declared − excluded − gateway − reserved (SPEC §5).
+    /// What the pool can hand out: declared − excluded − gateway − reserved.
     pub allocatable: u128,
     /// Distinct addresses of the allocatable set that are held: by an address object that
     /// references the pool, or in the pool's own status record (Spiderpool).

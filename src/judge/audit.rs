@@ -1,4 +1,4 @@
-//! Stored objects judged as if each were created now (SPEC X4), the way `ipam-guard audit` and
+//! Stored objects judged as if each were created now (X4), the way `ipam-guard audit` and
 //! the periodic audit of `serve --audit-interval` judge them: a pass over a listing of the
 //! cluster (every object judged as a CREATE against all the others, as `check` judges files),
 //! or over what a cluster view already holds (the rules that compare objects, `rules::stored`).

@@ -1,5 +1,5 @@
 //! Manifests on disk, judged the way the API server would if each were created next to all the
-//! others (SPEC X4): read (templates rendered), each object checked against its CRD schema
+//! others (X4): read (templates rendered), each object checked against its CRD schema
 //! after the mutating webhook's patch, then validated as a CREATE; findings pointed at their
 //! field's line and put in file order. What `check` runs.
 

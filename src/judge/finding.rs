@@ -297,7 +297,7 @@ impl Summary {
         }
     }
 
-    /// Exit code of SPEC §8: 2 (unreadable input) wins over 1 (a denial) over 0.
+    /// Exit code of `check` and `audit`: 2 (unreadable input) wins over 1 (a denial) over 0.
     pub fn exit_code(&self) -> i32 {
         if self.unreadable > 0 {
             2

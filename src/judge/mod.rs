@@ -1,5 +1,5 @@
 //! Objects judged the way the API server would judge them if each were created now, next to all
-//! the others (SPEC X4), and what was found, as `Finding`s. `server` and `cli` only schedule it
+//! the others (X4), and what was found, as `Finding`s. `server` and `cli` only schedule it
 //! and write what it finds; it reads a live cluster, so it sits above `cluster`.
 //!
 //! - `pipeline`: one object's way, shared by all of them: `hold` (the mutating webhook's patch,

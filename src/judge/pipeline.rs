@@ -22,7 +22,7 @@ use crate::par;
 use crate::rule_id::RuleId;
 use crate::rules::{self, Ctx, Options};
 
-/// Judges objects as CREATEs against each other (mutation first, then validation; SPEC X4):
+/// Judges objects as CREATEs against each other (mutation first, then validation; X4):
 /// objects per kind and the findings, in the order of `manifests`. `audit` judges with this too;
 /// stored objects have passed their schema, so it is not checked again.
 pub fn judge(manifests: Vec<Manifest>, options: Options) -> (BTreeMap<Kind, usize>, Vec<Finding>) {

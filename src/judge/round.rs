@@ -2,7 +2,7 @@
 //! under one read of the view and lets go of it, so a write that the view records (an admitted
 //! object, a watch event) waits for one step, not for the whole round: a round over 210k objects
 //! held the view for 120–170 ms at once, and with one request worker (what the install's CPU
-//! limit gives) every admission waited for it (BENCHMARKS.md).
+//! limit gives) every admission waited for it (docs/performance.md, "Periodic audit").
 //!
 //! Pools and address objects are gone through by their slots in the index; claims, kept in a
 //! hash set, by their keys, copied in one read at the start (copying every object's key made

@@ -24,13 +24,13 @@ pub struct RefReading<'a> {
     pub api_group: Written<'a, &'a str>,
     pub kind: Written<'a, &'a str>,
     pub name: Written<'a, &'a str>,
-    /// A `namespace` key is present (SPEC C2: references never leave the namespace).
+    /// A `namespace` key is present (C2: references never leave the namespace).
     pub has_namespace: bool,
 }
 
 impl<'a> RefReading<'a> {
     /// Reads the reference at `path` (`spec.poolRef`), in one pass over its keys rather than a
-    /// search per key (BENCHMARKS.md, issue 25).
+    /// search per key.
     pub fn read(obj: &'a Value, path: FieldPath) -> Self {
         let found = written::object(obj, path);
         let mut out = RefReading {

@@ -1,5 +1,5 @@
 //! Reader for `InClusterIPPool` and `GlobalInClusterIPPool` (`ipam.cluster.x-k8s.io` v1alpha1 and
-//! v1alpha2), judged by `rules::in_cluster` (SPEC §5, P1–P7). Both kinds share one spec; v1alpha1
+//! v1alpha2), judged by `rules::in_cluster` (P1–P7). Both kinds share one spec; v1alpha1
 //! may declare its addresses as `subnet` + `start` + `end` instead of `addresses`, and has no
 //! excluded addresses.
 //!
@@ -169,7 +169,7 @@ pub(crate) fn read(kind: Kind, obj: &Value) -> PoolReading {
     read_spec(kind, obj).1
 }
 
-/// The spec as decoded and the pool's reading (SPEC §5), which holds no findings: the rules
+/// The spec as decoded and the pool's reading, which holds no findings: the rules
 /// (`rules::in_cluster`) judge the spec.
 pub fn read_spec(kind: Kind, obj: &Value) -> (Spec<'_>, PoolReading) {
     let spec = parse(obj);
@@ -270,7 +270,7 @@ pub fn subnet_bound(ip: Ip, family: Family, subnet: IpRange) -> Result<u128, Off
 }
 
 /// v1alpha1 `subnet` (+ `start`, `end`): start defaults to network+1, end to the last address
-/// but one for IPv4 (the broadcast) and to the last address for IPv6 (SPEC §5 table).
+/// but one for IPv4 (the broadcast) and to the last address for IPv6.
 fn subnet_reading(
     kind: Kind,
     meta: &Meta,

@@ -3,8 +3,8 @@
 //! never a decode failure, so the rules can answer `spec.prefix: Invalid value: "abc": ...`
 //! instead of a 400. Every field is found through its kind's `paths`. The address kinds, the
 //! claims, the in-cluster IP and prefix pools and Spiderpool's pools are decoded into typed specs
-//! and judged in `rules`; the Metal3 pool reader still reports its own findings as it reads
-//! (issue 25). Pure: no I/O.
+//! and judged in `rules`; the Metal3 pool reader still reports its own findings as it reads.
+//! Pure: no I/O.
 
 pub mod capi;
 pub mod capv;
@@ -177,7 +177,7 @@ pub const UNREAD_METADATA: &[&str] = &[
 
 /// The metadata fields the rules read, borrowed from the object: reading them copies nothing
 /// (a pool is read up to three times a review; copying its labels and annotations each time cost
-/// about 5k of a review's 165k instructions, BENCHMARKS.md issue 25).
+/// about 5k of a review's 165k instructions).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Meta<'a> {
     pub namespace: Option<&'a str>,
@@ -193,7 +193,7 @@ impl<'a> Meta<'a> {
     /// Reads `metadata`; wrong types are ignored here (the API server validates metadata itself).
     ///
     /// One pass over `metadata`'s keys rather than an ordered search per field, which compares
-    /// every key it passes: half the instructions (BENCHMARKS.md, issue 25).
+    /// every key it passes: half the instructions.
     pub fn read(obj: &'a Value) -> Meta<'a> {
         let mut meta = Meta::default();
         let Some(Value::Object(m)) = obj.get("metadata") else {
@@ -229,7 +229,7 @@ impl<'a> Meta<'a> {
             .any(|a| self.annotation(a).is_some())
     }
 
-    /// The address space the object names (SPEC §6): annotation `ipam-guard.io/address-space`, or `default`.
+    /// The address space the object names: annotation `ipam-guard.io/address-space`, or `default`.
     pub fn address_space(&self) -> &'a str {
         self.annotation(ADDRESS_SPACE_ANNOTATION)
             .filter(|s| !s.is_empty())
@@ -246,7 +246,7 @@ pub struct PoolRef {
 }
 
 impl PoolRef {
-    /// The key of the referenced pool when it is a known pool kind (SPEC: "known pool kind").
+    /// The key of the referenced pool when it is a known pool kind (`kinds::Kind::is_pool`).
     pub fn key(&self, namespace: Option<&str>) -> Option<ObjKey> {
         let kind = Kind::from_group_kind(&self.api_group, &self.kind)?;
         kind.is_pool()
@@ -254,7 +254,7 @@ impl PoolRef {
     }
 }
 
-/// What the index keeps of a pool: its reading under SPEC §5, nothing else.
+/// What the index keeps of a pool: its reading (declared − excluded − gateway − reserved), nothing else.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PoolProj {
     pub key: ObjKey,
@@ -399,7 +399,7 @@ impl Projection {
     }
 }
 
-/// Reads any pool kind (the one reading of SPEC §5; each kind's reader uses `pool`'s helpers).
+/// Reads any pool kind (the one reading every pool kind shares; each kind's reader uses `pool`'s helpers).
 /// A kind that is not a pool gives an empty reading.
 pub fn read_pool(kind: Kind, obj: &Value) -> PoolReading {
     match kind {
@@ -502,7 +502,7 @@ fn recorded_name(obj: &Value) -> Option<(Option<&str>, &str)> {
 }
 
 /// As `project`, where `reading` (if any) is `read_pool(kind, obj)` taken already: a pool is
-/// not read again (issue 25: the X2 record of an admitted pool).
+/// not read again for the X2 record of an admitted pool.
 pub fn project_read(kind: Kind, obj: &Value, reading: Option<&PoolReading>) -> Option<Projection> {
     let (namespace, name) = recorded_name(obj)?;
     match kind {

@@ -2,8 +2,8 @@
 //! tree, or, for a kind whose fields were read straight from the body's text on the way in
 //! (`TextObject`: a CAPI `IPAddress` not said to be an UPDATE), that text and those fields, with
 //! the tree built from the text only if something asks for it. A tree costs more than the rest of
-//! the review's decoding: its maps and strings, built and taken apart again (BENCHMARKS.md, issue
-//! 25). Whoever reads the tree gets the tree the review would have had, so nothing but the
+//! the review's decoding: its maps and strings, built and taken apart again.
+//! Whoever reads the tree gets the tree the review would have had, so nothing but the
 //! kind's typed reader need know which one it holds.
 
 use std::cell::OnceCell;

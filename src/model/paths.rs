@@ -1,4 +1,4 @@
-//! Where each kind's fields are, named once (issue 25). A reader finds a field and a cause names
+//! Where each kind's fields are, named once. A reader finds a field and a cause names
 //! it through the same constant, so the two cannot drift apart, and the test below checks every
 //! constant against the kinds' schemas (`schema::Schemas::builtin`, itself compared with the
 //! providers' CRDs): a misspelt path fails there, not in front of a user as "Required value".

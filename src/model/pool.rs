@@ -1,4 +1,4 @@
-//! The one reading of a pool (SPEC §5): every pool kind is reduced to declared, excluded and
+//! The one reading of a pool: every pool kind is reduced to declared, excluded and
 //! allocatable sets, a gateway and a prefix. Admission, the index, `check` and `audit` all call
 //! [`read_pool`], so a pool means the same thing wherever it is judged.
 
@@ -110,7 +110,7 @@ impl<'a> TextList<'a, Entry> {
     }
 }
 
-/// The union of the entries of `family`: a list that mixes families is read in one (SPEC §2).
+/// The union of the entries of `family`: a list that mixes families is read in one.
 pub(crate) fn set_of(family: Family, items: &[ListEntry]) -> AddrSet {
     AddrSet::from_ranges(
         family,
@@ -214,7 +214,7 @@ pub fn has_room_for_subnet(family: Family, prefix: u8) -> bool {
 }
 
 /// IPv6 link-local gateways (`fe80::/10`) come from router advertisements and are exempt from
-/// every inside-the-subnet check (SPEC §2).
+/// every inside-the-subnet check.
 pub fn is_link_local_gateway(ip: Ip) -> bool {
     ip.family == Family::V6 && std::net::Ipv6Addr::from(ip.value).is_unicast_link_local()
 }
@@ -229,7 +229,7 @@ pub(crate) fn pool_subnet(declared: &AddrSet, prefix: Option<u8>) -> Option<IpRa
     Some(subnet_of(declared.first()?, prefix?))
 }
 
-/// declared − excluded − gateway − reserved (SPEC §5). Reserved is the network address and, for
+/// declared − excluded − gateway − reserved. Reserved is the network address and, for
 /// IPv4, the broadcast address of the pool's subnet, unless the pool allocates them or the prefix
 /// is a point-to-point or host prefix.
 pub fn allocatable(

@@ -19,7 +19,7 @@ pub fn entry<'a>(obj: &'a Value, path: FieldPath, key: &str) -> Option<&'a Value
 
 /// Per list, at most this many problems are collected: ten times the causes one answer shows,
 /// so the count an answer gives stays exact for any mistake a person makes, while a list of 750k
-/// bad entries costs a thousand causes instead of 750k of them (ROBUSTNESS O1). A reader stops
+/// bad entries costs a thousand causes instead of 750k of them (docs/robustness.md, O1). A reader stops
 /// decoding a list after this many entries the rules will surely find wrong.
 pub const LIST_PROBLEMS: usize = 1_000;
 

@@ -1,5 +1,5 @@
 //! Reader for Spiderpool's `SpiderIPPool` (`spiderpool.spidernet.io` v2beta1, cluster-scoped),
-//! judged by `rules::spider_spec` (SPEC §5 table, S1–S4, S7 routes, S8 podAffinity), plus the
+//! judged by `rules::spider_spec` (S1–S4, S7 routes, S8 podAffinity), plus the
 //! allocation record in `status` that S5 and S6 read.
 //!
 //! [`read_spec`] decodes the spec once into a typed [`Spec`] and reduces it to the pool's
@@ -10,7 +10,7 @@
 //! Spiderpool keeps who holds which address in `status.allocatedIPs`, a JSON object serialised
 //! into a *string* (`{"172.18.41.40":{"pod":"default/web-0",…}}`), so it is decoded here, once.
 //!
-//! The allocatable set is SPEC §5's for every pool: `ips − excludeIPs − gateway − reserved`, the
+//! The allocatable set is the one of every pool kind: `ips − excludeIPs − gateway − reserved`, the
 //! reserved addresses being the subnet's network and IPv4 broadcast address (none for /31, /32,
 //! /127, /128). A pod given either could not talk on the subnet, so `ips` that include them draw
 //! a warning (S3) instead of being silently narrowed.
@@ -108,7 +108,7 @@ impl<'a> Spec<'a> {
 }
 
 /// The entries of `list` the pool holds: those that parse and [`fit`](fits) it. Past
-/// `LIST_PROBLEMS` entries that do not, the rest of the list is not read (ROBUSTNESS O1), the
+/// `LIST_PROBLEMS` entries that do not, the rest of the list is not read (docs/robustness.md, O1), the
 /// point where the rules stop judging it and say how many entries they left.
 pub fn held<'s>(
     list: &'s TextList<'_, Entry>,
@@ -230,7 +230,7 @@ pub(crate) fn read(obj: &Value) -> PoolReading {
     read_spec(obj).1
 }
 
-/// The spec as decoded and the pool's reading (SPEC §5), which holds no findings: the rules
+/// The spec as decoded and the pool's reading, which holds no findings: the rules
 /// (`rules::spider_spec`) judge the spec.
 pub fn read_spec(obj: &Value) -> (Spec<'_>, PoolReading) {
     let spec = parse(obj);

@@ -1,4 +1,4 @@
-//! A spec field as written (issue 25): absent, of the type its schema gives, or of another type,
+//! A spec field as written: absent, of the type its schema gives, or of another type,
 //! kept so a rule can show it. A reader decodes an object into these once and judges nothing;
 //! the rules (`rules`) say what is wrong, under their own ids.
 

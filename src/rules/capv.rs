@@ -1,4 +1,4 @@
-//! CAPV `VSphereMachine` and `VSphereMachineTemplate` (SPEC §5): V1, warnings only. CAPV owns
+//! CAPV `VSphereMachine` and `VSphereMachineTemplate`: V1, warnings only. CAPV owns
 //! these objects and its own webhooks judge them; ipam-guard only points out a pool reference
 //! that will leave a machine waiting for an address that never comes.
 

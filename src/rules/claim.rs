@@ -1,4 +1,4 @@
-//! `IPAddressClaim` (SPEC §3): C1–C5, and E1 (`rules::exhaustion`) on create.
+//! `IPAddressClaim`: C1–C5, and E1 (`rules::exhaustion`) on create.
 
 use serde_json::Value;
 

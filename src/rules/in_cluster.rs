@@ -1,4 +1,4 @@
-//! `InClusterIPPool` and `GlobalInClusterIPPool` on their own (SPEC §5): P1–P7, judged on the
+//! `InClusterIPPool` and `GlobalInClusterIPPool` on their own: P1–P7, judged on the
 //! spec as `model::incluster` decodes it and the reading it makes of it. What every pool kind
 //! shares (P8–P11) is `rules::pool`.
 
@@ -51,7 +51,7 @@ struct Findings {
     warnings: Vec<Warning>,
 }
 
-/// SPEC P2's text, followed by what exactly is wrong when the parser knows more than "not valid".
+/// P2's text, followed by what exactly is wrong when the parser knows more than "not valid".
 fn entry_detail(e: &AddrError) -> String {
     match e {
         AddrError::Invalid { .. } => NOT_AN_ENTRY.to_string(),

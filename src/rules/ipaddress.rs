@@ -1,4 +1,4 @@
-//! CAPI `IPAddress` (SPEC §4): A1–A10.
+//! CAPI `IPAddress`: A1–A10.
 
 use serde_json::Value;
 

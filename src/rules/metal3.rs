@@ -1,4 +1,4 @@
-//! Metal3 IPAM (`ipam.metal3.io`, SPEC §5): IPPool (MP1–MP4 with P9–P11), IPClaim (MC1–MC4) and
+//! Metal3 IPAM (`ipam.metal3.io`): IPPool (MP1–MP4 with P9–P11), IPClaim (MC1–MC4) and
 //! IPAddress (MA1–MA4).
 //!
 //! MP1–MP3 and MP5 judge the pool's spec on its own (`rules::metal3_pool`). MP4 is this kind's part of the

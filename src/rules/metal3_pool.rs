@@ -1,4 +1,4 @@
-//! A Metal3 `IPPool` on its own (SPEC §5 table): MP1–MP3 and MP5, judged on the spec as
+//! A Metal3 `IPPool` on its own: MP1–MP3 and MP5, judged on the spec as
 //! `model::metal3` decodes it and the layout its reading is made of. What every pool kind shares
 //! (MP4 with P9–P11) is `rules::metal3` and `rules::pool`.
 
@@ -34,7 +34,7 @@ pub(crate) fn findings(
 ) -> (Vec<FieldError>, Vec<Warning>) {
     let mut errors = Vec::new();
     let mut warnings = Vec::new();
-    // A spec that is not an object would otherwise read as a pool with no pools (ROBUSTNESS O4).
+    // A spec that is not an object would otherwise read as a pool with no pools (docs/robustness.md, O4).
     errors.extend(spec.spec.type_error(RuleId::MP1, paths::SPEC));
     errors.extend(spec.pools.type_error(RuleId::MP1, fields::POOLS));
 

@@ -1,4 +1,4 @@
-//! The rule catalogue of SPEC as pure functions: `(request, old object, cluster view) -> findings`.
+//! The rule catalogue (docs/rules.md) as pure functions: `(request, old object, cluster view) -> findings`.
 //! No HTTP and no kube client in here.
 
 pub mod backstop;
@@ -61,7 +61,7 @@ impl Default for Options {
     }
 }
 
-/// How overlap (P10) and uniqueness (A9) are scoped (SPEC §6).
+/// How overlap (P10) and uniqueness (A9) are scoped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum OverlapScope {
     #[default]
@@ -78,7 +78,7 @@ pub struct Ctx<'a> {
     pub now: std::time::Instant,
 }
 
-/// Validating webhook: every rule of SPEC for the request's kind. Unknown kinds never reach here.
+/// Validating webhook: every rule of the catalogue for the request's kind. Unknown kinds never reach here.
 pub fn validate(req: &Request, ctx: &Ctx) -> Verdict {
     validate_reading(req, ctx, &Readings::default())
 }
@@ -90,7 +90,7 @@ pub fn validate_reading(req: &Request, ctx: &Ctx, readings: &Readings) -> Verdic
         return Verdict::default();
     }
     if !req.kind.serves_version(req.version) {
-        // SPEC §1: a version we cannot decode is let through, but never silently.
+        // A version we cannot decode is let through, but never silently.
         let mut v = Verdict::default();
         v.warn(
             RuleId::K1,
@@ -125,7 +125,7 @@ pub fn denies_from_view(kind: Kind, op: Operation, options: &Options) -> bool {
     !for_kind(kind).view_denials(op, options).is_empty()
 }
 
-/// Mutating webhook (SPEC §7): fills absent fields only; idempotent. A broken request is
+/// Mutating webhook: fills absent fields only; idempotent. A broken request is
 /// refused by [`shape`], as validation refuses it; an unknown version is not ours to patch
 /// (validation warns about it); otherwise the kind's mutator fills what is absent.
 pub fn mutate(req: &Request) -> Verdict {

@@ -1,4 +1,4 @@
-//! SPEC §7: the mutating webhook fills what is absent and never rewrites what the user wrote,
+//! M1, M2: the mutating webhook fills what is absent and never rewrites what the user wrote,
 //! so GitOps tools see no drift and a second pass over the result yields no operation.
 
 use serde_json::{json, Value};

@@ -1,4 +1,4 @@
-//! Pools (SPEC §5): the admission every pool kind shares, and the in-cluster kinds'
+//! Pools: the admission every pool kind shares, and the in-cluster kinds'
 //! (`InClusterIPPool`, `GlobalInClusterIPPool`). P1–P7 are `rules::in_cluster`'s, on the same
 //! reading the index uses; P8–P11 are judged here. Metal3 and Spiderpool pools run the same code as
 //! [`PoolKind`]s that name their own immutable fields, rule ids and record of holders.
@@ -358,7 +358,7 @@ fn delete_held_in_view(rule: RuleId, call: &Call, old: &Value, ctx: &Ctx) -> Ver
     })
 }
 
-/// P9, MP4 and S6: the delete of a pool that `held` finds held is refused (403 Forbidden, SPEC §8)
+/// P9, MP4 and S6: the delete of a pool that `held` finds held is refused (403 Forbidden)
 /// at `metadata.name`, with `held`'s text saying who holds it. A pool carrying a skip annotation
 /// is let go without asking.
 pub(crate) fn refuse_delete(

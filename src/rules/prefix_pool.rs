@@ -1,4 +1,4 @@
-//! `InClusterPrefixPool` and `GlobalInClusterPrefixPool` on their own (SPEC §5): PP1–PP6, judged
+//! `InClusterPrefixPool` and `GlobalInClusterPrefixPool` on their own: PP1–PP6, judged
 //! on the spec as `model::prefix` decodes it and the reading it makes of it. PP7 and what every
 //! pool kind shares are `rules::pool`.
 

@@ -1,4 +1,4 @@
-//! Spiderpool `SpiderIPPool` (SPEC §5): S1–S4, S7 and S8 judge the spec on its own
+//! Spiderpool `SpiderIPPool`: S1–S4, S7 and S8 judge the spec on its own
 //! (`rules::spider_spec`, on the review's reading); S5 and S6 are this kind's part of the rules
 //! every pool kind shares (`rules::pool`, which adds P10 and P11); S9 reads the view.
 //!

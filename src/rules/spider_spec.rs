@@ -1,4 +1,4 @@
-//! `SpiderIPPool` on its own (SPEC §5): S1–S4, S7 and S8, judged on the spec as `model::spider`
+//! `SpiderIPPool` on its own: S1–S4, S7 and S8, judged on the spec as `model::spider`
 //! decodes it and the reading it makes of it, in the order a reader meets the fields. S5, S6 and
 //! S9 are `rules::spider`; what every pool kind shares (P10, P11) is `rules::pool`.
 

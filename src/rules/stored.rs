@@ -1,4 +1,4 @@
-//! SPEC X4 from memory: the rules that compare objects with each other, answered over what the
+//! X4 from memory: the rules that compare objects with each other, answered over what the
 //! view already holds (projections), for the in-pod periodic audit. Listing the cluster again
 //! every round cost the API server tens of CPU-seconds and this process hundreds of MiB on a large
 //! cluster; the view has the answer already.

@@ -30,7 +30,7 @@ pub fn for_kind(kind: Kind) -> &'static dyn Validator {
     webhooks(kind).0
 }
 
-/// The mutator of `kind` (SPEC §7).
+/// The mutator of `kind`.
 pub fn mutator_for(kind: Kind) -> &'static dyn Mutator {
     webhooks(kind).1
 }

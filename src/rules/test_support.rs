@@ -40,7 +40,7 @@ pub(crate) fn index(objects: &[(Kind, &Value)]) -> Index {
     ix
 }
 
-/// `obj` in the address space `space` (SPEC §6).
+/// `obj` in the address space `space`.
 pub(crate) fn with_space(mut obj: Value, space: &str) -> Value {
     obj["metadata"]["annotations"] = json!({"ipam-guard.io/address-space": space});
     obj

@@ -13,7 +13,7 @@ use crate::model::read::LIST_PROBLEMS;
 use crate::model::written::{Text, Written};
 use crate::rule_id::RuleId;
 
-/// Lists of offenders stop here (SPEC §8), followed by `and N more`.
+/// Lists of offenders stop here, followed by `and N more`.
 pub(crate) const MAX_LISTED: usize = 5;
 
 /// Deep equality in which a number equals the same number written another way (`24`, `24.0`) and
@@ -160,7 +160,7 @@ pub(crate) fn ip_findings<T>(
 /// Judges the entries of the list at `path` (`len` entries, of which `items` were read) one at
 /// a time, `judge` pushing an entry's causes. Past `LIST_PROBLEMS` causes in this list one cause
 /// at the list, under `rule`, says how many entries were not checked: a list of 750k bad entries
-/// costs a thousand causes, not 750k (ROBUSTNESS O1). The request is denied anyway.
+/// costs a thousand causes, not 750k (docs/robustness.md, O1). The request is denied anyway.
 pub(crate) fn each_capped<X>(
     rule: RuleId,
     path: FieldPath,

@@ -124,7 +124,7 @@ pub(crate) fn read_judged(kind: Kind, obj: &Value) -> PoolReading {
 
 /// What was read of one request's pools (`read_judged`), kept for the review: the
 /// validation outside the decision lock, a second one under it, and the X2 record of the
-/// admitted object read each object once between them (issue 25). A reading depends on the
+/// admitted object read each object once between them. A reading depends on the
 /// object and its kind alone, so it stays right while the view changes; it must not be kept
 /// across requests.
 #[derive(Debug, Default)]
@@ -163,7 +163,7 @@ pub trait Validator: Sync {
     fn update(&self, obj: &Value, old: &Value, call: &Call, ctx: &Ctx) -> Verdict;
     fn delete(&self, old: &Value, call: &Call, ctx: &Ctx) -> Verdict;
     /// The view-reading rules (`RuleId::reads_view`) that can refuse `op` under `options`. Until
-    /// the view has synced, such a request gets a 503 (SPEC X3): a partial view would let a
+    /// the view has synced, such a request gets a 503 (X3): a partial view would let a
     /// duplicate or an overlap through.
     fn view_denials(&self, op: Operation, options: &Options) -> Vec<RuleId>;
 }

@@ -1,7 +1,7 @@
 //! Client certificate authentication on the webhook listener (`--client-ca-file`, `--client-cn`,
 //! `--client-san`): only a caller holding a certificate from the configured CA, and named in the
 //! allow-lists when they are given, completes the TLS handshake. Nothing else reaches a route, so
-//! nothing else reaches the rules or makes a pending entry (SPEC X2).
+//! nothing else reaches the rules or makes a pending entry (X2).
 //!
 //! The CA file is polled like the serving pair: a rotated CA Secret takes effect without a restart,
 //! and a CA file that stops parsing keeps the previous CA.

@@ -78,7 +78,7 @@ pub(crate) struct Limits {
     pub(crate) drain_timeout: Duration,
 }
 
-/// Open connections per peer address, so one source cannot hold every slot (ROBUSTNESS O2).
+/// Open connections per peer address, so one source cannot hold every slot (docs/robustness.md, O2).
 #[derive(Debug, Default)]
 struct PerSource {
     open: std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>,

@@ -62,7 +62,7 @@ fn latency_histogram() -> Histogram {
 
 /// The series every request of one webhook touches, found in their families at its first
 /// request and kept: a family lookup hashes the labels (SipHash) under a lock, three of them a
-/// review, 0.85k instructions (BENCHMARKS.md, issue 25). They are the families' own series,
+/// review, 0.85k instructions. They are the families' own series,
 /// so the scrape shows the same counts; a webhook nobody called still has no series.
 #[derive(Debug, Default)]
 struct Webhook {

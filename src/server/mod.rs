@@ -120,7 +120,7 @@ pub struct Config {
     /// past it new ones are closed at once.
     pub max_connections_per_source: usize,
     pub body_limit: usize,
-    /// Bytes of request body being judged at once (ROBUSTNESS O1): judging costs 10-50× the
+    /// Bytes of request body being judged at once (docs/robustness.md, O1): judging costs 10-50× the
     /// body, so this bounds the memory of requests in flight whatever the number of cores. A
     /// larger body is judged alone.
     pub judging_budget: usize,
@@ -140,7 +140,7 @@ impl Config {
             shutdown_delay: Duration::from_secs(5),
             drain_timeout: Duration::from_secs(30),
             // The API server completes a handshake in milliseconds; an idle connection holds a
-            // slot for this long (ROBUSTNESS O2).
+            // slot for this long (docs/robustness.md, O2).
             handshake_timeout: HANDSHAKE_TIMEOUT,
             body_read_timeout: Duration::from_secs(10),
             header_read_timeout: Duration::from_secs(10),

@@ -29,8 +29,8 @@ type Reply = http::Response<Full<Bytes>>;
 /// The webhook listener's requests: POST `/validate` and `/mutate`, a JSON 404 for any other
 /// path. Matched here, not by an axum `Router`: two fixed paths need no router, and a review
 /// routed through one (its path match, the extension map that carried the caller, its boxed
-/// service futures and body) cost about 3.7k instructions, 4% of what a review costs
-/// (BENCHMARKS.md, issue 25). The probe and metrics listeners keep theirs.
+/// service futures and body) cost about 3.7k instructions, 4% of what a review costs.
+/// The probe and metrics listeners keep theirs.
 pub(crate) async fn webhook(shared: Arc<Shared>, caller: Caller, req: Webhook) -> Reply {
     let head = req.method() == Method::HEAD;
     let endpoint = match req.uri().path() {
@@ -163,7 +163,7 @@ async fn answer(shared: &Shared, endpoint: Endpoint, caller: Caller, req: Webhoo
         }
     };
     // Judging costs 10-50× the body (the JSON tree, then the readers): wait for room so the
-    // requests in flight cannot together outgrow the pod (ROBUSTNESS O1). A body over the whole
+    // requests in flight cannot together outgrow the pod (docs/robustness.md, O1). A body over the whole
     // budget takes all of it and is judged alone.
     let weight = super::kib(body.len()).min(shared.judging_kib);
     let Ok(_judging) = shared.judging.acquire_many(weight).await else {
@@ -200,7 +200,7 @@ enum Read<B> {
 /// Collects the body up to `limit` bytes; past it, hands the rest back instead of dropping it.
 /// A body that arrives as one frame (the API server sends a review right behind its headers)
 /// is kept as it came, not copied: a second buffer the size of the body and its free were 0.85k
-/// instructions a review (BENCHMARKS.md, issue 25).
+/// instructions a review.
 async fn read_body<B>(mut body: B, limit: usize) -> Read<B>
 where
     B: HttpBody<Data = Bytes> + Unpin,
@@ -276,7 +276,7 @@ fn json_content_type(value: Option<&HeaderValue>) -> Result<(), String> {
         return Err("(missing)".to_string());
     };
     // What the API server sends, answered before the general reading (25 instructions against
-    // 365: BENCHMARKS.md, issue 25).
+    // 365).
     if value.as_bytes() == b"application/json" {
         return Ok(());
     }

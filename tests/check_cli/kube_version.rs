@@ -1,4 +1,4 @@
-//! The API server release `check` speaks for (issue 28): `--kube-version`, and a kubeconfig that
+//! The API server release `check` speaks for: `--kube-version`, and a kubeconfig that
 //! is missing said once.
 
 use super::*;
@@ -61,7 +61,7 @@ fn kube_version_picks_what_the_api_server_would_say() {
     );
 }
 
-/// Each error says its cause once (issue 23): kube's errors carry their source in their text, so
+/// Each error says its cause once: kube's errors carry their source in their text, so
 /// printing the whole chain used to repeat "No such file or directory" at every layer.
 #[test]
 fn a_missing_kubeconfig_is_said_once() {

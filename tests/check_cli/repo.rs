@@ -1,4 +1,4 @@
-//! `check` as a gate on a real repository (issue 17): schema errors with the field named, kind
+//! `check` as a gate on a real repository: schema errors with the field named, kind
 //! typos with a hint, templates excluded, `--strict`, SARIF and JUnit, `--crd-dir`, provider
 //! kinds skipped and counted.
 

@@ -43,7 +43,7 @@ use super::model::*;
 use super::workload::Snapshot;
 
 /// How long after a fault that broke the watches was undone they may still be catching up (a
-/// restarted v1.20.2 serves custom resources seconds after its /readyz says ok, BENCHMARKS.md).
+/// restarted v1.20.2 serves custom resources seconds after its /readyz says ok: tests/e2e_outage.rs).
 /// A denial may rest on what they had not delivered yet.
 const WATCH_GRACE: f64 = 10.0;
 
@@ -988,7 +988,7 @@ fn refusals(
 }
 
 /// Seconds from a fault until the first pool or address write sent after it was admitted: an
-/// admission takes the decider's serialised step (SPEC X2), where some denials (A8, A6) may be
+/// admission takes the decider's serialised step (X2), where some denials (A8, A6) may be
 /// answered by any replica alone.
 pub fn resumed(history: &[Record], fault: &Fault) -> Option<f64> {
     history

@@ -1,9 +1,9 @@
-//! Values inside well-formed objects: address texts SPEC §2 refuses, numbers past their types,
+//! Values inside well-formed objects: address texts the grammar refuses, numbers past their types,
 //! huge arrays, and what the HTTP layer refuses before a review is read.
 
 use super::*;
 
-/// Texts every address field must refuse (SPEC §2), and where to put them.
+/// Texts every address field must refuse, and where to put them.
 pub const BAD_ADDRESSES: &[(&str, &str)] = &[
     ("IPv6 zone", "fe80::1%eth0"),
     ("IPv6 zone, numeric", "fe80::1%2"),

@@ -60,9 +60,9 @@ pub fn envelope_expectation(field: &str, label: &str) -> Expect {
 }
 
 /// Captures whose objects get every node replaced in turn (one per kind and operation shape),
-/// with the fields the rules read (SPEC §3-§5; `*` is any one segment, `[*]` any index). A
+/// with the fields the rules read (`*` is any one segment, `[*]` any index). A
 /// value of another JSON type at a read field cannot be decoded: it must be a denial at that
-/// field (SPEC §8), never silently read as absent.
+/// field, never silently read as absent.
 pub const OBJECT_CAPTURES: &[(&str, &[&str])] = &[
     ("ipaddressclaim-create.json", CLAIM),
     ("ipaddressclaim-create-v1beta1.json", CLAIM),

@@ -150,7 +150,7 @@ fn image_ref_splits_name_tag_and_digest() {
     );
 }
 
-/// The image override README.md documents: an overlay's `images:` entry with `newName`, `newTag`
+/// The image override docs/operations.md documents: an overlay's `images:` entry with `newName`, `newTag`
 /// and `digest` reaches the Deployment as `NAME:TAG@DIGEST` (pulled by the digest), and changes
 /// nothing else.
 #[test]
@@ -189,7 +189,7 @@ fn own_image_overlay_pins_the_image_by_digest() {
     assert_eq!(deployment, &expected);
 }
 
-/// SPEC §10: the manifests must work in IPv4-only, IPv6-only and dual-stack clusters. Listeners
+/// The manifests must work in IPv4-only, IPv6-only and dual-stack clusters. Listeners
 /// are given as a bare `:PORT`, which the server binds on every family the pod has (`[::]`
 /// dual-stack, falling back to `0.0.0.0` when the kernel has no IPv6). A literal `0.0.0.0`
 /// misses IPv6-only clusters and a literal `[::]` fails where IPv6 is disabled.
@@ -344,7 +344,7 @@ pub fn readyz_status(url: &str) -> u16 {
 
 #[test]
 fn deployment_runs_the_periodic_audit_from_the_view() {
-    // SPEC X4 in the shipped install: the in-pod audit judges the view (tests/stored_audit.rs).
+    // X4 in the shipped install: the in-pod audit judges the view (tests/stored_audit.rs).
     let w = workload();
     assert_eq!(
         w.serve.audit_interval,

@@ -63,7 +63,7 @@ fn cluster_role_grants_only_reads_of_served_kinds_and_crds() {
     assert_eq!(subjects[0]["namespace"], ns);
 }
 
-/// SPEC X2 across replicas: the decider election needs get/create/update on one Lease, granted
+/// X2 across replicas: the decider election needs get/create/update on one Lease, granted
 /// by a namespaced Role in the install namespace (never cluster-wide), bound to the pods' account.
 #[test]
 fn decider_role_grants_only_leases_in_the_install_namespace() {

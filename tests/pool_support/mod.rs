@@ -1,5 +1,5 @@
 //! Random in-cluster pools for the brute-force tests (`pool_usage`, `pool_free`): entries in
-//! offsets from a base address, and SPEC §5's allocatable set by enumeration, written
+//! offsets from a base address, and the allocatable set (declared − excluded − gateway − reserved) by enumeration, written
 //! independently of the crate's parser.
 #![allow(dead_code)]
 
@@ -110,7 +110,7 @@ impl Pool {
         })
     }
 
-    /// SPEC §5 by enumeration: the offsets the pool can hand out.
+    /// The allocatable set by enumeration: the offsets the pool can hand out.
     pub fn allocatable(&self) -> BTreeSet<u128> {
         let declared: BTreeSet<u128> = self.entries.iter().flat_map(E::offsets).collect();
         let excluded: BTreeSet<u128> = self.excluded.iter().flat_map(E::offsets).collect();

@@ -1,6 +1,6 @@
 //! A CAPI `IPAddress` read straight from a review's text into its typed fields
 //! (`model::capi::AddressText`), without a tree: on an address CREATE the tree was a fifth of
-//! what the guard spent beyond the echo webhook (BENCHMARKS.md, issue 25). The object is checked
+//! what the guard spent beyond the echo webhook. The object is checked
 //! as JSON exactly as the tree's reader checks it (every value it does not keep is `skip`ped);
 //! where a field the rules read is of another type than its schema's, written with escapes, null
 //! or repeated, this reader gives up and the tree is built as before, so such a field keeps its

@@ -121,7 +121,7 @@ impl Status {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Whether the view may be trusted now (SPEC X3).
+    /// Whether the view may be trusted now (X3).
     pub fn synced(&self, now: Instant) -> bool {
         let mut inner = self.lock();
         let sick: Vec<Source> = inner
@@ -291,7 +291,7 @@ impl Status {
     }
 }
 
-/// Pending entries (SPEC X2) of a kind whose watch is sick, or not yet listed, do not expire: the
+/// Pending entries (X2) of a kind whose watch is sick, or not yet listed, do not expire: the
 /// watch that would confirm or refute them is not running, and dropping them would let a second
 /// overlapping write through.
 impl PendingHold for Status {

@@ -1,10 +1,10 @@
-//! Readers for Metal3 IPAM (`ipam.metal3.io` v1alpha1): `IPPool` (SPEC §5 table; judged by
+//! Readers for Metal3 IPAM (`ipam.metal3.io` v1alpha1): `IPPool` (judged by
 //! `rules::metal3_pool`, MP1–MP3 and MP5), `IPClaim` and `IPAddress`.
 //!
 //! The pool is read the way ip-address-manager walks it (`GetIPAddress` in its `api/v1alpha1`):
 //! an entry runs from `start` (else the subnet's network + 1) to `end` (else the subnet's last
 //! address). The provider skips nothing on the way — not the gateway, not the IPv4 broadcast
-//! address — so those are left out of the allocatable set like for every other pool (SPEC §5),
+//! address — so those are left out of the allocatable set like for every other pool,
 //! and a warning tells the author that the provider would hand them out.
 //!
 //! - `entry`: one `spec.pools[i]` as written, and its walk;

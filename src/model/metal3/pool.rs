@@ -102,9 +102,9 @@ pub struct Placed {
     /// The gateway the entry's addresses use (the entry's, else the pool's), in the pool's
     /// family.
     pub gateway: Option<Ip>,
-    /// What of `range` is allocatable (SPEC §5).
+    /// What of `range` is allocatable.
     pub allocatable: AddrSet,
-    /// Addresses the provider walks that are not allocatable (SPEC §5), and why: the gateway,
+    /// Addresses the provider walks that are not allocatable, and why: the gateway,
     /// the network address, the broadcast address.
     pub withheld: Vec<(Ip, &'static str)>,
 }
@@ -191,7 +191,7 @@ pub(crate) fn read_pool(obj: &Value) -> PoolReading {
     read_spec(obj).2
 }
 
-/// The spec as decoded, its layout, and the pool's reading (SPEC §5), which holds no findings.
+/// The spec as decoded, its layout, and the pool's reading, which holds no findings.
 pub fn read_spec(obj: &Value) -> (Spec<'_>, Layout, PoolReading) {
     let spec = parse(obj);
     let layout = layout(&spec);
