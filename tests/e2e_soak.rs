@@ -4,14 +4,15 @@
 //!
 //! Three `ipam-guard serve` replicas elect a decider (X2) and sit behind a round-robin relay
 //! registered as the webhook; six clients write pools, addresses and claims of a small universe
-//! through the API server, as users do, while faults hit the replicas and the API server. Then
+//! through the API server, as users do, while faults hit the replicas, the API server, etcd and
+//! the relay (`e2e_soak/faults.rs`: each kind at least once in a run of the default length). Then
 //! the checker (`e2e_soak/checker.rs`) reads the history of every call and the API server's
 //! lists: nothing stored may conflict (no overlapping pools, no address held twice, none
 //! outside its pool, no held pool deleted), ipam-guard may never answer with a server error, and
 //! it may never refuse a write that conflicts with nothing stored and nothing it admitted within
 //! the pending TTL (a false refusal).
 //!
-//! Knobs: `IPAM_GUARD_SOAK_SECS` (default 75, per API server), `IPAM_GUARD_SOAK_SEED` (default:
+//! Knobs: `IPAM_GUARD_SOAK_SECS` (default 180, per API server), `IPAM_GUARD_SOAK_SEED` (default:
 //! drawn and printed; the clients' operations and the fault schedule follow from it, the
 //! interleaving does not). The whole history and the replicas' logs of each run are kept under
 //! `$CARGO_TARGET_TMPDIR/e2e-soak/`.
@@ -53,7 +54,9 @@ use workload::Shared;
 
 const CLIENTS: usize = 6;
 const REPLICAS: usize = 3;
-const DEFAULT_SECS: u64 = 75;
+/// Long enough for one round of every fault kind (`FaultKind::ROUND`) with the time each takes
+/// to be undone and writes to be admitted again.
+const DEFAULT_SECS: u64 = 180;
 /// Watch latency the false-refusal model allows for.
 const SLACK: f64 = 2.0;
 
@@ -169,7 +172,8 @@ async fn soak_against(server: e2e::Server, seed: u64) {
     e2e::note(format!(
         "{} calls in {took:.0} s: {} admitted by ipam-guard ({} stored or deleted, the rest refused by the \
          API server), {} refused by ipam-guard ({}), {} fail-closed 503, {} webhook unreachable; \
-         API server: {}; no answer {}",
+         API server: {}; API server timeouts {} (the webhook's answer came after its timeoutSeconds: \
+         refused); no answer {}",
         history.len(),
         figures.count(|o| matches!(o, Outcome::Done | Outcome::AlreadyExists | Outcome::Conflict)),
         figures.count(|o| *o == Outcome::Done),
@@ -178,6 +182,7 @@ async fn soak_against(server: e2e::Server, seed: u64) {
         figures.count(|o| *o == Outcome::Unavailable),
         figures.count(|o| *o == Outcome::WebhookFailed),
         figures.api_refusals(),
+        figures.count(|o| *o == Outcome::WebhookTimeout),
         figures.count(|o| *o == Outcome::NoAnswer),
     ));
     let mut by_kind: BTreeMap<&str, Vec<String>> = BTreeMap::new();
@@ -190,12 +195,35 @@ async fn soak_against(server: e2e::Server, seed: u64) {
         .iter()
         .map(|(k, v)| format!("{k} ×{} (admitting again after {})", v.len(), v.join(", ")))
         .collect();
+    // What the faults that must show an effect did, by kind: (what, each one's count).
+    let mut effects: BTreeMap<faults::FaultKind, (&str, Vec<u64>)> = BTreeMap::new();
+    for f in &faults {
+        if let (Some(what), Some(n)) = (f.kind.effect(), f.effect) {
+            effects
+                .entry(f.kind)
+                .or_insert((what, Vec::new()))
+                .1
+                .push(n);
+        }
+    }
+    let effects_text: Vec<String> = effects
+        .iter()
+        .map(|(k, (what, v))| {
+            let v: Vec<String> = v.iter().map(u64::to_string).collect();
+            format!("{}: {what} {}", k.label(), v.join(", "))
+        })
+        .collect();
     e2e::note(format!(
-        "faults: {}",
+        "faults: {}{}",
         if faults_text.is_empty() {
             "none".to_string()
         } else {
             faults_text.join("; ")
+        },
+        if effects_text.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", effects_text.join("; "))
         }
     ));
     e2e::note(format!(
@@ -263,6 +291,39 @@ async fn soak_against(server: e2e::Server, seed: u64) {
     );
     if secs >= 30 {
         assert!(!faults.is_empty(), "no fault was injected");
+    }
+    if secs >= DEFAULT_SECS {
+        let missing: Vec<&str> = faults::FaultKind::ROUND
+            .iter()
+            .filter(|k| !faults.iter().any(|f| f.kind == **k))
+            .map(|k| k.label())
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "a run of {secs} s did not inject every kind of fault: {} missing",
+            missing.join(", ")
+        );
+    }
+    // A fault that did nothing proves nothing: each kind that counts its effect must have shown
+    // it at least once (a compaction a 410 relist, a slow front a held answer and the API server
+    // a timeout) wherever it was scheduled.
+    for (kind, (what, counts)) in &effects {
+        assert!(
+            counts.iter().any(|n| *n > 0),
+            "{} ×{}: no {what} (IPAM_GUARD_SOAK_SEED={seed})",
+            kind.label(),
+            counts.len()
+        );
+    }
+    if effects
+        .get(&faults::FaultKind::SlowAnswers)
+        .is_some_and(|(_, v)| v.iter().any(|n| *n > 0))
+    {
+        assert!(
+            figures.count(|o| *o == Outcome::WebhookTimeout) > 0,
+            "answers were held past the webhook's timeout but the API server timed out no call: \
+             {figures:?}"
+        );
     }
 }
 

@@ -313,6 +313,9 @@ pub async fn create_namespace(client: &kube::Client, name: &str) {
     .expect(201);
 }
 
+/// The `timeoutSeconds` of the webhooks `register_webhooks` registers.
+pub const WEBHOOK_TIMEOUT_SECONDS: u64 = 10;
+
 /// Validating and mutating webhooks for every kind of the table, pointing at the in-process server.
 pub async fn register_webhooks(client: &kube::Client, addr: SocketAddr, ca_pem: &[u8]) {
     let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
@@ -334,7 +337,7 @@ pub async fn register_webhooks(client: &kube::Client, addr: SocketAddr, ca_pem: 
             "clientConfig": {"url": format!("https://{addr}{path}"), "caBundle": ca},
             "rules": rules,
             "failurePolicy": "Fail", "matchPolicy": "Equivalent", "sideEffects": "None",
-            "admissionReviewVersions": ["v1"], "timeoutSeconds": 10
+            "admissionReviewVersions": ["v1"], "timeoutSeconds": WEBHOOK_TIMEOUT_SECONDS
         })
     };
     create_path(

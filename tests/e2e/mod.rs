@@ -400,13 +400,19 @@ impl Drop for Proc {
 pub struct ControlPlane {
     /// None while stopped (`stop_apiserver`).
     pub apiserver: Option<Proc>,
-    pub etcd: Proc,
+    /// None while stopped (`stop_etcd`).
+    pub etcd: Option<Proc>,
     pub port: u16,
+    /// Where etcd listens for clients (its v3 JSON gateway too).
+    pub etcd_port: u16,
     pub kubeconfig: PathBuf,
     pub dir: tempfile::TempDir,
     apiserver_bin: PathBuf,
     apiserver_args: Vec<String>,
     restarts: u32,
+    etcd_bin: PathBuf,
+    etcd_args: Vec<String>,
+    etcd_restarts: u32,
 }
 
 impl ControlPlane {
@@ -416,20 +422,34 @@ impl ControlPlane {
 
     /// As `start`, with more kube-apiserver flags (feature gates, admission configuration).
     pub async fn start_with(server: &Server, extra_args: &[String]) -> ControlPlane {
+        let etcd_port = free_port();
+        ControlPlane::start_via(server, extra_args, etcd_port, etcd_port).await
+    }
+
+    /// As `start_with`, etcd listening for clients on `etcd_port` and the API server reaching
+    /// it through `etcd_via` (a relay the caller runs to `etcd_port`, or `etcd_port` itself).
+    pub async fn start_via(
+        server: &Server,
+        extra_args: &[String],
+        etcd_port: u16,
+        etcd_via: u16,
+    ) -> ControlPlane {
         let dir = tempfile::tempdir().expect("temp dir");
         let root = dir.path();
 
-        let client_port = free_port();
+        let client_port = etcd_port;
         let peer_port = free_port();
-        let mut etcd_cmd = Command::new(&server.etcd);
-        etcd_cmd.args([
+        // Restarts (`restart_etcd`) reuse the same data dir and ports.
+        let etcd_args = vec![
             format!("--data-dir={}", root.join("etcd").display()),
             format!("--listen-client-urls=http://127.0.0.1:{client_port}"),
             format!("--advertise-client-urls=http://127.0.0.1:{client_port}"),
             format!("--listen-peer-urls=http://127.0.0.1:{peer_port}"),
             format!("--initial-advertise-peer-urls=http://127.0.0.1:{peer_port}"),
             format!("--initial-cluster=default=http://127.0.0.1:{peer_port}"),
-        ]);
+        ];
+        let mut etcd_cmd = Command::new(&server.etcd);
+        etcd_cmd.args(&etcd_args);
         let mut etcd = Proc::spawn("etcd", etcd_cmd, root.join("etcd.log"));
         wait_tcp(&mut etcd, client_port, Duration::from_secs(30)).await;
 
@@ -450,7 +470,7 @@ impl ControlPlane {
 
         let port = free_port();
         let apiserver_args = vec![
-            format!("--etcd-servers=http://127.0.0.1:{client_port}"),
+            format!("--etcd-servers=http://127.0.0.1:{etcd_via}"),
             "--bind-address=127.0.0.1".to_string(),
             "--advertise-address=127.0.0.1".to_string(),
             format!("--secure-port={port}"),
@@ -487,13 +507,17 @@ impl ControlPlane {
 
         let mut cp = ControlPlane {
             apiserver: Some(apiserver),
-            etcd,
+            etcd: Some(etcd),
             port,
+            etcd_port,
             kubeconfig,
             dir,
             apiserver_bin,
             apiserver_args,
             restarts: 0,
+            etcd_bin: server.etcd.clone(),
+            etcd_args,
+            etcd_restarts: 0,
         };
         cp.wait_ready(Duration::from_secs(90)).await;
         cp
@@ -518,15 +542,37 @@ impl ControlPlane {
         self.wait_ready(Duration::from_secs(90)).await;
     }
 
+    /// Kills etcd (SIGKILL, as a node loss ends it); its data dir stays.
+    pub fn stop_etcd(&mut self) {
+        drop(self.etcd.take());
+    }
+
+    /// Starts etcd again on the same data dir and ports, and waits until it takes connections.
+    pub async fn restart_etcd(&mut self) {
+        assert!(self.etcd.is_none(), "stop it first");
+        self.etcd_restarts += 1;
+        let mut cmd = Command::new(&self.etcd_bin);
+        cmd.args(&self.etcd_args);
+        let log = self
+            .dir
+            .path()
+            .join(format!("etcd-{}.log", self.etcd_restarts));
+        let mut etcd = Proc::spawn("etcd", cmd, log);
+        wait_tcp(&mut etcd, self.etcd_port, Duration::from_secs(30)).await;
+        self.etcd = Some(etcd);
+    }
+
     /// Polls `/readyz` until 200.
-    async fn wait_ready(&mut self, within: Duration) {
+    pub async fn wait_ready(&mut self, within: Duration) {
         let client = self.client().await;
         let start = Instant::now();
         loop {
             if let Some(a) = self.apiserver.as_mut() {
                 a.assert_running();
             }
-            self.etcd.assert_running();
+            if let Some(e) = self.etcd.as_mut() {
+                e.assert_running();
+            }
             let req = http::Request::get("/readyz").body(Vec::new()).unwrap();
             if let Ok(text) = client.request_text(req).await {
                 if text.trim() == "ok" {

@@ -27,7 +27,10 @@
 //! P10: the holders or overlapping pools; A8: the pool) that cannot explain it: none was
 //! possibly stored with the conflicting value in [sent − slack, answered + slack], nor possibly
 //! admitted (any answer but ipam-guard's own refusals, a 503, or the schema's refusals, made
-//! before validating admission) less than the pending TTL before. A cause that names more
+//! before validating admission) less than the pending TTL before. A write the API server
+//! refused because the webhook's answer came too late (`WebhookTimeout`) is such a possible
+//! admission, held until the TTL from its answer (docs/rules.md, X2: a refused write holds its
+//! reservation until then), never a false refusal nor an allow. A cause that names more
 //! than the message lists (`and N more`), or of another rule, counts as explained. A denial
 //! explained only by stretching the window back to a fault that broke the watches is counted
 //! apart (`stale after a watch fault`), not as a false refusal; so is one explained by a
@@ -302,11 +305,12 @@ impl<'a> History<'a> {
 
 /// Names the write of `key` that ipam-guard may have admitted and the API server refused
 /// within the pending TTL before `r` was answered: what may have hidden the stored object.
+/// A write the API server gave up on (its webhook timeout) is one: admitted, never stored.
 fn refused_before(h: &History<'_>, key: &Key, r: &Record) -> String {
     h.ops(key)
         .iter()
         .filter(|x| match x.outcome {
-            Outcome::AlreadyExists | Outcome::Conflict => true,
+            Outcome::AlreadyExists | Outcome::Conflict | Outcome::WebhookTimeout => true,
             Outcome::NotFound => x.method == Method::Update,
             _ => false,
         })

@@ -426,6 +426,7 @@ fn a_pending_entry_outlives_its_ttl_only_by_the_watch_faults_it_meets() {
         end: 8.0,
         detail: String::new(),
         hit_the_decider: false,
+        effect: None,
     };
     let with = |faults: &[Fault]| {
         check(&Input {
@@ -478,6 +479,7 @@ fn an_admission_while_no_replica_can_decide_is_a_violation() {
         end: 12.0,
         detail: String::new(),
         hit_the_decider,
+        effect: None,
     };
     let run_with = |fault: Fault| {
         check(&Input {
@@ -517,6 +519,7 @@ fn a_refusal_on_an_entry_a_handover_kept_past_its_ttl_stays_false_and_says_so() 
         end: 43.2,
         detail: String::new(),
         hit_the_decider: false,
+        effect: None,
     };
     let f = check(&Input {
         history: &h,
@@ -579,4 +582,63 @@ fn denial_messages_are_read() {
         "10.50.0.11 is already held by IPAddress soak/a, IPAddress soak/b and 3 more"
     )
     .is_none());
+}
+
+/// A write the API server gave up on while ipam-guard's answer was held (its webhook timeout)
+/// may have been admitted: a refusal naming it is explained until the pending TTL from that
+/// answer, and false after; the timeout is no allow, and a violation after it names it.
+#[test]
+fn a_write_refused_by_the_webhook_timeout_holds_its_entry_until_the_ttl() {
+    let held = "spec.address: Duplicate value: \"10.50.0.11\": 10.50.0.11 is already held by IPAddress soak/addr-1 [ipam-guard A9]";
+    let timed_out = rec(
+        Method::Create,
+        a("addr-1"),
+        Some(addr("10.50.0.11", "pool-0")),
+        1.0,
+        11.0,
+        Outcome::WebhookTimeout,
+        "failed calling webhook \"validate.ipam-guard.io\": context deadline exceeded",
+    );
+    let (outcome, _, _) = classify(&Ok((
+        500,
+        serde_json::json!({"message": timed_out.message.clone()}),
+    )));
+    assert_eq!(outcome, Outcome::WebhookTimeout);
+    assert!(!outcome.may_have_applied() && outcome.may_have_been_admitted());
+    for (send, false_refusals) in [(4.0, 0), (15.5, 0), (19.0, 1)] {
+        let h = vec![
+            timed_out.clone(),
+            denied(a("addr-2"), addr("10.50.0.11", "pool-0"), send, held),
+        ];
+        let f = run(&h);
+        assert_eq!(f.refusals_checked, 1);
+        assert_eq!(f.false_refusals.len(), false_refusals, "at {send}: {f:#?}");
+        assert!(f.violations.is_empty(), "{f:#?}");
+    }
+    // The entry may have hidden a stored address: a duplicate stored right after it is still a
+    // violation, and its text says what may have hidden it.
+    let h = vec![
+        rec(
+            Method::Create,
+            a("addr-1"),
+            Some(addr("10.50.0.11", "pool-0")),
+            0.0,
+            0.1,
+            Outcome::Done,
+            "",
+        ),
+        timed_out.clone(),
+        rec(
+            Method::Create,
+            a("addr-2"),
+            Some(addr("10.50.0.11", "pool-0")),
+            12.0,
+            12.1,
+            Outcome::Done,
+            "",
+        ),
+    ];
+    let f = run(&h);
+    assert_eq!(f.violations.len(), 1, "{f:#?}");
+    assert_eq!(f.after_refused_write, 1, "{f:#?}");
 }

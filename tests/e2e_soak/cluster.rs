@@ -38,6 +38,8 @@ const RETRY_PERIOD: Duration = Duration::from_millis(500);
 /// lease, renewed at most a retry period before, runs this long at least (and a new decider
 /// then waits the pending TTL besides).
 pub const NO_DECIDER: Duration = LEASE_DURATION.saturating_sub(RETRY_PERIOD);
+/// How long the API server waits for the webhook's answer before it refuses the write.
+pub const WEBHOOK_TIMEOUT: Duration = Duration::from_secs(e2e::api::WEBHOOK_TIMEOUT_SECONDS);
 
 pub struct Replica {
     pub name: String,
@@ -117,6 +119,22 @@ impl Replica {
             .and_then(|l| l.rsplit(' ').next())
             .and_then(|v| v.parse::<f64>().ok())
             .map(|v| v == 1.0)
+    }
+
+    /// The lists its watches made because the API server answered 410 Gone
+    /// (`ipam_guard_view_relists_total{cause="expired"}`, summed over kinds; None: no answer).
+    pub async fn relists_expired(&self) -> Option<u64> {
+        const NAME: &str = "ipam_guard_view_relists_total{";
+        let (status, body) = http_get(self.metrics, "/metrics").await.ok()?;
+        if status != 200 {
+            return None;
+        }
+        Some(
+            body.lines()
+                .filter(|l| l.starts_with(NAME) && l.contains("cause=\"expired\""))
+                .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+                .sum::<f64>() as u64,
+        )
     }
 
     pub fn running(&self) -> bool {
@@ -217,6 +235,8 @@ fn wait_stopped(pid: &str) {
 pub struct Setup {
     pub front: Front,
     pub tap: Tap,
+    /// Between the API server and etcd.
+    pub etcd_tap: Tap,
     pub replicas: Vec<Replica>,
     pub client: kube::Client,
     pub cp: ControlPlane,
@@ -271,12 +291,16 @@ impl Setup {
         )
         .unwrap();
 
-        let cp = ControlPlane::start_with(
+        let etcd_port = free_port();
+        let etcd_tap = Tap::start(SocketAddr::from(([127, 0, 0, 1], etcd_port))).await;
+        let cp = ControlPlane::start_via(
             server,
             &[format!(
                 "--admission-control-config-file={}",
                 admission.display()
             )],
+            etcd_port,
+            etcd_tap.addr.port(),
         )
         .await;
         let client = cp.client().await;
@@ -315,6 +339,7 @@ impl Setup {
         let mut s = Setup {
             front,
             tap,
+            etcd_tap,
             replicas,
             client,
             cp,
@@ -432,6 +457,34 @@ impl Setup {
             .position(|r| r.running() && r.peer.to_string() == addr)
     }
 
+    /// The 410 relists of every running replica, summed (None when one did not answer).
+    pub async fn relists_expired(&self) -> Option<u64> {
+        let mut sum = 0;
+        for r in self.replicas.iter().filter(|r| r.running()) {
+            sum += r.relists_expired().await?;
+        }
+        Some(sum)
+    }
+
+    /// Compacts etcd's history up to its current revision through its v3 JSON gateway, as the
+    /// API server's own compaction does every `--etcd-compaction-interval`; returns the revision.
+    pub async fn compact_etcd(&self) -> Result<i64, String> {
+        let gateway = SocketAddr::from(([127, 0, 0, 1], self.cp.etcd_port));
+        // Any range answers with the store's revision in its header.
+        let range = etcd_post(gateway, "/v3/kv/range", &json!({"key": "AA=="})).await?;
+        let revision: i64 = range["header"]["revision"]
+            .as_str()
+            .and_then(|r| r.parse().ok())
+            .ok_or_else(|| format!("no revision in {range}"))?;
+        etcd_post(
+            gateway,
+            "/v3/kv/compaction",
+            &json!({"revision": revision.to_string(), "physical": true}),
+        )
+        .await?;
+        Ok(revision)
+    }
+
     /// The last lines of every replica's log, for a failure message.
     pub fn logs(&self, n: usize) -> String {
         self.replicas
@@ -440,6 +493,40 @@ impl Setup {
             .collect::<Vec<_>>()
             .join("\n")
     }
+}
+
+/// One POST to etcd's JSON gateway (HTTP/1.1, the connection closed after the answer).
+async fn etcd_post(to: SocketAddr, path: &str, body: &Value) -> Result<Value, String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let call = async {
+        let mut conn = tokio::net::TcpStream::connect(to)
+            .await
+            .map_err(|e| e.to_string())?;
+        let body = body.to_string();
+        let req = format!(
+            "POST {path} HTTP/1.1\r\nHost: {to}\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        conn.write_all(req.as_bytes())
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut answer = Vec::new();
+        conn.read_to_end(&mut answer)
+            .await
+            .map_err(|e| e.to_string())?;
+        let text = String::from_utf8_lossy(&answer);
+        let (head, body) = text
+            .split_once("\r\n\r\n")
+            .ok_or_else(|| format!("no HTTP answer: {text}"))?;
+        if !head.starts_with("HTTP/1.1 200") {
+            return Err(format!("{path}: {head} {body}"));
+        }
+        serde_json::from_str(body).map_err(|e| format!("{path}: {e}: {body}"))
+    };
+    tokio::time::timeout(Duration::from_secs(10), call)
+        .await
+        .map_err(|_| format!("{path}: no answer within 10 s"))?
 }
 
 /// A client of the API server as one user's: its own connections, and every answer seen as

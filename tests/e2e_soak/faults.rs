@@ -1,11 +1,14 @@
 //! Faults on a schedule drawn from the seed, one at a time, each undone before the next: the
 //! decider killed (and started again), paused and continued, shut down cleanly (its admissions
-//! handed over), a follower shut down, the API server restarted, and every connection from the
-//! replicas to the API server cut (watches, lists, the Lease).
+//! handed over), a follower shut down, the API server restarted, etcd restarted, every
+//! connection from the replicas to the API server cut (watches, lists, the Lease), etcd's
+//! history compacted under the watches so that they must relist (410 Gone), and the replicas'
+//! answers held past the webhook's timeout.
 
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use super::cluster::Setup;
+use super::cluster::{Setup, WEBHOOK_TIMEOUT};
 use super::model::{Kind, Method, Outcome};
 use super::rng::Rng;
 use super::workload::Shared;
@@ -18,12 +21,18 @@ pub enum FaultKind {
     TermFollower,
     RestartApiServer,
     CutWatches,
+    RestartEtcd,
+    /// etcd compacted to its current revision, then the API server's watches of etcd and the
+    /// replicas' watches cut: each resumes from a revision etcd no longer has.
+    Compaction,
+    /// The front holds the replicas' answers longer than the webhook's `timeoutSeconds`.
+    SlowAnswers,
 }
 
 impl FaultKind {
     /// One round of the schedule: every kind once, and the clean handover (the path that once
     /// brought deleted objects back as held) twice.
-    const ROUND: [FaultKind; 7] = [
+    pub const ROUND: [FaultKind; 10] = [
         FaultKind::KillDecider,
         FaultKind::PauseDecider,
         FaultKind::TermDecider,
@@ -31,6 +40,9 @@ impl FaultKind {
         FaultKind::RestartApiServer,
         FaultKind::CutWatches,
         FaultKind::TermDecider,
+        FaultKind::RestartEtcd,
+        FaultKind::Compaction,
+        FaultKind::SlowAnswers,
     ];
 
     pub fn label(self) -> &'static str {
@@ -41,12 +53,30 @@ impl FaultKind {
             FaultKind::TermFollower => "SIGTERM follower",
             FaultKind::RestartApiServer => "API server restart",
             FaultKind::CutWatches => "watches cut",
+            FaultKind::RestartEtcd => "etcd restart",
+            FaultKind::Compaction => "compaction under the watches",
+            FaultKind::SlowAnswers => "answers held past the webhook timeout",
         }
     }
 
     /// Whether the replicas' watches break: their view may lag what is stored until they resume.
     pub fn breaks_watches(self) -> bool {
-        matches!(self, FaultKind::RestartApiServer | FaultKind::CutWatches)
+        matches!(
+            self,
+            FaultKind::RestartApiServer
+                | FaultKind::CutWatches
+                | FaultKind::RestartEtcd
+                | FaultKind::Compaction
+        )
+    }
+
+    /// What `Fault::effect` counts for this kind, if it counts anything.
+    pub fn effect(self) -> Option<&'static str> {
+        match self {
+            FaultKind::Compaction => Some("410 relists"),
+            FaultKind::SlowAnswers => Some("answers held"),
+            _ => None,
+        }
     }
 }
 
@@ -60,6 +90,9 @@ pub struct Fault {
     pub detail: String,
     /// For a fault aimed at the decider: its own metric said it was the decider just before.
     pub hit_the_decider: bool,
+    /// What the fault did that shows it happened (`FaultKind::effect`): the replicas' lists
+    /// after a 410 within 20 s of a compaction, the answers a slow front held.
+    pub effect: Option<u64>,
 }
 
 /// The replica the Lease names, waiting a little for an election in progress; else any running one.
@@ -97,7 +130,7 @@ pub async fn run(setup: &mut Setup, shared: &Shared, mut rng: Rng, until: Durati
             }
         }
         let kind = round.pop().unwrap();
-        let (start, detail, hit_the_decider) = inject(setup, kind, &mut rng, shared).await;
+        let (start, detail, hit_the_decider, effect) = inject(setup, kind, &mut rng, shared).await;
         let end = shared.now();
         println!(
             "fault at {start:.1} s: {} ({detail}), undone at {end:.1} s",
@@ -109,6 +142,7 @@ pub async fn run(setup: &mut Setup, shared: &Shared, mut rng: Rng, until: Durati
             end,
             detail,
             hit_the_decider,
+            effect,
         });
         // The next fault waits until writes are admitted again (at most 45 s), so that each
         // time to admit again is that of one fault.
@@ -136,15 +170,17 @@ fn admitted_since(shared: &Shared, t: f64) -> bool {
 const READY: Duration = Duration::from_secs(90);
 
 /// Injects one fault and undoes it; returns when it was injected (after the decider was looked
-/// up, so that the time to admit again counts from the fault itself) and what was done.
+/// up, so that the time to admit again counts from the fault itself), what was done, whether it
+/// hit the decider and its effect.
 async fn inject(
     setup: &mut Setup,
     kind: FaultKind,
     rng: &mut Rng,
     shared: &Shared,
-) -> (f64, String, bool) {
+) -> (f64, String, bool, Option<u64>) {
     let at;
     let mut leader = false;
+    let mut effect = None;
     let detail = match kind {
         FaultKind::KillDecider => {
             let (d, named) = decider(setup, rng).await;
@@ -225,6 +261,68 @@ async fn inject(
             let n = setup.tap.cut();
             format!("{n} connections")
         }
+        FaultKind::RestartEtcd => {
+            let away = rng.millis(2_000, 5_000);
+            at = shared.now();
+            setup.cp.stop_etcd();
+            tokio::time::sleep(away).await;
+            setup.cp.restart_etcd().await;
+            // The API server runs on and reconnects by itself; it must be ready again.
+            setup.cp.wait_ready(READY).await;
+            format!(
+                "down for {:.1} s, the API server ready again {:.1} s after",
+                away.as_secs_f64(),
+                shared.now() - at - away.as_secs_f64()
+            )
+        }
+        FaultKind::Compaction => {
+            let before = setup.relists_expired().await;
+            at = shared.now();
+            let compacted = setup.compact_etcd().await;
+            // The API server's own watches of etcd resume from their last revision, now
+            // compacted: its watch cache lists again and ends the watches it serves, whose
+            // resumes are then older than anything it holds. The replicas' are cut besides.
+            let etcd_side = setup.etcd_tap.cut();
+            let replica_side = setup.tap.cut();
+            let mut relists = 0;
+            let waited = std::time::Instant::now();
+            while waited.elapsed() < Duration::from_secs(20) {
+                tokio::time::sleep(Duration::from_millis(250)).await;
+                if let (Some(b), Some(a)) = (before, setup.relists_expired().await) {
+                    relists = a.saturating_sub(b);
+                    if relists > 0 {
+                        break;
+                    }
+                }
+            }
+            effect = Some(relists);
+            format!(
+                "{}, {etcd_side} connections to etcd and {replica_side} to the API server cut, \
+                 {relists} relists after a 410 within {:.1} s",
+                match compacted {
+                    Ok(rev) => format!("compacted at revision {rev}"),
+                    Err(e) => format!("compaction failed: {e}"),
+                },
+                waited.elapsed().as_secs_f64()
+            )
+        }
+        FaultKind::SlowAnswers => {
+            let window = rng.millis(1_000, 3_000);
+            let hold = rng.millis(11_000, 13_000);
+            let before = setup.front.slow.held.load(Ordering::Relaxed);
+            at = shared.now();
+            setup.front.slow_for(window, hold);
+            // Until the last answer held has been passed on.
+            tokio::time::sleep(window + hold + Duration::from_millis(500)).await;
+            let held = setup.front.slow.held.load(Ordering::Relaxed) - before;
+            effect = Some(held as u64);
+            format!(
+                "answers sent in {:.1} s held {:.1} s each (the webhook's timeout is {} s): {held}",
+                window.as_secs_f64(),
+                hold.as_secs_f64(),
+                WEBHOOK_TIMEOUT.as_secs()
+            )
+        }
     };
-    (at, detail, leader)
+    (at, detail, leader, effect)
 }

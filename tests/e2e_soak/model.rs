@@ -238,6 +238,10 @@ pub enum Outcome {
     Invalid,
     /// 500 `failed calling webhook`: the API server could not get an answer (fail closed).
     WebhookFailed,
+    /// `failed calling webhook` after the webhook's `timeoutSeconds`: the API server gave up
+    /// waiting and refused the write (failurePolicy Fail). ipam-guard may have admitted it and
+    /// hold it as pending until its TTL: a refused write, like an AlreadyExists.
+    WebhookTimeout,
     /// 500 carrying a denial: ipam-guard answered with a server error.
     Webhook500,
     /// No HTTP answer (the API server was down, or 20 s passed): the outcome is unknown.
@@ -313,6 +317,9 @@ pub fn classify(result: &Result<(u16, Value), String>) -> (Outcome, u16, String)
         409 if reason == "AlreadyExists" => Outcome::AlreadyExists,
         409 => Outcome::Conflict,
         404 => Outcome::NotFound,
+        500..=504 if message.contains("failed calling webhook") && timed_out(&message) => {
+            Outcome::WebhookTimeout
+        }
         500 if message.contains("failed calling webhook") => Outcome::WebhookFailed,
         500..=599 if message.contains("denied the request") => Outcome::Webhook500,
         400..=499 if ids.iter().any(|i| i == "X2" || i == "X3") => Outcome::Unavailable,
@@ -321,6 +328,13 @@ pub fn classify(result: &Result<(u16, Value), String>) -> (Outcome, u16, String)
         _ => Outcome::Other,
     };
     (outcome, status, message)
+}
+
+/// Whether a webhook call's error says it ran out of time (Go's net/http and context words).
+fn timed_out(message: &str) -> bool {
+    ["deadline exceeded", "Timeout exceeded", "timeout awaiting"]
+        .iter()
+        .any(|w| message.contains(w))
 }
 
 /// The ids of every `[ipam-guard ID]` in `text`, sorted, each once.

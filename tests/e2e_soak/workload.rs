@@ -527,7 +527,7 @@ pub async fn client(
             // closed, a retry at once only adds load.
             match r.outcome {
                 Outcome::NoAnswer => tokio::time::sleep(Duration::from_millis(200)).await,
-                Outcome::Unavailable | Outcome::WebhookFailed => {
+                Outcome::Unavailable | Outcome::WebhookFailed | Outcome::WebhookTimeout => {
                     let pause = planner.rng.millis(50, 250);
                     tokio::time::sleep(pause).await;
                 }
