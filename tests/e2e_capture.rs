@@ -11,7 +11,8 @@
 //!
 //!     IPAM_GUARD_RECAPTURE=1 cargo test --test e2e_capture -- --nocapture
 //!
-//! which rewrites `tests/fixtures/reviews/v<major>.<minor>/` for each. The CRDs are upstream's,
+//! which rewrites `tests/fixtures/reviews/v<major>.<minor>/` for each (a review alike but for
+//! what varies per run is left as it was). The CRDs are upstream's,
 //! read in place from `../shared/fixtures/crds/`; without them (or without an API server) this
 //! test skips with a line saying why, and the replay tests still read the committed sets.
 
@@ -71,6 +72,17 @@ async fn against(server: e2e::Server) {
     let shown = committed_dir(server.version);
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(&shown);
     if std::env::var_os(RECAPTURE).is_some() {
+        // A review alike with its committed one but for what varies per run keeps its bytes,
+        // so that a recapture changes only what the API server now sends differently.
+        let committed = read_set(&dir).unwrap_or_default();
+        for (name, body) in c.reviews.iter_mut() {
+            if let Some(old) = committed.get(name) {
+                let one = |b: &Vec<u8>| BTreeMap::from([(name.clone(), b.clone())]);
+                if compare(&one(old), &one(body)).is_empty() {
+                    body.clone_from(old);
+                }
+            }
+        }
         write_set(&dir, &c.reviews);
         e2e::note(format!("recorded {} reviews into {shown}", c.reviews.len()));
         return;
@@ -107,31 +119,44 @@ struct Capture {
 
 impl Capture {
     /// The API server takes a new webhook registration into use a moment after storing it:
-    /// dry-run creates until one reaches the recorder, so that no step below goes unrecorded.
+    /// dry-run creates of a kind both webhooks see until both are called, so that no step below
+    /// goes unrecorded.
     async fn wait_until_recording(&self) {
         let probe = json!({
-            "apiVersion": "ipam.cluster.x-k8s.io/v1alpha2", "kind": "GlobalInClusterIPPool",
-            "metadata": {"name": "recorder-probe"},
-            "spec": {"addresses": ["192.0.2.10"], "prefix": 24, "gateway": "192.0.2.1"}
+            "apiVersion": "ipam.cluster.x-k8s.io/v1beta2", "kind": "IPAddressClaim",
+            "metadata": {"name": "recorder-probe", "namespace": NS},
+            "spec": {"poolRef": pool_ref("InClusterIPPool", "pool-a")}
         });
-        e2e::eventually("the recorder to be called", WAIT, || async {
+        e2e::eventually("both recorders to be called", WAIT, || async {
             create(&self.client, &probe, true).await.expect(201);
-            !self.recorder.take().is_empty()
+            let paths: Vec<String> = self.recorder.take().into_iter().map(|(p, _)| p).collect();
+            ["/validate", "/mutate"]
+                .iter()
+                .all(|p| paths.iter().any(|q| q == p))
         })
         .await;
     }
 
-    /// Keeps the review of the write just answered `resp` under `name`. The API server may ask
-    /// twice for one write (an update retried on a fresher stored object): the first is kept.
+    /// Keeps the reviews of the write just answered `resp`: the validating one under `name`,
+    /// the mutating one (kinds ipam-guard mutates, CREATE and UPDATE) under `mutating/name`.
+    /// The API server may ask twice for one write: an update is tried first on the object its
+    /// cache holds, and when that turns out stale (a DELETE just set `deletionTimestamp`), again
+    /// on the stored one. The last of each is kept, the one of the write that was stored.
     #[track_caller]
     fn keep(&mut self, name: &str, resp: Resp, status: u16) {
         resp.expect(status);
         let bodies = self.recorder.take();
-        let first = bodies
-            .first()
-            .unwrap_or_else(|| panic!("{name}: the recorder was not called"));
-        let old = self.reviews.insert(name.to_string(), first.to_vec());
-        assert!(old.is_none(), "{name} recorded twice");
+        for (path, stem) in [
+            ("/validate", name.to_string()),
+            ("/mutate", format!("mutating/{name}")),
+        ] {
+            let Some((_, body)) = bodies.iter().rev().find(|(p, _)| p == path) else {
+                assert!(path == "/mutate", "{name}: the recorder was not called");
+                continue;
+            };
+            let old = self.reviews.insert(stem.clone(), body.to_vec());
+            assert!(old.is_none(), "{stem} recorded twice");
+        }
     }
 
     async fn create(&mut self, name: &str, obj: Value) {
@@ -537,13 +562,21 @@ async fn vsphere(c: &mut Capture) {
     c.delete("vspheremachinetemplate-delete", &t).await;
 }
 
-/// Replaces the `*.json` of `dir` with `reviews`, each byte for byte as POSTed.
+/// The folders of a set: the validating reviews, and the mutating ones beside them.
+fn folders(dir: &Path) -> [(std::path::PathBuf, &'static str); 2] {
+    [(dir.to_path_buf(), ""), (dir.join("mutating"), "mutating/")]
+}
+
+/// Replaces the `*.json` of `dir` (and `dir/mutating`) with `reviews`, each byte for byte as
+/// POSTed.
 fn write_set(dir: &Path, reviews: &BTreeMap<String, Vec<u8>>) {
-    std::fs::create_dir_all(dir).unwrap();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "json") {
-            std::fs::remove_file(&path).unwrap();
+    for (folder, _) in folders(dir) {
+        std::fs::create_dir_all(&folder).unwrap();
+        for entry in std::fs::read_dir(&folder).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "json") {
+                std::fs::remove_file(&path).unwrap();
+            }
         }
     }
     for (name, body) in reviews {
@@ -552,13 +585,14 @@ fn write_set(dir: &Path, reviews: &BTreeMap<String, Vec<u8>>) {
 }
 
 fn read_set(dir: &Path) -> Option<BTreeMap<String, Vec<u8>>> {
-    let entries = std::fs::read_dir(dir).ok()?;
     let mut set = BTreeMap::new();
-    for entry in entries {
-        let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "json") {
-            let name = path.file_stem().unwrap().to_string_lossy().into_owned();
-            set.insert(name, std::fs::read(&path).unwrap());
+    for (folder, prefix) in folders(dir) {
+        for entry in std::fs::read_dir(folder).ok()? {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "json") {
+                let stem = path.file_stem().unwrap().to_string_lossy();
+                set.insert(format!("{prefix}{stem}"), std::fs::read(&path).unwrap());
+            }
         }
     }
     Some(set)

@@ -1,6 +1,7 @@
-//! A validating webhook that admits everything and keeps each AdmissionReview the API server
-//! POSTs to it, byte for byte and in arrival order: `tests/e2e_capture.rs` records the
-//! repository's review fixtures (`tests/fixtures/reviews/`) with it.
+//! A validating and a mutating webhook that admit everything (no patch) and keep each
+//! AdmissionReview the API server POSTs to them, byte for byte and in arrival order, with the
+//! path it came to (`/validate`, `/mutate`): `tests/e2e_capture.rs` records the repository's
+//! review fixtures (`tests/fixtures/reviews/`) with it.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -23,7 +24,7 @@ use super::pki::{Pki, Usage};
 pub struct Recorder {
     pub addr: SocketAddr,
     pub ca_pem: String,
-    received: Arc<Mutex<Vec<Bytes>>>,
+    received: Arc<Mutex<Vec<(String, Bytes)>>>,
     task: JoinHandle<()>,
 }
 
@@ -82,44 +83,55 @@ impl Recorder {
         }
     }
 
-    /// The bodies received since the last call, oldest first.
-    pub fn take(&self) -> Vec<Bytes> {
+    /// The paths and bodies received since the last call, oldest first.
+    pub fn take(&self) -> Vec<(String, Bytes)> {
         std::mem::take(&mut *self.received.lock().unwrap())
     }
 
-    /// Registers it for CREATE, UPDATE and DELETE of every kind of the table, in every version
+    /// Registers `/validate` for CREATE, UPDATE and DELETE of every kind of the table and
+    /// `/mutate` for CREATE and UPDATE of the kinds ipam-guard mutates, in every version
     /// (`apiVersions: ["*"]`: a request arrives in the version its client used), main resources
     /// only, failing closed so that no write goes unrecorded.
     pub async fn register(&self, client: &kube::Client) {
         let ca = base64::engine::general_purpose::STANDARD.encode(&self.ca_pem);
-        let rules: Vec<Value> = KINDS
-            .iter()
-            .map(|k| {
-                json!({
-                    "apiGroups": [k.group], "apiVersions": ["*"], "resources": [k.plural],
-                    "operations": ["CREATE", "UPDATE", "DELETE"],
-                    "scope": if k.namespaced { "Namespaced" } else { "Cluster" }
-                })
+        let rule = |k: &ipam_guard::kinds::KindInfo, ops: &[&str]| {
+            json!({
+                "apiGroups": [k.group], "apiVersions": ["*"], "resources": [k.plural],
+                "operations": ops, "scope": if k.namespaced { "Namespaced" } else { "Cluster" }
             })
+        };
+        let validate: Vec<Value> = KINDS
+            .iter()
+            .map(|k| rule(k, &["CREATE", "UPDATE", "DELETE"]))
             .collect();
-        let config = json!({
-            "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
-            "metadata": {"name": "e2e-recorder"},
-            "webhooks": [{
-                "name": "record.e2e.ipam-guard.io",
-                "clientConfig": {"url": format!("https://{}/validate", self.addr), "caBundle": ca},
-                "rules": rules,
-                "failurePolicy": "Fail", "matchPolicy": "Exact", "sideEffects": "None",
-                "admissionReviewVersions": ["v1"], "timeoutSeconds": 10
-            }]
-        });
-        super::api::create_path(
-            client,
-            "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
-            &config,
-        )
-        .await
-        .expect(201);
+        let mutate: Vec<Value> = KINDS
+            .iter()
+            .filter(|k| k.kind.mutated())
+            .map(|k| rule(k, &["CREATE", "UPDATE"]))
+            .collect();
+        for (kind, path, rules) in [
+            ("ValidatingWebhookConfiguration", "validate", validate),
+            ("MutatingWebhookConfiguration", "mutate", mutate),
+        ] {
+            let config = json!({
+                "apiVersion": "admissionregistration.k8s.io/v1", "kind": kind,
+                "metadata": {"name": "e2e-recorder"},
+                "webhooks": [{
+                    "name": format!("{path}.record.e2e.ipam-guard.io"),
+                    "clientConfig": {"url": format!("https://{}/{path}", self.addr), "caBundle": ca},
+                    "rules": rules,
+                    "failurePolicy": "Fail", "matchPolicy": "Exact", "sideEffects": "None",
+                    "admissionReviewVersions": ["v1"], "timeoutSeconds": 10
+                }]
+            });
+            let collection = format!(
+                "/apis/admissionregistration.k8s.io/v1/{}s",
+                kind.to_lowercase()
+            );
+            super::api::create_path(client, &collection, &config)
+                .await
+                .expect(201);
+        }
     }
 }
 
@@ -131,11 +143,12 @@ impl Drop for Recorder {
 
 async fn answer(
     req: Request<Incoming>,
-    received: Arc<Mutex<Vec<Bytes>>>,
+    received: Arc<Mutex<Vec<(String, Bytes)>>>,
 ) -> Result<Response<Full<Bytes>>, hyper::Error> {
+    let path = req.uri().path().to_string();
     let body = req.into_body().collect().await?.to_bytes();
     let review: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    received.lock().unwrap().push(body);
+    received.lock().unwrap().push((path, body));
     let out = json!({
         "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
         "response": {"uid": review["request"]["uid"], "allowed": true}
