@@ -104,13 +104,9 @@ fn policies_cover_single_object_denials_and_the_rest_say_why_not() {
     assert_eq!(names.len(), policies.len());
 }
 
+/// The upstream CRDs, read in place beside the project (the repository holds no copy of them).
 fn crd_dir() -> PathBuf {
-    let shared = root().join("../shared/fixtures/crds");
-    if shared.is_dir() {
-        shared
-    } else {
-        root().join("crds")
-    }
+    root().join("../shared/fixtures/crds")
 }
 
 fn leaves(schema: &Value, path: String, out: &mut Vec<String>) {
@@ -147,6 +143,12 @@ fn spec_leaves(file: &str) -> Vec<String> {
 /// declare (an API server prunes any other).
 #[test]
 fn immutable_leaves_are_the_crds_spec_leaves() {
+    if !crd_dir().is_dir() {
+        eprintln!(
+            "skipped: ../shared/fixtures/crds is absent; the immutable leaves are not compared with the providers' CRDs"
+        );
+        return;
+    }
     let owned = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     assert_eq!(
         owned(backstop::CLAIM_LEAVES),

@@ -13,6 +13,7 @@ pub mod api;
 pub mod measure;
 pub mod pki;
 pub mod proxy;
+pub mod recorder;
 pub mod refuser;
 
 use std::fs;
