@@ -378,8 +378,10 @@ impl Figures {
     }
 }
 
-/// Writes the history and the faults to `$CARGO_TARGET_TMPDIR/e2e-soak/<version>-<seed>/` and
-/// copies the replicas' and the API server's logs there; returns the folder.
+/// Writes the history and the faults to `$CARGO_TARGET_TMPDIR/e2e-soak/<version>-<seed>-<unix
+/// seconds>/` and copies the replicas' and the API server's logs there; returns the folder. A
+/// replay of the same seed keeps its own folder: the interleaving differs, so a failing run's
+/// logs are evidence no replay brings back.
 fn keep(
     setup: &Setup,
     server: &e2e::Server,
@@ -387,10 +389,12 @@ fn keep(
     history: &[Record],
     faults: &[faults::Fault],
 ) -> PathBuf {
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .join("e2e-soak")
-        .join(format!("{}-{seed}", server.version));
-    let _ = std::fs::remove_dir_all(&dir);
+        .join(format!("{}-{seed}-{started}", server.version));
     std::fs::create_dir_all(&dir).unwrap();
     let mut text = String::new();
     for f in faults {
