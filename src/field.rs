@@ -4,8 +4,6 @@ use std::fmt;
 
 use serde_json::Value;
 
-use crate::json_text;
-
 pub use crate::rule_id::RuleId;
 
 /// A field's place in an object, written once and used both to find the field and to name it
@@ -265,8 +263,8 @@ fn truncate(s: &str) -> String {
 
 /// Go's `%q` for the strings we print: JSON escaping is close enough and always unambiguous.
 fn quote(out: &mut String, s: &str) {
-    // Writing into a String cannot fail.
-    let _ = json_text::write_fmt(out, s);
+    // A string always serializes.
+    out.push_str(&serde_json::to_string(s).unwrap_or_default());
 }
 
 /// A finding that allows the write; kubectl prints it as `Warning: <path>: <message> [ipam-guard <rule>]`

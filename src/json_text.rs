@@ -1,18 +1,5 @@
-//! JSON string text, read and written eight bytes at a time. A review's reader (`admission::scan`)
-//! finds where a string's plain run ends; the answer (`admission::status`) and the JSON log line
-//! (`cli::json_log`) write strings in exactly the bytes serde_json writes. serde_json's writer
-//! escapes a byte at a time through its formatter, which cost a denial about 8k instructions for
-//! its Status alone; a denial's texts are a few hundred bytes with a
-//! handful of quotes in them.
-
-use std::fmt;
-
-/// How many bytes at the start of `b` need no escaping in a JSON string: the index of the first
-/// quote, backslash or control character, else `b.len()`.
-#[inline(always)]
-pub fn plain_len(b: &[u8]) -> usize {
-    plain_end(b, 0)
-}
+//! Where a JSON string's plain run ends, eight bytes at a time: the review's byte reader
+//! (`admission::scan`) skips the long strings no rule reads (`managedFields`) with it.
 
 /// The index of the first quote, backslash or control character in `b` from `from` on, else
 /// `b.len()`. Eight bytes at a time, with the bit tricks serde_json's own string scan uses.
@@ -57,89 +44,12 @@ const fn string_stops() -> [bool; 256] {
 }
 static STOPS: [bool; 256] = string_stops();
 
-/// Whether `s` goes into a JSON string as it stands.
-pub fn is_plain(s: &str) -> bool {
-    plain_len(s.as_bytes()) == s.len()
-}
-
-/// `s` as a quoted JSON string, escaped as serde_json escapes it: `\"`, `\\`, the five short
-/// escapes, `\u00xx` (lower-case hex) for the other control characters, everything else as is.
-pub fn write_fmt(w: &mut (impl fmt::Write + ?Sized), s: &str) -> fmt::Result {
-    w.write_char('"')?;
-    let mut rest = s;
-    loop {
-        let run = plain_len(rest.as_bytes());
-        // Every stop byte is ASCII, so `run` is a character boundary.
-        let (plain, tail) = rest.split_at(run);
-        if !plain.is_empty() {
-            w.write_str(plain)?;
-        }
-        let Some(&c) = tail.as_bytes().first() else {
-            return w.write_char('"');
-        };
-        let short = match c {
-            b'"' => "\\\"",
-            b'\\' => "\\\\",
-            0x08 => "\\b",
-            0x0c => "\\f",
-            b'\n' => "\\n",
-            b'\r' => "\\r",
-            b'\t' => "\\t",
-            _ => "",
-        };
-        if short.is_empty() {
-            const HEX: &[u8; 16] = b"0123456789abcdef";
-            w.write_str("\\u00")?;
-            w.write_char(char::from(HEX[usize::from(c >> 4)]))?;
-            w.write_char(char::from(HEX[usize::from(c & 0xf)]))?;
-        } else {
-            w.write_str(short)?;
-        }
-        rest = &tail[1..];
-    }
-}
-
-/// `write_fmt` into a byte buffer.
-pub fn write(out: &mut Vec<u8>, s: &str) {
-    // Writing into a Vec cannot fail.
-    let _ = write_fmt(&mut Bytes(out), s);
-}
-
-/// A `fmt::Write` that appends to a byte buffer: what it is given is text already.
-pub struct Bytes<'a>(pub &'a mut Vec<u8>);
-
-impl fmt::Write for Bytes<'_> {
-    #[inline]
-    fn write_str(&mut self, s: &str) -> fmt::Result {
-        self.0.extend_from_slice(s.as_bytes());
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proptest::prelude::*;
 
-    fn ours(s: &str) -> Vec<u8> {
-        let mut out = Vec::new();
-        write(&mut out, s);
-        out
-    }
-
-    #[test]
-    fn every_byte_below_0x80_is_written_as_serde_writes_it() {
-        for c in 0u8..0x80 {
-            let c = char::from(c);
-            for s in [
-                c.to_string(),
-                format!("abcdefg{c}"),
-                format!("abcdefgh{c}ij"),
-                format!("{c}{c}x{c}"),
-            ] {
-                assert_eq!(ours(&s), serde_json::to_vec(&s).unwrap(), "{s:?}");
-            }
-        }
+    fn is_plain(s: &str) -> bool {
+        plain_end(s.as_bytes(), 0) == s.len()
     }
 
     #[test]
@@ -154,7 +64,7 @@ mod tests {
                     }
                     let mut b = base.clone().into_bytes();
                     b.insert(at, stop);
-                    assert_eq!(plain_len(&b), at, "{b:?}");
+                    assert_eq!(plain_end(&b, 0), at, "{b:?}");
                 }
             }
         }
@@ -174,22 +84,6 @@ mod tests {
                     assert!(!is_plain(&text), "{text:?}");
                 }
             }
-        }
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(3000))]
-        #[test]
-        fn any_string_is_written_as_serde_writes_it(s in any::<String>()) {
-            prop_assert_eq!(ours(&s), serde_json::to_vec(&s).unwrap());
-            let mut text = String::new();
-            write_fmt(&mut text, &s).unwrap();
-            prop_assert_eq!(text, serde_json::to_string(&s).unwrap());
-        }
-
-        #[test]
-        fn texts_heavy_with_escapes_are_written_as_serde_writes_them(s in "[\"\\\\\\x00-\\x1fa-é]{0,40}") {
-            prop_assert_eq!(ours(&s), serde_json::to_vec(&s).unwrap());
         }
     }
 }

@@ -5,7 +5,7 @@
 //!   `par`: one parallel map over a slice, results in order. `kube_version`: the Kubernetes
 //!   release `check` speaks for, and what differs between releases.
 //!   `rule_id`: `RuleId`, every id with its effect and whether it reads the view. `json_text`:
-//!   JSON string text read and written eight bytes at a time.
+//!   where a JSON string's plain run ends, for the review's byte reader.
 //! - 1 `field`: field errors, warnings, verdicts, patches. `schema`: CRD structural schemas (for
 //!   `check`). `catalogue`: the table of rules, rendered into docs/rules.md.
 //! - 2 `model`: reading objects (any served version) into what the rules and the index use. Pure.

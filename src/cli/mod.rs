@@ -5,7 +5,6 @@ pub mod check;
 pub mod completions;
 pub mod dev_webhooks;
 pub mod explain;
-pub mod json_log;
 pub mod policies;
 pub mod progress;
 pub mod report;

@@ -271,10 +271,9 @@ fn init_logging(format: LogFormat) {
     // try_init: a second call (tests running `run` twice) keeps the first subscriber.
     let _ = match format {
         LogFormat::Text => builder.try_init(),
-        LogFormat::Json => builder
-            .fmt_fields(super::json_log::fields())
-            .event_format(super::json_log::JsonLines::new())
-            .try_init(),
+        // One object per line, the event's fields at the top level beside `message`, `level`,
+        // `timestamp` and `target`: what `jq 'select(.rules)'` or a log pipeline reads.
+        LogFormat::Json => builder.json().flatten_event(true).try_init(),
     };
 }
 

@@ -19,17 +19,8 @@ use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
 
 use super::metrics::ListenerMetrics;
-use super::{routes, Listen, Shared};
+use super::Listen;
 use crate::cluster::Caller;
-
-/// What a listener's requests are answered by.
-#[derive(Clone)]
-pub(crate) enum Handler {
-    /// The webhook's two paths, matched without a router (`routes::webhook`).
-    Webhook(Arc<Shared>),
-    /// The plain-HTTP listeners: probes and metrics.
-    Router(Router),
-}
 
 /// Binds with SO_REUSEADDR (a restarted pod must not wait out TIME_WAIT). `:PORT` binds `[::]`
 /// with IPV6_V6ONLY off (one socket for IPv4-only, IPv6-only and dual-stack clusters) and falls
@@ -145,7 +136,7 @@ pub(crate) async fn serve(
     name: &'static str,
     listener: TcpListener,
     tls: Option<TlsAcceptor>,
-    handler: Handler,
+    router: Router,
     limits: Limits,
     metrics: ListenerMetrics,
     mut stop: watch::Receiver<bool>,
@@ -186,7 +177,7 @@ pub(crate) async fn serve(
                         tcp,
                         peer,
                         tls: tls.clone(),
-                        handler: handler.clone(),
+                        router: router.clone(),
                         builders: builders.clone(),
                         handshake_timeout: limits.handshake_timeout,
                     };
@@ -315,7 +306,7 @@ struct Conn {
     tcp: TcpStream,
     peer: SocketAddr,
     tls: Option<TlsAcceptor>,
-    handler: Handler,
+    router: Router,
     builders: Arc<Builders>,
     handshake_timeout: Duration,
 }
@@ -328,7 +319,7 @@ impl Conn {
             http(
                 &self.builders.h1,
                 self.tcp,
-                self.handler,
+                self.router,
                 watcher,
                 self.name,
                 None,
@@ -357,7 +348,7 @@ impl Conn {
                     }
                 };
                 tokio::select! {
-                    _ = http(&self.builders.h2, io, self.handler, watcher, self.name, Some(caller)) => {}
+                    _ = http(&self.builders.h2, io, self.router, watcher, self.name, Some(caller)) => {}
                     _ = silent => {
                         tracing::debug!(listener = self.name, peer = %self.peer, "h2 connection silent past the header read timeout");
                     }
@@ -367,7 +358,7 @@ impl Conn {
                 http(
                     &self.builders.h1,
                     stream,
-                    self.handler,
+                    self.router,
                     watcher,
                     self.name,
                     Some(caller),
@@ -411,31 +402,25 @@ impl Conn {
 async fn http<I>(
     builder: &auto::Builder<TokioExecutor>,
     io: I,
-    handler: Handler,
+    router: Router,
     watcher: Watcher,
     name: &'static str,
     caller: Option<Caller>,
 ) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let io = TokioIo::new(io);
-    let ended = match handler {
-        Handler::Webhook(shared) => {
-            // Every request of the connection carries who connected, for the pending-entry
-            // bound; trust is never assumed for a connection without TLS.
-            let caller = caller.unwrap_or(Caller::Stranger(std::net::Ipv4Addr::UNSPECIFIED.into()));
-            let service = hyper::service::service_fn(move |req| {
-                let answer = routes::webhook(shared.clone(), caller, req);
-                async move { Ok::<_, std::convert::Infallible>(answer.await) }
-            });
-            watcher.watch(builder.serve_connection(io, service)).await
-        }
-        Handler::Router(router) => {
-            let service = TowerToHyperService::new(router);
-            watcher.watch(builder.serve_connection(io, service)).await
-        }
-    };
-    if let Err(e) = ended {
+    // Every request of a TLS connection carries who connected, for the pending-entry bound.
+    let service = TowerToHyperService::new(tower::ServiceExt::map_request(
+        router,
+        move |mut req: http::Request<hyper::body::Incoming>| {
+            if let Some(caller) = caller {
+                req.extensions_mut().insert(caller);
+            }
+            req
+        },
+    ));
+    let conn = builder.serve_connection(TokioIo::new(io), service);
+    if let Err(e) = watcher.watch(conn).await {
         tracing::debug!(listener = name, error = %e, "connection ended with an error");
     }
 }

@@ -5,55 +5,41 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
-use axum::body::HttpBody;
-use axum::extract::State;
+use axum::body::Body;
+use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{any, get};
 use axum::Router;
 use bytes::{Bytes, BytesMut};
 use http::header::{ALLOW, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE};
 use http::{HeaderValue, Method, StatusCode, Version};
-use http_body_util::{BodyExt, Full};
+use http_body_util::BodyExt;
 
 use super::Shared;
 use crate::admission::{Endpoint, Summary};
 use crate::cluster::Caller;
 
-/// A request to the webhook listener, its body read as hyper hands it over.
-type Webhook = http::Request<hyper::body::Incoming>;
-
-/// The webhook listener's answers: one buffer, handed to hyper as it is rather than boxed behind
-/// axum's `Body`, which only the probe and metrics routers need.
-type Reply = http::Response<Full<Bytes>>;
-
-/// The webhook listener's requests: POST `/validate` and `/mutate`, a JSON 404 for any other
-/// path. Matched here, not by an axum `Router`: two fixed paths need no router, and a review
-/// routed through one (its path match, the extension map that carried the caller, its boxed
-/// service futures and body) cost about 3.7k instructions, 4% of what a review costs.
-/// The probe and metrics listeners keep theirs.
-pub(crate) async fn webhook(shared: Arc<Shared>, caller: Caller, req: Webhook) -> Reply {
-    let head = req.method() == Method::HEAD;
-    let endpoint = match req.uri().path() {
-        "/validate" => Some(Endpoint::Validate),
-        "/mutate" => Some(Endpoint::Mutate),
-        _ => None,
-    };
-    let response = match endpoint {
-        Some(endpoint) => serve(shared, endpoint, caller, req).await,
-        None => message(
-            StatusCode::NOT_FOUND,
-            "not found: the webhook serves POST /validate and POST /mutate",
-        ),
-    };
-    if !head {
-        return response;
-    }
-    // As a router answers HEAD: the headers a GET would get, the length included, no body.
-    let (mut parts, body) = response.into_parts();
-    if let Some(len) = body.size_hint().exact() {
-        parts.headers.insert(CONTENT_LENGTH, HeaderValue::from(len));
-    }
-    Reply::from_parts(parts, Full::default())
+/// The webhook listener's routes: `/validate` and `/mutate`, a JSON 404 for any other path.
+/// Every method reaches `serve`, which answers all but POST with a 405 naming POST; the router
+/// answers HEAD with a GET's headers and no body. Who connected rides in each request's
+/// extensions, put there by the connection (`conn::http`).
+pub(crate) fn webhook(shared: Arc<Shared>) -> Router {
+    Router::new()
+        .route(
+            "/validate",
+            any(|State(s): State<Arc<Shared>>, req: Request| serve(s, Endpoint::Validate, req)),
+        )
+        .route(
+            "/mutate",
+            any(|State(s): State<Arc<Shared>>, req: Request| serve(s, Endpoint::Mutate, req)),
+        )
+        .fallback(|| async {
+            message(
+                StatusCode::NOT_FOUND,
+                "not found: the webhook serves POST /validate and POST /mutate",
+            )
+        })
+        .with_state(shared)
 }
 
 pub(crate) fn probes(shared: Arc<Shared>) -> Router {
@@ -71,26 +57,30 @@ pub(crate) fn metrics(shared: Arc<Shared>) -> Router {
 
 /// HTTP-level errors carry a JSON `{"message"}` too, so whoever reads the failed call (the API
 /// server's error, a curl user) sees why.
-fn message(status: StatusCode, text: &str) -> Reply {
+fn message(status: StatusCode, text: &str) -> Response {
     let body = serde_json::json!({ "message": text }).to_string();
     json(status, body.into_bytes())
 }
 
-/// A JSON answer, built in place: a builder's header from text is parsed and copied on every
-/// answer.
-fn json(status: StatusCode, body: Vec<u8>) -> Reply {
-    let mut response = Reply::new(Full::new(Bytes::from(body)));
-    *response.status_mut() = status;
-    response
-        .headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    response
+fn json(status: StatusCode, body: Vec<u8>) -> Response {
+    (
+        status,
+        [(CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+        body,
+    )
+        .into_response()
 }
 
-async fn serve(shared: Arc<Shared>, endpoint: Endpoint, caller: Caller, req: Webhook) -> Reply {
+async fn serve(shared: Arc<Shared>, endpoint: Endpoint, req: Request) -> Response {
     let start = Instant::now();
     let in_flight = shared.metrics.in_flight(endpoint);
     let version = req.version();
+    // Trust is never assumed for a request the connection did not vouch for.
+    let caller = req
+        .extensions()
+        .get::<Caller>()
+        .copied()
+        .unwrap_or(Caller::Stranger(std::net::Ipv4Addr::UNSPECIFIED.into()));
     let mut response = answer(&shared, endpoint, caller, req).await;
     shared
         .metrics
@@ -111,7 +101,7 @@ async fn serve(shared: Arc<Shared>, endpoint: Endpoint, caller: Caller, req: Web
     response
 }
 
-async fn answer(shared: &Shared, endpoint: Endpoint, caller: Caller, req: Webhook) -> Reply {
+async fn answer(shared: &Shared, endpoint: Endpoint, caller: Caller, req: Request) -> Response {
     if req.method() != Method::POST {
         let mut r = message(
             StatusCode::METHOD_NOT_ALLOWED,
@@ -190,10 +180,10 @@ async fn answer(shared: &Shared, endpoint: Endpoint, caller: Caller, req: Webhoo
     json(status, answer.body)
 }
 
-enum Read<B> {
+enum Read {
     Body(Bytes),
     /// Past the limit: what is left of the body, to drain.
-    TooLarge(B),
+    TooLarge(Body),
     Failed(String),
 }
 
@@ -201,11 +191,7 @@ enum Read<B> {
 /// A body that arrives as one frame (the API server sends a review right behind its headers)
 /// is kept as it came, not copied: a second buffer the size of the body and its free were 0.85k
 /// instructions a review.
-async fn read_body<B>(mut body: B, limit: usize) -> Read<B>
-where
-    B: HttpBody<Data = Bytes> + Unpin,
-    B::Error: std::fmt::Display,
-{
+async fn read_body(mut body: Body, limit: usize) -> Read {
     let mut first: Option<Bytes> = None;
     let mut buf = BytesMut::new();
     while let Some(frame) = body.frame().await {
@@ -243,10 +229,7 @@ const DRAIN_LIMIT: usize = 16 * 1024 * 1024;
 /// framing error; an HTTP/1.1 client that writes its whole body before reading would see its
 /// connection reset. Bounded by `DRAIN_LIMIT` and `timeout`; past either the body is dropped and
 /// the stream reset (RST_STREAM NO_ERROR after the response, RFC 9113 §8.1).
-fn drain<B>(mut body: B, timeout: std::time::Duration)
-where
-    B: HttpBody<Data = Bytes> + Unpin + Send + 'static,
-{
+fn drain(mut body: Body, timeout: std::time::Duration) {
     tokio::spawn(async move {
         let read = async {
             let mut seen = 0usize;
@@ -261,7 +244,7 @@ where
     });
 }
 
-fn too_large(limit: usize) -> Reply {
+fn too_large(limit: usize) -> Response {
     message(
         StatusCode::PAYLOAD_TOO_LARGE,
         &format!("request body larger than {limit} bytes"),
@@ -389,7 +372,110 @@ async fn scrape(State(shared): State<Arc<Shared>>) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use axum::body::Body;
+    use crate::admission::Admission;
+    use crate::cluster::StaticView;
+    use crate::rules::Options;
+    use std::sync::atomic::AtomicBool;
+    use std::time::Duration;
+    use tower::ServiceExt;
+
+    const REVIEW: &[u8] = include_bytes!("../../examples/reviews/pool-create-allowed.json");
+
+    fn shared(body_limit: usize) -> Arc<Shared> {
+        let admission = Admission::new(Arc::new(StaticView::empty()), Options::default());
+        let mut registry = prometheus_client::registry::Registry::default();
+        let metrics = Arc::new(super::super::metrics::Metrics::register(
+            &mut registry,
+            &admission,
+        ));
+        Arc::new(Shared {
+            admission,
+            metrics,
+            registry: Arc::new(registry),
+            shutting_down: AtomicBool::new(false),
+            body_limit,
+            body_read_timeout: Duration::from_secs(5),
+            judging: tokio::sync::Semaphore::new(1024),
+            judging_kib: 1024,
+        })
+    }
+
+    /// One request through the webhook's router: the status, headers and body it answers.
+    async fn send(
+        shared: &Arc<Shared>,
+        method: Method,
+        path: &str,
+        content_type: Option<&'static str>,
+        body: &'static [u8],
+    ) -> (StatusCode, http::HeaderMap, Bytes) {
+        let mut req = http::Request::builder().method(method).uri(path);
+        if let Some(t) = content_type {
+            req = req.header(CONTENT_TYPE, t);
+        }
+        let req = req.body(Body::from(body)).unwrap();
+        let res = webhook(shared.clone()).oneshot(req).await.unwrap();
+        let (parts, body) = res.into_parts();
+        let bytes = body.collect().await.unwrap().to_bytes();
+        (parts.status, parts.headers, bytes)
+    }
+
+    #[tokio::test]
+    async fn the_router_answers_reviews_on_two_paths_and_refuses_the_rest() {
+        let shared = shared(REVIEW.len());
+        let json = Some("application/json");
+        for path in ["/validate", "/mutate?timeout=10s"] {
+            let (status, headers, body) = send(&shared, Method::POST, path, json, REVIEW).await;
+            assert_eq!(status, StatusCode::OK, "{path}");
+            assert_eq!(headers[CONTENT_TYPE], "application/json");
+            let answer: serde_json::Value = serde_json::from_slice(&body).unwrap();
+            assert_eq!(answer["kind"], "AdmissionReview");
+            assert_eq!(answer["response"]["allowed"], true, "{answer}");
+        }
+        for path in ["/", "/validate/", "/Validate", "/mutate/x"] {
+            let (status, _, body) = send(&shared, Method::POST, path, json, REVIEW).await;
+            assert_eq!(status, StatusCode::NOT_FOUND, "{path}");
+            let said: serde_json::Value = serde_json::from_slice(&body).unwrap();
+            assert!(said["message"].as_str().unwrap().contains("POST /validate"));
+        }
+        let (status, headers, _) = send(&shared, Method::GET, "/validate", None, b"").await;
+        assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
+        assert_eq!(headers[ALLOW], "POST");
+        // HEAD: a GET's headers, its length included, and no body.
+        let (status, headers, body) = send(&shared, Method::HEAD, "/mutate", None, b"").await;
+        assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
+        assert_eq!(headers[ALLOW], "POST");
+        assert_ne!(headers[CONTENT_LENGTH], "0");
+        assert!(body.is_empty());
+        let form = Some("application/x-www-form-urlencoded");
+        let (status, _, _) = send(&shared, Method::POST, "/validate", form, REVIEW).await;
+        assert_eq!(status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+        let (status, _, _) = send(&shared, Method::POST, "/validate", json, b"{").await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "not a review");
+        let mut longer = REVIEW.to_vec();
+        longer.push(b' ');
+        let longer: &'static [u8] = longer.leak();
+        let (status, headers, _) = send(&shared, Method::POST, "/validate", json, longer).await;
+        assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+        assert_eq!(headers[CONNECTION], "close");
+        // Each path counts its own answers; other paths count in neither.
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &shared.registry).unwrap();
+        for (webhook, code, n) in [
+            ("/validate", 200, 1),
+            ("/validate", 405, 1),
+            ("/validate", 415, 1),
+            ("/validate", 400, 1),
+            ("/validate", 413, 1),
+            ("/mutate", 200, 1),
+            ("/mutate", 405, 1),
+        ] {
+            let series = format!(
+                "controller_runtime_webhook_requests_total{{webhook=\"{webhook}\",code=\"{code}\"}} {n}\n"
+            );
+            assert!(text.contains(&series), "{series}{text}");
+        }
+        assert!(!text.contains("code=\"404\""), "{text}");
+    }
 
     #[test]
     fn content_types() {
@@ -411,7 +497,7 @@ mod tests {
         Body::from_stream(futures::stream::iter(parts))
     }
 
-    fn read(body: Body, limit: usize) -> Read<Body> {
+    fn read(body: Body, limit: usize) -> Read {
         futures::executor::block_on(read_body(body, limit))
     }
 
