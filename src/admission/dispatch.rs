@@ -12,7 +12,6 @@ use super::{Admission, Endpoint, Here, Summary};
 use crate::cluster::{Basis, Caller};
 use crate::field::Verdict;
 use crate::kinds::Kind;
-use crate::model::object::ReviewObject;
 use crate::model::{project, project_read, projects_alike, Obj, Operation, Projection, Request};
 use crate::rule_id::RuleId;
 use crate::rules::{self, Ctx, Options, Readings};
@@ -36,13 +35,8 @@ impl Admission {
             version: &env.version,
             namespace: env.namespace.as_deref(),
             name,
-            object: env.object.as_ref().map(ReviewObject::as_obj),
-            // The object stands in for a stored one that differs only in labels nothing reads.
-            old_object: if env.old_like_object {
-                env.object.as_ref().map(ReviewObject::as_obj)
-            } else {
-                env.old_object.as_ref().map(Obj::from)
-            },
+            object: env.object.as_ref().map(Obj::from),
+            old_object: env.old_object.as_ref().map(Obj::from),
             dry_run: env.dry_run,
         };
         if let Err(err) = rules::shape(&req) {
@@ -328,12 +322,6 @@ pub(super) fn summarize<'b>(
     said: Said,
     verdict: &std::thread::Result<Judged>,
 ) -> Summary<'b> {
-    // The trees' strings serve the next review on this thread.
-    env.object
-        .and_then(ReviewObject::into_tree)
-        .into_iter()
-        .chain(env.old_object)
-        .for_each(super::scan::recycle);
     let mut summary = Summary {
         uid: env.uid,
         group: env.group,
