@@ -1,29 +1,22 @@
-//! JSON string text, read and written eight bytes at a time. A review's reader (`admission::scan`)
-//! finds where a string's plain run ends; the answer (`admission::status`) and the JSON log line
-//! (`cli::json_log`) write strings in exactly the bytes serde_json writes. serde_json's writer
-//! escapes a byte at a time through its formatter, which cost a denial about 8k instructions for
-//! its Status alone; a denial's texts are a few hundred bytes with a
-//! handful of quotes in them.
+//! JSON string text, written eight bytes at a time: the answer (`admission::status`) and the JSON
+//! log line (`cli::json_log`) write strings in exactly the bytes serde_json writes. serde_json's
+//! writer escapes a byte at a time through its formatter, which cost a denial about 8k
+//! instructions for its Status alone; a denial's texts are a few hundred bytes with a handful of
+//! quotes in them.
 
 use std::fmt;
 
 /// How many bytes at the start of `b` need no escaping in a JSON string: the index of the first
-/// quote, backslash or control character, else `b.len()`.
+/// quote, backslash or control character, else `b.len()`. Eight bytes at a time, with the bit
+/// tricks serde_json's own string scan uses.
 #[inline(always)]
 pub fn plain_len(b: &[u8]) -> usize {
-    plain_end(b, 0)
-}
-
-/// The index of the first quote, backslash or control character in `b` from `from` on, else
-/// `b.len()`. Eight bytes at a time, with the bit tricks serde_json's own string scan uses.
-#[inline(always)]
-pub fn plain_end(b: &[u8], from: usize) -> usize {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     // The high bit of each zero byte of `v`; a byte above a flagged one may be flagged wrongly,
     // so only the lowest flag is read.
     let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
-    let mut i = from;
+    let mut i = 0;
     while let Some(chunk) = b.get(i..i + 8) {
         let mut word = [0; 8];
         word.copy_from_slice(chunk);
