@@ -18,7 +18,7 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use ipam_guard::admission::{Admission, Endpoint};
 use ipam_guard::cluster::Ledger;
 use ipam_guard::kinds::Kind;
-use ipam_guard::model::{Obj, Operation, Request};
+use ipam_guard::model::{Operation, Request};
 use ipam_guard::rules::{self, Ctx, Options};
 use serde_json::{json, Value};
 
@@ -149,8 +149,8 @@ fn request(review: &Value) -> Request<'_> {
         version: s(&r["kind"]["version"]),
         namespace: r["namespace"].as_str(),
         name: s(&r["name"]),
-        object: obj("object").map(Obj::from),
-        old_object: obj("oldObject").map(Obj::from),
+        object: obj("object"),
+        old_object: obj("oldObject"),
         dry_run: r["dryRun"].as_bool().unwrap_or(false),
     }
 }

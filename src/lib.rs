@@ -4,8 +4,7 @@
 //! - 0 `address`: address text → sets of inclusive ranges. `kinds`: the table of served kinds.
 //!   `par`: one parallel map over a slice, results in order. `kube_version`: the Kubernetes
 //!   release `check` speaks for, and what differs between releases.
-//!   `rule_id`: `RuleId`, every id with its effect and whether it reads the view. `json_text`:
-//!   where a JSON string's plain run ends, for the review's byte reader.
+//!   `rule_id`: `RuleId`, every id with its effect and whether it reads the view.
 //! - 1 `field`: field errors, warnings, verdicts, patches. `schema`: CRD structural schemas (for
 //!   `check`). `catalogue`: the table of rules, rendered into docs/rules.md.
 //! - 2 `model`: reading objects (any served version) into what the rules and the index use. Pure.
@@ -33,7 +32,6 @@ pub mod cluster;
 pub mod decider;
 pub mod field;
 pub mod index;
-pub mod json_text;
 pub mod judge;
 pub mod kinds;
 pub mod kube_version;

@@ -13,7 +13,7 @@ use ipam_guard::cli::policies::{
 use ipam_guard::cluster::StaticView;
 use ipam_guard::index::Index;
 use ipam_guard::kinds::Kind;
-use ipam_guard::model::{Obj, Operation, Request};
+use ipam_guard::model::{Operation, Request};
 use ipam_guard::rules::backstop::{self, Coverage};
 use ipam_guard::rules::conditions::{matters, mutation_matters, validation_matters};
 use ipam_guard::rules::{self, Ctx, Options, OverlapScope};
@@ -307,8 +307,8 @@ fn request<'a>(
         version,
         namespace: src["metadata"]["namespace"].as_str(),
         name: src["metadata"]["name"].as_str().unwrap_or(""),
-        object: obj.map(Obj::from),
-        old_object: old.map(Obj::from),
+        object: obj,
+        old_object: old,
         dry_run: false,
     }
 }

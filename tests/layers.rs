@@ -14,7 +14,6 @@ use std::path::{Path, PathBuf};
 /// `server` (the periodic audit) and `cli`.
 const RANKS: &[(&str, u8)] = &[
     ("address", 0),
-    ("json_text", 0),
     ("kinds", 0),
     ("kube_version", 0),
     ("par", 0),

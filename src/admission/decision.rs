@@ -26,7 +26,7 @@ use super::object;
 use crate::cluster::Caller;
 use crate::field::{DenyReason, ErrorType, FieldError, Verdict, Warning};
 use crate::kinds::Kind;
-use crate::model::{Obj, Operation, Request};
+use crate::model::{Operation, Request};
 use crate::rule_id::RuleId;
 
 /// One decision sent to the decider: typed where the rules need a type, the objects as raw JSON
@@ -125,11 +125,7 @@ impl DecisionRequest {
     /// The step for `req`, from `caller`. Its objects are written as JSON once, here: only a
     /// follower that forwards (or a decider that keeps an admission for a handover) pays for it.
     pub(crate) fn new(req: &Request, caller: &Caller) -> Self {
-        // An object kept as text goes as that text; the decider reads it as it would have.
-        let raw = |v: Option<Obj>| match v? {
-            Obj::Tree(v) => serde_json::value::to_raw_value(v).ok(),
-            Obj::Text(t) => RawValue::from_string(t.text().to_owned()).ok(),
-        };
+        let raw = |v: Option<&Value>| serde_json::value::to_raw_value(v?).ok();
         DecisionRequest {
             kind: req.kind,
             version: req.version.to_string(),
@@ -170,8 +166,8 @@ impl DecisionRequest {
             version: &self.version,
             namespace: self.namespace.as_deref(),
             name: &self.name,
-            object: object.as_ref().map(Obj::from),
-            old_object: old_object.as_ref().map(Obj::from),
+            object: object.as_ref(),
+            old_object: old_object.as_ref(),
             dry_run: self.dry_run,
         }))
     }

@@ -12,8 +12,7 @@ use super::{Admission, Endpoint, Here, Summary};
 use crate::cluster::{Basis, Caller};
 use crate::field::Verdict;
 use crate::kinds::Kind;
-use crate::model::object::ReviewObject;
-use crate::model::{project, project_read, projects_alike, Obj, Operation, Projection, Request};
+use crate::model::{project, project_read, projects_alike, Operation, Projection, Request};
 use crate::rule_id::RuleId;
 use crate::rules::{self, Ctx, Options, Readings};
 
@@ -36,13 +35,8 @@ impl Admission {
             version: &env.version,
             namespace: env.namespace.as_deref(),
             name,
-            object: env.object.as_ref().map(ReviewObject::as_obj),
-            // The object stands in for a stored one that differs only in labels nothing reads.
-            old_object: if env.old_like_object {
-                env.object.as_ref().map(ReviewObject::as_obj)
-            } else {
-                env.old_object.as_ref().map(Obj::from)
-            },
+            object: env.object.as_ref(),
+            old_object: env.old_object.as_ref(),
             dry_run: env.dry_run,
         };
         if let Err(err) = rules::shape(&req) {
@@ -139,7 +133,7 @@ impl Admission {
         else {
             return false;
         };
-        projects_alike(new.value(), old.value())
+        projects_alike(new, old)
     }
 
     /// A follower's own reading: every rule against its view, nothing recorded. The decider
@@ -178,7 +172,7 @@ pub(super) fn needs_decider(req: &Request, local: &Verdict, options: &Options) -
     rules::denies_from_view(req.kind, req.operation, options)
         || matches!(req.operation, Operation::Create | Operation::Update)
             && !req.dry_run
-            && project(req.kind, req.object.map_or(&Value::Null, Obj::value)).is_some()
+            && project(req.kind, req.object.unwrap_or(&Value::Null)).is_some()
 }
 
 pub(super) const NOT_DECIDER: &str =
@@ -207,7 +201,7 @@ pub(super) fn admitted(
         Operation::Update if relabel => return None,
         Operation::Create | Operation::Update => match readings.take_projection() {
             Some(kept) => Some(kept),
-            None => project_read(req.kind, req.object?.value(), readings.object()),
+            None => project_read(req.kind, req.object?, readings.object()),
         },
         Operation::Delete => return written(req),
         Operation::Connect => return None,
@@ -215,7 +209,7 @@ pub(super) fn admitted(
     // An update that holds what the version it replaces holds adds nothing, whether it lands or
     // not: that version is held already (stored, or pending if the view is behind).
     if let (Operation::Update, Some(old)) = (req.operation, req.old_object) {
-        if project(req.kind, old.value()).as_ref() == Some(&projection) {
+        if project(req.kind, old).as_ref() == Some(&projection) {
             return None;
         }
     }
@@ -227,16 +221,14 @@ pub(super) fn admitted(
 /// it gone no new address is given out of it (A8) while it still holds its addresses.
 pub(crate) fn written(req: &Request) -> Option<Projection> {
     match req.operation {
-        Operation::Create | Operation::Update => project(req.kind, req.object?.value()),
-        Operation::Delete if req.kind.is_pool() => {
-            match project(req.kind, req.old_object?.value())? {
-                Projection::Pool(mut pool) => {
-                    pool.deleting = true;
-                    Some(Projection::Pool(pool))
-                }
-                _ => None,
+        Operation::Create | Operation::Update => project(req.kind, req.object?),
+        Operation::Delete if req.kind.is_pool() => match project(req.kind, req.old_object?)? {
+            Projection::Pool(mut pool) => {
+                pool.deleting = true;
+                Some(Projection::Pool(pool))
             }
-        }
+            _ => None,
+        },
         Operation::Delete | Operation::Connect => None,
     }
 }
@@ -245,8 +237,8 @@ pub(crate) fn written(req: &Request) -> Option<Projection> {
 /// sets before it asks validating webhooks; an UPDATE's or a DELETE's uid and the resourceVersion
 /// of the stored object it replaces or deletes.
 pub(crate) fn basis_of(req: &Request) -> Basis {
-    fn meta(o: Option<Obj<'_>>) -> Option<&Value> {
-        o.and_then(|o| o.value().get("metadata"))
+    fn meta(o: Option<&Value>) -> Option<&Value> {
+        o.and_then(|o| o.get("metadata"))
     }
     let uid = meta(req.object)
         .or_else(|| meta(req.old_object))
@@ -328,12 +320,6 @@ pub(super) fn summarize<'b>(
     said: Said,
     verdict: &std::thread::Result<Judged>,
 ) -> Summary<'b> {
-    // The trees' strings serve the next review on this thread.
-    env.object
-        .and_then(ReviewObject::into_tree)
-        .into_iter()
-        .chain(env.old_object)
-        .for_each(super::scan::recycle);
     let mut summary = Summary {
         uid: env.uid,
         group: env.group,
@@ -540,7 +526,7 @@ mod kept_tests {
             version: "v1beta2",
             namespace: Some("ns"),
             name: obj["metadata"]["name"].as_str().unwrap(),
-            object: Some(obj.into()),
+            object: Some(obj),
             old_object: None,
             dry_run: false,
         };

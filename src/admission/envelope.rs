@@ -1,20 +1,18 @@
-//! The AdmissionReview envelope, decoded by serde into borrowed types in one pass over the body
-//! when our own reader (`scan`, tried first) gives up on it:
+//! The AdmissionReview envelope, decoded by serde into borrowed types in one pass over the body:
 //! strings borrow from it (`Cow`: owned only where the JSON escapes a character), and only
 //! `object` and `oldObject` are built as `serde_json::Value` trees (`object`: what the rules
-//! read), in the same pass. Capturing them as `&RawValue` and decoding each afterwards was
-//! measured and dropped: it reads every object twice, 25k more instructions per review than the
-//! whole of the envelope. The 400 messages for a body that is not a
-//! review we can answer are the ones the tree-based reader gave, checked in the same order.
+//! read), in the same pass. Capturing them as `&RawValue` and decoding each afterwards reads
+//! every object twice, more instructions than the whole of the envelope. The 400 messages for a
+//! body that is not a review we can answer are checked in a fixed order (`check`).
 //!
 //! Every field is read as what it is (`Field`: a string, a boolean, null, or something else)
 //! rather than as the type it should be: a wrong-typed field is then reported in our words
 //! ("request.dryRun must be a boolean") after the whole body was read as JSON, so broken JSON
-//! anywhere is always the first thing said, as before. Duplicate keys keep the last, as a
-//! `Value` map (and Go's encoding/json) does. Values nothing reads are skipped through
-//! `Skip`, which still descends (serde_json's nesting limit applies, as it did to the tree);
-//! the parts the tree-based reader skipped unchecked (`request.resource`, `options`, ...) are
-//! skipped the same way (`IgnoredAny`).
+//! anywhere is always the first thing said. Duplicate keys keep the last, as a `Value` map (and
+//! Go's encoding/json) does. Values nothing reads are skipped through `Skip`, which still
+//! descends (serde_json's nesting limit applies, as it does to a tree); the parts of the request
+//! no rule reads and whose size is the API server's (`request.resource`, `options`, ...) are
+//! skipped unchecked (`IgnoredAny`).
 
 use std::borrow::Cow;
 use std::fmt;
@@ -26,7 +24,6 @@ use serde_json::Value;
 use super::object::ObjectSeed;
 use super::parts::{Field, Gvk, GvkFields, Request, RequestFields, Top, TopFields, UserInfo};
 use super::skip::{Key, Skip, SkipVisitor};
-use crate::model::object::ReviewObject;
 use crate::model::Operation;
 
 /// The envelope fields ipam-guard reads, borrowed from the body.
@@ -42,11 +39,8 @@ pub(super) struct Envelope<'b> {
     pub(super) name: Cow<'b, str>,
     pub(super) operation: Operation,
     /// `null` already read as absent.
-    pub(super) object: Option<ReviewObject<'b>>,
+    pub(super) object: Option<Value>,
     pub(super) old_object: Option<Value>,
-    /// The stored object is the new one but for labels no rule of its kind reads: `object`
-    /// stands in for it, and `old_object` is None (an UPDATE's relabel, read by `scan`).
-    pub(super) old_like_object: bool,
     pub(super) dry_run: bool,
     pub(super) user: Cow<'b, str>,
     pub(super) groups: Vec<Cow<'b, str>>,
@@ -66,9 +60,8 @@ impl Envelope<'_> {
             namespace: self.namespace.map(own),
             name: own(self.name),
             operation: self.operation,
-            object: self.object.map(ReviewObject::into_owned),
+            object: self.object,
             old_object: self.old_object,
-            old_like_object: self.old_like_object,
             dry_run: self.dry_run,
             user: own(self.user),
             groups: self.groups.into_iter().map(own).collect(),
@@ -77,7 +70,8 @@ impl Envelope<'_> {
 }
 
 /// Why a body is not a review we can answer: the 400's message, or a number past an f64 that
-/// the caller may quote and read again (docs/robustness.md, O5).
+/// the caller may quote and read again, so that the field holding it is judged rather than the
+/// whole review refused (docs/robustness.md, O5).
 pub(super) enum Refused {
     Message(String),
     NumberOutOfRange(serde_json::Error),
@@ -92,39 +86,23 @@ impl Refused {
     }
 }
 
-pub(super) fn not_json(e: &serde_json::Error) -> String {
+fn not_json(e: &serde_json::Error) -> String {
     format!("request body is not valid JSON: {e}")
 }
 
 /// serde_json has no error kind for this one; its text is stable (`ErrorCode::NumberOutOfRange`).
-pub(super) fn number_out_of_range(e: &serde_json::Error) -> bool {
+fn number_out_of_range(e: &serde_json::Error) -> bool {
     e.to_string().starts_with("number out of range")
 }
 
 /// Reads the envelope. Everything that keeps us from answering (not JSON, not a review, no uid)
 /// is refused with a message that says what was wrong.
 ///
-/// Read from bytes, serde_json checks every string it keeps as UTF-8 on its own: 80 strings of a
-/// review, a twentieth of its instructions. A body that is UTF-8 as a whole is checked once and
-/// read as text, where strings are not checked again. Any other body is read from bytes as
-/// before, so it is refused (or passed, if the bad bytes sit in a part nothing keeps) in today's
-/// words.
-///
-/// Our own reader (`scan`) reads it first; a body it gives up on is read by serde_json's.
+/// Read from bytes, serde_json checks every string it keeps as UTF-8 on its own. A body that is
+/// UTF-8 as a whole is checked once and read as text, where strings are not checked again; any
+/// other body is read from bytes, so it is refused (or passed, if the bad bytes sit in a part
+/// nothing keeps) in serde_json's words.
 pub(super) fn decode(body: &[u8]) -> Result<Envelope<'_>, Refused> {
-    match simdutf8::basic::from_utf8(body)
-        .ok()
-        .and_then(super::scan::top)
-    {
-        Some(top) => check(top).map_err(Refused::Message),
-        None => decode_with_serde(body),
-    }
-}
-
-/// The envelope as serde_json's reader alone reads it: a body `scan` gave up on, and what `scan`
-/// is held to.
-#[cold]
-pub(super) fn decode_with_serde(body: &[u8]) -> Result<Envelope<'_>, Refused> {
     match std::str::from_utf8(body) {
         Ok(text) => read(serde_json::Deserializer::from_str(text)),
         Err(_) => read(serde_json::Deserializer::from_slice(body)),
@@ -146,8 +124,9 @@ fn read<'b, R: serde_json::de::Read<'b>>(
     check(top).map_err(Refused::Message)
 }
 
-/// The checks, in the order (and words) of the tree-based reader.
-pub(super) fn check<'b>(top: Top<'b>) -> Result<Envelope<'b>, String> {
+/// The checks, in the order a reader of the body meets the problems: the top level, then the
+/// request, then its fields.
+fn check<'b>(top: Top<'b>) -> Result<Envelope<'b>, String> {
     let Some(top) = top.0 else {
         return Err("request body is not an AdmissionReview: expected a JSON object".into());
     };
@@ -214,9 +193,6 @@ pub(super) fn check<'b>(top: Top<'b>) -> Result<Envelope<'b>, String> {
         Some(_) => return Err("AdmissionReview request.dryRun must be a boolean".into()),
     };
     let present = |v: Option<Value>| v.filter(|v| !v.is_null());
-    let object = req
-        .object
-        .filter(|o| !matches!(o, ReviewObject::Tree(Value::Null)));
     // Only for logs: a userInfo of the wrong shape is not a reason to refuse the review.
     let UserInfo { user, groups } = req.user_info.unwrap_or_default();
     Ok(Envelope {
@@ -228,9 +204,8 @@ pub(super) fn check<'b>(top: Top<'b>) -> Result<Envelope<'b>, String> {
         namespace,
         name,
         operation,
-        object,
+        object: present(req.object),
         old_object: present(req.old_object),
-        old_like_object: req.old_like_object,
         dry_run,
         user: user.unwrap_or_default(),
         groups,
@@ -371,10 +346,10 @@ map_or_none!(RequestVisitor => RequestFields<'de>, "an AdmissionRequest", |map| 
             "namespace" => out.namespace = Some(map.next_value()?),
             "name" => out.name = Some(map.next_value()?),
             "dryRun" => out.dry_run = Some(map.next_value()?),
-            "object" => out.object = Some(ReviewObject::Tree(map.next_value_seed(ObjectSeed)?)),
+            "object" => out.object = Some(map.next_value_seed(ObjectSeed)?),
             "oldObject" => out.old_object = Some(map.next_value_seed(ObjectSeed)?),
             "userInfo" => out.user_info = map.next_value::<Lenient>()?.0,
-            // Never read: skipped unchecked, as the tree-based reader did.
+            // Never read, and written by the API server itself: skipped unchecked.
             "resource" | "subResource" | "requestKind" | "requestResource"
             | "requestSubResource" | "options" => {
                 map.next_value::<IgnoredAny>()?;

@@ -30,7 +30,6 @@ mod envelope;
 mod numbers;
 mod object;
 mod parts;
-mod scan;
 mod skip;
 mod status;
 pub(crate) use decision::known_entries;
@@ -222,7 +221,8 @@ impl Admission {
             _ => Cow::Owned(
                 env.object
                     .as_ref()
-                    .and_then(|o| o.as_obj().name())
+                    .and_then(|o| o.pointer("/metadata/name"))
+                    .and_then(serde_json::Value::as_str)
                     .unwrap_or_default()
                     .to_string(),
             ),

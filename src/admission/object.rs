@@ -5,11 +5,8 @@
 //!
 //! Nor does the tree hold the rest of the metadata nothing reads
 //! ([`crate::model::UNREAD_METADATA`]: generation, owners, finalizers,
-//! ...); those are read through as the tree would have read them (`Skip`), so a body is refused
-//! or judged exactly as before.
-//!
-//! This is serde's reader of an object; our own (`scan`) builds the same tree by the same
-//! `Level`s first, and leaves to this one every body it gives up on.
+//! ...); those are read through as a tree would read them (`Skip`), so a body is refused or
+//! judged as a plain `Value` would have it.
 
 use std::fmt;
 
@@ -18,8 +15,8 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::numbers::quote_overflowing_numbers;
-use super::parts::{Level, Take};
 use super::skip::{Key, Skip};
+use crate::model::UNREAD_METADATA;
 
 /// The seed of one object, for `MapAccess::next_value_seed`.
 pub(super) struct ObjectSeed;
@@ -32,15 +29,11 @@ impl<'de> DeserializeSeed<'de> for ObjectSeed {
     }
 }
 
-/// An object sent as raw JSON (a forwarded X2 step), decoded once, by `scan` unless it gives up
-/// (then by serde_json, as a review's objects are). A number past an f64 is
-/// quoted for its field to judge, as in a review (docs/robustness.md, O5). It is read as text: a
-/// `RawValue` is UTF-8 already, so its strings are not checked again.
+/// An object sent as raw JSON (a forwarded X2 step), decoded as a review's objects are. A number
+/// past an f64 is quoted for its field to judge, as in a review (docs/robustness.md, O5). It is
+/// read as text: a `RawValue` is UTF-8 already, so its strings are not checked again.
 pub(super) fn decode(raw: &RawValue) -> serde_json::Result<Value> {
     let text = raw.get();
-    if let Some(value) = super::scan::object(text) {
-        return Ok(value);
-    }
     parse(serde_json::Deserializer::from_str(text)).or_else(|e| {
         match quote_overflowing_numbers(text.as_bytes()) {
             Some(quoted) if e.to_string().starts_with("number out of range") => {
@@ -59,6 +52,34 @@ fn parse<'de, R: serde_json::de::Read<'de>>(
     Ok(value)
 }
 
+/// Where in the object a map sits, which says what to skip in it.
+#[derive(Clone, Copy)]
+enum Level {
+    Object,
+    Metadata,
+}
+
+/// What is done with the value of a key.
+enum Take {
+    /// Not checked beyond being JSON (`IgnoredAny`): `managedFields`, large and read by nothing.
+    Ignore,
+    /// Read through as a tree would read it, and not kept.
+    Skip,
+    Plain,
+    Into(Level),
+}
+
+impl Level {
+    fn take(self, key: &str) -> Take {
+        match (self, key) {
+            (Level::Object, "metadata") => Take::Into(Level::Metadata),
+            (Level::Metadata, "managedFields") => Take::Ignore,
+            (Level::Metadata, k) if UNREAD_METADATA.contains(&k) => Take::Skip,
+            _ => Take::Plain,
+        }
+    }
+}
+
 impl<'de> DeserializeSeed<'de> for Level {
     type Value = Value;
 
@@ -67,7 +88,7 @@ impl<'de> DeserializeSeed<'de> for Level {
     }
 }
 
-/// A map at a level reads its keys by `Level::key`; anything else is the plain `Value`.
+/// A map at a level reads its keys by `Level::take`; anything else is the plain `Value`.
 impl<'de> Visitor<'de> for Level {
     type Value = Value;
 

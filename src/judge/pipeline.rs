@@ -301,7 +301,7 @@ pub(super) fn request<'a>(
         version,
         namespace: key.namespace.as_deref(),
         name: &key.name,
-        object: Some(object.into()),
+        object: Some(object),
         old_object: None,
         dry_run: false,
     }

@@ -10,7 +10,6 @@ pub mod capi;
 pub mod capv;
 pub mod incluster;
 pub mod metal3;
-pub mod object;
 pub mod paths;
 pub mod pool;
 pub mod prefix;
@@ -19,8 +18,6 @@ pub mod spider;
 #[cfg(test)]
 pub(crate) mod test_support;
 pub mod written;
-
-pub use object::Obj;
 
 use std::borrow::Borrow;
 use std::fmt;
@@ -363,9 +360,9 @@ pub struct Request<'a> {
     pub namespace: Option<&'a str>,
     pub name: &'a str,
     /// The new object (CREATE, UPDATE); None on DELETE.
-    pub object: Option<Obj<'a>>,
+    pub object: Option<&'a Value>,
     /// The stored object (UPDATE, DELETE).
-    pub old_object: Option<Obj<'a>>,
+    pub old_object: Option<&'a Value>,
     pub dry_run: bool,
 }
 

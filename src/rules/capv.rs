@@ -132,8 +132,8 @@ mod tests {
             version: rq["kind"]["version"].as_str().unwrap(),
             namespace: rq["namespace"].as_str(),
             name: rq["name"].as_str().unwrap(),
-            object: Some((&obj).into()),
-            old_object: old.map(crate::model::Obj::from),
+            object: Some(&obj),
+            old_object: old,
             dry_run: false,
         };
         let options = Options::default();

@@ -104,14 +104,6 @@ pub fn reads(kind: Kind) -> Reads {
     }
 }
 
-/// Whether an UPDATE of `kind` can be judged or mutated on any label: its table names one, or
-/// its mutator patches updates. Where none is, the stored object's labels are read by nothing on
-/// an UPDATE, and admission takes the new object for a stored one that differs only in them.
-pub fn reads_labels_on_update(kind: Kind) -> bool {
-    let r = reads(kind);
-    r.mutates_on_update || r.update.iter().any(|p| matches!(p, Part::Label(_)))
-}
-
 // === impl Rust ===
 
 fn changed(part: Part, obj: &Value, old: &Value) -> bool {

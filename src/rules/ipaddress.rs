@@ -9,7 +9,7 @@ use crate::model::capi::{project_reading, read_address, AddressReading};
 use crate::model::paths::{self, address};
 use crate::model::pool::{has_room_for_subnet, is_link_local_gateway, subnet_text};
 use crate::model::written::{AddressFields, Written};
-use crate::model::{record_key, AddressProj, KeyRef, Obj, ObjKey, Operation, PoolProj, Projection};
+use crate::model::{record_key, AddressProj, KeyRef, Operation, PoolProj, Projection};
 use crate::rule_id::RuleId;
 use crate::rules::claim::{pool_ref_required, NO_REF_NAMESPACE};
 use crate::rules::util::{
@@ -27,27 +27,16 @@ pub(crate) struct Address;
 
 impl Validator for Address {
     fn create(&self, obj: &Value, call: &Call, ctx: &Ctx) -> Verdict {
-        create(
-            &read_address(obj),
-            call.namespace_of(obj),
-            || record_key(Kind::IPAddress, obj),
-            call,
-            ctx,
-        )
-    }
-
-    /// An address kept as text (`model::object`) is judged from the fields read there.
-    fn create_obj(&self, obj: Obj, call: &Call, ctx: &Ctx) -> Verdict {
-        match obj.address_text() {
-            Some(text) => create(
-                &text.reading(),
-                call.namespace.or(text.namespace),
-                || text.key(),
-                call,
-                ctx,
-            ),
-            None => self.create(obj.value(), call, ctx),
-        }
+        let r = read_address(obj);
+        let mut v = Verdict::default();
+        (v.errors, v.warnings) = findings(&r);
+        let own = KeyRef::new(Kind::IPAddress, call.namespace_of(obj), call.name);
+        cross_object(&r, own, ctx, &mut v);
+        call.keep_projection(|| {
+            let key = record_key(Kind::IPAddress, obj)?;
+            Some(Projection::Address(project_reading(&r, key)))
+        });
+        v
     }
 
     fn update(&self, obj: &Value, old: &Value, _call: &Call, _ctx: &Ctx) -> Verdict {
@@ -75,24 +64,6 @@ impl Validator for Address {
             _ => Vec::new(),
         }
     }
-}
-
-/// A create, from the object's reading, its namespace and its key (for the X2 record).
-fn create(
-    r: &AddressReading,
-    namespace: Option<&str>,
-    key: impl FnOnce() -> Option<ObjKey>,
-    call: &Call,
-    ctx: &Ctx,
-) -> Verdict {
-    let mut v = Verdict::default();
-    let (errors, warnings) = findings(r);
-    v.errors = errors;
-    v.warnings = warnings;
-    let own = KeyRef::new(Kind::IPAddress, namespace, call.name);
-    cross_object(r, own, ctx, &mut v);
-    call.keep_projection(|| Some(Projection::Address(project_reading(r, key()?))));
-    v
 }
 
 /// A1–A5 and C2: what the object says on its own.

@@ -112,7 +112,7 @@ pub fn validate_reading(req: &Request, ctx: &Ctx, readings: &Readings) -> Verdic
     let call = Call::of(req, readings);
     let validator = for_kind(req.kind);
     match review {
-        Review::Create(obj) => validator.create_obj(obj, &call, ctx),
+        Review::Create(obj) => validator.create(obj, &call, ctx),
         Review::Update { obj, old } => validator.update(obj, old, &call, ctx),
         Review::Delete(old) => validator.delete(old, &call, ctx),
         Review::Connect => Verdict::default(),
@@ -138,7 +138,7 @@ pub fn mutate(req: &Request) -> Verdict {
     }
     let mutator = mutator_for(req.kind);
     match review {
-        Review::Create(obj) => mutator.create(obj.value()),
+        Review::Create(obj) => mutator.create(obj),
         Review::Update { obj, old } => mutator.update(obj, old),
         Review::Delete(_) | Review::Connect => Verdict::default(),
     }

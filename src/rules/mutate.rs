@@ -162,9 +162,9 @@ mod tests {
             version: kind.storage_version(),
             namespace: Some("ns"),
             name: "x",
-            object: Some(obj.into()),
+            object: Some(obj),
             // An update carries its stored object (`shape` refuses one without).
-            old_object: (op == Operation::Update).then_some(obj.into()),
+            old_object: (op == Operation::Update).then_some(obj),
             dry_run: false,
         }
     }

@@ -70,8 +70,8 @@ pub(crate) fn judge(
         version: version_of(o),
         namespace: o["metadata"]["namespace"].as_str(),
         name: o["metadata"]["name"].as_str().unwrap_or_default(),
-        object: obj.map(crate::model::Obj::from),
-        old_object: old.map(crate::model::Obj::from),
+        object: obj,
+        old_object: old,
         dry_run: false,
     };
     validate(

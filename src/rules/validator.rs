@@ -14,7 +14,7 @@ use crate::kinds::Kind;
 use crate::model::paths::meta;
 use crate::model::pool::PoolReading;
 use crate::model::{
-    incluster, metal3, prefix, read, read_pool, spider, Obj, Operation, Projection, Request,
+    incluster, metal3, prefix, read, read_pool, spider, Operation, Projection, Request,
 };
 use crate::rule_id::RuleId;
 use crate::rules::{in_cluster, metal3_pool, prefix_pool, spider_spec};
@@ -23,8 +23,7 @@ use crate::rules::{Ctx, Options};
 /// A request's objects, as its operation needs them.
 #[derive(Debug, Clone, Copy)]
 pub enum Review<'a> {
-    /// Kept as it came (`Obj`): a validator may read it from its text (`Validator::create_obj`).
-    Create(Obj<'a>),
+    Create(&'a Value),
     Update {
         obj: &'a Value,
         old: &'a Value,
@@ -155,11 +154,6 @@ impl Readings {
 /// check on an operation says so, rather than inheriting an allow.
 pub trait Validator: Sync {
     fn create(&self, obj: &Value, call: &Call, ctx: &Ctx) -> Verdict;
-    /// `create` of the object as it came: a kind whose object may be kept as text reads it
-    /// there; any other reads its tree.
-    fn create_obj(&self, obj: Obj, call: &Call, ctx: &Ctx) -> Verdict {
-        self.create(obj.value(), call, ctx)
-    }
     fn update(&self, obj: &Value, old: &Value, call: &Call, ctx: &Ctx) -> Verdict;
     fn delete(&self, old: &Value, call: &Call, ctx: &Ctx) -> Verdict;
     /// The view-reading rules (`RuleId::reads_view`) that can refuse `op` under `options`. Until
@@ -171,7 +165,7 @@ pub trait Validator: Sync {
 /// Checks the request carries the objects its operation needs, in a shape the rules can read.
 /// A broken request is denied with a cause at the offending field, never allowed.
 pub fn shape<'a>(req: &Request<'a>) -> Result<Review<'a>, FieldError> {
-    let need = |v: Option<Obj<'a>>, field: &str| -> Result<Obj<'a>, FieldError> {
+    let need = |v: Option<&'a Value>, field: &str| -> Result<&'a Value, FieldError> {
         match v {
             None => Err(FieldError::required(
                 RuleId::REQ,
@@ -190,11 +184,11 @@ pub fn shape<'a>(req: &Request<'a>) -> Result<Review<'a>, FieldError> {
     Ok(match req.operation {
         Operation::Create => Review::Create(need(req.object, "object")?),
         Operation::Update => {
-            let obj = need(req.object, "object")?.value();
-            let old = need(req.old_object, "oldObject")?.value();
+            let obj = need(req.object, "object")?;
+            let old = need(req.old_object, "oldObject")?;
             Review::Update { obj, old }
         }
-        Operation::Delete => Review::Delete(need(req.old_object, "oldObject")?.value()),
+        Operation::Delete => Review::Delete(need(req.old_object, "oldObject")?),
         Operation::Connect => Review::Connect,
     })
 }
