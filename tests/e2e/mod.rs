@@ -10,6 +10,7 @@
 #![allow(dead_code)]
 
 pub mod api;
+pub mod https;
 pub mod measure;
 pub mod pki;
 pub mod proxy;

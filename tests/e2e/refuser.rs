@@ -12,14 +12,10 @@ use bytes::Bytes;
 use http::{Request, Response};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use serde_json::{json, Value};
-use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
-use super::pki::{Pki, Usage};
+use super::https;
 
 /// The label that makes this webhook refuse, and its value.
 pub const LABEL: &str = "e2e-refuse";
@@ -41,54 +37,13 @@ impl Refuser {
     /// arrives: however the API server gathers the parallel answers, ipam-guard's (microseconds
     /// of judging) is in by then, so its admission is certain to have been recorded.
     pub async fn start(delay: Duration) -> Refuser {
-        let pki = Pki::issue(
-            "e2e refuser CA",
-            Some("e2e refuser"),
-            &["127.0.0.1", "localhost"],
-            Usage::Serving,
-        );
-        let chain = CertificateDer::pem_slice_iter(pki.leaf_pem.as_bytes())
-            .collect::<Result<Vec<_>, _>>()
-            .unwrap();
-        let key = PrivateKeyDer::from_pem_slice(pki.key_pem.as_bytes()).unwrap();
-        let mut tls = rustls::ServerConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(chain, key)
-        .unwrap();
-        tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
-        let listener = TcpListener::bind(("127.0.0.1", 0)).await.expect("bind");
-        let addr = listener.local_addr().unwrap();
         let refused = Arc::new(Mutex::new(Vec::new()));
         let count = refused.clone();
-        let task = tokio::spawn(async move {
-            let mut conns = tokio::task::JoinSet::new();
-            loop {
-                let Ok((tcp, _)) = listener.accept().await else {
-                    continue;
-                };
-                let acceptor = acceptor.clone();
-                let count = count.clone();
-                conns.spawn(async move {
-                    let Ok(tls) = acceptor.accept(tcp).await else {
-                        return;
-                    };
-                    let service =
-                        hyper::service::service_fn(move |req| answer(req, delay, count.clone()));
-                    let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
-                        .serve_connection(TokioIo::new(tls), service)
-                        .await;
-                });
-                while conns.try_join_next().is_some() {}
-            }
-        });
+        let (addr, ca_pem, task) =
+            https::serve("e2e refuser", move |req| answer(req, delay, count.clone())).await;
         Refuser {
             addr,
-            ca_pem: pki.ca_pem,
+            ca_pem,
             refused,
             task,
         }
