@@ -14,8 +14,8 @@
 //!
 //! Knobs: `IPAM_GUARD_SOAK_SECS` (default 180, per API server), `IPAM_GUARD_SOAK_SEED` (default:
 //! drawn and printed; the clients' operations and the fault schedule follow from it, the
-//! interleaving does not). The whole history and the replicas' logs of each run are kept under
-//! `$CARGO_TARGET_TMPDIR/e2e-soak/`.
+//! interleaving does not). The whole history, the replicas' logs and every change of the decider
+//! Lease (read every 100 ms) of each run are kept under `$CARGO_TARGET_TMPDIR/e2e-soak/`.
 //!
 //! In `e2e_soak/`: `cluster` (control plane, replicas, webhook registration), `proxy` (the
 //! relays), `workload` (the clients), `faults`, `model` (keys, specs, the history's records),
@@ -97,6 +97,7 @@ async fn soak_against(server: e2e::Server, seed: u64) {
     ));
     let mut setup = Setup::start(&server, REPLICAS, seed).await;
     let shared = Shared::new();
+    let leases = setup.record_leases(shared.epoch);
     // Bounded in count as well as in time: at most 100 calls a second per client.
     let max_calls = (secs as usize).max(1) * 100;
     let mut writers = Vec::new();
@@ -157,6 +158,7 @@ async fn soak_against(server: e2e::Server, seed: u64) {
         no_decider: cluster::NO_DECIDER.as_secs_f64(),
     });
     let kept = keep(&setup, &server, seed, &history, &faults);
+    std::fs::write(kept.join("lease.txt"), leases.lines().join("\n") + "\n").unwrap();
     for (file, items) in [
         ("violations.txt", &findings.violations),
         ("false-refusals.txt", &findings.false_refusals),
@@ -268,6 +270,11 @@ async fn soak_against(server: e2e::Server, seed: u64) {
     list("invariant violations", &findings.violations);
     list("false refusals", &findings.false_refusals);
     list("replica crashes", &crashed);
+    let missed: Vec<String> = faults.iter().filter_map(|f| f.missed.clone()).collect();
+    list(
+        "faults that did not take hold (the harness's failure)",
+        &missed,
+    );
     assert!(
         problems.is_empty(),
         "soak with IPAM_GUARD_SOAK_SEED={seed} against {}:\n{problems}history and replica logs: {}",

@@ -427,6 +427,7 @@ fn a_pending_entry_outlives_its_ttl_only_by_the_watch_faults_it_meets() {
         detail: String::new(),
         hit_the_decider: false,
         effect: None,
+        missed: None,
     };
     let with = |faults: &[Fault]| {
         check(&Input {
@@ -480,6 +481,7 @@ fn an_admission_while_no_replica_can_decide_is_a_violation() {
         detail: String::new(),
         hit_the_decider,
         effect: None,
+        missed: None,
     };
     let run_with = |fault: Fault| {
         check(&Input {
@@ -520,6 +522,7 @@ fn a_refusal_on_an_entry_a_handover_kept_past_its_ttl_stays_false_and_says_so() 
         detail: String::new(),
         hit_the_decider: false,
         effect: None,
+        missed: None,
     };
     let f = check(&Input {
         history: &h,

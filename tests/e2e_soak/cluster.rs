@@ -162,6 +162,11 @@ impl Replica {
         }
     }
 
+    /// Whether the process is stopped now, every thread of it (None: it is not running).
+    pub fn is_stopped(&self) -> Option<bool> {
+        stopped(&self.child.as_ref()?.id().to_string())
+    }
+
     /// SIGKILL, reaped.
     pub fn kill(&mut self) {
         if let Some(mut c) = self.child.take() {
@@ -208,27 +213,26 @@ impl Drop for Replica {
 /// Waits until every thread of `pid` is stopped (a pending SIGSTOP stops them one by one).
 fn wait_stopped(pid: &str) {
     let start = Instant::now();
-    loop {
-        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-            return;
-        };
-        let stopped = tasks.flatten().all(|t| {
-            std::fs::read_to_string(t.path().join("stat"))
-                .ok()
-                .and_then(|stat| {
-                    let after = stat.rsplit_once(')')?.1;
-                    after
-                        .split_whitespace()
-                        .next()
-                        .map(|s| s == "T" || s == "t")
-                })
-                .unwrap_or(true)
-        });
-        if stopped || start.elapsed() > Duration::from_secs(10) {
-            return;
-        }
+    while stopped(pid) == Some(false) && start.elapsed() < Duration::from_secs(10) {
         std::thread::sleep(Duration::from_millis(5));
     }
+}
+
+/// Whether every thread of `pid` is stopped (None: no such process).
+fn stopped(pid: &str) -> Option<bool> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    Some(tasks.flatten().all(|t| {
+        std::fs::read_to_string(t.path().join("stat"))
+            .ok()
+            .and_then(|stat| {
+                let after = stat.rsplit_once(')')?.1;
+                after
+                    .split_whitespace()
+                    .next()
+                    .map(|s| s == "T" || s == "t")
+            })
+            .unwrap_or(true)
+    }))
 }
 
 /// Fields drop in order: the relays and replicas go before the control plane.
@@ -441,20 +445,42 @@ impl Setup {
 
     /// The replica the Lease names as the decider, if it names one of ours.
     pub async fn decider(&self) -> Option<usize> {
-        let leases: Api<Lease> = Api::namespaced(self.client.clone(), LEASE_NS);
-        let lease = tokio::time::timeout(Duration::from_secs(5), leases.get(LEASE))
-            .await
-            .ok()?
-            .ok()?;
-        let addr = lease
-            .metadata
-            .annotations
-            .unwrap_or_default()
-            .get(ipam_guard::decider::ADDRESS_ANNOTATION)
-            .cloned()?;
+        let lease = self.lease().await?;
         self.replicas
             .iter()
-            .position(|r| r.running() && r.peer.to_string() == addr)
+            .position(|r| r.running() && r.peer.to_string() == lease.address)
+    }
+
+    /// The Lease as the API server has it now (None: not read within 5 s, or none).
+    pub async fn lease(&self) -> Option<LeaseState> {
+        lease_state(&self.client).await
+    }
+
+    /// Reads the Lease every 100 ms until the returned history is dropped, keeping each change
+    /// with its time since `epoch`: the record of who decided when, beside the replicas' logs.
+    pub fn record_leases(&self, epoch: Instant) -> LeaseHistory {
+        let changes = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (client, kept) = (self.client.clone(), changes.clone());
+        let task = tokio::spawn(async move {
+            let mut last = None;
+            loop {
+                let now = lease_state(&client).await;
+                if now.is_some() && now != last {
+                    if let Some(l) = &now {
+                        kept.lock().unwrap().push(format!(
+                            "{:8.3} holder {:?} at {:?} renewed {}",
+                            epoch.elapsed().as_secs_f64(),
+                            l.holder,
+                            l.address,
+                            l.renewed.map_or("never".to_string(), |t| t.to_string())
+                        ));
+                    }
+                    last = now;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        });
+        LeaseHistory { changes, task }
     }
 
     /// The 410 relists of every running replica, summed (None when one did not answer).
@@ -492,6 +518,62 @@ impl Setup {
             .map(|r| format!("--- {} ({}):\n{}", r.name, r.log.display(), r.log_tail(n)))
             .collect::<Vec<_>>()
             .join("\n")
+    }
+}
+
+/// Who holds the decider Lease, where, and when its holder last renewed it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeaseState {
+    /// The holder's identity: its pod name, `_`, a nonce (empty: released).
+    pub holder: String,
+    pub address: String,
+    pub renewed: Option<k8s_openapi::jiff::Timestamp>,
+}
+
+impl LeaseState {
+    /// Whether `replica` holds it (its identity starts with the replica's name).
+    pub fn held_by(&self, replica: &str) -> bool {
+        self.holder
+            .strip_prefix(replica)
+            .is_some_and(|rest| rest.starts_with('_'))
+    }
+}
+
+async fn lease_state(client: &kube::Client) -> Option<LeaseState> {
+    let leases: Api<Lease> = Api::namespaced(client.clone(), LEASE_NS);
+    let lease = tokio::time::timeout(Duration::from_secs(5), leases.get(LEASE))
+        .await
+        .ok()?
+        .ok()?;
+    let spec = lease.spec.unwrap_or_default();
+    Some(LeaseState {
+        holder: spec.holder_identity.unwrap_or_default(),
+        address: lease
+            .metadata
+            .annotations
+            .unwrap_or_default()
+            .get(ipam_guard::decider::ADDRESS_ANNOTATION)
+            .cloned()
+            .unwrap_or_default(),
+        renewed: spec.renew_time.map(|t| t.0),
+    })
+}
+
+/// The Lease's changes `Setup::record_leases` saw; reading stops when it is dropped.
+pub struct LeaseHistory {
+    changes: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl LeaseHistory {
+    pub fn lines(&self) -> Vec<String> {
+        self.changes.lock().unwrap().clone()
+    }
+}
+
+impl Drop for LeaseHistory {
+    fn drop(&mut self) {
+        self.task.abort();
     }
 }
 

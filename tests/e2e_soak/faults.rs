@@ -8,6 +8,8 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use k8s_openapi::jiff::Timestamp;
+
 use super::cluster::{Setup, WEBHOOK_TIMEOUT};
 use super::model::{Kind, Method, Outcome};
 use super::rng::Rng;
@@ -93,6 +95,9 @@ pub struct Fault {
     /// What the fault did that shows it happened (`FaultKind::effect`): the replicas' lists
     /// after a 410 within 20 s of a compaction, the answers a slow front held.
     pub effect: Option<u64>,
+    /// Why the fault did not take hold (a pause the process did not stop for): the run fails on
+    /// it as the harness's failure, not ipam-guard's.
+    pub missed: Option<String>,
 }
 
 /// The replica the Lease names, waiting a little for an election in progress; else any running one.
@@ -130,11 +135,15 @@ pub async fn run(setup: &mut Setup, shared: &Shared, mut rng: Rng, until: Durati
             }
         }
         let kind = round.pop().unwrap();
-        let (start, detail, hit_the_decider, effect) = inject(setup, kind, &mut rng, shared).await;
+        let (start, detail, hit_the_decider, effect, missed) =
+            inject(setup, kind, &mut rng, shared).await;
         let end = shared.now();
         println!(
-            "fault at {start:.1} s: {} ({detail}), undone at {end:.1} s",
-            kind.label()
+            "fault at {start:.1} s: {} ({detail}), undone at {end:.1} s{}",
+            kind.label(),
+            missed
+                .as_ref()
+                .map_or(String::new(), |why| format!("; DID NOT HOLD: {why}"))
         );
         faults.push(Fault {
             kind,
@@ -143,6 +152,7 @@ pub async fn run(setup: &mut Setup, shared: &Shared, mut rng: Rng, until: Durati
             detail,
             hit_the_decider,
             effect,
+            missed,
         });
         // The next fault waits until writes are admitted again (at most 45 s), so that each
         // time to admit again is that of one fault.
@@ -177,10 +187,11 @@ async fn inject(
     kind: FaultKind,
     rng: &mut Rng,
     shared: &Shared,
-) -> (f64, String, bool, Option<u64>) {
+) -> (f64, String, bool, Option<u64>, Option<String>) {
     let at;
     let mut leader = false;
     let mut effect = None;
+    let mut missed = None;
     let detail = match kind {
         FaultKind::KillDecider => {
             let (d, named) = decider(setup, rng).await;
@@ -202,20 +213,24 @@ async fn inject(
             let (d, _) = decider(setup, rng).await;
             let pause = rng.millis(3_000, 7_000);
             leader = setup.replicas[d].is_leader().await == Some(true);
+            let stopped_at = Timestamp::now();
             at = shared.now();
             setup.replicas[d].signal("-STOP");
             // A Service stops sending to a pod once its readiness probe fails.
             tokio::time::sleep(Duration::from_secs(2)).await;
             setup.refresh_front(&[d]);
             tokio::time::sleep(pause.saturating_sub(Duration::from_secs(2))).await;
+            let held = pause_held(setup, d, stopped_at).await;
             setup.replicas[d].signal("-CONT");
             setup.wait_ready(d, READY).await;
             setup.refresh_front(&[]);
-            format!(
-                "{} for {:.1} s",
-                setup.replicas[d].name,
-                pause.as_secs_f64()
-            )
+            let name = &setup.replicas[d].name;
+            if let Err(why) = held {
+                // What follows the pause is no fault of ipam-guard's: not checked as one.
+                leader = false;
+                missed = Some(format!("{name} was not paused: {why}"));
+            }
+            format!("{name} for {:.1} s", pause.as_secs_f64())
         }
         FaultKind::TermDecider | FaultKind::TermFollower => {
             let (d, _) = decider(setup, rng).await;
@@ -324,5 +339,32 @@ async fn inject(
             )
         }
     };
-    (at, detail, leader, effect)
+    (at, detail, leader, effect, missed)
+}
+
+/// Whether replica `d`, sent SIGSTOP at `stopped_at`, is still paused at the end of its pause:
+/// every thread stopped, its metrics endpoint silent, and the Lease not renewed by it since. A
+/// renew in flight when the signal came carries a renewTime from before it.
+async fn pause_held(setup: &Setup, d: usize, stopped_at: Timestamp) -> Result<(), String> {
+    let replica = &setup.replicas[d];
+    if replica.is_stopped() != Some(true) {
+        return Err(format!(
+            "its state is not T (stopped: {:?})",
+            replica.is_stopped()
+        ));
+    }
+    if let Ok(Some(leads)) =
+        tokio::time::timeout(Duration::from_millis(300), replica.is_leader()).await
+    {
+        return Err(format!("its metrics endpoint answered (is_leader {leads})"));
+    }
+    match setup.lease().await {
+        Some(lease) if lease.held_by(&replica.name) && lease.renewed > Some(stopped_at) => {
+            Err(format!(
+                "the Lease says it renewed at {:?}, after the signal at {stopped_at}",
+                lease.renewed
+            ))
+        }
+        _ => Ok(()),
+    }
 }
