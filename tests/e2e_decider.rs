@@ -146,19 +146,8 @@ impl Replica {
         }
     }
 
-    fn pid(&self) -> String {
-        self.child.as_ref().expect("running").id().to_string()
-    }
-
     fn signal(&self, sig: &str) {
-        let ok = Command::new("kill")
-            .args([sig, &self.pid()])
-            .status()
-            .unwrap();
-        assert!(ok.success(), "kill {sig} {}", self.name);
-        if sig == "-STOP" {
-            wait_stopped(&self.pid());
-        }
+        e2e::process::signal(sig, self.child.as_ref().expect("running").id());
     }
 
     fn kill(&mut self) {
@@ -216,44 +205,7 @@ impl Drop for Replica {
 }
 
 fn signal_pid(sig: &str, pid: &str) {
-    assert!(Command::new("kill")
-        .args([sig, pid])
-        .status()
-        .unwrap()
-        .success());
-    if sig == "-STOP" {
-        wait_stopped(pid);
-    }
-}
-
-/// Waits until every thread of `pid` is stopped. `kill -STOP` returns once the signal is
-/// pending; the threads stop as the kernel gets to them (the group stop starts from one thread),
-/// so on a loaded machine the process can still answer a request sent right after the kill: a
-/// stressed run showed the "paused" decider deciding a probe 18 ms after the signal, with the
-/// lease still naming it (the same assertion failed once in a fresh-clone CI run).
-fn wait_stopped(pid: &str) {
-    let start = Instant::now();
-    loop {
-        let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("the process exists");
-        let stopped = tasks.flatten().all(|t| {
-            std::fs::read_to_string(t.path().join("stat"))
-                .ok()
-                .and_then(|stat| {
-                    // The state follows the command name in parentheses, which may hold spaces.
-                    let after = stat.rsplit_once(')')?.1;
-                    after
-                        .split_whitespace()
-                        .next()
-                        .map(|st| st == "T" || st == "t")
-                })
-                .unwrap_or(true)
-        });
-        if stopped {
-            return;
-        }
-        assert!(start.elapsed() < WAIT, "process {pid} did not stop");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    e2e::process::signal(sig, pid.parse().expect("a pid"));
 }
 
 async fn http_get(addr: SocketAddr, path: &str) -> std::io::Result<(u16, String)> {

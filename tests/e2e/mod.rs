@@ -13,6 +13,7 @@ pub mod api;
 pub mod https;
 pub mod measure;
 pub mod pki;
+pub mod process;
 pub mod proxy;
 pub mod recorder;
 pub mod refuser;

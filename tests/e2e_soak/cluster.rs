@@ -21,7 +21,7 @@ use kube::Api;
 use serde_json::{json, Value};
 
 use super::e2e::pki::{Pki, Usage};
-use super::e2e::{self, free_port, ControlPlane};
+use super::e2e::{self, free_port, process, ControlPlane};
 use super::proxy::{Front, Tap};
 use super::server_support::http_get;
 
@@ -147,24 +147,13 @@ impl Replica {
         Some(status.to_string())
     }
 
-    fn pid(&self) -> String {
-        self.child.as_ref().expect("running").id().to_string()
-    }
-
     pub fn signal(&self, sig: &str) {
-        let ok = Command::new("kill")
-            .args([sig, &self.pid()])
-            .status()
-            .unwrap();
-        assert!(ok.success(), "kill {sig} {}", self.name);
-        if sig == "-STOP" {
-            wait_stopped(&self.pid());
-        }
+        process::signal(sig, self.child.as_ref().expect("running").id());
     }
 
     /// Whether the process is stopped now, every thread of it (None: it is not running).
     pub fn is_stopped(&self) -> Option<bool> {
-        stopped(&self.child.as_ref()?.id().to_string())
+        process::stopped(self.child.as_ref()?.id())
     }
 
     /// SIGKILL, reaped.
@@ -208,31 +197,6 @@ impl Drop for Replica {
     fn drop(&mut self) {
         self.kill();
     }
-}
-
-/// Waits until every thread of `pid` is stopped (a pending SIGSTOP stops them one by one).
-fn wait_stopped(pid: &str) {
-    let start = Instant::now();
-    while stopped(pid) == Some(false) && start.elapsed() < Duration::from_secs(10) {
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
-/// Whether every thread of `pid` is stopped (None: no such process).
-fn stopped(pid: &str) -> Option<bool> {
-    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
-    Some(tasks.flatten().all(|t| {
-        std::fs::read_to_string(t.path().join("stat"))
-            .ok()
-            .and_then(|stat| {
-                let after = stat.rsplit_once(')')?.1;
-                after
-                    .split_whitespace()
-                    .next()
-                    .map(|s| s == "T" || s == "t")
-            })
-            .unwrap_or(true)
-    }))
 }
 
 /// Fields drop in order: the relays and replicas go before the control plane.
