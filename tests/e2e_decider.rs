@@ -18,22 +18,25 @@ mod e2e;
 mod peers;
 #[path = "e2e_decider/races.rs"]
 mod races;
+#[path = "e2e/replica.rs"]
+mod replica;
 mod server_support;
 #[path = "e2e_decider/takeover.rs"]
 mod takeover;
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use e2e::pki::{Pki, Usage};
-use e2e::{eventually, free_port, ControlPlane};
+use e2e::{eventually, ControlPlane};
 use http::Request;
 use http_body_util::BodyExt;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
+use replica::{Replica, Start, LEASE, LEASE_NS};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::ClientConfig;
 use serde_json::{json, Value};
@@ -41,8 +44,6 @@ use server_support::{post, Conn, Proto};
 
 const WAIT: Duration = Duration::from_secs(60);
 const NS: &str = "e2e";
-const LEASE_NS: &str = "ipam-guard";
-const LEASE: &str = "ipam-guard-decider";
 
 // === certificates ===
 
@@ -85,131 +86,33 @@ use rustls::pki_types::pem::PemObject;
 
 // === replicas ===
 
-struct Replica {
-    name: String,
-    child: Option<Child>,
-    webhook: SocketAddr,
-    probe: SocketAddr,
-    metrics: SocketAddr,
-    peer: SocketAddr,
-    log: PathBuf,
-}
-
-impl Replica {
-    fn start(cp: &ControlPlane, certs: &Path, name: &str, extra: &[&str]) -> Replica {
-        let port = |_| SocketAddr::from(([127, 0, 0, 1], free_port()));
-        let (webhook, probe, metrics, peer) = (port(0), port(1), port(2), port(3));
-        let log = cp.dir.path().join(format!("{name}.log"));
-        let out = std::fs::File::create(&log).unwrap();
-        // IPAM_GUARD_BIN: a release build for the latency figures of docs/performance.md.
-        let bin = std::env::var_os("IPAM_GUARD_BIN")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_ipam-guard")));
-        let mut cmd = Command::new(bin);
-        cmd.arg("serve")
-            .arg("--kubeconfig")
-            .arg(&cp.kubeconfig)
-            .arg("--cert-dir")
-            .arg(certs)
-            .args(["--listen", &webhook.to_string()])
-            .args(["--probe-listen", &probe.to_string()])
-            .args(["--metrics-listen", &metrics.to_string()])
-            .args(["--peer-listen", &peer.to_string()])
-            .args(["--peer-advertise", &peer.to_string()])
-            .args(["--decider-lease-namespace", LEASE_NS]);
+fn start_replica(cp: &ControlPlane, certs: &Path, name: &str, extra: &[&str]) -> Replica {
+    Replica::start(Start {
+        kubeconfig: &cp.kubeconfig,
+        certs,
+        name,
+        log: cp.dir.path().join(format!("{name}.log")),
         // E2E_DECIDER_DEFAULT_TIMING=1 keeps the production durations (to measure the resume
         // time of a takeover as shipped; the tests take minutes longer then).
-        if std::env::var_os("E2E_DECIDER_DEFAULT_TIMING").is_none() {
-            cmd.args(["--decider-lease-duration", "3s"])
-                .args(["--decider-renew-deadline", "2s"])
-                .args(["--decider-retry-period", "500ms"])
-                .args(["--pending-ttl", "5s"]);
-        }
-        cmd.args(["--shutdown-delay", "0s"])
-            .arg("--client-ca-file")
-            .arg(certs.join("ca.crt"))
-            .args(extra)
-            .env("POD_NAME", name)
-            .env("RUST_LOG", "info,ipam_guard=debug")
-            .stdin(Stdio::null())
-            .stdout(Stdio::from(out.try_clone().unwrap()))
-            .stderr(Stdio::from(out));
-        let child = cmd.spawn().expect("start ipam-guard serve");
-        Replica {
-            name: name.to_string(),
-            child: Some(child),
-            webhook,
-            probe,
-            metrics,
-            peer,
-            log,
-        }
-    }
-
-    fn signal(&self, sig: &str) {
-        e2e::process::signal(sig, self.child.as_ref().expect("running").id());
-    }
-
-    fn kill(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-
-    fn log_tail(&self) -> String {
-        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(30)..].join("\n")
-    }
-
-    /// The election's and the peer channel's lines of the log.
-    fn election_log(&self) -> String {
-        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        text.lines()
-            .filter(|l| l.contains("decider") || l.contains("peer") || l.contains("handover"))
-            .collect::<Vec<_>>()
-            .join("\n")
-    }
-
-    fn assert_running(&mut self) {
-        if let Some(c) = self.child.as_mut() {
-            if let Ok(Some(status)) = c.try_wait() {
-                panic!("{} exited ({status}):\n{}", self.name, self.log_tail());
-            }
-        }
-    }
-
-    async fn metric(&self, name: &str) -> Option<f64> {
-        let (status, body) = http_get(self.metrics, "/metrics").await.ok()?;
-        if status != 200 {
-            return None;
-        }
-        body.lines()
-            .find(|l| l.starts_with(name) && l[name.len()..].starts_with(' '))
-            .and_then(|l| l.rsplit(' ').next())
-            .and_then(|v| v.parse().ok())
-    }
+        pending_ttl: std::env::var_os("E2E_DECIDER_DEFAULT_TIMING")
+            .is_none()
+            .then_some(Duration::from_secs(5)),
+        rust_log: "info,ipam_guard=debug",
+        extra,
+    })
 }
 
-impl Drop for Replica {
-    fn drop(&mut self) {
-        if let Some(c) = self.child.as_ref() {
-            // A stopped process ignores SIGKILL until continued on some systems: continue first.
-            let _ = Command::new("kill")
-                .args(["-CONT", &c.id().to_string()])
-                .status();
-        }
-        self.kill();
-    }
+/// The election's and the peer channel's lines of a replica's log.
+fn election_log(r: &Replica) -> String {
+    r.log_text()
+        .lines()
+        .filter(|l| l.contains("decider") || l.contains("peer") || l.contains("handover"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn signal_pid(sig: &str, pid: &str) {
     e2e::process::signal(sig, pid.parse().expect("a pid"));
-}
-
-async fn http_get(addr: SocketAddr, path: &str) -> std::io::Result<(u16, String)> {
-    server_support::http_get(addr, path).await
 }
 
 /// Fields drop in order: the replicas stop before the control plane they watch.
@@ -243,7 +146,7 @@ impl Setup {
             .unwrap()
             .push((pki.ca_der.to_vec(), tls_client(&pki.ca_der, Some(&pki))));
         let replicas = (0..n)
-            .map(|i| Replica::start(&cp, &certs, &format!("replica-{i}"), extra))
+            .map(|i| start_replica(&cp, &certs, &format!("replica-{i}"), extra))
             .collect();
         let mut s = Setup {
             replicas,
@@ -258,21 +161,8 @@ impl Setup {
     /// Every replica's view has synced and a decider decides: a dry-run create answered by each.
     async fn wait_ready(&mut self) {
         let start = Instant::now();
-        for i in 0..self.replicas.len() {
-            loop {
-                self.replicas[i].assert_running();
-                let r = &self.replicas[i];
-                if let Ok((200, _)) = http_get(r.probe, "/readyz").await {
-                    break;
-                }
-                assert!(
-                    start.elapsed() < WAIT,
-                    "{} not ready:\n{}",
-                    r.name,
-                    r.log_tail()
-                );
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
+        for r in self.replicas.iter_mut() {
+            r.wait_ready(WAIT.saturating_sub(start.elapsed())).await;
         }
         for i in 0..self.replicas.len() {
             let addr = self.replicas[i].webhook;
@@ -287,7 +177,7 @@ impl Setup {
                     start.elapsed() < WAIT,
                     "{} gets no decision:\n{}",
                     self.replicas[i].name,
-                    self.replicas[i].log_tail()
+                    self.replicas[i].log_tail(30)
                 );
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }
@@ -302,8 +192,8 @@ impl Setup {
                 format!(
                     "--- {}:\n{}\n(last lines)\n{}",
                     r.name,
-                    r.election_log(),
-                    r.log_tail()
+                    election_log(r),
+                    r.log_tail(30)
                 )
             })
             .collect::<Vec<_>>()

@@ -26,6 +26,8 @@
 mod e2e;
 #[path = "e2e_pending/handover.rs"]
 mod handover;
+#[path = "e2e/replica.rs"]
+mod replica;
 #[path = "e2e_pending/replicas.rs"]
 mod replicas;
 mod server_support;

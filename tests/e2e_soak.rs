@@ -22,6 +22,8 @@
 //! `checker` and `ipset` (the checker and its address arithmetic), `rng`.
 
 mod e2e;
+#[path = "e2e/replica.rs"]
+mod replica;
 mod server_support;
 
 #[path = "e2e_soak/checker.rs"]

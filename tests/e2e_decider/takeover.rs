@@ -89,7 +89,7 @@ pub async fn x2_killing_the_decider_never_admits_two_and_decisions_resume_agains
             .await,
         Some(1.0),
         "{}",
-        s.replicas[new].election_log()
+        election_log(&s.replicas[new])
     );
 }
 
@@ -216,8 +216,8 @@ pub async fn x2_a_decider_that_shuts_down_hands_its_admissions_to_the_next_again
         assert!(
             stopped.elapsed() < WAIT,
             "the other replica never decided:\n{}\n---\n{}",
-            s.replicas[d].log_tail(),
-            s.replicas[1 - d].log_tail()
+            s.replicas[d].log_tail(30),
+            s.replicas[1 - d].log_tail(30)
         );
         i += 1;
         let probe = review(&pool(&format!("probe-{i}"), range), true);
@@ -232,26 +232,15 @@ pub async fn x2_a_decider_that_shuts_down_hands_its_admissions_to_the_next_again
         Answer::Denied(_, m) => assert!(m.contains("overlap"), "{m}"),
         other => panic!(
             "the next decider did not know the handed-over admission: {other:?}\n{}\n---\n{}",
-            s.replicas[d].election_log(),
-            s.replicas[1 - d].election_log()
+            election_log(&s.replicas[d]),
+            election_log(&s.replicas[1 - d])
         ),
     }
-    let exited = {
-        let child = s.replicas[d].child.as_mut().unwrap();
-        let start = Instant::now();
-        loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                break status;
-            }
-            assert!(
-                start.elapsed() < WAIT,
-                "the decider did not exit on SIGTERM"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    };
+    let exited = s.replicas[d]
+        .wait_exit(WAIT)
+        .await
+        .expect("the decider did not exit on SIGTERM");
     assert!(exited.success(), "{exited}");
-    s.replicas[d].child = None;
     assert!(std::fs::read_to_string(&s.replicas[d].log)
         .unwrap()
         .contains("released the decider lease"));

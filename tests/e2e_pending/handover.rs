@@ -7,7 +7,7 @@ use ipam_guard::kinds::Kind;
 
 use super::e2e::api::*;
 use super::e2e::{self, eventually};
-use super::replicas::Three;
+use super::replicas::{view_objects, Three};
 use super::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -101,7 +101,7 @@ async fn a9_after_a_handover_against(assets: e2e::Server) {
         eventually(
             &format!("{} to show the 5 IPAddresses left", r.name),
             WAIT,
-            || async { r.view_objects(Kind::IPAddress).await == Some(5.0) },
+            || async { view_objects(r, Kind::IPAddress).await == Some(5.0) },
         )
         .await;
     }
@@ -113,7 +113,7 @@ async fn a9_after_a_handover_against(assets: e2e::Server) {
         "too slow to test a handover: {:?} between the first create and the shutdown",
         first_created.elapsed()
     );
-    s.replicas[d].terminate();
+    s.replicas[d].signal("-TERM");
     let stopped = Instant::now();
 
     // The deleted addresses are free: each is given to a new IPAddress at its first decision.
@@ -170,8 +170,12 @@ async fn a9_after_a_handover_against(assets: e2e::Server) {
     }
     let new = s.decider().await.expect("a decider");
     assert_ne!(new, d, "the lease still names the replica that shut down");
-    let exited = s.replicas[d].exited().await;
-    assert!(exited.success(), "{exited}\n{}", s.replicas[d].log_tail());
+    let exited = s.replicas[d].wait_exit(WAIT).await;
+    assert!(
+        exited.is_some_and(|e| e.success()),
+        "{exited:?}\n{}",
+        s.replicas[d].log_tail(30)
+    );
     assert!(
         s.replicas[new]
             .log_text()

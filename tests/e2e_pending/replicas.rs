@@ -1,11 +1,9 @@
 //! Three `ipam-guard serve` processes behind one webhook URL, as an install with three replicas:
-//! they elect a decider through a Lease (short durations, as tests/e2e_decider.rs), the API
+//! they elect a decider through a Lease (`replica`: short durations), the API
 //! server reaches them through a round-robin proxy (`e2e::proxy`, the Service) and presents its
 //! client certificate (`--client-ca-file`), so its admissions are trusted ones.
 
-use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::coordination::v1::Lease;
@@ -15,136 +13,30 @@ use serde_json::Value;
 use super::e2e::api::{self, WAIT};
 use super::e2e::pki::{ApiserverIdentity, Pki, Usage};
 use super::e2e::proxy::Proxy;
-use super::e2e::{self, eventually, free_port, ControlPlane};
+use super::e2e::{self, eventually, ControlPlane};
+use super::replica::{Replica, Start, LEASE, LEASE_NS};
 use super::NS;
 
-const LEASE_NS: &str = "ipam-guard";
-const LEASE: &str = ipam_guard::decider::DEFAULT_LEASE;
-
-pub struct Replica {
-    pub name: String,
-    child: Option<Child>,
-    pub webhook: SocketAddr,
-    pub probe: SocketAddr,
-    pub metrics: SocketAddr,
-    pub peer: SocketAddr,
-    log: PathBuf,
+fn start_replica(cp: &ControlPlane, certs: &Path, name: &str, pending_ttl: Duration) -> Replica {
+    Replica::start(Start {
+        kubeconfig: &cp.kubeconfig,
+        certs,
+        name,
+        log: cp.dir.path().join(format!("{name}.log")),
+        pending_ttl: Some(pending_ttl),
+        rust_log: "info,ipam_guard=debug",
+        extra: &[],
+    })
 }
 
-impl Replica {
-    fn start(cp: &ControlPlane, certs: &Path, name: &str, pending_ttl: Duration) -> Replica {
-        let port = || SocketAddr::from(([127, 0, 0, 1], free_port()));
-        let (webhook, probe, metrics, peer) = (port(), port(), port(), port());
-        let log = cp.dir.path().join(format!("{name}.log"));
-        let out = std::fs::File::create(&log).unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_ipam-guard"))
-            .arg("serve")
-            .arg("--kubeconfig")
-            .arg(&cp.kubeconfig)
-            .arg("--cert-dir")
-            .arg(certs)
-            .arg("--client-ca-file")
-            .arg(certs.join("ca.crt"))
-            .args(["--listen", &webhook.to_string()])
-            .args(["--probe-listen", &probe.to_string()])
-            .args(["--metrics-listen", &metrics.to_string()])
-            .args(["--peer-listen", &peer.to_string()])
-            .args(["--peer-advertise", &peer.to_string()])
-            .args(["--decider-lease-namespace", LEASE_NS])
-            .args(["--decider-lease-duration", "3s"])
-            .args(["--decider-renew-deadline", "2s"])
-            .args(["--decider-retry-period", "500ms"])
-            .args(["--pending-ttl", &format!("{}ms", pending_ttl.as_millis())])
-            .args(["--shutdown-delay", "0s"])
-            .env("POD_NAME", name)
-            .env("RUST_LOG", "info,ipam_guard=debug")
-            .stdin(Stdio::null())
-            .stdout(Stdio::from(out.try_clone().unwrap()))
-            .stderr(Stdio::from(out))
-            .spawn()
-            .expect("start ipam-guard serve");
-        Replica {
-            name: name.to_string(),
-            child: Some(child),
-            webhook,
-            probe,
-            metrics,
-            peer,
-            log,
-        }
-    }
-
-    /// Sends SIGTERM: a clean shutdown, which for the decider is a handover.
-    pub fn terminate(&self) {
-        let pid = self.child.as_ref().expect("running").id().to_string();
-        let ok = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
-        assert!(ok.success(), "kill -TERM {}", self.name);
-    }
-
-    /// Waits for the process to exit and reaps it.
-    pub async fn exited(&mut self) -> ExitStatus {
-        let child = self.child.as_mut().expect("started");
-        let start = Instant::now();
-        loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                self.child = None;
-                return status;
-            }
-            assert!(start.elapsed() < WAIT, "{} did not exit", self.name);
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-
-    pub fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    pub fn log_tail(&self) -> String {
-        let text = self.log_text();
-        let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(30)..].join("\n")
-    }
-
-    fn assert_running(&mut self) {
-        if let Some(c) = self.child.as_mut() {
-            if let Ok(Some(status)) = c.try_wait() {
-                panic!("{} exited ({status}):\n{}", self.name, self.log_tail());
-            }
-        }
-    }
-
-    /// One sample of its /metrics (`name` with its labels, as printed).
-    pub async fn metric(&self, name: &str) -> Option<f64> {
-        let (status, body) = super::server_support::http_get(self.metrics, "/metrics")
-            .await
-            .ok()?;
-        if status != 200 {
-            return None;
-        }
-        body.lines()
-            .find(|l| l.starts_with(name) && l[name.len()..].starts_with(' '))
-            .and_then(|l| l.rsplit(' ').next())
-            .and_then(|v| v.parse().ok())
-    }
-
-    /// How many objects of `kind` its view holds (a follower's: what its watch showed; the
-    /// decider's: pending entries too).
-    pub async fn view_objects(&self, kind: ipam_guard::kinds::Kind) -> Option<f64> {
-        self.metric(&format!(
-            "ipam_guard_view_objects{{kind=\"{}\"}}",
-            kind.name()
-        ))
-        .await
-    }
-}
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
+/// How many objects of `kind` the view of `r` holds (a follower's: what its watch showed; the
+/// decider's: pending entries too).
+pub async fn view_objects(r: &Replica, kind: ipam_guard::kinds::Kind) -> Option<f64> {
+    r.metric(&format!(
+        "ipam_guard_view_objects{{kind=\"{}\"}}",
+        kind.name()
+    ))
+    .await
 }
 
 /// Fields drop in order: the proxy and the replicas before the control plane they watch, the
@@ -183,23 +75,11 @@ impl Three {
         api::create_namespace(&client, NS).await;
         api::create_namespace(&client, LEASE_NS).await;
         let mut replicas: Vec<Replica> = (0..3)
-            .map(|i| Replica::start(&cp, &certs, &format!("replica-{i}"), pending_ttl))
+            .map(|i| start_replica(&cp, &certs, &format!("replica-{i}"), pending_ttl))
             .collect();
         let start = Instant::now();
         for r in replicas.iter_mut() {
-            loop {
-                r.assert_running();
-                if let Ok((200, _)) = super::server_support::http_get(r.probe, "/readyz").await {
-                    break;
-                }
-                assert!(
-                    start.elapsed() < WAIT,
-                    "{} not ready:\n{}",
-                    r.name,
-                    r.log_tail()
-                );
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
+            r.wait_ready(WAIT.saturating_sub(start.elapsed())).await;
         }
         let lease_names = |replicas: &[Replica], addr: Option<String>| {
             addr.and_then(|a| replicas.iter().position(|r| r.peer.to_string() == a))
@@ -262,7 +142,7 @@ impl Three {
             eventually(
                 &format!("{} to show {stored} {}", r.name, kind.name()),
                 WAIT,
-                || async { r.view_objects(kind).await == Some(stored as f64) },
+                || async { view_objects(r, kind).await == Some(stored as f64) },
             )
             .await;
         }
@@ -273,7 +153,7 @@ impl Three {
     pub fn logs(&self) -> String {
         self.replicas
             .iter()
-            .map(|r| format!("--- {}:\n{}", r.name, r.log_tail()))
+            .map(|r| format!("--- {}:\n{}", r.name, r.log_tail(30)))
             .collect::<Vec<_>>()
             .join("\n")
     }

@@ -11,7 +11,6 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use http::Request;
@@ -21,19 +20,14 @@ use kube::Api;
 use serde_json::{json, Value};
 
 use super::e2e::pki::{Pki, Usage};
-use super::e2e::{self, free_port, process, ControlPlane};
+use super::e2e::{self, free_port, ControlPlane};
 use super::proxy::{Front, Tap};
-use super::server_support::http_get;
+use super::replica::{Replica, Start, LEASE, LEASE_DURATION, LEASE_NS, RETRY_PERIOD};
 
 pub const NS: &str = "soak";
-pub const LEASE_NS: &str = "ipam-guard";
-const LEASE: &str = "ipam-guard-decider";
 const WAIT: Duration = Duration::from_secs(90);
 /// The pending TTL the replicas run with (the false-refusal model reads it too).
 pub const PENDING_TTL: Duration = Duration::from_secs(5);
-/// The decider's Lease: held this long from its last renewal, renewed every retry period.
-const LEASE_DURATION: Duration = Duration::from_secs(3);
-const RETRY_PERIOD: Duration = Duration::from_millis(500);
 /// How long after the decider is killed or paused no other replica can decide for certain: its
 /// lease, renewed at most a retry period before, runs this long at least (and a new decider
 /// then waits the pending TTL besides).
@@ -41,162 +35,27 @@ pub const NO_DECIDER: Duration = LEASE_DURATION.saturating_sub(RETRY_PERIOD);
 /// How long the API server waits for the webhook's answer before it refuses the write.
 pub const WEBHOOK_TIMEOUT: Duration = Duration::from_secs(e2e::api::WEBHOOK_TIMEOUT_SECONDS);
 
-pub struct Replica {
-    pub name: String,
-    child: Option<Child>,
-    pub webhook: SocketAddr,
-    pub probe: SocketAddr,
-    metrics: SocketAddr,
-    pub peer: SocketAddr,
-    pub log: PathBuf,
-    /// How many times this replica was started (its log files are numbered by it).
-    starts: u32,
+/// Starts one replica with the soak's pending TTL; its log is `<name>.<starts>.log` in `logs`.
+fn start_replica(kubeconfig: &Path, certs: &Path, logs: &Path, name: &str, starts: u32) -> Replica {
+    Replica::start(Start {
+        kubeconfig,
+        certs,
+        name,
+        log: logs.join(format!("{name}.{starts}.log")),
+        pending_ttl: Some(PENDING_TTL),
+        rust_log: "info",
+        extra: &[],
+    })
 }
 
-impl Replica {
-    fn start(kubeconfig: &Path, certs: &Path, logs: &Path, name: &str, starts: u32) -> Replica {
-        let port = || SocketAddr::from(([127, 0, 0, 1], free_port()));
-        let (webhook, probe, metrics, peer) = (port(), port(), port(), port());
-        let log = logs.join(format!("{name}.{starts}.log"));
-        let out = std::fs::File::create(&log).unwrap();
-        let bin = std::env::var_os("IPAM_GUARD_BIN")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_ipam-guard")));
-        let ttl = format!("{}s", PENDING_TTL.as_secs());
-        let child = Command::new(bin)
-            .arg("serve")
-            .arg("--kubeconfig")
-            .arg(kubeconfig)
-            .arg("--cert-dir")
-            .arg(certs)
-            .args(["--listen", &webhook.to_string()])
-            .args(["--probe-listen", &probe.to_string()])
-            .args(["--metrics-listen", &metrics.to_string()])
-            .args(["--peer-listen", &peer.to_string()])
-            .args(["--peer-advertise", &peer.to_string()])
-            .args(["--decider-lease-namespace", LEASE_NS])
-            .args([
-                "--decider-lease-duration",
-                &format!("{}ms", LEASE_DURATION.as_millis()),
-            ])
-            .args(["--decider-renew-deadline", "2s"])
-            .args([
-                "--decider-retry-period",
-                &format!("{}ms", RETRY_PERIOD.as_millis()),
-            ])
-            .args(["--pending-ttl", &ttl])
-            .args(["--shutdown-delay", "0s"])
-            .arg("--client-ca-file")
-            .arg(certs.join("ca.crt"))
-            .env("POD_NAME", name)
-            .env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::from(out.try_clone().unwrap()))
-            .stderr(Stdio::from(out))
-            .spawn()
-            .expect("start ipam-guard serve");
-        Replica {
-            name: name.to_string(),
-            child: Some(child),
-            webhook,
-            probe,
-            metrics,
-            peer,
-            log,
-            starts,
-        }
-    }
-
-    /// Whether its `ipam_guard_decider_is_leader` says it decides (None: no answer).
-    pub async fn is_leader(&self) -> Option<bool> {
-        const NAME: &str = "ipam_guard_decider_is_leader";
-        let (status, body) = http_get(self.metrics, "/metrics").await.ok()?;
-        if status != 200 {
-            return None;
-        }
-        body.lines()
-            .find(|l| l.starts_with(NAME) && l[NAME.len()..].starts_with(' '))
-            .and_then(|l| l.rsplit(' ').next())
-            .and_then(|v| v.parse::<f64>().ok())
-            .map(|v| v == 1.0)
-    }
-
-    /// The lists its watches made because the API server answered 410 Gone
-    /// (`ipam_guard_view_relists_total{cause="expired"}`, summed over kinds; None: no answer).
-    pub async fn relists_expired(&self) -> Option<u64> {
-        const NAME: &str = "ipam_guard_view_relists_total{";
-        let (status, body) = http_get(self.metrics, "/metrics").await.ok()?;
-        if status != 200 {
-            return None;
-        }
-        Some(
-            body.lines()
-                .filter(|l| l.starts_with(NAME) && l.contains("cause=\"expired\""))
-                .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-                .sum::<f64>() as u64,
-        )
-    }
-
-    pub fn running(&self) -> bool {
-        self.child.is_some()
-    }
-
-    /// How the process ended, if it ended by itself.
-    pub fn exited(&mut self) -> Option<String> {
-        let status = self.child.as_mut()?.try_wait().ok()??;
-        Some(status.to_string())
-    }
-
-    pub fn signal(&self, sig: &str) {
-        process::signal(sig, self.child.as_ref().expect("running").id());
-    }
-
-    /// Whether the process is stopped now, every thread of it (None: it is not running).
-    pub fn is_stopped(&self) -> Option<bool> {
-        process::stopped(self.child.as_ref()?.id())
-    }
-
-    /// SIGKILL, reaped.
-    pub fn kill(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = Command::new("kill")
-                .args(["-CONT", &c.id().to_string()])
-                .status();
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-
-    /// Waits for the process to exit by itself (after SIGTERM); false if it did not in `within`.
-    pub async fn wait_exit(&mut self, within: Duration) -> bool {
-        let start = Instant::now();
-        while start.elapsed() < within {
-            if let Some(c) = self.child.as_mut() {
-                if let Ok(Some(_)) = c.try_wait() {
-                    self.child = None;
-                    return true;
-                }
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        false
-    }
-
-    pub fn log_tail(&self, n: usize) -> String {
-        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(n)..].join("\n")
-    }
-
-    async fn ready(&self) -> bool {
-        matches!(http_get(self.probe, "/readyz").await, Ok((200, _)))
-    }
-}
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        self.kill();
-    }
+/// The lists a replica's watches made because the API server answered 410 Gone
+/// (`ipam_guard_view_relists_total{cause="expired"}`, summed over kinds; None: no answer).
+async fn relists_expired(r: &Replica) -> Option<u64> {
+    r.metric_sum(|s| {
+        s.starts_with("ipam_guard_view_relists_total{") && s.contains("cause=\"expired\"")
+    })
+    .await
+    .map(|n| n as u64)
 }
 
 /// Fields drop in order: the relays and replicas go before the control plane.
@@ -206,6 +65,8 @@ pub struct Setup {
     /// Between the API server and etcd.
     pub etcd_tap: Tap,
     pub replicas: Vec<Replica>,
+    /// How many times each replica was started (its log files are numbered by it).
+    starts: Vec<u32>,
     pub client: kube::Client,
     pub cp: ControlPlane,
     /// Certificates, configurations and the replicas' logs.
@@ -290,7 +151,7 @@ impl Setup {
 
         let replicas: Vec<Replica> = (0..replicas)
             .map(|i| {
-                Replica::start(
+                start_replica(
                     &replica_kubeconfig,
                     &certs,
                     dir.path(),
@@ -308,6 +169,7 @@ impl Setup {
             front,
             tap,
             etcd_tap,
+            starts: vec![0; replicas.len()],
             replicas,
             client,
             cp,
@@ -324,25 +186,7 @@ impl Setup {
 
     /// Waits until replica `i` says it is ready; panics with its log if it does not.
     pub async fn wait_ready(&mut self, i: usize, within: Duration) -> Duration {
-        let start = Instant::now();
-        loop {
-            let r = &mut self.replicas[i];
-            if let Some(c) = r.child.as_mut() {
-                if let Ok(Some(status)) = c.try_wait() {
-                    panic!("{} exited ({status}):\n{}", r.name, r.log_tail(40));
-                }
-            }
-            if r.ready().await {
-                return start.elapsed();
-            }
-            assert!(
-                start.elapsed() < within,
-                "{} not ready after {within:?}:\n{}",
-                r.name,
-                r.log_tail(40)
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        self.replicas[i].wait_ready(within).await
     }
 
     /// Waits until a write through the API server is judged: a dry-run pool create is admitted.
@@ -384,15 +228,15 @@ impl Setup {
     /// front; does not wait for it to be ready.
     pub fn restart(&mut self, i: usize) {
         let certs = self.dir.path().join("certs");
-        let old = &self.replicas[i];
-        let (name, starts) = (old.name.clone(), old.starts + 1);
+        let name = self.replicas[i].name.clone();
+        self.starts[i] += 1;
         self.replicas[i].kill();
-        self.replicas[i] = Replica::start(
+        self.replicas[i] = start_replica(
             &self.replica_kubeconfig,
             &certs,
             self.dir.path(),
             &name,
-            starts,
+            self.starts[i],
         );
         self.refresh_front(&[]);
     }
@@ -451,7 +295,7 @@ impl Setup {
     pub async fn relists_expired(&self) -> Option<u64> {
         let mut sum = 0;
         for r in self.replicas.iter().filter(|r| r.running()) {
-            sum += r.relists_expired().await?;
+            sum += relists_expired(r).await?;
         }
         Some(sum)
     }

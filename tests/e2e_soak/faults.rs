@@ -247,7 +247,8 @@ async fn inject(
             setup.replicas[target].signal("-TERM");
             let exited = setup.replicas[target]
                 .wait_exit(Duration::from_secs(30))
-                .await;
+                .await
+                .is_some();
             setup.refresh_front(&[]);
             tokio::time::sleep(rng.millis(200, 1_500)).await;
             let name = setup.replicas[target].name.clone();
