@@ -31,7 +31,7 @@
 //! watch cache, no conversion, no GC), so only the commands' CPU and memory carry over, and
 //! their wall time is the floor a quick API server would give.
 
-#[path = "../tests/e2e/mod.rs"]
+#[path = "../crates/e2e/tests/e2e/mod.rs"]
 mod e2e;
 
 use std::convert::Infallible;

@@ -312,8 +312,7 @@ async fn policies_and_webhook_agree_on_every_example() {
 
         // 2. The policies alone, installed as a user would.
         let overlay = tempfile::tempdir().unwrap();
-        let component =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("manifests/components/cel-backstop");
+        let component = e2e::repo_root().join("manifests/components/cel-backstop");
         std::fs::write(
             overlay.path().join("kustomization.yaml"),
             format!(

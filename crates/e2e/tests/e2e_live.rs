@@ -16,12 +16,14 @@
 //!   10,000 + 100,000 (several minutes on 2 cores) against the newest API server
 //!   found, the others staying at the default size (the e2e report says which ran at which).
 
+#[path = "../../../tests/server_support/client.rs"]
+mod client;
 mod e2e;
-mod server_support;
 
 use std::time::Duration;
 
 use bytes::Bytes;
+use client::{http_get, post, Conn, Proto};
 use e2e::api::*;
 use e2e::{eventually, ControlPlane};
 use ipam_guard::cli::explain::{kubectl_output, KubectlCall, Verb};
@@ -31,7 +33,6 @@ use ipam_guard::kinds::Kind;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::CertificateDer;
 use serde_json::{json, Value};
-use server_support::{http_get, post, Conn, Proto};
 
 const NS: &str = "live";
 

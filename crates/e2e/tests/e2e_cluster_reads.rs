@@ -48,10 +48,7 @@ fn bins() -> Vec<(String, PathBuf)> {
                 None => (b.to_string(), PathBuf::from(b)),
             })
             .collect(),
-        None => vec![(
-            "test-build".to_string(),
-            PathBuf::from(env!("CARGO_BIN_EXE_ipam-guard")),
-        )],
+        None => vec![("test-build".to_string(), e2e::ipam_guard_bin())],
     }
 }
 

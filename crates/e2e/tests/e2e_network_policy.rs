@@ -8,7 +8,8 @@ use e2e::ControlPlane;
 use http::{Method, Request};
 use serde_json::{json, Value};
 
-const POLICY: &str = include_str!("../manifests/components/network-policy/networkpolicy.yaml");
+const POLICY: &str =
+    include_str!("../../../manifests/components/network-policy/networkpolicy.yaml");
 
 async fn post(client: &kube::Client, path: &str, body: &Value) -> (u16, Value) {
     let req = Request::builder()

@@ -70,7 +70,7 @@ async fn against(server: e2e::Server) {
     vsphere(&mut c).await;
 
     let shown = committed_dir(server.version);
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(&shown);
+    let dir = e2e::repo_root().join(&shown);
     if std::env::var_os(RECAPTURE).is_some() {
         // A review alike with its committed one but for what varies per run keeps its bytes,
         // so that a recapture changes only what the API server now sends differently.
