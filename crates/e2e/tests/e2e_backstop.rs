@@ -47,7 +47,7 @@ fn report(line: &str) {
 }
 
 /// The control planes of the servers new enough for `test` (the harness finds them all, see
-/// tests/e2e/mod.rs); the others are reported skipped.
+/// crates/e2e/tests/e2e/mod.rs); the others are reported skipped.
 async fn planes(test: &str) -> Vec<(ControlPlane, String)> {
     let found = match (e2e::servers(), e2e::crds()) {
         (Ok(found), Ok(_)) => found,

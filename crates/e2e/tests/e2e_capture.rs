@@ -9,7 +9,7 @@
 //! so the fixtures stay what the API server sends. The committed sets are recorded again,
 //! against every API server found, with
 //!
-//!     IPAM_GUARD_RECAPTURE=1 cargo test --test e2e_capture -- --nocapture
+//!     IPAM_GUARD_RECAPTURE=1 cargo test -p ipam-guard-e2e --test e2e_capture -- --nocapture
 //!
 //! which rewrites `tests/fixtures/reviews/v<major>.<minor>/` for each (a review alike but for
 //! what varies per run is left as it was). The CRDs are upstream's,

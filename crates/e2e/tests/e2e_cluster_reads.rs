@@ -8,7 +8,7 @@
 //! ```sh
 //! cargo build --release --bin ipam-guard
 //! IPAM_GUARD_MEASURE_BINS="after=target/release/ipam-guard" \
-//!   cargo test --test e2e_cluster_reads -- --ignored --nocapture
+//!   cargo test -p ipam-guard-e2e --test e2e_cluster_reads -- --ignored --nocapture
 //! ```
 //!
 //! Knobs: `IPAM_GUARD_MEASURE_BINS` (space-separated `label=path`, default the test build's

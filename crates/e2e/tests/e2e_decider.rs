@@ -450,7 +450,7 @@ async fn x2_with_the_decider_off_one_replica_decides_alone_against(assets: e2e::
 ///
 ///   cargo build --release --bin ipam-guard
 ///   IPAM_GUARD_BIN=target/release/ipam-guard KUBEBUILDER_ASSETS=... \
-///     cargo test --test e2e_decider bench -- --ignored --nocapture
+///     cargo test -p ipam-guard-e2e --test e2e_decider bench -- --ignored --nocapture
 ///
 /// One persistent h2 connection to the decider's /validate (decided in that process) and one to
 /// the follower's (sent on to the decider over the peer connection), pool creates of distinct

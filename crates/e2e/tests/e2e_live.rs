@@ -4,7 +4,7 @@
 //! - a watch outage: the API server is stopped while ipam-guard runs (etcd keeps the data); the
 //!   view turns unready, `/readyz` fails and a view-dependent review is answered 503, then it
 //!   becomes ready again with its view intact once the API server is back (the two-minute
-//!   outage at scale, with its clock, is tests/e2e_outage.rs);
+//!   outage at scale, with its clock, is crates/e2e/tests/e2e_outage.rs);
 //! - a CRD installed after start is watched at once (discovery alone would wait an hour here) and
 //!   its objects are judged against each other right away;
 //! - a kind's watch follows the version its CRD serves: to an older one when the CRD stops

@@ -411,7 +411,8 @@ where
     );
 }
 
-/// A line of the e2e report from a test that finds its server itself (`tests/e2e_image.rs`).
+/// A line of the e2e report from a test that finds its server itself
+/// (`crates/e2e/tests/e2e_image.rs`).
 pub fn record(line: &str) {
     report(line);
 }
