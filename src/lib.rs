@@ -1,6 +1,11 @@
 //! ipam-guard: an admission webhook that keeps Kubernetes IP address management honest.
 //!
-//! Module map, by layer (a module may only use lower layers; `tests/layers.rs` checks it):
+//! Module map, by layer (a module may only use lower layers). Layers 0-4 are pure and live in
+//! the `ipam-guard-core` crate (crates/core), re-exported here under the same names: the compiler
+//! keeps tokio, hyper, kube and layers 5-9 out of them, and `tests/layers.rs` checks the ranks
+//! inside each crate.
+//!
+//! In `ipam-guard-core`:
 //! - 0 `address`: address text → sets of inclusive ranges. `kinds`: the table of served kinds.
 //!   `par`: one parallel map over a slice, results in order. `kube_version`: the Kubernetes
 //!   release `check` speaks for, and what differs between releases.
@@ -11,6 +16,8 @@
 //! - 3 `index`: the pool range index and address ownership index.
 //! - 4 `rules`: each kind's `Validator` and `Mutator` (one table), `shape`, `Options`. Pure.
 //!   `manifests`: reading objects from files (find, parse, identify), for `check` and `--state-from`.
+//!
+//! In this crate:
 //! - 5 `cluster`: the `ClusterView` the rules read (static from files, live from watches).
 //! - 6 `admission`: AdmissionReview in (`envelope`, `object`), through the rules and the X2 step
 //!   on its route (`dispatch`, `decision`), out (`status`); one entry, `Admission::review`.
@@ -24,21 +31,14 @@
 //!   `rules::Options`.
 #![forbid(unsafe_code)]
 
-pub mod address;
+pub use ipam_guard_core::{
+    address, catalogue, field, index, kinds, kube_version, manifests, model, par, rule_id, rules,
+    schema,
+};
+
 pub mod admission;
-pub mod catalogue;
 pub mod cli;
 pub mod cluster;
 pub mod decider;
-pub mod field;
-pub mod index;
 pub mod judge;
-pub mod kinds;
-pub mod kube_version;
-pub mod manifests;
-pub mod model;
-pub mod par;
-pub mod rule_id;
-pub mod rules;
-pub mod schema;
 pub mod server;

@@ -1,4 +1,4 @@
-//! The install manifests agree with `src/kinds.rs` and with what the server expects.
+//! The install manifests agree with `crates/core/src/kinds.rs` and with what the server expects.
 //!
 //! Renders `manifests/` with `kubectl kustomize` (or a standalone `kustomize build`), then checks
 //! the webhook registrations, RBAC, Deployment and certificate wiring. Every expectation about
@@ -167,7 +167,7 @@ fn assert_same_set<T: Ord + std::fmt::Debug>(
     let extra: Vec<_> = actual.difference(expected).collect();
     assert!(
         missing.is_empty() && extra.is_empty(),
-        "{what} do not match src/kinds.rs\n  missing:{}\n  unexpected:{}",
+        "{what} do not match crates/core/src/kinds.rs\n  missing:{}\n  unexpected:{}",
         lines(missing),
         lines(extra)
     );

@@ -558,8 +558,8 @@ pub fn document() -> String {
          the others say why not.\n\n",
     );
     s.push_str(&format!(
-        "Generated from the rule catalogue (`src/catalogue/`) by `{REFRESH}`; do not edit by hand \
-         (`tests/rules_doc.rs` fails when this file is stale).\n\n"
+        "Generated from the rule catalogue (`crates/core/src/catalogue/`) by `{REFRESH}`; do not \
+         edit by hand (`tests/rules_doc.rs` fails when this file is stale).\n\n"
     ));
     s.push_str("| id | effect | kinds | what |\n|---|---|---|---|\n");
     for r in catalogue::RULES {

@@ -9,20 +9,20 @@ use crate::kinds::{Kind, CAPI_IPAM};
 use crate::model::{project, Operation, Projection, Request};
 use crate::rules::{validate, Ctx, Options, OverlapScope};
 
-pub(crate) use crate::model::test_support::fixture;
+pub use crate::model::test_support::fixture;
 
 /// `request.object` of an ecosystem capture (`tests/fixtures/eco/`).
-pub(crate) fn eco_object(name: &str) -> Value {
+pub fn eco_object(name: &str) -> Value {
     fixture("eco", name)["request"]["object"].clone()
 }
 
 /// `request.oldObject` of an ecosystem capture.
-pub(crate) fn eco_old_object(name: &str) -> Value {
+pub fn eco_old_object(name: &str) -> Value {
     fixture("eco", name)["request"]["oldObject"].clone()
 }
 
 /// A view holding `objects`, each projected as the server would.
-pub(crate) fn index(objects: &[(Kind, &Value)]) -> Index {
+pub fn index(objects: &[(Kind, &Value)]) -> Index {
     let mut ix = Index::new();
     for (kind, obj) in objects {
         match project(*kind, obj).expect("projectable") {
@@ -41,7 +41,7 @@ pub(crate) fn index(objects: &[(Kind, &Value)]) -> Index {
 }
 
 /// `obj` in the address space `space`.
-pub(crate) fn with_space(mut obj: Value, space: &str) -> Value {
+pub fn with_space(mut obj: Value, space: &str) -> Value {
     obj["metadata"]["annotations"] = json!({"ipam-guard.io/address-space": space});
     obj
 }
@@ -55,7 +55,7 @@ fn version_of(obj: &Value) -> &str {
 
 /// Runs `rules::validate` on one request for `kind`, the version, namespace and name read from
 /// the object.
-pub(crate) fn judge(
+pub fn judge(
     kind: Kind,
     op: Operation,
     obj: Option<&Value>,
@@ -84,7 +84,7 @@ pub(crate) fn judge(
     )
 }
 
-pub(crate) fn create(kind: Kind, obj: &Value, ix: &Index) -> Verdict {
+pub fn create(kind: Kind, obj: &Value, ix: &Index) -> Verdict {
     judge(
         kind,
         Operation::Create,
@@ -95,11 +95,11 @@ pub(crate) fn create(kind: Kind, obj: &Value, ix: &Index) -> Verdict {
     )
 }
 
-pub(crate) fn create_with(kind: Kind, obj: &Value, ix: &Index, options: Options) -> Verdict {
+pub fn create_with(kind: Kind, obj: &Value, ix: &Index, options: Options) -> Verdict {
     judge(kind, Operation::Create, Some(obj), None, ix, options)
 }
 
-pub(crate) fn update(kind: Kind, obj: &Value, old: &Value, ix: &Index) -> Verdict {
+pub fn update(kind: Kind, obj: &Value, old: &Value, ix: &Index) -> Verdict {
     judge(
         kind,
         Operation::Update,
@@ -110,7 +110,7 @@ pub(crate) fn update(kind: Kind, obj: &Value, old: &Value, ix: &Index) -> Verdic
     )
 }
 
-pub(crate) fn delete(kind: Kind, old: &Value, ix: &Index) -> Verdict {
+pub fn delete(kind: Kind, old: &Value, ix: &Index) -> Verdict {
     judge(
         kind,
         Operation::Delete,
@@ -122,22 +122,22 @@ pub(crate) fn delete(kind: Kind, old: &Value, ix: &Index) -> Verdict {
 }
 
 /// The denial causes as kubectl prints them.
-pub(crate) fn errors(v: &Verdict) -> Vec<String> {
+pub fn errors(v: &Verdict) -> Vec<String> {
     v.errors.iter().map(ToString::to_string).collect()
 }
 
 /// The warnings as kubectl prints them.
-pub(crate) fn warnings(v: &Verdict) -> Vec<String> {
+pub fn warnings(v: &Verdict) -> Vec<String> {
     v.warnings.iter().map(ToString::to_string).collect()
 }
 
 // === builders the rule tests share ===
 
-pub(crate) fn capture(name: &str) -> Value {
+pub fn capture(name: &str) -> Value {
     fixture("rules", name)
 }
 
-pub(crate) fn meta(ns: Option<&str>, name: &str) -> Value {
+pub fn meta(ns: Option<&str>, name: &str) -> Value {
     match ns {
         Some(ns) => json!({"name": name, "namespace": ns}),
         None => json!({"name": name}),
@@ -145,22 +145,22 @@ pub(crate) fn meta(ns: Option<&str>, name: &str) -> Value {
 }
 
 /// A v1alpha2 pool; `kind` decides whether `ns` is kept.
-pub(crate) fn pool(kind: Kind, ns: &str, name: &str, spec: Value) -> Value {
+pub fn pool(kind: Kind, ns: &str, name: &str, spec: Value) -> Value {
     let ns = kind.namespaced().then_some(ns);
     json!({"apiVersion": "ipam.cluster.x-k8s.io/v1alpha2", "kind": kind.name(),
         "metadata": meta(ns, name), "spec": spec})
 }
 
-pub(crate) fn ipool(ns: &str, name: &str, spec: Value) -> Value {
+pub fn ipool(ns: &str, name: &str, spec: Value) -> Value {
     pool(Kind::InClusterIPPool, ns, name, spec)
 }
 
-pub(crate) fn gpool(name: &str, spec: Value) -> Value {
+pub fn gpool(name: &str, spec: Value) -> Value {
     pool(Kind::GlobalInClusterIPPool, "", name, spec)
 }
 
 /// A v1beta2 IPAddress referencing an in-cluster pool.
-pub(crate) fn addr(
+pub fn addr(
     ns: &str,
     name: &str,
     address: &str,
@@ -174,14 +174,14 @@ pub(crate) fn addr(
             "poolRef": {"apiGroup": CAPI_IPAM, "kind": pool_kind, "name": pool}}})
 }
 
-pub(crate) fn claim(ns: &str, name: &str, pool_kind: &str, pool: &str) -> Value {
+pub fn claim(ns: &str, name: &str, pool_kind: &str, pool: &str) -> Value {
     json!({"apiVersion": "ipam.cluster.x-k8s.io/v1beta2", "kind": "IPAddressClaim",
         "metadata": meta(Some(ns), name),
         "spec": {"poolRef": {"apiGroup": CAPI_IPAM, "kind": pool_kind, "name": pool}}})
 }
 
 /// A review's request parts: (kind, operation, object, oldObject).
-pub(crate) fn review(name: &str) -> (Kind, Operation, Option<Value>, Option<Value>) {
+pub fn review(name: &str) -> (Kind, Operation, Option<Value>, Option<Value>) {
     let r = capture(name);
     let req = &r["request"];
     let kind = Kind::from_group_kind(
@@ -195,11 +195,11 @@ pub(crate) fn review(name: &str) -> (Kind, Operation, Option<Value>, Option<Valu
     (kind, op, obj, old)
 }
 
-pub(crate) fn scope(s: OverlapScope) -> Options {
+pub fn scope(s: OverlapScope) -> Options {
     Options {
         overlap_scope: s,
         ..Options::default()
     }
 }
 
-pub(crate) const NS: &str = "ns";
+pub const NS: &str = "ns";

@@ -161,7 +161,7 @@ fn unread_keywords(s: &Value, path: &str, out: &mut Vec<String>) {
 }
 
 fn fixture_crds() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/crds");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/crds");
     dir.is_dir().then_some(dir)
 }
 

@@ -3,19 +3,22 @@
 use serde_json::Value;
 
 /// A Metal3 `IPPool` with `spec`.
-pub(crate) fn metal3_pool(spec: Value) -> Value {
+pub fn metal3_pool(spec: Value) -> Value {
     serde_json::json!({"apiVersion": "ipam.metal3.io/v1alpha1", "kind": "IPPool",
         "metadata": {"name": "p", "namespace": "ns"}, "spec": spec})
 }
 
 /// A `SpiderIPPool` with `spec`.
-pub(crate) fn spider_pool(spec: Value) -> Value {
+pub fn spider_pool(spec: Value) -> Value {
     serde_json::json!({"apiVersion": "spiderpool.spidernet.io/v2beta1", "kind": "SpiderIPPool",
         "metadata": {"name": "p"}, "spec": spec})
 }
 
 /// A captured review under `tests/fixtures/<dir>/`.
-pub(crate) fn fixture(dir: &str, name: &str) -> Value {
-    let path = format!("{}/tests/fixtures/{dir}/{name}", env!("CARGO_MANIFEST_DIR"));
+pub fn fixture(dir: &str, name: &str) -> Value {
+    let path = format!(
+        "{}/../../tests/fixtures/{dir}/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
     serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap()
 }

@@ -15,8 +15,8 @@ pub mod pool;
 pub mod prefix;
 pub mod read;
 pub mod spider;
-#[cfg(test)]
-pub(crate) mod test_support;
+#[cfg(any(test, feature = "test-support"))]
+pub mod test_support;
 pub mod written;
 
 use std::borrow::Borrow;

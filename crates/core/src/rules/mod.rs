@@ -21,8 +21,8 @@ mod table;
 mod util;
 pub mod validator;
 
-#[cfg(test)]
-pub(crate) mod test_support;
+#[cfg(any(test, feature = "test-support"))]
+pub mod test_support;
 #[cfg(test)]
 mod tests;
 
