@@ -5,7 +5,7 @@
 # Both bases are build arguments, so the image builds wherever equivalent bases can be had
 # (a mirror, a registry cache): --build-arg BUILDER_IMAGE=... --build-arg RUNTIME_IMAGE=...
 # Dockerfile.prebuilt is the same runtime stage around a binary built outside a container; CI
-# builds and runs that one (tests/e2e_image.rs), since no registry is reachable from it.
+# builds and runs that one (crates/e2e/tests/e2e_image.rs), since no registry is reachable from it.
 #
 # Plain Dockerfile syntax only (no `RUN --mount`): the classic builder and BuildKit both build it.
 # The price is a full dependency build on every source change; BuildKit users who want a cached
@@ -25,7 +25,7 @@ RUN cargo build --release --locked --bin ipam-guard \
  && strip --strip-debug -o /ipam-guard target/release/ipam-guard
 
 # Runtime: glibc, libgcc and CA certificates, no shell, no package manager, user 65532.
-# Keep in step with Dockerfile.prebuilt (tests/e2e_image.rs compares the two).
+# Keep in step with Dockerfile.prebuilt (crates/e2e/tests/e2e_image.rs compares the two).
 FROM ${RUNTIME_IMAGE}
 COPY --from=build /ipam-guard /ipam-guard
 USER 65532:65532

@@ -13,7 +13,7 @@
 //! order of the two namespaces alternating from round to round, one request in flight. The latency
 //! is the client's: from sending the POST to the API server's 201.
 
-#[path = "../tests/e2e/mod.rs"]
+#[path = "../crates/e2e/tests/e2e/mod.rs"]
 mod e2e;
 
 use std::net::SocketAddr;

@@ -1,9 +1,9 @@
 //! The growth curve of the commands that read a whole cluster: `audit`,
 //! `audit -n trial-guard`, `usage` and `check --kubeconfig FILE`, each a whole process under
 //! `/usr/bin/time -v` (wall, CPU user + sys, peak RSS), at growing sizes of the data
-//! `tests/e2e_cluster_reads.rs` stores (InClusterIPPools of 10 IPAddresses each in namespace
-//! `scale`, three addresses and one pool in `trial-guard`), against a stand-in list server in
-//! this process. Prints markdown rows for docs/performance.md ("Cluster reads").
+//! `crates/e2e/tests/e2e_cluster_reads.rs` stores (InClusterIPPools of 10 IPAddresses each in
+//! namespace `scale`, three addresses and one pool in `trial-guard`), against a stand-in list
+//! server in this process. Prints markdown rows for docs/performance.md ("Cluster reads").
 //!
 //! ```sh
 //! cargo build --release --bin ipam-guard
@@ -31,7 +31,7 @@
 //! watch cache, no conversion, no GC), so only the commands' CPU and memory carry over, and
 //! their wall time is the floor a quick API server would give.
 
-#[path = "../tests/e2e/mod.rs"]
+#[path = "../crates/e2e/tests/e2e/mod.rs"]
 mod e2e;
 
 use std::convert::Infallible;

@@ -9,8 +9,8 @@ if [ -z "${GLIBC_TUNABLES+set}" ]; then
 fi
 # And the CPU the Deployment gives it: std and tokio read the container's CPU quota, so the
 # runtime runs the limit's whole cores as workers, at least one (`resources.limits.cpu: 500m`:
-# one worker, checked in the running container by tests/e2e_image.rs). Both servers get that
-# count; a caller's own TOKIO_WORKER_THREADS wins (`TOKIO_WORKER_THREADS=2`: one per core of
+# one worker, checked in the running container by crates/e2e/tests/e2e_image.rs). Both servers get
+# that count; a caller's own TOKIO_WORKER_THREADS wins (`TOKIO_WORKER_THREADS=2`: one per core of
 # this machine, as the bench ran before 2026-11-27).
 cpu_limit=$(awk '/limits:/ { in_limits = 1 } in_limits && $1 == "cpu:" { print $2; exit }' manifests/deployment.yaml)
 case $cpu_limit in

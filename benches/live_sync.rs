@@ -26,7 +26,7 @@
 //!   cargo bench --bench live_sync -- --attach /tmp/live-sync.attach --modes raw,serve,own,watcher
 //!   rm /tmp/live-sync.attach                                                     # stops it
 
-#[path = "../tests/e2e/mod.rs"]
+#[path = "../crates/e2e/tests/e2e/mod.rs"]
 mod e2e;
 
 use std::net::SocketAddr;

@@ -69,8 +69,8 @@ fn review(a: &Admission, endpoint: Endpoint, body: &Value) -> Value {
 }
 
 /// What kubectl prints for `kubectl create -f <name>.yaml` answered with `response`: the one
-/// renderer docs/rules.md and `ipam-guard explain` use, which tests/e2e_live.rs compares byte for
-/// byte with real kubectl against a real API server.
+/// renderer docs/rules.md and `ipam-guard explain` use, which crates/e2e/tests/e2e_live.rs compares
+/// byte for byte with real kubectl against a real API server.
 fn kubectl_render(response: &Value) -> String {
     let d = &response["status"]["details"];
     let kind = Kind::from_group_kind(d["group"].as_str().unwrap(), d["kind"].as_str().unwrap())

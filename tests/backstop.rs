@@ -2,7 +2,8 @@
 //! server: the committed components are what the generators print today, the policies cover
 //! exactly the single-object rules the catalogue says they do, the immutable leaves are the CRDs'
 //! own, and the condition table never calls a request irrelevant that a validator or mutator
-//! would answer with anything. `tests/e2e_backstop.rs` runs the generated CEL on real API servers.
+//! would answer with anything. `crates/e2e/tests/e2e_backstop.rs` runs the generated CEL on real
+//! API servers.
 
 use std::path::{Path, PathBuf};
 

@@ -62,10 +62,7 @@ pub async fn trial_page_works_as_written_against(assets: e2e::Server) {
     let cp = e2e::ControlPlane::start(&assets).await;
     let client = cp.client().await;
     install_crds(&client).await;
-    let page = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/trial.md"),
-    )
-    .unwrap();
+    let page = std::fs::read_to_string(crate::e2e::repo_root().join("docs/trial.md")).unwrap();
     let steps = trial_steps(&page);
     assert!(steps.len() >= 6, "{steps:#?}");
 
@@ -80,10 +77,7 @@ pub async fn trial_page_works_as_written_against(assets: e2e::Server) {
             c.replace(from, &to.to_string())
         })
     };
-    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_ipam-guard"))
-        .parent()
-        .unwrap()
-        .to_path_buf();
+    let bin = crate::e2e::ipam_guard_bin().parent().unwrap().to_path_buf();
     let path = format!(
         "{}:{}",
         bin.display(),
@@ -203,7 +197,7 @@ pub async fn trial_webhooks_leave_other_teams_cluster_scoped_objects_alone_again
         }
     });
 
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ipam-guard"))
+    let out = std::process::Command::new(crate::e2e::ipam_guard_bin())
         .args([
             "dev-webhooks",
             "--url",

@@ -26,6 +26,112 @@ use std::time::{Duration, Instant};
 
 pub const TOKEN: &str = "ipam-guard-e2e-token";
 
+// === the repository and the binary ===
+
+/// The repository's root, where manifests/, docs/, tests/fixtures/ and the Dockerfiles are, and
+/// beside which `../shared` is: the folder above this package that holds crates/e2e. Found
+/// rather than fixed as `../..`, because the root package's benches include this harness too.
+pub fn repo_root() -> PathBuf {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    here.ancestors()
+        .find(|d| d.join("crates/e2e/Cargo.toml").is_file())
+        .unwrap_or_else(|| panic!("no folder above {} holds crates/e2e", here.display()))
+        .to_path_buf()
+}
+
+/// The `ipam-guard` binary the suites start. Cargo hands `CARGO_BIN_EXE_ipam-guard` only to the
+/// tests of the package the binary belongs to, and the suites are a package of their own, so:
+/// `$IPAM_GUARD_BIN` when set (another build, such as a release one; a relative path is taken
+/// from the repository's root), else the binary built once per test process by the cargo that
+/// runs the tests, in this test binary's profile and target folder
+/// (`<target>/<profile>/deps/<test>` beside `<target>/<profile>/ipam-guard`).
+pub fn ipam_guard_bin() -> PathBuf {
+    use std::sync::OnceLock;
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| match std::env::var_os("IPAM_GUARD_BIN") {
+        Some(bin) => {
+            let bin = repo_root().join(bin);
+            assert!(
+                bin.is_file(),
+                "IPAM_GUARD_BIN={}: no such file",
+                bin.display()
+            );
+            bin
+        }
+        None => build_ipam_guard(),
+    })
+    .clone()
+}
+
+fn build_ipam_guard() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .unwrap_or_else(|| panic!("{}: not under <target>/<profile>/deps", exe.display()));
+    let target_dir = profile_dir.parent().expect("a target folder");
+    // The folder `debug` is the `dev` profile's; every other profile has a folder of its name
+    // (`bench` builds into `release`, which is the release profile's).
+    let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
+        Some("debug") => "dev",
+        Some(name) => name,
+        None => panic!("{}: no profile folder", exe.display()),
+    };
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    // Without what cargo sets for a test process, so that the build is the one a plain `cargo
+    // build` or `cargo test` makes, not a rebuild of what watches those variables.
+    for (key, _) in std::env::vars_os() {
+        let key = key.to_string_lossy();
+        if key.starts_with("CARGO_PKG_")
+            || key.starts_with("CARGO_BIN_EXE_")
+            || [
+                "CARGO",
+                "CARGO_MANIFEST_DIR",
+                "CARGO_MANIFEST_PATH",
+                "CARGO_CRATE_NAME",
+                "CARGO_BIN_NAME",
+                "CARGO_PRIMARY_PACKAGE",
+                "CARGO_TARGET_TMPDIR",
+                "CARGO_RUSTC_CURRENT_DIR",
+                "LD_LIBRARY_PATH",
+            ]
+            .contains(&key.as_ref())
+        {
+            cmd.env_remove(key.as_ref());
+        }
+    }
+    eprintln!("e2e: building ipam-guard ({profile} profile) for the suites");
+    let status = cmd
+        .current_dir(repo_root())
+        .args([
+            "build",
+            "--quiet",
+            "-p",
+            "ipam-guard",
+            "--bin",
+            "ipam-guard",
+        ])
+        .args(["--profile", profile])
+        .arg("--target-dir")
+        .arg(target_dir)
+        .stdin(Stdio::null())
+        .status()
+        .expect("run cargo build");
+    assert!(
+        status.success(),
+        "cargo build -p ipam-guard --bin ipam-guard --profile {profile}: {status}"
+    );
+    let bin = profile_dir.join(format!("ipam-guard{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        bin.is_file(),
+        "cargo built ipam-guard but {} is missing (a --target build puts it elsewhere: set \
+         IPAM_GUARD_BIN to the binary)",
+        bin.display()
+    );
+    bin
+}
+
 /// A Kubernetes release, as `kube-apiserver --version` prints it (`Kubernetes v1.20.2`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Version {
@@ -305,7 +411,8 @@ where
     );
 }
 
-/// A line of the e2e report from a test that finds its server itself (`tests/e2e_image.rs`).
+/// A line of the e2e report from a test that finds its server itself
+/// (`crates/e2e/tests/e2e_image.rs`).
 pub fn record(line: &str) {
     report(line);
 }
@@ -649,7 +756,7 @@ pub struct Crd {
 /// Where the upstream CRDs are: `../shared` beside the project root, read in place at run time
 /// (the repository holds no upstream file).
 pub fn crd_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/crds")
+    repo_root().join("../shared/fixtures/crds")
 }
 
 /// The CRD of every kind of the table (`{group}_{plural}.yaml`), or why they cannot be had: the

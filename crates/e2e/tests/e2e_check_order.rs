@@ -32,7 +32,7 @@ fn check(dir: &std::path::Path, object: &Value, extra: &[&str]) -> (i32, String)
         object["metadata"]["name"].as_str().unwrap()
     ));
     std::fs::write(&file, serde_yaml_ng::to_string(object).unwrap()).unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_ipam-guard"))
+    let o = Command::new(e2e::ipam_guard_bin())
         .arg("check")
         .args(extra)
         .arg(&file)

@@ -3,7 +3,7 @@
 //! ports, its log in a file, and the decider election with short durations (lease 3 s, renew
 //! deadline 2 s, retry 0.5 s) so that a takeover fits in a test; the production defaults are
 //! 15 s / 10 s / 2 s. Included (`#[path]`) by the suites that run replicas, e2e_decider,
-//! e2e_pending and e2e_soak, beside `e2e` and `server_support`, which it uses; each suite uses
+//! e2e_pending and e2e_soak, beside `e2e` and `client` (the tests' HTTPS client), which it uses; each suite uses
 //! a part of it.
 #![allow(dead_code)]
 
@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::client::http_get;
 use crate::e2e::{free_port, process};
-use crate::server_support::http_get;
 
 /// The namespace of the decider Lease.
 pub const LEASE_NS: &str = "ipam-guard";
@@ -54,9 +54,7 @@ impl Replica {
         let port = || SocketAddr::from(([127, 0, 0, 1], free_port()));
         let (webhook, probe, metrics, peer) = (port(), port(), port(), port());
         let out = std::fs::File::create(&s.log).unwrap();
-        let bin = std::env::var_os("IPAM_GUARD_BIN")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_ipam-guard")));
+        let bin = crate::e2e::ipam_guard_bin();
         let mut cmd = Command::new(bin);
         cmd.arg("serve")
             .arg("--kubeconfig")

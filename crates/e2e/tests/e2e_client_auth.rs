@@ -2,7 +2,7 @@
 //! an AdmissionConfiguration's WebhookAdmissionConfiguration `kubeConfigFile` gives it for the
 //! webhook's host:port, and its writes are judged as usual; a webhook it holds no certificate for
 //! refuses its calls in the handshake, and with `failurePolicy: Fail` the write is denied.
-//! Runs only with `KUBEBUILDER_ASSETS` (see tests/e2e/mod.rs).
+//! Runs only with `KUBEBUILDER_ASSETS` (see crates/e2e/tests/e2e/mod.rs).
 
 mod e2e;
 

@@ -4,7 +4,7 @@
 use super::*;
 
 pub fn run_check(args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_ipam-guard"))
+    std::process::Command::new(crate::e2e::ipam_guard_bin())
         .arg("check")
         .args(args)
         .output()
@@ -248,7 +248,7 @@ pub async fn check_kubeconfig_takes_schemas_from_the_clusters_crds_against(asset
 }
 
 pub fn run_audit(args: &[&str]) -> (Option<i32>, String, String) {
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_ipam-guard"))
+    let o = std::process::Command::new(crate::e2e::ipam_guard_bin())
         .arg("audit")
         .args(args)
         .output()

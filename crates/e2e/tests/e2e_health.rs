@@ -36,7 +36,7 @@ async fn e2e_health_e1_h1_h2_and_policy_reports() {
 }
 
 fn ipam_guard(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_ipam-guard"))
+    Command::new(e2e::ipam_guard_bin())
         .args(args)
         .env("KUBECONFIG", "/nonexistent/kubeconfig")
         .output()
@@ -110,7 +110,7 @@ fn sample(text: &str, series: &str) -> Option<f64> {
 
 /// The YAML documents of a file under the repository.
 fn documents(path: &str) -> Vec<Value> {
-    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(path)).unwrap();
+    let text = std::fs::read_to_string(e2e::repo_root().join(path)).unwrap();
     serde_yaml_ng::Deserializer::from_str(&text)
         .map(|d| serde::Deserialize::deserialize(d).unwrap())
         .filter(|v: &Value| !v.is_null())
@@ -162,7 +162,7 @@ fn start_serve(
     let port = || std::net::SocketAddr::from(([127, 0, 0, 1], e2e::free_port()));
     let (listen, probe, metrics_addr) = (port(), port(), port());
     let out = std::fs::File::create(log).unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_ipam-guard"))
+    let child = Command::new(e2e::ipam_guard_bin())
         .arg("serve")
         .arg("--kubeconfig")
         .arg(kubeconfig)
@@ -207,9 +207,7 @@ async fn e2e_health_e1_h1_h2_and_policy_reports_against(assets: e2e::Server) {
         "wgpolicyk8s.io_policyreports.yaml",
         "wgpolicyk8s.io_clusterpolicyreports.yaml",
     ] {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/crds")
-            .join(file);
+        let path = e2e::repo_root().join("tests/crds").join(file);
         let crd: Value = serde_yaml_ng::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         create_path(&client, CRDS_PATH, &crd).await.expect(201);
         let name = crd["metadata"]["name"].as_str().unwrap().to_string();

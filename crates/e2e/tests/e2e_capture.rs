@@ -9,7 +9,7 @@
 //! so the fixtures stay what the API server sends. The committed sets are recorded again,
 //! against every API server found, with
 //!
-//!     IPAM_GUARD_RECAPTURE=1 cargo test --test e2e_capture -- --nocapture
+//!     IPAM_GUARD_RECAPTURE=1 cargo test -p ipam-guard-e2e --test e2e_capture -- --nocapture
 //!
 //! which rewrites `tests/fixtures/reviews/v<major>.<minor>/` for each (a review alike but for
 //! what varies per run is left as it was). The CRDs are upstream's,
@@ -70,7 +70,7 @@ async fn against(server: e2e::Server) {
     vsphere(&mut c).await;
 
     let shown = committed_dir(server.version);
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(&shown);
+    let dir = e2e::repo_root().join(&shown);
     if std::env::var_os(RECAPTURE).is_some() {
         // A review alike with its committed one but for what varies per run keeps its bytes,
         // so that a recapture changes only what the API server now sends differently.

@@ -5,14 +5,14 @@ use super::*;
 use crate::e2e::pki::{Pki, Usage};
 
 pub fn deployment() -> Value {
-    let text = std::fs::read_to_string(repo().join("manifests/deployment.yaml")).unwrap();
+    let text = std::fs::read_to_string(e2e::repo_root().join("manifests/deployment.yaml")).unwrap();
     serde_yaml_ng::from_str(&text).expect("manifests/deployment.yaml is YAML")
 }
 
 /// The documents of a manifest file.
 pub fn documents(name: &str) -> Vec<Value> {
     use serde::Deserialize;
-    let text = std::fs::read_to_string(repo().join("manifests").join(name)).unwrap();
+    let text = std::fs::read_to_string(e2e::repo_root().join("manifests").join(name)).unwrap();
     serde_yaml_ng::Deserializer::from_str(&text)
         .map(|d| Value::deserialize(d).unwrap_or_else(|e| panic!("{name}: {e}")))
         .filter(|v| !v.is_null())

@@ -4,7 +4,7 @@
 //! - a watch outage: the API server is stopped while ipam-guard runs (etcd keeps the data); the
 //!   view turns unready, `/readyz` fails and a view-dependent review is answered 503, then it
 //!   becomes ready again with its view intact once the API server is back (the two-minute
-//!   outage at scale, with its clock, is tests/e2e_outage.rs);
+//!   outage at scale, with its clock, is crates/e2e/tests/e2e_outage.rs);
 //! - a CRD installed after start is watched at once (discovery alone would wait an hour here) and
 //!   its objects are judged against each other right away;
 //! - a kind's watch follows the version its CRD serves: to an older one when the CRD stops
@@ -16,12 +16,14 @@
 //!   10,000 + 100,000 (several minutes on 2 cores) against the newest API server
 //!   found, the others staying at the default size (the e2e report says which ran at which).
 
+#[path = "../../../tests/server_support/client.rs"]
+mod client;
 mod e2e;
-mod server_support;
 
 use std::time::Duration;
 
 use bytes::Bytes;
+use client::{http_get, post, Conn, Proto};
 use e2e::api::*;
 use e2e::{eventually, ControlPlane};
 use ipam_guard::cli::explain::{kubectl_output, KubectlCall, Verb};
@@ -31,7 +33,6 @@ use ipam_guard::kinds::Kind;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::CertificateDer;
 use serde_json::{json, Value};
-use server_support::{http_get, post, Conn, Proto};
 
 const NS: &str = "live";
 

@@ -46,8 +46,8 @@ use super::model::*;
 use super::workload::Snapshot;
 
 /// How long after a fault that broke the watches was undone they may still be catching up (a
-/// restarted v1.20.2 serves custom resources seconds after its /readyz says ok: tests/e2e_outage.rs).
-/// A denial may rest on what they had not delivered yet.
+/// restarted v1.20.2 serves custom resources seconds after its /readyz says ok:
+/// crates/e2e/tests/e2e_outage.rs). A denial may rest on what they had not delivered yet.
 const WATCH_GRACE: f64 = 10.0;
 
 pub struct Input<'a> {

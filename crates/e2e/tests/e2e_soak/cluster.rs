@@ -1,11 +1,11 @@
 //! What the soak runs against: one control plane with the CRDs, three `ipam-guard serve`
 //! processes (the binary cargo built) electing a decider through a Lease with the short timings
-//! of tests/e2e_decider.rs, the `Front` relay registered as the API server's validating and
-//! mutating webhook, and the `Tap` relay as the replicas' way to the API server.
+//! of crates/e2e/tests/e2e_decider.rs, the `Front` relay registered as the API server's validating
+//! and mutating webhook, and the `Tap` relay as the replicas' way to the API server.
 //!
 //! The API server authenticates to the webhook with a client certificate from the replicas' CA
-//! (an AdmissionConfiguration, as tests/e2e_client_auth.rs sets up), so its admitted writes
-//! reserve for the full pending TTL as in a real install; an unauthenticated caller's writes
+//! (an AdmissionConfiguration, as crates/e2e/tests/e2e_client_auth.rs sets up), so its admitted
+//! writes reserve for the full pending TTL as in a real install; an unauthenticated caller's writes
 //! that then fail (the AlreadyExists this soak provokes on purpose) would count as strikes
 //! (src/cluster/trust.rs) and soon reserve nothing.
 

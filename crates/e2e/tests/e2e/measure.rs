@@ -1,6 +1,6 @@
-//! What the measurements of whole commands share (`tests/e2e_cluster_reads.rs` against a real API
-//! server, `benches/cluster_reads_growth.rs` against a stand-in): reading `/usr/bin/time -v`, one
-//! raw list with curl beside the commands, and the benches' command-line flags.
+//! What the measurements of whole commands share (`crates/e2e/tests/e2e_cluster_reads.rs` against a
+//! real API server, `benches/cluster_reads_growth.rs` against a stand-in): reading `/usr/bin/time
+//! -v`, one raw list with curl beside the commands, and the benches' command-line flags.
 
 use std::process::Command;
 

@@ -1,7 +1,7 @@
 //! A validating and a mutating webhook that admit everything (no patch) and keep each
 //! AdmissionReview the API server POSTs to them, byte for byte and in arrival order, with the
-//! path it came to (`/validate`, `/mutate`): `tests/e2e_capture.rs` records the repository's
-//! review fixtures (`tests/fixtures/reviews/`) with it.
+//! path it came to (`/validate`, `/mutate`): `crates/e2e/tests/e2e_capture.rs` records the
+//! repository's review fixtures (`tests/fixtures/reviews/`) with it.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};

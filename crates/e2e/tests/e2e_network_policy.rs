@@ -1,6 +1,7 @@
 //! The NetworkPolicy component against a real kube-apiserver: unpatched, its placeholders are
 //! refused (so applying it by mistake cannot cut the API server off from the webhook); with the
-//! two peers set, it is accepted. Runs only with `KUBEBUILDER_ASSETS` (see tests/e2e/mod.rs).
+//! two peers set, it is accepted. Runs only with `KUBEBUILDER_ASSETS` (see
+//! crates/e2e/tests/e2e/mod.rs).
 
 mod e2e;
 
@@ -8,7 +9,8 @@ use e2e::ControlPlane;
 use http::{Method, Request};
 use serde_json::{json, Value};
 
-const POLICY: &str = include_str!("../manifests/components/network-policy/networkpolicy.yaml");
+const POLICY: &str =
+    include_str!("../../../manifests/components/network-policy/networkpolicy.yaml");
 
 async fn post(client: &kube::Client, path: &str, body: &Value) -> (u16, Value) {
     let req = Request::builder()

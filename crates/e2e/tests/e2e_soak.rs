@@ -21,10 +21,11 @@
 //! relays), `workload` (the clients), `faults`, `model` (keys, specs, the history's records),
 //! `checker` and `ipset` (the checker and its address arithmetic), `rng`.
 
+#[path = "../../../tests/server_support/client.rs"]
+mod client;
 mod e2e;
 #[path = "e2e/replica.rs"]
 mod replica;
-mod server_support;
 
 #[path = "e2e_soak/checker.rs"]
 mod checker;

@@ -47,7 +47,7 @@ fn report(line: &str) {
 }
 
 /// The control planes of the servers new enough for `test` (the harness finds them all, see
-/// tests/e2e/mod.rs); the others are reported skipped.
+/// crates/e2e/tests/e2e/mod.rs); the others are reported skipped.
 async fn planes(test: &str) -> Vec<(ControlPlane, String)> {
     let found = match (e2e::servers(), e2e::crds()) {
         (Ok(found), Ok(_)) => found,
@@ -312,8 +312,7 @@ async fn policies_and_webhook_agree_on_every_example() {
 
         // 2. The policies alone, installed as a user would.
         let overlay = tempfile::tempdir().unwrap();
-        let component =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("manifests/components/cel-backstop");
+        let component = e2e::repo_root().join("manifests/components/cel-backstop");
         std::fs::write(
             overlay.path().join("kustomization.yaml"),
             format!(

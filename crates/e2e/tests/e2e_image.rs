@@ -25,12 +25,13 @@
 //! In `e2e_image/`: `engine` (the container engine and the runtime base) and `pod` (what the
 //! Deployment asks for, as container settings).
 
+#[path = "../../../tests/server_support/client.rs"]
+mod client;
 mod e2e;
 #[path = "e2e_image/engine.rs"]
 mod engine;
 #[path = "e2e_image/pod.rs"]
 mod pod;
-mod server_support;
 
 use std::net::SocketAddr;
 use std::os::unix::fs::PermissionsExt;
@@ -38,11 +39,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use client::{post, Conn, Proto};
 use e2e::api::{create, create_namespace, create_path, in_cluster_pool, install_crds_but};
 use e2e::{eventually, record, ControlPlane};
 use rustls::pki_types::CertificateDer;
 use serde_json::{json, Value};
-use server_support::{post, Conn, Proto};
 
 use engine::{runtime_base, Engine};
 use pod::*;
@@ -56,10 +57,6 @@ const SA_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
 /// The namespace of the objects the review is about (the install's own is read from the files).
 const NS: &str = "e2e";
 const WAIT: Duration = Duration::from_secs(120);
-
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 /// Where the engine's data root and the bootstrapped base live between runs.
 fn cache_dir() -> PathBuf {
@@ -124,7 +121,7 @@ fn release_binary() -> PathBuf {
         }
     }
     let out = cmd
-        .current_dir(repo())
+        .current_dir(e2e::repo_root())
         .args([
             "build",
             "--release",
@@ -176,7 +173,7 @@ fn last_stage(text: &str) -> Vec<String> {
 
 /// The value of `ENV name=value` in `Dockerfile`'s runtime stage.
 fn dockerfile_env(name: &str) -> String {
-    let text = std::fs::read_to_string(repo().join("Dockerfile")).unwrap();
+    let text = std::fs::read_to_string(e2e::repo_root().join("Dockerfile")).unwrap();
     let prefix = format!("ENV {name}=");
     last_stage(&text)
         .iter()
@@ -190,7 +187,7 @@ fn dockerfile_env(name: &str) -> String {
 /// base, when the published one cannot be had).
 #[test]
 fn prebuilt_dockerfile_is_the_published_runtime_stage() {
-    let read = |name: &str| std::fs::read_to_string(repo().join(name)).unwrap();
+    let read = |name: &str| std::fs::read_to_string(e2e::repo_root().join(name)).unwrap();
     let published = read("Dockerfile");
     let prebuilt = read("Dockerfile.prebuilt");
     let arg = |text: &str| {
@@ -344,7 +341,10 @@ async fn e2e_image_runs_as_the_deployment_runs_it() {
         "build",
         "--network=none",
         "--file",
-        &repo().join("Dockerfile.prebuilt").display().to_string(),
+        &e2e::repo_root()
+            .join("Dockerfile.prebuilt")
+            .display()
+            .to_string(),
         "--build-arg",
         &format!("RUNTIME_IMAGE={base}"),
         "--tag",
@@ -477,7 +477,7 @@ async fn e2e_image_runs_as_the_deployment_runs_it() {
         )
     };
     loop {
-        if let Ok((200, _)) = server_support::http_get(probes, "/readyz").await {
+        if let Ok((200, _)) = client::http_get(probes, "/readyz").await {
             break;
         }
         let running = engine.ok(&["inspect", "--format", "{{.State.Running}}", CONTAINER]);
@@ -539,7 +539,7 @@ async fn e2e_image_runs_as_the_deployment_runs_it() {
     assert_eq!(answer["allowed"], true, "{answer}");
 
     // --- metrics: the view and the decisions just made ---
-    let (status, body) = server_support::http_get(metrics, "/metrics").await.unwrap();
+    let (status, body) = client::http_get(metrics, "/metrics").await.unwrap();
     assert_eq!(status, 200);
     assert!(
         body.lines().any(|l| l == "ipam_guard_view_synced 1"),
@@ -555,7 +555,7 @@ async fn e2e_image_runs_as_the_deployment_runs_it() {
     // The decider was elected through the Lease the install's Role allows.
     eventually("the replica to hold the decider lease", WAIT, || async {
         matches!(
-            server_support::http_get(metrics, "/metrics").await,
+            client::http_get(metrics, "/metrics").await,
             Ok((200, b)) if b.lines().any(|l| l == "ipam_guard_decider_is_leader 1")
         )
     })

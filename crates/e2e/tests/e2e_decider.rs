@@ -13,6 +13,8 @@
 //! `e2e_decider/`: `races` (conflicting creates), `peers` (the peer listener's client
 //! certificates), `takeover` (a decider killed, paused or shut down).
 
+#[path = "../../../tests/server_support/client.rs"]
+mod client;
 mod e2e;
 #[path = "e2e_decider/peers.rs"]
 mod peers;
@@ -20,7 +22,6 @@ mod peers;
 mod races;
 #[path = "e2e/replica.rs"]
 mod replica;
-mod server_support;
 #[path = "e2e_decider/takeover.rs"]
 mod takeover;
 
@@ -30,6 +31,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use client::{post, Conn, Proto};
 use e2e::pki::{Pki, Usage};
 use e2e::{eventually, ControlPlane};
 use http::Request;
@@ -40,7 +42,6 @@ use replica::{Replica, Start, LEASE, LEASE_NS};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::ClientConfig;
 use serde_json::{json, Value};
-use server_support::{post, Conn, Proto};
 
 const WAIT: Duration = Duration::from_secs(60);
 const NS: &str = "e2e";
@@ -449,7 +450,7 @@ async fn x2_with_the_decider_off_one_replica_decides_alone_against(assets: e2e::
 ///
 ///   cargo build --release --bin ipam-guard
 ///   IPAM_GUARD_BIN=target/release/ipam-guard KUBEBUILDER_ASSETS=... \
-///     cargo test --test e2e_decider bench -- --ignored --nocapture
+///     cargo test -p ipam-guard-e2e --test e2e_decider bench -- --ignored --nocapture
 ///
 /// One persistent h2 connection to the decider's /validate (decided in that process) and one to
 /// the follower's (sent on to the decider over the peer connection), pool creates of distinct

@@ -8,7 +8,7 @@
 //! ```sh
 //! cargo build --release --bin ipam-guard
 //! IPAM_GUARD_MEASURE_BINS="after=target/release/ipam-guard" \
-//!   cargo test --test e2e_cluster_reads -- --ignored --nocapture
+//!   cargo test -p ipam-guard-e2e --test e2e_cluster_reads -- --ignored --nocapture
 //! ```
 //!
 //! Knobs: `IPAM_GUARD_MEASURE_BINS` (space-separated `label=path`, default the test build's
@@ -48,10 +48,7 @@ fn bins() -> Vec<(String, PathBuf)> {
                 None => (b.to_string(), PathBuf::from(b)),
             })
             .collect(),
-        None => vec![(
-            "test-build".to_string(),
-            PathBuf::from(env!("CARGO_BIN_EXE_ipam-guard")),
-        )],
+        None => vec![("test-build".to_string(), e2e::ipam_guard_bin())],
     }
 }
 

@@ -23,6 +23,8 @@
 //! The API server presents a client certificate (`--client-ca-file`), so its admissions are
 //! trusted ones, which reserve for the whole pending TTL; a short TTL keeps the waits short.
 
+#[path = "../../../tests/server_support/client.rs"]
+mod client;
 mod e2e;
 #[path = "e2e_pending/handover.rs"]
 mod handover;
@@ -30,7 +32,6 @@ mod handover;
 mod replica;
 #[path = "e2e_pending/replicas.rs"]
 mod replicas;
-mod server_support;
 
 use std::time::{Duration, Instant};
 

@@ -19,8 +19,8 @@ const POOLS: &str = "tests/fixtures/usage/pools.yaml";
 const WAIT: Duration = Duration::from_secs(60);
 
 fn usage(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ipam-guard"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+    Command::new(e2e::ipam_guard_bin())
+        .current_dir(e2e::repo_root())
         .arg("usage")
         .args(args)
         // Only --kubeconfig may name the cluster.
@@ -90,7 +90,7 @@ async fn usage_of_a_live_cluster_matches_usage_of_the_same_files_against(assets:
         .await
         .expect("namespace team-a");
 
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(POOLS);
+    let path = e2e::repo_root().join(POOLS);
     let loaded = manifests::read_paths(&[path]);
     assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
     for m in &loaded.manifests {
