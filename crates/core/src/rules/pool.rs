@@ -15,7 +15,8 @@ use crate::model::prefix::allocation_length;
 use crate::model::read_pool;
 use crate::model::{read, Meta, ObjKey, Operation, PoolProj};
 use crate::rule_id::RuleId;
-use crate::rules::util::{join_limited, join_shown, ratchet, spec_changed, MAX_LISTED};
+use crate::rules::cluster::pool_holds_endpoint;
+use crate::rules::util::{in_scope, join_limited, join_shown, ratchet, spec_changed, MAX_LISTED};
 use crate::rules::OverlapScope;
 use crate::rules::{Call, Ctx, Options, Validator};
 
@@ -128,6 +129,7 @@ impl<K: PoolKind + Sync> Validator for Pools<K> {
             ..Verdict::default()
         };
         overlap(r, None, ctx, &mut v);
+        pool_holds_endpoint(r, None, ctx, &mut v);
         K::against_view(r, None, ctx, &mut v);
         v
     }
@@ -145,6 +147,7 @@ impl<K: PoolKind + Sync> Validator for Pools<K> {
         let overlap = on
             .then_some(RuleId::P10)
             .into_iter()
+            .chain(on.then_some(RuleId::CP3))
             .chain(K::VIEW_RULES.iter().copied().filter(|_| on));
         let held = |rule| K::HOLDERS_IN_VIEW.then_some(rule);
         match op {
@@ -172,6 +175,7 @@ fn update<K: PoolKind>(call: &Call, obj: &Value, old: &Value, ctx: &Ctx) -> Verd
     if !changed {
         // Only the address space moved: the whole pool meets new neighbours.
         overlap(r, None, ctx, &mut v);
+        pool_holds_endpoint(r, None, ctx, &mut v);
         K::against_view(r, None, ctx, &mut v);
         return v;
     }
@@ -181,6 +185,7 @@ fn update<K: PoolKind>(call: &Call, obj: &Value, old: &Value, ctx: &Ctx) -> Verd
     v.warnings.clone_from(&r.warnings);
     K::keeps_held(r, before, obj, old, ctx, &mut v);
     overlap(r, (!space_changed).then_some(before), ctx, &mut v);
+    pool_holds_endpoint(r, (!space_changed).then_some(before), ctx, &mut v);
     K::against_view(r, (!space_changed).then_some(before), ctx, &mut v);
     v
 }
@@ -256,18 +261,6 @@ fn held_in_view<'a>(
         .addresses_for_pool(&r.proj.key)
         .into_iter()
         .filter_map(|a| a.ip.map(|ip| (ip, move || a.key.ns_name())))
-}
-
-/// Whether two pools can conflict under `--overlap-scope namespace`: namespaced pools only within
-/// their namespace, cluster-scoped pools with every pool.
-pub(crate) fn in_scope(scope: OverlapScope, a: &ObjKey, b: &ObjKey) -> bool {
-    match scope {
-        OverlapScope::Off => false,
-        OverlapScope::AddressSpace => true,
-        OverlapScope::Namespace => {
-            !a.kind.namespaced() || !b.kind.namespaced() || a.namespace == b.namespace
-        }
-    }
 }
 
 /// P10: the allocatable set meets no other pool's in the same address space. On an update within

@@ -11,7 +11,9 @@ use crate::model::paths::reference;
 use crate::model::read;
 use crate::model::read::LIST_PROBLEMS;
 use crate::model::written::{Text, Written};
+use crate::model::ObjKey;
 use crate::rule_id::RuleId;
+use crate::rules::OverlapScope;
 
 /// Lists of offenders stop here, followed by `and N more`.
 pub(crate) const MAX_LISTED: usize = 5;
@@ -252,6 +254,18 @@ pub(crate) fn dns1123_subdomain_errors(s: &str) -> Vec<&'static str> {
         );
     }
     out
+}
+
+/// Whether two pools can conflict under `--overlap-scope namespace`: namespaced pools only within
+/// their namespace, cluster-scoped pools with every pool.
+pub(crate) fn in_scope(scope: OverlapScope, a: &ObjKey, b: &ObjKey) -> bool {
+    match scope {
+        OverlapScope::Off => false,
+        OverlapScope::AddressSpace => true,
+        OverlapScope::Namespace => {
+            !a.kind.namespaced() || !b.kind.namespaced() || a.namespace == b.namespace
+        }
+    }
 }
 
 #[cfg(test)]
