@@ -53,7 +53,10 @@ async fn held(view: &dyn ClusterView, kind: Kind, n: usize, what: &str) {
 fn refused(r: &Resp, rule: &str, text: &str) {
     assert_eq!(r.status, 422, "{r:#?}");
     let m = r.message();
-    assert!(m.contains(&format!("[ipam-guard {rule}]")) && m.contains(text), "{m}");
+    assert!(
+        m.contains(&format!("[ipam-guard {rule}]")) && m.contains(text),
+        "{m}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -86,7 +89,11 @@ async fn endpoints_against(assets: e2e::Server) {
     create(&client, &nodes, false).await.expect(201);
     held(view, Kind::InClusterIPPool, 1, "the view to hold the pool").await;
     let r = create(&client, &cluster("prod", "10.0.0.20"), false).await;
-    refused(&r, "CP1", "can be handed out by InClusterIPPool endpoints/nodes");
+    refused(
+        &r,
+        "CP1",
+        "can be handed out by InClusterIPPool endpoints/nodes",
+    );
 
     // Outside every pool it is admitted; a host name holds no address at all.
     create(&client, &cluster("prod", "10.0.1.5"), false)
@@ -100,14 +107,22 @@ async fn endpoints_against(assets: e2e::Server) {
     // CP3: a pool that would hand out the VIP is refused, naming the Cluster.
     let extra = in_cluster_pool(NS, "extra", "10.0.1.2-10.0.1.9", "10.0.1.1");
     let r = create(&client, &extra, false).await;
-    refused(&r, "CP3", "10.0.1.5, the control-plane endpoint of Cluster endpoints/prod");
+    refused(
+        &r,
+        "CP3",
+        "10.0.1.5, the control-plane endpoint of Cluster endpoints/prod",
+    );
     let mut excluded = extra.clone();
     excluded["spec"]["excludedAddresses"] = json!(["10.0.1.5"]);
     create(&client, &excluded, true).await.expect(201);
 
     // CP1: a Cluster whose VIP another Cluster holds.
     let r = create(&client, &cluster("staging", "10.0.1.5"), false).await;
-    refused(&r, "CP1", "already the control-plane endpoint of Cluster endpoints/prod");
+    refused(
+        &r,
+        "CP1",
+        "already the control-plane endpoint of Cluster endpoints/prod",
+    );
 
     // A VIP claimed from the pool through an annotated claim is the endpoint's own.
     create(&client, &marked_claim("staging-vip", "staging"), false)
@@ -115,7 +130,13 @@ async fn endpoints_against(assets: e2e::Server) {
         .expect(201);
     let vip = ip_address(NS, "staging-vip", "staging-vip", "10.0.0.30", "nodes");
     create(&client, &vip, false).await.expect(201);
-    held(view, Kind::IPAddress, 1, "the view to hold the VIP's address").await;
+    held(
+        view,
+        Kind::IPAddress,
+        1,
+        "the view to hold the VIP's address",
+    )
+    .await;
     create(&client, &cluster("staging", "10.0.0.30"), false)
         .await
         .expect(201);
@@ -127,14 +148,30 @@ async fn endpoints_against(assets: e2e::Server) {
     // CP4: with the VIP's address gone, an unannotated claim's address may not take it; the
     // annotated claim's may.
     delete(&client, &vip).await.expect(200);
-    held(view, Kind::IPAddress, 0, "the view to drop the VIP's address").await;
+    held(
+        view,
+        Kind::IPAddress,
+        0,
+        "the view to drop the VIP's address",
+    )
+    .await;
     create(&client, &claim(NS, "web-0", "nodes"), false)
         .await
         .expect(201);
-    held(view, Kind::IPAddressClaim, 2, "the view to hold both claims").await;
+    held(
+        view,
+        Kind::IPAddressClaim,
+        2,
+        "the view to hold both claims",
+    )
+    .await;
     let web = ip_address(NS, "web-0", "web-0", "10.0.0.30", "nodes");
     let r = create(&client, &web, false).await;
-    refused(&r, "CP4", "10.0.0.30 is the control-plane endpoint of Cluster endpoints/staging");
+    refused(
+        &r,
+        "CP4",
+        "10.0.0.30 is the control-plane endpoint of Cluster endpoints/staging",
+    );
     create(&client, &vip, false).await.expect(201);
 
     // An update that does not move the endpoint passes whatever else it changes.

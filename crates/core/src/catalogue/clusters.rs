@@ -69,8 +69,8 @@ spec:
     },
 ];
 
-/// CP4's view: the pool, the claim, and a Cluster whose endpoint the pool could hand out (stored
-/// before ipam-guard was installed, or under another address space since).
+/// CP4's view: a VIP claimed from the pool for Cluster `prod` (an annotated claim and its
+/// address), the Cluster, and a claim of an ordinary machine.
 const CP4_CLUSTER: &str = "\
 apiVersion: ipam.cluster.x-k8s.io/v1alpha2
 kind: InClusterIPPool
@@ -82,8 +82,21 @@ spec:
 ---
 apiVersion: ipam.cluster.x-k8s.io/v1beta2
 kind: IPAddressClaim
-metadata: {name: web-1, namespace: team-a}
+metadata:
+  name: prod-vip
+  namespace: team-a
+  annotations: {ipam-guard.io/control-plane-endpoint-of: prod}
 spec:
+  poolRef: {apiGroup: ipam.cluster.x-k8s.io, kind: InClusterIPPool, name: nodes}
+---
+apiVersion: ipam.cluster.x-k8s.io/v1beta2
+kind: IPAddress
+metadata: {name: prod-vip, namespace: team-a}
+spec:
+  address: 10.0.0.20
+  prefix: 24
+  gateway: 10.0.0.1
+  claimRef: {name: prod-vip}
   poolRef: {apiGroup: ipam.cluster.x-k8s.io, kind: InClusterIPPool, name: nodes}
 ---
 apiVersion: cluster.x-k8s.io/v1beta2
@@ -91,4 +104,10 @@ kind: Cluster
 metadata: {name: prod, namespace: team-a}
 spec:
   controlPlaneEndpoint: {host: 10.0.0.20, port: 6443}
+---
+apiVersion: ipam.cluster.x-k8s.io/v1beta2
+kind: IPAddressClaim
+metadata: {name: web-1, namespace: team-a}
+spec:
+  poolRef: {apiGroup: ipam.cluster.x-k8s.io, kind: InClusterIPPool, name: nodes}
 ";

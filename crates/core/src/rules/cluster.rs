@@ -19,7 +19,7 @@ use crate::model::pool::PoolReading;
 use crate::model::{project, AddressProj, KeyRef, Meta, ObjKey, Operation, Projection};
 use crate::rule_id::RuleId;
 use crate::rules::conditions::field_at;
-use crate::rules::util::{in_scope, join_limited, same};
+use crate::rules::util::{allocatable_added, in_scope, join_limited, same};
 use crate::rules::{Call, Ctx, Options, OverlapScope, Validator};
 
 /// `Cluster`: CP1 and CP2.
@@ -180,17 +180,11 @@ pub(crate) fn pool_holds_endpoint(
     if scope == OverlapScope::Off {
         return;
     }
-    let added;
-    let probe = match before {
-        Some(b) => {
-            added = r.proj.allocatable.difference(&b.proj.allocatable);
-            &added
-        }
-        None => &r.proj.allocatable,
-    };
+    let probe = allocatable_added(r, before);
     if probe.is_empty() {
         return;
     }
+    let probe = &*probe;
     let index = ctx.index;
     let own = &r.proj.key;
     let space = &*r.proj.space;

@@ -16,7 +16,9 @@ use crate::model::read_pool;
 use crate::model::{read, Meta, ObjKey, Operation, PoolProj};
 use crate::rule_id::RuleId;
 use crate::rules::cluster::pool_holds_endpoint;
-use crate::rules::util::{in_scope, join_limited, join_shown, ratchet, spec_changed, MAX_LISTED};
+use crate::rules::util::{
+    allocatable_added, in_scope, join_limited, join_shown, ratchet, spec_changed, MAX_LISTED,
+};
 use crate::rules::OverlapScope;
 use crate::rules::{Call, Ctx, Options, Validator};
 
@@ -271,17 +273,11 @@ fn overlap(r: &PoolReading, before: Option<&PoolReading>, ctx: &Ctx, v: &mut Ver
     if scope == OverlapScope::Off {
         return;
     }
-    let added;
-    let probe = match before {
-        Some(b) => {
-            added = r.proj.allocatable.difference(&b.proj.allocatable);
-            &added
-        }
-        None => &r.proj.allocatable,
-    };
+    let probe = allocatable_added(r, before);
     if probe.is_empty() {
         return;
     }
+    let probe = &*probe;
     let own = &r.proj.key;
     let others: Vec<(&ObjKey, AddrSet)> = ctx
         .index
