@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
 
 use ipam_guard::index::{Index, Object};
 use ipam_guard::kinds::Kind;
-use ipam_guard::model::{self, Projection};
+use ipam_guard::model;
 use serde_json::Value;
 
 #[path = "support/mod.rs"]
@@ -77,12 +77,7 @@ fn snapshot() -> Snapshot {
 
 fn object(doc: &Value) -> Option<(Kind, Object)> {
     let (kind, _) = Kind::from_api_version(doc["apiVersion"].as_str()?, doc["kind"].as_str()?)?;
-    let o = match model::project(kind, doc)? {
-        Projection::Pool(p) => Object::Pool(p),
-        Projection::Address(a) => Object::Address(a),
-        Projection::Claim(c) => Object::Claim(c),
-    };
-    Some((kind, o))
+    Some((kind, model::project(kind, doc)?))
 }
 
 /// Adds the objects of `kinds` to `index`, one kind group after another, and prints what each

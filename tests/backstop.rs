@@ -487,16 +487,20 @@ fn example_overlay_renders_policies_and_match_conditions() {
     ] {
         let with = docs.iter().find(|o| o["kind"] == kind).unwrap();
         let without = base.iter().find(|o| o["kind"] == kind).unwrap();
+        // Every webhook of the configuration (the validating one has a second, for Clusters)
+        // gets the same conditions, and the patch changes nothing else.
         let hooks = with["webhooks"].as_array().unwrap();
-        assert_eq!(hooks.len(), 1);
-        assert_eq!(hooks[0]["matchConditions"], Value::Array(conditions));
+        assert!(!hooks.is_empty());
         let mut stripped = with.clone();
-        stripped["webhooks"][0]
-            .as_object_mut()
-            .unwrap()
-            .remove("matchConditions");
+        for (i, hook) in hooks.iter().enumerate() {
+            assert_eq!(hook["matchConditions"], Value::Array(conditions.clone()));
+            stripped["webhooks"][i]
+                .as_object_mut()
+                .unwrap()
+                .remove("matchConditions");
+            assert!(without["webhooks"][i].get("matchConditions").is_none());
+        }
         assert_eq!(&stripped, without, "the patch changes nothing else");
-        assert!(without["webhooks"][0].get("matchConditions").is_none());
     }
 }
 

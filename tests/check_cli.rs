@@ -241,12 +241,12 @@ fn x4_reads_lists_multi_document_yaml_and_json_and_counts_unknown_kinds() {
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
     let err = stderr(&o);
     assert!(
-        err.contains("read 6 objects from 3 files: 2 IPAddressClaim, 2 IPAddress, 1 InClusterIPPool, 1 GlobalInClusterIPPool"),
+        err.contains("read 7 objects from 3 files: 2 IPAddressClaim, 2 IPAddress, 1 InClusterIPPool, 1 GlobalInClusterIPPool, 1 Cluster"),
         "{err}"
     );
-    // Cluster API's own kinds are not IPAM, as Kubernetes' are.
+    // A Cluster is judged (its endpoint, CP1-CP4); Kubernetes' own kinds are not IPAM.
     assert!(
-        err.contains("2 objects skipped: not IPAM: 1 Cluster.cluster.x-k8s.io, 1 ConfigMap"),
+        err.contains("1 object skipped: not IPAM: 1 ConfigMap"),
         "{err}"
     );
     assert!(!err.contains("kinds ipam-guard does not judge"), "{err}");

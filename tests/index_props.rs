@@ -114,6 +114,7 @@ fn claim() -> impl Strategy<Value = ClaimProj> {
         },
         created: None,
         bound: false,
+        endpoint_of: None,
     })
 }
 
@@ -208,6 +209,7 @@ impl Model {
                         Object::Pool(p) => upsert(&mut self.pools, *p, |p| &p.key),
                         Object::Address(a) => upsert(&mut self.addresses, a, |a| &a.key),
                         Object::Claim(c) => upsert(&mut self.claims, c, |c| &c.key),
+                        Object::Cluster(_) => unreachable!("no Cluster is generated"),
                     }
                 }
                 let keep = |k: &ObjKey| k.kind != kind || seen.contains(k);

@@ -11,9 +11,9 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
 use ipam_guard::address::{parse_entry, Family, Forms, Ip, IpRange};
-use ipam_guard::index::{Index, Object};
+use ipam_guard::index::Index;
 use ipam_guard::kinds::Kind;
-use ipam_guard::model::{self, ObjKey, PoolProj, Projection};
+use ipam_guard::model::{self, ObjKey, PoolProj};
 use serde_json::{json, Value};
 
 // The one generator of synthetic state; its `main` is unused here.
@@ -481,12 +481,7 @@ fn upsert(index: &mut Index, doc: &Value) {
         doc["kind"].as_str().unwrap_or_default(),
     )
     .expect("a served kind");
-    let object = match model::project(kind, doc).expect("an indexed kind") {
-        Projection::Pool(p) => Object::Pool(p),
-        Projection::Address(a) => Object::Address(a),
-        Projection::Claim(c) => Object::Claim(c),
-    };
-    index.upsert(object);
+    index.upsert(model::project(kind, doc).expect("an indexed kind"));
 }
 
 fn claim(pool: &PoolDoc, name: &str) -> Value {

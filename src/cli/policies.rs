@@ -70,7 +70,10 @@ pub fn conditions_patch() -> String {
             "apiVersion": "admissionregistration.k8s.io/v1",
             "kind": "ValidatingWebhookConfiguration",
             "metadata": {"name": "ipam-guard"},
-            "webhooks": [{"name": "validate.ipam-guard.io", "matchConditions": conditions::validating_conditions()}],
+            "webhooks": [
+                {"name": "validate.ipam-guard.io", "matchConditions": conditions::validating_conditions()},
+                {"name": "validate-clusters.ipam-guard.io", "matchConditions": conditions::validating_conditions()},
+            ],
         }),
         json!({
             "apiVersion": "admissionregistration.k8s.io/v1",

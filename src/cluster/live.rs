@@ -101,14 +101,19 @@ impl LiveOptions {
     }
 }
 
-/// Kinds whose projections some rule reads (Metal3 IPClaims: the periodic audit's H1 and H2).
-/// The others (VSphereMachine*) are judged only on their own content, so watching them would
-/// cost memory and API load for nothing; `audit` still lists them.
+/// Kinds whose projections some rule reads (Metal3 IPClaims: the periodic audit's H1 and H2;
+/// Clusters: their endpoints, CP1-CP4). The others (VSphereMachine*) are judged only on their
+/// own content, so watching them would cost memory and API load for nothing; `audit` still
+/// lists them.
 pub fn watched(kind: Kind) -> bool {
     kind.is_pool()
         || matches!(
             kind,
-            Kind::IPAddressClaim | Kind::IPAddress | Kind::Metal3IPAddress | Kind::Metal3IPClaim
+            Kind::IPAddressClaim
+                | Kind::IPAddress
+                | Kind::Metal3IPAddress
+                | Kind::Metal3IPClaim
+                | Kind::Cluster
         )
 }
 

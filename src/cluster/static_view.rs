@@ -161,7 +161,7 @@ pub fn index_of(projections: impl IntoIterator<Item = Projection>) -> Index {
 /// Adds `projections` to `index` in order, each replacing what the index held under its key.
 pub fn upsert_all(index: &mut Index, projections: impl IntoIterator<Item = Projection>) {
     for p in projections {
-        index.upsert(object(p));
+        index.upsert(p);
     }
 }
 
@@ -197,15 +197,10 @@ fn take(index: &mut Index, kind: Kind, key: &ObjKey) -> Option<Object> {
         k if k.is_pool() => index.remove_pool(key).map(|p| Object::Pool(Box::new(p))),
         Kind::IPAddress | Kind::Metal3IPAddress => index.remove_address(key).map(Object::Address),
         Kind::IPAddressClaim | Kind::Metal3IPClaim => index.remove_claim(key).map(Object::Claim),
+        Kind::Cluster => index
+            .remove_cluster(key)
+            .map(|c| Object::Cluster(Box::new(c))),
         _ => None,
-    }
-}
-
-fn object(p: Projection) -> Object {
-    match p {
-        Projection::Pool(p) => Object::Pool(p),
-        Projection::Address(a) => Object::Address(a),
-        Projection::Claim(c) => Object::Claim(c),
     }
 }
 

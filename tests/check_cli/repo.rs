@@ -381,7 +381,7 @@ fn x4_provider_kinds_are_skipped_and_counted_never_typos() {
     assert_eq!(code(&o), 0, "{}{err}", stdout(&o));
     assert!(!err.contains("did you mean"), "{err}");
     assert!(
-        err.contains("read 1 object from 1 file: 1 IPPool.ipam.metal3.io"),
+        err.contains("read 2 objects from 1 file: 1 IPPool.ipam.metal3.io, 1 Cluster"),
         "{err}"
     );
     assert!(
@@ -397,7 +397,7 @@ fn x4_provider_kinds_are_skipped_and_counted_never_typos() {
         "{err}"
     );
     assert!(
-        err.contains("2 objects skipped: not IPAM: 1 Cluster.cluster.x-k8s.io, 1 Namespace"),
+        err.contains("1 object skipped: not IPAM: 1 Namespace"),
         "{err}"
     );
 

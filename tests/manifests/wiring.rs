@@ -77,6 +77,13 @@ fn webhooks_are_wired_to_the_service_and_certificate() {
                 "{ctx}"
             );
             assert_eq!(hook["timeoutSeconds"], 2, "{ctx}");
+            // Clusters fail open (manifests/webhooks.yaml says why): Cluster API's controllers
+            // write them constantly, and CP3 and CP4 still fail closed on the other side.
+            let failure_policy = if name == "validate-clusters.ipam-guard.io" {
+                "Ignore"
+            } else {
+                failure_policy
+            };
             assert_eq!(hook["failurePolicy"], failure_policy, "{ctx}");
             assert_eq!(hook["matchPolicy"], "Equivalent", "{ctx}");
             assert!(

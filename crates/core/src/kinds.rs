@@ -6,6 +6,7 @@ pub const CAPI_IPAM: &str = "ipam.cluster.x-k8s.io";
 pub const METAL3_IPAM: &str = "ipam.metal3.io";
 pub const SPIDERPOOL: &str = "spiderpool.spidernet.io";
 pub const CAPV: &str = "infrastructure.cluster.x-k8s.io";
+pub const CAPI_CORE: &str = "cluster.x-k8s.io";
 
 /// Annotation naming the address space a pool belongs to.
 pub const ADDRESS_SPACE_ANNOTATION: &str = "ipam-guard.io/address-space";
@@ -39,6 +40,7 @@ pub enum Kind {
     VSphereMachineTemplate,
     InClusterPrefixPool,
     GlobalInClusterPrefixPool,
+    Cluster,
 }
 
 /// Static facts about a kind.
@@ -164,10 +166,19 @@ pub const KINDS: &[KindInfo] = &[
         namespaced: false,
         pool: true,
     },
+    KindInfo {
+        kind: Kind::Cluster,
+        group: CAPI_CORE,
+        name: "Cluster",
+        plural: "clusters",
+        versions: &["v1beta1", "v1beta2"],
+        namespaced: true,
+        pool: false,
+    },
 ];
 
 impl Kind {
-    pub const ALL: [Kind; 12] = [
+    pub const ALL: [Kind; 13] = [
         Kind::IPAddressClaim,
         Kind::IPAddress,
         Kind::InClusterIPPool,
@@ -180,6 +191,7 @@ impl Kind {
         Kind::VSphereMachineTemplate,
         Kind::InClusterPrefixPool,
         Kind::GlobalInClusterPrefixPool,
+        Kind::Cluster,
     ];
 
     /// A kind is always matched together with its group: Metal3's `IPAddress` is not CAPI's.
@@ -241,10 +253,10 @@ impl Kind {
     pub fn mutated(self) -> bool {
         matches!(self, Kind::IPAddressClaim | Kind::IPAddress)
     }
-    /// How kinds are written in `check` output and messages: bare in the CAPI IPAM group,
-    /// `Kind.group` elsewhere (Metal3's IPAddress must not read as CAPI's).
+    /// How kinds are written in `check` output and messages: bare in Cluster API's IPAM and core
+    /// groups, `Kind.group` elsewhere (Metal3's IPAddress must not read as CAPI's).
     pub fn display_name(self) -> String {
-        if self.group() == CAPI_IPAM {
+        if self.group() == CAPI_IPAM || self.group() == CAPI_CORE {
             self.name().to_string()
         } else {
             format!("{}.{}", self.name(), self.group())
@@ -273,6 +285,18 @@ pub enum Unjudged {
 /// core `api/ipam`, the in-cluster provider and CAPI's Infoblox provider, Metal3's
 /// ip-address-manager, CAPM3 `api/`, CAPV `apis/`, Spiderpool `pkg/k8s/apis`).
 const PUBLISHED: &[(&str, &[&str])] = &[
+    (
+        CAPI_CORE,
+        &[
+            "ClusterClass",
+            "Machine",
+            "MachineSet",
+            "MachineDeployment",
+            "MachineHealthCheck",
+            "MachinePool",
+            "MachineDrainRule",
+        ],
+    ),
     (CAPI_IPAM, &["InfobloxIPPool", "InfobloxInstance"]),
     (CAPV, CAPV_AND_CAPM3_KINDS),
     (
@@ -391,7 +415,6 @@ mod tests {
         for (group, kind) in [
             (None, "Namespace"),
             (Some("apps"), "Deployment"),
-            (Some("cluster.x-k8s.io"), "Cluster"),
             (Some("cert-manager.io"), "Certificate"),
             (Some("example.com"), "Widget"),
         ] {
@@ -407,6 +430,8 @@ mod tests {
             (SPIDERPOOL, "SpiderMultusConfig"),
             (SPIDERPOOL, "SpiderSubnet"),
             (CAPV, "AWSMachineTemplate"),
+            (CAPI_CORE, "Machine"),
+            (CAPI_CORE, "MachineDeployment"),
         ] {
             assert_eq!(unjudged(Some(group), kind), Other, "{kind}");
         }

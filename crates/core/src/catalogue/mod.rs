@@ -75,6 +75,7 @@ const fn with_old(mut e: Example, old: &'static str) -> Example {
 
 mod beyond;
 mod claims;
+mod clusters;
 mod in_cluster;
 mod metal3;
 mod objects;
@@ -87,6 +88,7 @@ pub const RULES: &[Rule] = &concat::<
             + in_cluster::IN_CLUSTER.len()
             + metal3::METAL3.len()
             + spider::SPIDER.len()
+            + clusters::CLUSTERS.len()
             + beyond::BEYOND.len()
     },
 >(&[
@@ -94,6 +96,7 @@ pub const RULES: &[Rule] = &concat::<
     in_cluster::IN_CLUSTER,
     metal3::METAL3,
     spider::SPIDER,
+    clusters::CLUSTERS,
     beyond::BEYOND,
 ]);
 

@@ -19,6 +19,8 @@
 //! O(1) expected; `holders`, `addresses_for_claim`, `addresses_for_pool` O(h log h) in the size of
 //! the answer (sorted so answers do not depend on insertion history); relists O(n).
 
+mod claims;
+mod clusters;
 pub mod free;
 pub mod releases;
 mod segments;
@@ -36,6 +38,7 @@ use foldhash::fast::RandomState;
 
 use crate::address::{AddrSet, Family, Ip, IpRange};
 use crate::kinds::{Kind, DEFAULT_ADDRESS_SPACE};
+use crate::model::cluster::ClusterProj;
 use crate::model::{AddressProj, ClaimProj, Keyed, ObjKey, PoolProj};
 
 use releases::{Release, Releases};
@@ -76,6 +79,12 @@ pub struct Index {
 
     claims: FastSet<ClaimEntry>,
     pending_claims: Slab<ClaimProj>,
+
+    /// Clusters (`clusters`): stored and pending versions, and their control-plane endpoints
+    /// per address space.
+    clusters: Slots<ClusterProj>,
+    cluster_ids: FastMap<ObjKey, u32>,
+    endpoints: FastMap<Arc<str>, FamilySegments>,
 
     /// Versions admitted but not yet shown by the watch (X2), per key, oldest first. They are
     /// held beside what is stored under the same key, never in its place: the query methods see
@@ -582,48 +591,6 @@ impl Index {
     }
 }
 
-// === impl Index: claims ===
-
-impl Index {
-    /// Adds or replaces the claim with `claim.key`. Returns the one it replaced.
-    pub fn upsert_claim(&mut self, mut claim: ClaimProj) -> Option<ClaimProj> {
-        self.changed();
-        self.strings.key(&mut claim.key);
-        let kind = claim.key.kind;
-        let old = self.claims.replace(ClaimEntry(claim)).map(|e| e.0);
-        if old.is_none() {
-            self.count(kind, true);
-        }
-        old
-    }
-
-    pub fn remove_claim(&mut self, key: &ObjKey) -> Option<ClaimProj> {
-        let old = self.claims.take(key).map(|e| e.0);
-        if old.is_some() {
-            self.changed();
-            self.count(key.kind, false);
-        }
-        old
-    }
-
-    /// The claim under `key`: the stored one, else the newest version admitted and not yet
-    /// stored (X2).
-    pub fn claim(&self, key: &impl Keyed) -> Option<&ClaimProj> {
-        let key: &dyn Keyed = key;
-        self.claims.get(key).map(|e| &e.0).or_else(|| {
-            self.pending_ids(key).iter().rev().find_map(|p| match *p {
-                PendingId::Claim(id) => Some(self.pending_claims.get(id)),
-                _ => None,
-            })
-        })
-    }
-
-    /// Every stored claim, in no particular order.
-    pub fn claims(&self) -> impl Iterator<Item = &ClaimProj> + '_ {
-        self.claims.iter().map(|e| &e.0)
-    }
-}
-
 // === impl Index: all kinds ===
 
 impl Index {
@@ -638,6 +605,9 @@ impl Index {
             }
             Object::Claim(c) => {
                 self.upsert_claim(c);
+            }
+            Object::Cluster(c) => {
+                self.upsert_cluster(*c);
             }
         }
     }
@@ -669,6 +639,13 @@ impl Index {
                 self.strings.key(&mut c.key);
                 PendingId::Claim(self.pending_claims.insert(c))
             }
+            Object::Cluster(mut c) => {
+                self.strings.key(&mut c.key);
+                c.space = self.strings.get(&c.space);
+                let id = self.clusters.insert(*c, true);
+                self.place_endpoint(id);
+                PendingId::Cluster(id)
+            }
         };
         let key = self.pending_key(id).clone();
         self.pending.entry(key).or_default().push(id);
@@ -698,6 +675,10 @@ impl Index {
             PendingId::Claim(id) => {
                 self.pending_claims.remove(id);
             }
+            PendingId::Cluster(id) => {
+                self.unplace_endpoint(id);
+                self.clusters.remove(id);
+            }
         }
     }
 
@@ -707,6 +688,7 @@ impl Index {
             (PendingId::Pool(id), Object::Pool(p)) => self.pools.get(id) == &**p,
             (PendingId::Address(id), Object::Address(a)) => self.addresses.get(id).proj == *a,
             (PendingId::Claim(id), Object::Claim(c)) => self.pending_claims.get(id) == c,
+            (PendingId::Cluster(id), Object::Cluster(c)) => self.clusters.get(id) == &**c,
             _ => false,
         }
     }
@@ -724,6 +706,10 @@ impl Index {
                 .get(key)
                 .is_some_and(|&id| self.addresses.get(id).proj == *a),
             Object::Claim(c) => self.claims.get(key).is_some_and(|e| e.0 == *c),
+            Object::Cluster(c) => self
+                .cluster_ids
+                .get(key)
+                .is_some_and(|&id| self.clusters.get(id) == &**c),
         }
     }
 
@@ -747,6 +733,12 @@ impl Index {
                 let c = self.pending_claims.get(id);
                 self.claims.get(&c.key).is_some_and(|e| e.0 == *c)
             }
+            PendingId::Cluster(id) => {
+                let c = self.clusters.get(id);
+                self.cluster_ids
+                    .get(&c.key)
+                    .is_some_and(|&s| self.clusters.get(s) == c)
+            }
         }
     }
 
@@ -755,6 +747,7 @@ impl Index {
         self.pool_ids.contains_key(key)
             || self.address_ids.contains_key(key)
             || self.claims.contains(key)
+            || self.cluster_ids.contains_key(key)
     }
 
     /// Pending versions held now, all keys.
@@ -774,6 +767,7 @@ impl Index {
             PendingId::Pool(id) => &self.pools.get(id).key,
             PendingId::Address(id) => &self.addresses.get(id).proj.key,
             PendingId::Claim(id) => &self.pending_claims.get(id).key,
+            PendingId::Cluster(id) => &self.clusters.get(id).key,
         }
     }
 
@@ -783,6 +777,7 @@ impl Index {
         self.remove_pool(key).is_some()
             || self.remove_address(key).is_some()
             || self.remove_claim(key).is_some()
+            || self.remove_cluster(key).is_some()
     }
 
     /// Objects held per kind, every kind of `Kind::ALL` in that order (zero included, so metric
@@ -832,6 +827,15 @@ impl Index {
         for k in &claims {
             self.remove_claim(k);
         }
+        let clusters: Vec<ObjKey> = self
+            .cluster_ids
+            .keys()
+            .filter(|k| k.kind == kind && !keep(k))
+            .cloned()
+            .collect();
+        for k in &clusters {
+            self.remove_cluster(k);
+        }
     }
 
     /// Drops every object of `kind`.
@@ -869,7 +873,10 @@ impl Index {
         let pending: usize = self.pending.values().map(Vec::len).sum();
         assert_eq!(
             pending,
-            self.pools.pending.len() + self.addresses.pending.len() + self.pending_claims.len()
+            self.pools.pending.len()
+                + self.addresses.pending.len()
+                + self.pending_claims.len()
+                + self.clusters.pending.len()
         );
         for (key, ids) in &self.pending {
             assert!(!ids.is_empty());
@@ -936,10 +943,18 @@ impl Index {
             .keys()
             .chain(self.address_ids.keys())
             .chain(self.claims.iter().map(|c| &c.0.key))
+            .chain(self.cluster_ids.keys())
         {
             counts[k.kind as usize] += 1;
         }
         assert_eq!(counts, self.counts);
+
+        // Clusters: ids, and endpoint maps equal to a fresh build.
+        assert_eq!(self.cluster_ids.len(), self.clusters.stored.len());
+        for (key, &id) in &self.cluster_ids {
+            assert_eq!(&self.clusters.get(id).key, key);
+        }
+        assert_eq!(self.fresh_endpoints(), self.endpoints);
     }
 }
 
@@ -1114,6 +1129,7 @@ pub enum PendingId {
     Pool(u32),
     Address(u32),
     Claim(u32),
+    Cluster(u32),
 }
 
 #[cfg(test)]

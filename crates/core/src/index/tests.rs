@@ -2,6 +2,7 @@ use std::net::IpAddr;
 
 use super::*;
 use crate::address::parse_cidr;
+use crate::model::cluster::ClusterProj;
 use crate::model::PoolRef;
 
 fn key(kind: Kind, ns: Option<&str>, name: &str) -> ObjKey {
@@ -612,6 +613,7 @@ fn claims_by_key() {
         },
         created: None,
         bound: false,
+        endpoint_of: None,
     };
     assert_eq!(index.upsert_claim(c.clone()), None);
     assert_eq!(index.claim(&c.key), Some(&c));
@@ -856,4 +858,60 @@ fn scale_100k_pools_1m_addresses() {
     index.clear_kind(Kind::IPAddress);
     index.clear_kind(Kind::InClusterIPPool);
     assert_eq!(index.spaces["default"].v4.len(), 1);
+}
+
+// === clusters ===
+
+fn cluster(name: &str, space: &str, endpoint: Option<&str>) -> ClusterProj {
+    ClusterProj {
+        key: key(Kind::Cluster, Some("ns"), name),
+        space: Arc::from(space),
+        endpoint: endpoint.map(ip),
+        networks: Vec::new(),
+    }
+}
+
+#[test]
+fn cluster_endpoints_by_space_stored_and_pending() {
+    let mut index = Index::new();
+    index.upsert_cluster(cluster("a", "default", Some("10.0.0.5")));
+    index.upsert_cluster(cluster("b", "dc2", Some("10.0.0.5")));
+    index.upsert_cluster(cluster("c", "default", None));
+    index.check_consistency();
+    let names = |v: Vec<&ClusterProj>| -> Vec<String> {
+        v.iter().map(|c| c.key.name.to_string()).collect()
+    };
+    assert_eq!(names(index.endpoints_at("default", ip("10.0.0.5"))), ["a"]);
+    assert_eq!(
+        names(index.endpoints_in("dc2", &set(&["10.0.0.0/24"]))),
+        ["b"]
+    );
+    assert!(index.endpoints_at("default", ip("10.0.0.6")).is_empty());
+
+    // A pending version that moves the endpoint: both addresses count until it is settled (X2).
+    let id = index.add_pending(Object::Cluster(Box::new(cluster(
+        "a",
+        "default",
+        Some("10.0.0.6"),
+    ))));
+    index.check_consistency();
+    assert_eq!(names(index.endpoints_at("default", ip("10.0.0.6"))), ["a"]);
+    assert_eq!(names(index.endpoints_at("default", ip("10.0.0.5"))), ["a"]);
+    assert_eq!(
+        index
+            .cluster_versions(&key(Kind::Cluster, Some("ns"), "a"))
+            .count(),
+        2
+    );
+    index.remove_pending(id);
+    index.check_consistency();
+    assert!(index.endpoints_at("default", ip("10.0.0.6")).is_empty());
+
+    // Moving spaces and relists keep the maps exact.
+    index.upsert_cluster(cluster("a", "dc2", Some("10.0.0.5")));
+    assert_eq!(names(index.endpoints_at("dc2", ip("10.0.0.5"))), ["a", "b"]);
+    index.retain_kind(Kind::Cluster, |k| &*k.name == "b");
+    index.check_consistency();
+    assert_eq!(names(index.endpoints_at("dc2", ip("10.0.0.5"))), ["b"]);
+    assert_eq!(index.len(), 1);
 }

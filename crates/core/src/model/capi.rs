@@ -138,6 +138,7 @@ pub fn project_claim_reading(pool_ref: &RefReading, obj: &Value, key: ObjKey) ->
         pool_ref: pool_ref.pool_ref(),
         created: super::creation_timestamp(obj),
         bound: super::has_name(obj, claim::ADDRESS_REF_NAME),
+        endpoint_of: super::endpoint_of(obj),
     }
 }
 

@@ -8,6 +8,7 @@
 
 pub mod capi;
 pub mod capv;
+pub mod cluster;
 pub mod incluster;
 pub mod metal3;
 pub mod paths;
@@ -304,6 +305,17 @@ pub struct ClaimProj {
     /// The provider has recorded its address: `status.addressRef.name` (Metal3:
     /// `status.address.name`) is set.
     pub bound: bool,
+    /// The Cluster (in the claim's namespace) whose control-plane endpoint the claim asks for
+    /// (annotation `ipam-guard.io/control-plane-endpoint-of`; CP1, CP4).
+    pub endpoint_of: Option<Arc<str>>,
+}
+
+/// The annotation `ipam-guard.io/control-plane-endpoint-of` of a claim, when set and not empty.
+pub fn endpoint_of(obj: &Value) -> Option<Arc<str>> {
+    Meta::read(obj)
+        .annotation(cluster::ENDPOINT_CLAIM_ANNOTATION)
+        .filter(|s| !s.is_empty())
+        .map(Arc::from)
 }
 
 /// `metadata.creationTimestamp` (RFC 3339, as the API server writes it) in Unix seconds.
@@ -384,6 +396,8 @@ pub enum Projection {
     Pool(Box<PoolProj>),
     Address(AddressProj),
     Claim(ClaimProj),
+    /// Boxed as pools are: a Cluster's networks make it larger than an address.
+    Cluster(Box<cluster::ClusterProj>),
 }
 
 impl Projection {
@@ -392,6 +406,7 @@ impl Projection {
             Projection::Pool(p) => &p.key,
             Projection::Address(a) => &a.key,
             Projection::Claim(c) => &c.key,
+            Projection::Cluster(c) => &c.key,
         }
     }
 }
@@ -528,6 +543,10 @@ pub fn project_read(kind: Kind, obj: &Value, reading: Option<&PoolReading>) -> O
             obj,
             ObjKey::new(kind, namespace, name),
         ))),
+        Kind::Cluster => Some(Projection::Cluster(Box::new(cluster::project(
+            obj,
+            ObjKey::new(kind, namespace, name),
+        )))),
         Kind::VSphereMachine | Kind::VSphereMachineTemplate => None,
     }
 }

@@ -156,6 +156,14 @@ pub mod capv {
     pub const ADDRESSES_FROM_POOLS: FieldPath = p("addressesFromPools");
 }
 
+/// Cluster API `Cluster` (`cluster.x-k8s.io`): the fields that hold or reserve addresses.
+pub mod cluster {
+    use super::*;
+    pub const ENDPOINT_HOST: FieldPath = p("spec.controlPlaneEndpoint.host");
+    pub const POD_CIDRS: FieldPath = p("spec.clusterNetwork.pods.cidrBlocks");
+    pub const SERVICE_CIDRS: FieldPath = p("spec.clusterNetwork.services.cidrBlocks");
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::{json, Map, Value};

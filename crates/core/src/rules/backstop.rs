@@ -411,6 +411,7 @@ fn why_not(id: RuleId) -> &'static str {
         A2 | A3 | MA1 => "not written yet: CEL's IP library (`ip()`, `cidr()`, `containsIP()`) could say it, but the prefix bound by family, the \"room for a subnet\" threshold and the link-local gateway exemption each need their own check against the webhook on a real API server first; until then the webhook alone judges it",
         P1 | P2 | P3 | P4 | P5 | P6 | PP1 | PP2 | PP3 | PP4 | PP5 | MP1 | MP2 | MP3 | MP5 | S1
         | S2 | S3 | S4 | S7 | S8 => "on UPDATE the webhook judges only what the update changes (a pool that already had the problem may still be updated), which a policy cannot say per entry, and a policy's message cannot name the entry's index as the webhook's field does; a policy for CREATE alone would also need ranges (`a-b`) and subnet arithmetic in CEL. The webhook alone judges it",
+        CP2 => "not written yet: CEL's `cidr().containsIP()` (Kubernetes 1.31+) could say it for an IP endpoint, but a host name must pass and the cause must name the block; until a policy is checked against the webhook on a real API server the webhook alone judges it",
         PP7 | MA5 => "not written yet: the rule came after the policies were generated; until a policy is checked against the webhook on a real API server the webhook alone judges it",
         S6 => "`status.allocatedIPs` is a JSON string holding a map: CEL cannot parse it",
         C1 | C4 | C5 | A1 | A5 | A10 | MC1 | MC3 | MA2 | MA3 => "",

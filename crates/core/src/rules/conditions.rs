@@ -29,6 +29,9 @@ pub enum Part {
     Label(&'static str),
     /// One annotation, by key.
     Annotation(&'static str),
+    /// One field, by its dotted path (`spec.controlPlaneEndpoint`): for kinds whose spec others
+    /// write often (Cluster API's controllers write a Cluster's spec on every upgrade).
+    Field(&'static str),
 }
 
 /// What one kind's rules read on UPDATE and DELETE.
@@ -101,6 +104,18 @@ pub fn reads(kind: Kind) -> Reads {
         },
         // V1 reads spec.network (or spec.template.spec.network) only.
         Kind::VSphereMachine | Kind::VSphereMachineTemplate => SPEC_ONLY,
+        // CP1 and CP2: the endpoint, the networks and the address space, nothing else of a
+        // Cluster's spec; a Cluster on its way out passes (its finalizers must come off).
+        Kind::Cluster => Reads {
+            update: &[
+                Part::Field("spec.controlPlaneEndpoint"),
+                Part::Field("spec.clusterNetwork"),
+                Part::Annotation(ADDRESS_SPACE_ANNOTATION),
+            ],
+            update_passes_while_deleting: true,
+            delete_skipped_by: &[],
+            mutates_on_update: false,
+        },
     }
 }
 
@@ -109,11 +124,17 @@ pub fn reads(kind: Kind) -> Reads {
 fn changed(part: Part, obj: &Value, old: &Value) -> bool {
     match part {
         Part::Spec => !same(obj.get("spec"), old.get("spec")),
+        Part::Field(path) => !same(field_at(obj, path), field_at(old, path)),
         Part::Label(k) => read::entry(obj, meta::LABELS, k) != read::entry(old, meta::LABELS, k),
         Part::Annotation(k) => {
             read::entry(obj, meta::ANNOTATIONS, k) != read::entry(old, meta::ANNOTATIONS, k)
         }
     }
+}
+
+/// The value at a dotted path (`spec.clusterNetwork`), if there.
+pub(crate) fn field_at<'v>(obj: &'v Value, path: &str) -> Option<&'v Value> {
+    path.split('.').try_fold(obj, |o, k| o.get(k))
 }
 
 fn deleting(obj: &Value) -> bool {
@@ -205,6 +226,11 @@ fn part_changed(part: Part) -> String {
         Part::Spec => "(has(object.spec) != has(oldObject.spec) || (has(object.spec) && object.spec != oldObject.spec))".to_string(),
         Part::Label(k) => entry_changed("labels", k),
         Part::Annotation(k) => entry_changed("annotations", k),
+        Part::Field(path) => {
+            let keys: Vec<&str> = path.split('.').collect();
+            let (now, before) = (present("object", &keys), present("oldObject", &keys));
+            format!("(({now}) != ({before}) || (({now}) && object.{path} != oldObject.{path}))")
+        }
     }
 }
 

@@ -12,6 +12,7 @@ use crate::model::written::{AddressFields, Written};
 use crate::model::{record_key, AddressProj, KeyRef, Operation, PoolProj, Projection};
 use crate::rule_id::RuleId;
 use crate::rules::claim::{pool_ref_required, NO_REF_NAMESPACE};
+use crate::rules::cluster::address_is_endpoint;
 use crate::rules::util::{
     immutable_fields, ip_findings, join_limited, join_shown, prefix_in_family, ratchet,
     reference_types, require, spec_changed, MAX_LISTED,
@@ -60,7 +61,14 @@ impl Validator for Address {
 
     fn view_denials(&self, op: Operation, _options: &Options) -> Vec<RuleId> {
         match op {
-            Operation::Create => vec![RuleId::A6, RuleId::A7, RuleId::A8, RuleId::A9, RuleId::R1],
+            Operation::Create => vec![
+                RuleId::A6,
+                RuleId::A7,
+                RuleId::A8,
+                RuleId::A9,
+                RuleId::R1,
+                RuleId::CP4,
+            ],
             _ => Vec::new(),
         }
     }
@@ -324,6 +332,15 @@ fn cross_object(r: &AddressReading, own: KeyRef<'_>, ctx: &Ctx, v: &mut Verdict)
     // A9: one holder per address and address space.
     v.errors
         .extend(held_elsewhere(RuleId::A9, addr, text, own, pool_key, ctx));
+    // CP4: no Cluster's control-plane endpoint, unless claimed for it.
+    v.errors.extend(address_is_endpoint(
+        addr,
+        text,
+        own,
+        r.claim(),
+        pool_key,
+        ctx,
+    ));
     // R1: not a new holder before the reuse grace of the last one is over.
     v.errors
         .extend(recently_released(addr, text, own, r.claim(), pool_key, ctx));

@@ -17,6 +17,7 @@ use crate::model::metal3::{read_address, read_claim, AddressReading, IP_ADDRESS_
 use crate::model::paths::{self, meta, metal3};
 use crate::model::{read, KeyRef, ObjKey, Operation};
 use crate::rule_id::RuleId;
+use crate::rules::cluster::address_is_endpoint;
 use crate::rules::ipaddress::{
     address_fields, gateway_findings, held_elsewhere, outside_pool, recently_released,
 };
@@ -209,7 +210,7 @@ impl Validator for Address {
 
     fn view_denials(&self, op: Operation, _options: &Options) -> Vec<RuleId> {
         match op {
-            Operation::Create => vec![RuleId::MA4, RuleId::A9, RuleId::R1],
+            Operation::Create => vec![RuleId::MA4, RuleId::A9, RuleId::R1, RuleId::CP4],
             _ => Vec::new(),
         }
     }
@@ -308,6 +309,14 @@ fn ma4(r: &AddressReading, own: KeyRef<'_>, ctx: &Ctx, v: &mut Verdict) {
     }
     v.errors
         .extend(held_elsewhere(RuleId::MA4, addr, text, own, pool_key, ctx));
+    v.errors.extend(address_is_endpoint(
+        addr,
+        text,
+        own,
+        r.claim_name.get(),
+        pool_key,
+        ctx,
+    ));
     v.errors.extend(recently_released(
         addr,
         text,

@@ -4,6 +4,7 @@
 pub mod backstop;
 pub mod capv;
 pub mod claim;
+pub mod cluster;
 pub mod conditions;
 pub mod exhaustion;
 pub mod health;
@@ -21,6 +22,8 @@ mod table;
 mod util;
 pub mod validator;
 
+#[cfg(test)]
+mod cluster_tests;
 #[cfg(any(test, feature = "test-support"))]
 pub mod test_support;
 #[cfg(test)]

@@ -15,7 +15,10 @@ use crate::model::prefix::allocation_length;
 use crate::model::read_pool;
 use crate::model::{read, Meta, ObjKey, Operation, PoolProj};
 use crate::rule_id::RuleId;
-use crate::rules::util::{join_limited, join_shown, ratchet, spec_changed, MAX_LISTED};
+use crate::rules::cluster::pool_holds_endpoint;
+use crate::rules::util::{
+    allocatable_added, in_scope, join_limited, join_shown, ratchet, spec_changed, MAX_LISTED,
+};
 use crate::rules::OverlapScope;
 use crate::rules::{Call, Ctx, Options, Validator};
 
@@ -128,6 +131,7 @@ impl<K: PoolKind + Sync> Validator for Pools<K> {
             ..Verdict::default()
         };
         overlap(r, None, ctx, &mut v);
+        pool_holds_endpoint(r, None, ctx, &mut v);
         K::against_view(r, None, ctx, &mut v);
         v
     }
@@ -145,6 +149,7 @@ impl<K: PoolKind + Sync> Validator for Pools<K> {
         let overlap = on
             .then_some(RuleId::P10)
             .into_iter()
+            .chain(on.then_some(RuleId::CP3))
             .chain(K::VIEW_RULES.iter().copied().filter(|_| on));
         let held = |rule| K::HOLDERS_IN_VIEW.then_some(rule);
         match op {
@@ -172,6 +177,7 @@ fn update<K: PoolKind>(call: &Call, obj: &Value, old: &Value, ctx: &Ctx) -> Verd
     if !changed {
         // Only the address space moved: the whole pool meets new neighbours.
         overlap(r, None, ctx, &mut v);
+        pool_holds_endpoint(r, None, ctx, &mut v);
         K::against_view(r, None, ctx, &mut v);
         return v;
     }
@@ -181,6 +187,7 @@ fn update<K: PoolKind>(call: &Call, obj: &Value, old: &Value, ctx: &Ctx) -> Verd
     v.warnings.clone_from(&r.warnings);
     K::keeps_held(r, before, obj, old, ctx, &mut v);
     overlap(r, (!space_changed).then_some(before), ctx, &mut v);
+    pool_holds_endpoint(r, (!space_changed).then_some(before), ctx, &mut v);
     K::against_view(r, (!space_changed).then_some(before), ctx, &mut v);
     v
 }
@@ -258,18 +265,6 @@ fn held_in_view<'a>(
         .filter_map(|a| a.ip.map(|ip| (ip, move || a.key.ns_name())))
 }
 
-/// Whether two pools can conflict under `--overlap-scope namespace`: namespaced pools only within
-/// their namespace, cluster-scoped pools with every pool.
-pub(crate) fn in_scope(scope: OverlapScope, a: &ObjKey, b: &ObjKey) -> bool {
-    match scope {
-        OverlapScope::Off => false,
-        OverlapScope::AddressSpace => true,
-        OverlapScope::Namespace => {
-            !a.kind.namespaced() || !b.kind.namespaced() || a.namespace == b.namespace
-        }
-    }
-}
-
 /// P10: the allocatable set meets no other pool's in the same address space. On an update within
 /// one space, `before` limits the question to the addresses the update adds (X5): an overlap the
 /// pool already had is the audit's to report, not this update's fault.
@@ -278,17 +273,11 @@ fn overlap(r: &PoolReading, before: Option<&PoolReading>, ctx: &Ctx, v: &mut Ver
     if scope == OverlapScope::Off {
         return;
     }
-    let added;
-    let probe = match before {
-        Some(b) => {
-            added = r.proj.allocatable.difference(&b.proj.allocatable);
-            &added
-        }
-        None => &r.proj.allocatable,
-    };
+    let probe = allocatable_added(r, before);
     if probe.is_empty() {
         return;
     }
+    let probe = &*probe;
     let own = &r.proj.key;
     let others: Vec<(&ObjKey, AddrSet)> = ctx
         .index

@@ -16,7 +16,7 @@ use crate::model::paths::address;
 use crate::model::{AddressProj, ObjKey, PoolProj};
 use crate::rule_id::RuleId;
 use crate::rules::ipaddress::{held_elsewhere, outside_pool};
-use crate::rules::pool::in_scope;
+use crate::rules::util::in_scope;
 use crate::rules::util::{join_limited, MAX_LISTED};
 use crate::rules::Ctx;
 use crate::rules::OverlapScope;

@@ -3,7 +3,7 @@
 use crate::kinds::Kind;
 use crate::rules::mutate::{self, Mutator};
 use crate::rules::validator::Validator;
-use crate::rules::{capv, claim, ipaddress, metal3, pool, spider};
+use crate::rules::{capv, claim, cluster, ipaddress, metal3, pool, spider};
 
 fn webhooks(kind: Kind) -> (&'static dyn Validator, &'static dyn Mutator) {
     match kind {
@@ -22,6 +22,7 @@ fn webhooks(kind: Kind) -> (&'static dyn Validator, &'static dyn Mutator) {
         Kind::VSphereMachine | Kind::VSphereMachineTemplate => {
             (&capv::Machine, &mutate::NoDefaults)
         }
+        Kind::Cluster => (&cluster::Cluster, &mutate::NoDefaults),
     }
 }
 

@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 use crate::field::Verdict;
 use crate::index::Index;
 use crate::kinds::{Kind, CAPI_IPAM};
-use crate::model::{project, Operation, Projection, Request};
+use crate::model::{project, Operation, Request};
 use crate::rules::{validate, Ctx, Options, OverlapScope};
 
 pub use crate::model::test_support::fixture;
@@ -25,17 +25,7 @@ pub fn eco_old_object(name: &str) -> Value {
 pub fn index(objects: &[(Kind, &Value)]) -> Index {
     let mut ix = Index::new();
     for (kind, obj) in objects {
-        match project(*kind, obj).expect("projectable") {
-            Projection::Pool(p) => {
-                ix.upsert_pool(*p);
-            }
-            Projection::Address(a) => {
-                ix.upsert_address(a);
-            }
-            Projection::Claim(c) => {
-                ix.upsert_claim(c);
-            }
-        }
+        ix.upsert(project(*kind, obj).expect("projectable"));
     }
     ix
 }

@@ -4,14 +4,18 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
+use crate::address::AddrSet;
 use crate::address::{check_prefix, Family};
 use crate::field::{FieldError, FieldPath, Warning};
 use crate::model::capi::RefReading;
 use crate::model::paths::reference;
+use crate::model::pool::PoolReading;
 use crate::model::read;
 use crate::model::read::LIST_PROBLEMS;
 use crate::model::written::{Text, Written};
+use crate::model::ObjKey;
 use crate::rule_id::RuleId;
+use crate::rules::OverlapScope;
 
 /// Lists of offenders stop here, followed by `and N more`.
 pub(crate) const MAX_LISTED: usize = 5;
@@ -252,6 +256,30 @@ pub(crate) fn dns1123_subdomain_errors(s: &str) -> Vec<&'static str> {
         );
     }
     out
+}
+
+/// What a pool can hand out that it could not before: the whole allocatable set on a create or a
+/// move to another address space (`before` None), what the update adds otherwise (X5).
+pub(crate) fn allocatable_added<'a>(
+    r: &'a PoolReading,
+    before: Option<&PoolReading>,
+) -> std::borrow::Cow<'a, AddrSet> {
+    match before {
+        Some(b) => std::borrow::Cow::Owned(r.proj.allocatable.difference(&b.proj.allocatable)),
+        None => std::borrow::Cow::Borrowed(&r.proj.allocatable),
+    }
+}
+
+/// Whether two pools can conflict under `--overlap-scope namespace`: namespaced pools only within
+/// their namespace, cluster-scoped pools with every pool.
+pub(crate) fn in_scope(scope: OverlapScope, a: &ObjKey, b: &ObjKey) -> bool {
+    match scope {
+        OverlapScope::Off => false,
+        OverlapScope::AddressSpace => true,
+        OverlapScope::Namespace => {
+            !a.kind.namespaced() || !b.kind.namespaced() || a.namespace == b.namespace
+        }
+    }
 }
 
 #[cfg(test)]

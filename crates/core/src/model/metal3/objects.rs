@@ -45,6 +45,7 @@ pub fn project_claim(obj: &Value, key: ObjKey) -> ClaimProj {
         created: crate::model::creation_timestamp(obj),
         bound: crate::model::has_name(obj, fields::STATUS_ADDRESS_NAME),
         key,
+        endpoint_of: crate::model::endpoint_of(obj),
     }
 }
 

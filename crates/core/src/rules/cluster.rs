@@ -1,0 +1,314 @@
+//! Cluster API `Cluster`: its control-plane endpoint is an address the cluster holds outside
+//! every pool (CP1-CP4), and its pod and service networks are its own (CP2). The checks on the
+//! other side, a pool that could hand the endpoint out (CP3) and an address object holding it
+//! (CP4), live here too, so one file says what an endpoint is owed.
+//!
+//! An endpoint claimed from a pool is legitimate: a claim annotated
+//! `ipam-guard.io/control-plane-endpoint-of: <Cluster>` asks for that Cluster's endpoint, and
+//! the address it gets is the endpoint's own, not a second holder of it.
+
+use serde_json::Value;
+
+use crate::address::{AddrSet, Ip, IpRange};
+use crate::field::{FieldError, Verdict};
+use crate::index::Index;
+use crate::kinds::Kind;
+use crate::model::cluster::{blocks, endpoint, Endpoint, Network, ENDPOINT_CLAIM_ANNOTATION};
+use crate::model::paths::{address, cluster as fields, in_cluster, prefix_pool, spider};
+use crate::model::pool::PoolReading;
+use crate::model::{project, AddressProj, KeyRef, Meta, ObjKey, Operation, Projection};
+use crate::rule_id::RuleId;
+use crate::rules::conditions::field_at;
+use crate::rules::util::{allocatable_added, in_scope, join_limited, same};
+use crate::rules::{Call, Ctx, Options, OverlapScope, Validator};
+
+/// `Cluster`: CP1 and CP2.
+pub(crate) struct Cluster;
+
+impl Validator for Cluster {
+    fn create(&self, obj: &Value, call: &Call, ctx: &Ctx) -> Verdict {
+        let mut v = Verdict::default();
+        if let Some(e) = endpoint(obj) {
+            own_networks(obj, e, &mut v);
+            against_view(obj, e, call, ctx, &mut v);
+        }
+        v
+    }
+
+    fn update(&self, obj: &Value, old: &Value, call: &Call, ctx: &Ctx) -> Verdict {
+        let mut v = Verdict::default();
+        let (meta, old_meta) = (Meta::read(obj), Meta::read(old));
+        // A Cluster on its way out is never held up: its finalizers must come off.
+        if meta.deleting || old_meta.deleting {
+            return v;
+        }
+        let Some(e) = endpoint(obj) else {
+            return v;
+        };
+        // X5: each rule only when what it reads changed.
+        let moved = endpoint(old).map(|o| o.text) != Some(e.text)
+            || meta.address_space() != old_meta.address_space();
+        let networks = !same(
+            field_at(obj, "spec.clusterNetwork"),
+            field_at(old, "spec.clusterNetwork"),
+        );
+        if moved || networks {
+            own_networks(obj, e, &mut v);
+        }
+        if moved {
+            against_view(obj, e, call, ctx, &mut v);
+        }
+        v
+    }
+
+    /// Clusters are Cluster API's to delete.
+    fn delete(&self, _old: &Value, _call: &Call, _ctx: &Ctx) -> Verdict {
+        Verdict::default()
+    }
+
+    fn view_denials(&self, op: Operation, options: &Options) -> Vec<RuleId> {
+        let on = options.overlap_scope != OverlapScope::Off;
+        match op {
+            Operation::Create | Operation::Update if on => vec![RuleId::CP1],
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// CP2: the endpoint does not lie in the cluster's own pod or service networks, where traffic
+/// from inside the cluster would never reach the control plane.
+fn own_networks(obj: &Value, e: Endpoint, v: &mut Verdict) {
+    let Some(ip) = e.ip else { return };
+    for network in [Network::Pods, Network::Services] {
+        for (i, cidr) in blocks(obj, network) {
+            if cidr.family() == ip.family && cidr.network.contains(ip.value) {
+                v.deny(FieldError::invalid(
+                    RuleId::CP2,
+                    fields::ENDPOINT_HOST,
+                    e.text,
+                    format!(
+                        "{ip} lies in the cluster's own {} network {cidr} ({}[{i}]): inside the cluster it does not reach the control plane",
+                        network.label(),
+                        network.path()
+                    ),
+                ));
+            }
+        }
+    }
+}
+
+/// CP1: no pool of the endpoint's address space can hand it out, no other Cluster has it as its
+/// endpoint, and no address object holds it but one claimed for this Cluster's endpoint.
+fn against_view(obj: &Value, e: Endpoint, call: &Call, ctx: &Ctx, v: &mut Verdict) {
+    let scope = ctx.options.overlap_scope;
+    let (Some(ip), false) = (e.ip, scope == OverlapScope::Off) else {
+        return;
+    };
+    let Some(Projection::Cluster(c)) = project(call.kind, obj) else {
+        return;
+    };
+    let index = ctx.index;
+    let own = &c.key;
+    let space = &*c.space;
+    if !claimed_for(index, space, ip, own) {
+        let pools: Vec<String> = index
+            .overlapping_pools(space, &single(ip))
+            .into_iter()
+            .filter(|(p, _)| in_scope(scope, own, &p.key))
+            .map(|(p, _)| p.key.to_string())
+            .collect();
+        if !pools.is_empty() {
+            v.deny(FieldError::invalid(
+                RuleId::CP1,
+                fields::ENDPOINT_HOST,
+                e.text,
+                format!(
+                    "{ip} can be handed out by {}: exclude it there, or claim it with an IPAddressClaim annotated {ENDPOINT_CLAIM_ANNOTATION}: {}",
+                    join_limited(&pools),
+                    own.name
+                ),
+            ));
+        }
+    }
+    let others: Vec<String> = index
+        .endpoints_at(space, ip)
+        .into_iter()
+        .filter(|o| o.key != *own && in_scope(scope, own, &o.key))
+        .map(|o| o.key.to_string())
+        .collect();
+    if !others.is_empty() {
+        v.deny(FieldError::duplicate(
+            RuleId::CP1,
+            fields::ENDPOINT_HOST,
+            e.text,
+            format!(
+                "{ip} is already the control-plane endpoint of {}",
+                join_limited(&others)
+            ),
+        ));
+    }
+    let holders: Vec<String> = index
+        .holders(ip)
+        .filter(|h| index.space_of_address(h) == space)
+        .filter(|h| in_scope(scope, own, &h.key) && !marked_for(index, h, own))
+        .map(|h| h.key.to_string())
+        .collect();
+    if !holders.is_empty() {
+        v.deny(FieldError::duplicate(
+            RuleId::CP1,
+            fields::ENDPOINT_HOST,
+            e.text,
+            format!(
+                "{ip} is already held by {}; if that address was claimed for this endpoint, annotate its claim {ENDPOINT_CLAIM_ANNOTATION}: {}",
+                join_limited(&holders),
+                own.name
+            ),
+        ));
+    }
+}
+
+/// CP3: what a pool can hand out (on an update: what the update adds, X5) holds no Cluster's
+/// endpoint in the pool's address space, unless the endpoint is already held by an address
+/// claimed for it (the pool handed it out to its own claim).
+pub(crate) fn pool_holds_endpoint(
+    r: &PoolReading,
+    before: Option<&PoolReading>,
+    ctx: &Ctx,
+    v: &mut Verdict,
+) {
+    let scope = ctx.options.overlap_scope;
+    if scope == OverlapScope::Off {
+        return;
+    }
+    let probe = allocatable_added(r, before);
+    if probe.is_empty() {
+        return;
+    }
+    let probe = &*probe;
+    let index = ctx.index;
+    let own = &r.proj.key;
+    let space = &*r.proj.space;
+    let held: Vec<(Ip, &ObjKey)> = index
+        .endpoints_in(space, probe)
+        .into_iter()
+        .filter_map(|c| Some((c.endpoint?, &c.key)))
+        .filter(|(ip, key)| in_scope(scope, own, key) && !claimed_for(index, space, *ip, key))
+        .collect();
+    for e in &r.entries {
+        let here: Vec<String> = held
+            .iter()
+            .filter(|(ip, _)| e.set.contains(*ip))
+            .map(|(ip, key)| format!("{ip}, the control-plane endpoint of {key}"))
+            .collect();
+        if !here.is_empty() {
+            v.deny(FieldError::invalid(
+                RuleId::CP3,
+                e.path.clone(),
+                e.text.as_str(),
+                format!(
+                    "can hand out {}: exclude it ({})",
+                    join_limited(&here),
+                    exclude_field(own.kind)
+                ),
+            ));
+        }
+    }
+}
+
+/// CP4, for CAPI and Metal3 addresses: `addr`, in the address space of the pool `pool_key`
+/// names, is no Cluster's control-plane endpoint, unless the address's claim is annotated as
+/// that endpoint's own.
+pub(crate) fn address_is_endpoint(
+    addr: Ip,
+    text: &str,
+    own: KeyRef<'_>,
+    claim: Option<&str>,
+    pool_key: Option<KeyRef<'_>>,
+    ctx: &Ctx,
+) -> Option<FieldError> {
+    let scope = ctx.options.overlap_scope;
+    if scope == OverlapScope::Off {
+        return None;
+    }
+    let index = ctx.index;
+    let space = pool_key.map_or(crate::kinds::DEFAULT_ADDRESS_SPACE, |k| {
+        index.space_of_pool(&k)
+    });
+    let marked = claim_key(own.kind, own.namespace, claim)
+        .and_then(|k| index.claim(&k))
+        .and_then(|c| c.endpoint_of.clone());
+    let clusters: Vec<String> = index
+        .endpoints_at(space, addr)
+        .into_iter()
+        .filter(|c| in_scope(scope, &own.to_key(), &c.key))
+        .filter(|c| {
+            !(marked.as_deref() == Some(&*c.key.name)
+                && c.key.namespace.as_deref() == own.namespace)
+        })
+        .map(|c| c.key.to_string())
+        .collect();
+    (!clusters.is_empty()).then(|| {
+        FieldError::invalid(
+            RuleId::CP4,
+            address::ADDRESS,
+            text,
+            format!(
+                "{addr} is the control-plane endpoint of {}: no machine may hold it (a claim for the endpoint itself is annotated {ENDPOINT_CLAIM_ANNOTATION}: <Cluster>)",
+                join_limited(&clusters)
+            ),
+        )
+    })
+}
+
+/// The claim an address object of `kind` fulfils, by name in its namespace.
+fn claim_key<'a>(
+    kind: Kind,
+    namespace: Option<&'a str>,
+    claim: Option<&'a str>,
+) -> Option<KeyRef<'a>> {
+    let claim_kind = match kind {
+        Kind::IPAddress => Kind::IPAddressClaim,
+        Kind::Metal3IPAddress => Kind::Metal3IPClaim,
+        _ => return None,
+    };
+    Some(KeyRef::new(
+        claim_kind,
+        namespace,
+        claim.filter(|c| !c.is_empty())?,
+    ))
+}
+
+/// Whether the address object `h` was claimed for `cluster`'s endpoint: its claim, in the
+/// Cluster's namespace, carries the annotation naming it.
+fn marked_for(index: &Index, h: &AddressProj, cluster: &ObjKey) -> bool {
+    h.key.namespace == cluster.namespace
+        && claim_key(h.key.kind, h.key.namespace.as_deref(), h.claim.as_deref())
+            .and_then(|k| index.claim(&k))
+            .and_then(|c| c.endpoint_of.as_deref())
+            == Some(&*cluster.name)
+}
+
+/// Whether `ip` in `space` is held by an address object claimed for `cluster`'s endpoint.
+fn claimed_for(index: &Index, space: &str, ip: Ip, cluster: &ObjKey) -> bool {
+    index
+        .holders(ip)
+        .any(|h| index.space_of_address(h) == space && marked_for(index, h, cluster))
+}
+
+/// The field a pool of `kind` excludes addresses with.
+fn exclude_field(kind: Kind) -> String {
+    match kind {
+        Kind::InClusterIPPool | Kind::GlobalInClusterIPPool => {
+            in_cluster::EXCLUDED_ADDRESSES.to_string()
+        }
+        Kind::InClusterPrefixPool | Kind::GlobalInClusterPrefixPool => {
+            prefix_pool::EXCLUDED_PREFIXES.to_string()
+        }
+        Kind::SpiderIPPool => spider::EXCLUDE_IPS.to_string(),
+        _ => "narrow the pool's ranges around it".to_string(),
+    }
+}
+
+fn single(ip: Ip) -> AddrSet {
+    AddrSet::from_range(ip.family, IpRange::single(ip.value))
+}

@@ -1,0 +1,185 @@
+//! Cluster API Clusters' control-plane endpoints against a real kube-apiserver (CP1-CP4): a
+//! pool that would hand out a Cluster's VIP is refused, a Cluster whose VIP another Cluster
+//! holds is refused, a VIP claimed through an annotated claim is admitted, and an address equal
+//! to an unclaimed endpoint is refused. The upstream CRDs are read in place from
+//! `../shared/fixtures/crds/`; skips with a line saying why when `KUBEBUILDER_ASSETS` or
+//! `../shared` is missing.
+
+mod e2e;
+
+use e2e::api::*;
+use e2e::{eventually, ControlPlane};
+use ipam_guard::cluster::ClusterView;
+use ipam_guard::kinds::Kind;
+use serde_json::{json, Value};
+
+const NS: &str = "endpoints";
+
+fn cluster(name: &str, host: &str) -> Value {
+    json!({
+        "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
+        "metadata": meta(name, Some(NS)),
+        "spec": {
+            "controlPlaneEndpoint": {"host": host, "port": 6443},
+            "clusterNetwork": {"pods": {"cidrBlocks": ["192.168.0.0/16"]},
+                               "services": {"cidrBlocks": ["10.96.0.0/12"]}}
+        }
+    })
+}
+
+fn marked_claim(name: &str, cluster: &str) -> Value {
+    let mut c = claim(NS, name, "nodes");
+    c["metadata"]["annotations"] = json!({"ipam-guard.io/control-plane-endpoint-of": cluster});
+    c
+}
+
+fn count(view: &dyn ClusterView, kind: Kind) -> usize {
+    view.object_counts()
+        .into_iter()
+        .find(|(k, _)| *k == kind)
+        .map_or(0, |(_, n)| n)
+}
+
+async fn held(view: &dyn ClusterView, kind: Kind, n: usize, what: &str) {
+    eventually(what, WAIT, || {
+        let got = count(view, kind);
+        async move { got == n }
+    })
+    .await;
+}
+
+/// The answer is a 422 from ipam-guard naming `rule`, with `text` in its message.
+#[track_caller]
+fn refused(r: &Resp, rule: &str, text: &str) {
+    assert_eq!(r.status, 422, "{r:#?}");
+    let m = r.message();
+    assert!(
+        m.contains(&format!("[ipam-guard {rule}]")) && m.contains(text),
+        "{m}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn e2e_control_plane_endpoints() {
+    e2e::each_server("e2e_control_plane_endpoints", endpoints_against).await;
+}
+
+async fn endpoints_against(assets: e2e::Server) {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let cp = ControlPlane::start(&assets).await;
+    let client = cp.client().await;
+    install_crds(&client).await;
+    create_namespace(&client, NS).await;
+    let (guard, ca_pem) = start_ipam_guard(&cp).await;
+    register_webhooks(&client, guard.addr, &ca_pem).await;
+    let view = &*guard.view;
+    // Until the API server calls ipam-guard for Clusters: an endpoint inside the cluster's own
+    // service network is refused (CP2).
+    eventually("the webhook to judge Clusters", WAIT, || {
+        let client = &client;
+        async move {
+            let r = create(client, &cluster("probe", "10.96.0.1"), true).await;
+            r.status == 422 && r.message().contains("[ipam-guard CP2]")
+        }
+    })
+    .await;
+
+    // CP1: a Cluster whose endpoint a pool can hand out.
+    let nodes = in_cluster_pool(NS, "nodes", "10.0.0.10-10.0.0.50", "10.0.0.1");
+    create(&client, &nodes, false).await.expect(201);
+    held(view, Kind::InClusterIPPool, 1, "the view to hold the pool").await;
+    let r = create(&client, &cluster("prod", "10.0.0.20"), false).await;
+    refused(
+        &r,
+        "CP1",
+        "can be handed out by InClusterIPPool endpoints/nodes",
+    );
+
+    // Outside every pool it is admitted; a host name holds no address at all.
+    create(&client, &cluster("prod", "10.0.1.5"), false)
+        .await
+        .expect(201);
+    create(&client, &cluster("by-name", "api.example.com"), false)
+        .await
+        .expect(201);
+    held(view, Kind::Cluster, 2, "the view to hold the Clusters").await;
+
+    // CP3: a pool that would hand out the VIP is refused, naming the Cluster.
+    let extra = in_cluster_pool(NS, "extra", "10.0.1.2-10.0.1.9", "10.0.1.1");
+    let r = create(&client, &extra, false).await;
+    refused(
+        &r,
+        "CP3",
+        "10.0.1.5, the control-plane endpoint of Cluster endpoints/prod",
+    );
+    let mut excluded = extra.clone();
+    excluded["spec"]["excludedAddresses"] = json!(["10.0.1.5"]);
+    create(&client, &excluded, true).await.expect(201);
+
+    // CP1: a Cluster whose VIP another Cluster holds.
+    let r = create(&client, &cluster("staging", "10.0.1.5"), false).await;
+    refused(
+        &r,
+        "CP1",
+        "already the control-plane endpoint of Cluster endpoints/prod",
+    );
+
+    // A VIP claimed from the pool through an annotated claim is the endpoint's own.
+    create(&client, &marked_claim("staging-vip", "staging"), false)
+        .await
+        .expect(201);
+    let vip = ip_address(NS, "staging-vip", "staging-vip", "10.0.0.30", "nodes");
+    create(&client, &vip, false).await.expect(201);
+    held(
+        view,
+        Kind::IPAddress,
+        1,
+        "the view to hold the VIP's address",
+    )
+    .await;
+    create(&client, &cluster("staging", "10.0.0.30"), false)
+        .await
+        .expect(201);
+    held(view, Kind::Cluster, 3, "the view to hold staging").await;
+    // Another Cluster may not take it, annotated claim or not.
+    let r = create(&client, &cluster("dev", "10.0.0.30"), true).await;
+    refused(&r, "CP1", "already held by IPAddress endpoints/staging-vip");
+
+    // CP4: with the VIP's address gone, an unannotated claim's address may not take it; the
+    // annotated claim's may.
+    delete(&client, &vip).await.expect(200);
+    held(
+        view,
+        Kind::IPAddress,
+        0,
+        "the view to drop the VIP's address",
+    )
+    .await;
+    create(&client, &claim(NS, "web-0", "nodes"), false)
+        .await
+        .expect(201);
+    held(
+        view,
+        Kind::IPAddressClaim,
+        2,
+        "the view to hold both claims",
+    )
+    .await;
+    let web = ip_address(NS, "web-0", "web-0", "10.0.0.30", "nodes");
+    let r = create(&client, &web, false).await;
+    refused(
+        &r,
+        "CP4",
+        "10.0.0.30 is the control-plane endpoint of Cluster endpoints/staging",
+    );
+    create(&client, &vip, false).await.expect(201);
+
+    // An update that does not move the endpoint passes whatever else it changes.
+    let r = merge_patch(
+        &client,
+        &cluster("prod", "10.0.1.5"),
+        json!({"spec": {"paused": true}}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{r:#?}");
+}
