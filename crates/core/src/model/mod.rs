@@ -308,12 +308,26 @@ pub struct ClaimProj {
     /// The Cluster (in the claim's namespace) whose control-plane endpoint the claim asks for
     /// (annotation `ipam-guard.io/control-plane-endpoint-of`; CP1, CP4).
     pub endpoint_of: Option<Arc<str>>,
+    /// The Cluster (in the claim's namespace) the claim's machine belongs to:
+    /// `spec.clusterName`, else the label `cluster.x-k8s.io/cluster-name` (CP5).
+    pub cluster: Option<Arc<str>>,
 }
 
 /// The annotation `ipam-guard.io/control-plane-endpoint-of` of a claim, when set and not empty.
 pub fn endpoint_of(obj: &Value) -> Option<Arc<str>> {
     Meta::read(obj)
         .annotation(cluster::ENDPOINT_CLAIM_ANNOTATION)
+        .filter(|s| !s.is_empty())
+        .map(Arc::from)
+}
+
+/// The Cluster a claim belongs to: `spec.clusterName` when set and not empty, else the label
+/// `cluster.x-k8s.io/cluster-name`.
+pub fn claim_cluster(obj: &Value) -> Option<Arc<str>> {
+    read::get(obj, paths::claim::CLUSTER_NAME)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .or_else(|| Meta::read(obj).label(cluster::CLUSTER_NAME_LABEL))
         .filter(|s| !s.is_empty())
         .map(Arc::from)
 }
