@@ -13,7 +13,9 @@ use crate::address::{AddrSet, Ip, IpRange};
 use crate::field::{FieldError, Verdict};
 use crate::index::Index;
 use crate::kinds::Kind;
-use crate::model::cluster::{blocks, endpoint, Endpoint, Network, ENDPOINT_CLAIM_ANNOTATION};
+use crate::model::cluster::{
+    blocks, endpoint, ClusterProj, Endpoint, Network, ENDPOINT_CLAIM_ANNOTATION,
+};
 use crate::model::paths::{address, cluster as fields, in_cluster, prefix_pool, spider};
 use crate::model::pool::PoolReading;
 use crate::model::{project, AddressProj, KeyRef, Meta, ObjKey, Operation, Projection};
@@ -105,12 +107,17 @@ fn own_networks(obj: &Value, e: Endpoint, v: &mut Verdict) {
 /// CP1: no pool of the endpoint's address space can hand it out, no other Cluster has it as its
 /// endpoint, and no address object holds it but one claimed for this Cluster's endpoint.
 fn against_view(obj: &Value, e: Endpoint, call: &Call, ctx: &Ctx, v: &mut Verdict) {
+    if let Some(Projection::Cluster(c)) = project(call.kind, obj) {
+        v.errors.extend(endpoint_conflicts(&c, e.text, ctx));
+    }
+}
+
+/// CP1 of the Cluster `c` as the view holds it; `text` is the endpoint as written.
+pub(crate) fn endpoint_conflicts(c: &ClusterProj, text: &str, ctx: &Ctx) -> Vec<FieldError> {
+    let mut out = Vec::new();
     let scope = ctx.options.overlap_scope;
-    let (Some(ip), false) = (e.ip, scope == OverlapScope::Off) else {
-        return;
-    };
-    let Some(Projection::Cluster(c)) = project(call.kind, obj) else {
-        return;
+    let (Some(ip), false) = (c.endpoint, scope == OverlapScope::Off) else {
+        return out;
     };
     let index = ctx.index;
     let own = &c.key;
@@ -123,10 +130,10 @@ fn against_view(obj: &Value, e: Endpoint, call: &Call, ctx: &Ctx, v: &mut Verdic
             .map(|(p, _)| p.key.to_string())
             .collect();
         if !pools.is_empty() {
-            v.deny(FieldError::invalid(
+            out.push(FieldError::invalid(
                 RuleId::CP1,
                 fields::ENDPOINT_HOST,
-                e.text,
+                text,
                 format!(
                     "{ip} can be handed out by {}: exclude it there, or claim it with an IPAddressClaim annotated {ENDPOINT_CLAIM_ANNOTATION}: {}",
                     join_limited(&pools),
@@ -142,10 +149,10 @@ fn against_view(obj: &Value, e: Endpoint, call: &Call, ctx: &Ctx, v: &mut Verdic
         .map(|o| o.key.to_string())
         .collect();
     if !others.is_empty() {
-        v.deny(FieldError::duplicate(
+        out.push(FieldError::duplicate(
             RuleId::CP1,
             fields::ENDPOINT_HOST,
-            e.text,
+            text,
             format!(
                 "{ip} is already the control-plane endpoint of {}",
                 join_limited(&others)
@@ -159,10 +166,10 @@ fn against_view(obj: &Value, e: Endpoint, call: &Call, ctx: &Ctx, v: &mut Verdic
         .map(|h| h.key.to_string())
         .collect();
     if !holders.is_empty() {
-        v.deny(FieldError::duplicate(
+        out.push(FieldError::duplicate(
             RuleId::CP1,
             fields::ENDPOINT_HOST,
-            e.text,
+            text,
             format!(
                 "{ip} is already held by {}; if that address was claimed for this endpoint, annotate its claim {ENDPOINT_CLAIM_ANNOTATION}: {}",
                 join_limited(&holders),
@@ -170,6 +177,7 @@ fn against_view(obj: &Value, e: Endpoint, call: &Call, ctx: &Ctx, v: &mut Verdic
             ),
         ));
     }
+    out
 }
 
 /// CP5 for a Cluster: no block of its pod or service networks holds an address a machine of the
