@@ -2,7 +2,8 @@
 //! `examples/gen-state.rs` generates (the live view keeps only these projections, never objects).
 //! Not a criterion bench: it prints one table.
 //!
-//! `cargo bench --bench memory` (10k pools + 100k claims + 100k addresses, then 100k pools).
+//! `cargo bench --bench memory` (10k pools + 100k claims + 100k addresses + 10k Clusters, then
+//! 100k pools and as many Clusters).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
@@ -104,18 +105,39 @@ fn measure(label: &str, index: &mut Index, docs: &[&Value], kinds: &[Kind]) {
     );
 }
 
+/// One Cluster per pool, as a management cluster of that many workload clusters holds: an IP
+/// control-plane endpoint each, and the pod and service networks Cluster API's templates write.
+fn clusters(n: usize) -> Vec<Value> {
+    (0..n)
+        .map(|i| {
+            serde_json::json!({
+                "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
+                "metadata": {"name": format!("cluster-{i}"), "namespace": format!("team-{}", i % 50)},
+                "spec": {
+                    "controlPlaneEndpoint": {"host": format!("172.16.{}.{}", i / 250, i % 250 + 1), "port": 6443},
+                    "clusterNetwork": {"pods": {"cidrBlocks": ["192.168.0.0/16"]},
+                                       "services": {"cidrBlocks": ["10.128.0.0/12"]}}
+                }
+            })
+        })
+        .collect()
+}
+
 fn run(pools: usize, addresses: usize) {
     let files = support::objects(pools, addresses, 50);
     let docs: Vec<&Value> = files.values().flatten().collect();
     println!(
-        "state: {pools} pools, {addresses} claims, {addresses} addresses (examples/gen-state.rs)"
+        "state: {pools} pools, {addresses} claims, {addresses} addresses (examples/gen-state.rs), {pools} Clusters"
     );
+    let clusters = clusters(pools);
+    let cluster_docs: Vec<&Value> = clusters.iter().collect();
     let start = snapshot();
     let mut index = Index::new();
     let pool_kinds = [Kind::InClusterIPPool, Kind::GlobalInClusterIPPool];
     measure("  pools", &mut index, &docs, &pool_kinds);
     measure("  claims", &mut index, &docs, &[Kind::IPAddressClaim]);
     measure("  addresses", &mut index, &docs, &[Kind::IPAddress]);
+    measure("  clusters", &mut index, &cluster_docs, &[Kind::Cluster]);
     let end = snapshot();
     let total = index.len();
     let bytes = end.bytes - start.bytes;

@@ -419,3 +419,52 @@ fn x4_reads_standard_input() {
         stdout(&o)
     );
 }
+
+/// A GitOps tree with a pool and Clusters: `check` reports what the webhook would refuse, on
+/// both sides of an endpoint conflict (CP1 on the Cluster, CP3 on the pool) and CP2.
+#[test]
+fn clusters_endpoints_are_judged_against_the_pools_of_the_tree() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("infra.yaml");
+    std::fs::write(
+        &file,
+        "\
+apiVersion: ipam.cluster.x-k8s.io/v1alpha2
+kind: InClusterIPPool
+metadata: {name: nodes, namespace: team-a}
+spec:
+  addresses: [10.0.0.10-10.0.0.50]
+  gateway: 10.0.0.1
+  prefix: 24
+---
+apiVersion: cluster.x-k8s.io/v1beta2
+kind: Cluster
+metadata: {name: prod, namespace: team-a}
+spec:
+  controlPlaneEndpoint: {host: 10.0.0.20, port: 6443}
+---
+apiVersion: cluster.x-k8s.io/v1beta2
+kind: Cluster
+metadata: {name: staging, namespace: team-a}
+spec:
+  controlPlaneEndpoint: {host: 10.96.0.1, port: 6443}
+  clusterNetwork:
+    services: {cidrBlocks: [10.96.0.0/12]}
+",
+    )
+    .unwrap();
+    let o = check(&[file.to_str().unwrap()]);
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert_eq!(code(&o), 1, "{out}{err}");
+    for line in [
+        "InClusterIPPool team-a/nodes: spec.addresses[0]: Invalid value: \"10.0.0.10-10.0.0.50\": can hand out 10.0.0.20, the control-plane endpoint of Cluster team-a/prod: exclude it (spec.excludedAddresses) [CP3]",
+        "Cluster team-a/prod: spec.controlPlaneEndpoint.host: Invalid value: \"10.0.0.20\": 10.0.0.20 can be handed out by InClusterIPPool team-a/nodes",
+        "Cluster team-a/staging: spec.controlPlaneEndpoint.host: Invalid value: \"10.96.0.1\": 10.96.0.1 lies in the cluster's own service network 10.96.0.0/12",
+    ] {
+        assert!(out.contains(line), "{line}\n{out}");
+    }
+    assert!(
+        err.contains("read 3 objects from 1 file: 1 InClusterIPPool, 2 Cluster"),
+        "{err}"
+    );
+}

@@ -115,6 +115,7 @@ fn claim() -> impl Strategy<Value = ClaimProj> {
         created: None,
         bound: false,
         endpoint_of: None,
+        cluster: None,
     })
 }
 

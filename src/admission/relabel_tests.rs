@@ -115,6 +115,8 @@ fn no_projection_reads_labels() {
     }
     let mut projected = 0;
     for (kind, obj) in &objects {
+        // Every label but the cluster-name label, which a claim's projection reads (CP5).
+        let cluster = &obj["metadata"]["labels"]["cluster.x-k8s.io/cluster-name"];
         let mut relabelled = obj.clone();
         relabelled["metadata"]["labels"] = json!({"ipam.spidernet.io/owner-application-name": "b"});
         let mut unlabelled = obj.clone();
@@ -122,6 +124,10 @@ fn no_projection_reads_labels() {
             .as_object_mut()
             .unwrap()
             .remove("labels");
+        if !cluster.is_null() {
+            relabelled["metadata"]["labels"]["cluster.x-k8s.io/cluster-name"] = cluster.clone();
+            unlabelled["metadata"]["labels"] = json!({"cluster.x-k8s.io/cluster-name": cluster});
+        }
         for other in [relabelled, unlabelled] {
             assert!(projects_alike(&other, obj), "{kind:?} {obj}");
             assert_eq!(

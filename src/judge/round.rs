@@ -22,8 +22,9 @@ use crate::rules::{health, stored, Ctx, Options};
 /// Objects judged under one read of the view: about a millisecond of work.
 pub const STEP: usize = 512;
 
-/// What a round found: denials of pools, then of address objects, each in the index's order;
-/// warnings in the order of `rules::health::judge`; and the objects the view held at the start.
+/// What a round found: denials of pools, then of address objects, then of Clusters, each in the
+/// index's order; warnings in the order of `rules::health::judge`; and the objects the view held
+/// at the start.
 pub struct Found {
     pub denials: Vec<(ObjKey, FieldError)>,
     pub warnings: Vec<(ObjKey, Warning)>,
@@ -35,10 +36,11 @@ pub struct Round {
     /// Unix seconds, what `rules::health` compares creation timestamps with.
     now: i64,
     started: Instant,
-    /// Pool slots, then address slots, then claims: the order the findings come in.
+    /// Pool slots, then address slots, then claims, then Clusters: the order the findings come in.
     pools: usize,
     addresses: usize,
     claims: Vec<ObjKey>,
+    clusters: Vec<ObjKey>,
     next: usize,
     usage: health::Usages,
     found: Found,
@@ -55,6 +57,7 @@ impl Round {
             pools: index.pool_slots(),
             addresses: index.address_slots(),
             claims: index.claims().map(|c| c.key.clone()).collect(),
+            clusters: index.clusters().map(|c| c.key.clone()).collect(),
             next: 0,
             usage: health::Usages::new(),
             found: Found {
@@ -67,7 +70,8 @@ impl Round {
 
     /// Judges the next `STEP` objects under one read of `view`; false once every one is judged.
     pub fn step(&mut self, view: &dyn ClusterView) -> bool {
-        let total = self.pools + self.addresses + self.claims.len();
+        let total = self.pools + self.addresses + self.claims.len() + self.clusters.len();
+        let claims_end = self.pools + self.addresses + self.claims.len();
         let end = (self.next + STEP).min(total);
         let index = view.read();
         let ctx = Ctx {
@@ -86,15 +90,22 @@ impl Round {
                     stored::address_findings(&ctx, a, &mut found.denials);
                     health::address_findings(&index, a, &mut found.warnings);
                 }
-            } else if let Some(c) = index.claim(&self.claims[i - self.pools - self.addresses]) {
-                health::claim_findings(
-                    &index,
-                    c,
-                    self.options,
-                    self.now,
-                    &mut self.usage,
-                    &mut found.warnings,
-                );
+            } else if i < claims_end {
+                if let Some(c) = index.claim(&self.claims[i - self.pools - self.addresses]) {
+                    health::claim_findings(
+                        &index,
+                        c,
+                        self.options,
+                        self.now,
+                        &mut self.usage,
+                        &mut found.warnings,
+                    );
+                }
+            } else if let Some(c) = index
+                .cluster_versions(&self.clusters[i - claims_end])
+                .next()
+            {
+                stored::cluster_findings(&ctx, c, &mut found.denials);
             }
         }
         self.next = end;
@@ -184,6 +195,17 @@ mod tests {
         objects.push((Kind::IPAddress, addr(NS, "twin", "10.0.0.1", 16, POOL, "a")));
         objects.push((Kind::IPAddress, addr(NS, "far", "10.9.0.1", 16, POOL, "a")));
         objects.push((Kind::IPAddressClaim, claim(NS, "waiting", POOL, "b")));
+        // A Cluster whose endpoint pool `a` can hand out (CP1), one inside its own pod network
+        // (CP2).
+        for (name, host) in [("vip", "10.0.3.250"), ("inner", "192.168.1.1")] {
+            let cluster = json!({
+                "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
+                "metadata": {"name": name, "namespace": NS},
+                "spec": {"controlPlaneEndpoint": {"host": host},
+                         "clusterNetwork": {"pods": {"cidrBlocks": ["192.168.0.0/16"]}}}
+            });
+            objects.push((Kind::Cluster, cluster));
+        }
         objects
     }
 
@@ -238,7 +260,7 @@ mod tests {
                     .map(|(_, e)| e.rule.to_string())
                     .collect()
             ),
-            ["A8", "A9", "P10"],
+            ["A8", "A9", "CP1", "CP2", "P10"],
             "the fixture has something for each step to find"
         );
         assert_eq!(

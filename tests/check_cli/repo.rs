@@ -381,15 +381,17 @@ fn x4_provider_kinds_are_skipped_and_counted_never_typos() {
     assert_eq!(code(&o), 0, "{}{err}", stdout(&o));
     assert!(!err.contains("did you mean"), "{err}");
     assert!(
-        err.contains("read 2 objects from 1 file: 1 IPPool.ipam.metal3.io, 1 Cluster"),
+        err.contains(
+            "read 3 objects from 1 file: 1 IPPool.ipam.metal3.io, 1 Cluster, \
+             1 Metal3DataTemplate.infrastructure.cluster.x-k8s.io"
+        ),
         "{err}"
     );
     assert!(
         err.contains(
-            "7 objects skipped: kinds ipam-guard does not judge, no CRD at hand: \
+            "6 objects skipped: kinds ipam-guard does not judge, no CRD at hand: \
              1 InfobloxIPPool.ipam.cluster.x-k8s.io, \
              1 Metal3Cluster.infrastructure.cluster.x-k8s.io, \
-             1 Metal3DataTemplate.infrastructure.cluster.x-k8s.io, \
              1 Metal3MachineTemplate.infrastructure.cluster.x-k8s.io, \
              1 SpiderMultusConfig.spiderpool.spidernet.io, 1 SpiderSubnet.spiderpool.spidernet.io, \
              1 VSphereCluster.infrastructure.cluster.x-k8s.io"
@@ -423,15 +425,15 @@ fn schema_a_kind_not_judged_is_checked_against_its_crd_when_given() {
     let tmp = tempfile::tempdir().unwrap();
     let crds = tmp.path().join("crds");
     std::fs::create_dir(&crds).unwrap();
-    // A CRD written for this test: a data template with two known fields.
+    // A CRD written for this test: a machine template with two known fields.
     std::fs::write(
-        crds.join("datatemplates.yaml"),
+        crds.join("machinetemplates.yaml"),
         r#"apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
-metadata: {name: metal3datatemplates.infrastructure.cluster.x-k8s.io}
+metadata: {name: metal3machinetemplates.infrastructure.cluster.x-k8s.io}
 spec:
   group: infrastructure.cluster.x-k8s.io
-  names: {kind: Metal3DataTemplate, plural: metal3datatemplates}
+  names: {kind: Metal3MachineTemplate, plural: metal3machinetemplates}
   scope: Namespaced
   versions:
   - name: v1beta1
@@ -456,7 +458,7 @@ spec:
     let file = tmp.path().join("templates.yaml");
     std::fs::write(
         &file,
-        "apiVersion: infrastructure.cluster.x-k8s.io/v1beta1\nkind: Metal3DataTemplate\n\
+        "apiVersion: infrastructure.cluster.x-k8s.io/v1beta1\nkind: Metal3MachineTemplate\n\
          metadata: {name: dt, namespace: metal}\nspec:\n  clusterName: rack-a\n  clusterNmae: rack-b\n",
     )
     .unwrap();
@@ -466,12 +468,12 @@ spec:
     assert_eq!(
         stdout(&o),
         format!(
-            "{f}:6: Metal3DataTemplate.infrastructure.cluster.x-k8s.io metal/dt: spec.clusterNmae: unknown field \"spec.clusterNmae\" [SCHEMA]\n"
+            "{f}:6: Metal3MachineTemplate.infrastructure.cluster.x-k8s.io metal/dt: spec.clusterNmae: unknown field \"spec.clusterNmae\" [SCHEMA]\n"
         )
     );
     assert!(
         stderr(&o).contains(
-            "1 object checked against their CRD's schema only: 1 Metal3DataTemplate.infrastructure.cluster.x-k8s.io"
+            "1 object checked against their CRD's schema only: 1 Metal3MachineTemplate.infrastructure.cluster.x-k8s.io"
         ),
         "{}",
         stderr(&o)

@@ -41,6 +41,7 @@ pub enum Kind {
     InClusterPrefixPool,
     GlobalInClusterPrefixPool,
     Cluster,
+    Metal3DataTemplate,
 }
 
 /// Static facts about a kind.
@@ -175,10 +176,19 @@ pub const KINDS: &[KindInfo] = &[
         namespaced: true,
         pool: false,
     },
+    KindInfo {
+        kind: Kind::Metal3DataTemplate,
+        group: CAPV,
+        name: "Metal3DataTemplate",
+        plural: "metal3datatemplates",
+        versions: &["v1beta1", "v1beta2"],
+        namespaced: true,
+        pool: false,
+    },
 ];
 
 impl Kind {
-    pub const ALL: [Kind; 13] = [
+    pub const ALL: [Kind; 14] = [
         Kind::IPAddressClaim,
         Kind::IPAddress,
         Kind::InClusterIPPool,
@@ -192,6 +202,7 @@ impl Kind {
         Kind::InClusterPrefixPool,
         Kind::GlobalInClusterPrefixPool,
         Kind::Cluster,
+        Kind::Metal3DataTemplate,
     ];
 
     /// A kind is always matched together with its group: Metal3's `IPAddress` is not CAPI's.
@@ -333,7 +344,6 @@ const CAPV_AND_CAPM3_KINDS: &[&str] = &[
     "Metal3MachineTemplate",
     "Metal3Data",
     "Metal3DataClaim",
-    "Metal3DataTemplate",
     "Metal3Remediation",
     "Metal3RemediationTemplate",
 ];
@@ -423,7 +433,6 @@ mod tests {
         // Published by the providers: never a typo, however close to a served kind.
         for (group, kind) in [
             (CAPV, "Metal3MachineTemplate"),
-            (CAPV, "Metal3DataTemplate"),
             (CAPV, "Metal3Cluster"),
             (CAPV, "VSphereCluster"),
             (CAPI_IPAM, "InfobloxIPPool"),

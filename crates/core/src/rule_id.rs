@@ -91,6 +91,7 @@ pub enum RuleId {
     MA3,
     MA4,
     MA5,
+    MD1,
     S1,
     S2,
     S3,
@@ -104,6 +105,7 @@ pub enum RuleId {
     CP2,
     CP3,
     CP4,
+    CP5,
     V1,
     M1,
     M2,
@@ -122,7 +124,7 @@ pub enum RuleId {
 
 impl RuleId {
     /// Every id this build reports, in catalogue order.
-    pub const ALL: [RuleId; 72] = [
+    pub const ALL: [RuleId; 74] = [
         RuleId::C1,
         RuleId::C2,
         RuleId::C3,
@@ -171,6 +173,7 @@ impl RuleId {
         RuleId::MA3,
         RuleId::MA4,
         RuleId::MA5,
+        RuleId::MD1,
         RuleId::S1,
         RuleId::S2,
         RuleId::S3,
@@ -184,6 +187,7 @@ impl RuleId {
         RuleId::CP2,
         RuleId::CP3,
         RuleId::CP4,
+        RuleId::CP5,
         RuleId::V1,
         RuleId::M1,
         RuleId::M2,
@@ -262,6 +266,8 @@ impl RuleId {
             RuleId::CP2 => "CP2",
             RuleId::CP3 => "CP3",
             RuleId::CP4 => "CP4",
+            RuleId::CP5 => "CP5",
+            RuleId::MD1 => "MD1",
             RuleId::M1 => "M1",
             RuleId::M2 => "M2",
             RuleId::K1 => "K1",
@@ -289,9 +295,11 @@ impl RuleId {
         match self {
             S9 | MP5 | S8 | C1 | C2 | C4 | C5 | A2 | A3 | A5 | A7 | A9 | A10 | P1 | P3 | P4
             | P5 | P6 | P8 | P9 | P10 | PP1 | PP3 | PP7 | MP3 | MP4 | MC1 | MC2 | MC3 | MA2
-            | MA3 | MA4 | S1 | S2 | S4 | S5 | S6 | REQ | R1 | CP1 | CP2 | CP3 | CP4 => Effect::Deny,
+            | MA3 | MA4 | S1 | S2 | S4 | S5 | S6 | REQ | R1 | CP1 | CP2 | CP3 | CP4 | CP5 => {
+                Effect::Deny
+            }
             MA5 | S7 | C3 | A1 | A6 | A8 | P2 | PP2 | PP4 | PP5 | MP1 | MP2 | MC4 | MA1 | S3
-            | X3 => Effect::DenyOrWarn,
+            | X3 | MD1 => Effect::DenyOrWarn,
             A4 | P7 | PP6 | V1 | K1 | E1 => Effect::Warn,
             H1 | H2 | H3 => Effect::AuditOnly,
             P11 => Effect::Allow,
@@ -308,7 +316,7 @@ impl RuleId {
         use RuleId::*;
         match self {
             S9 | C3 | A6 | A7 | A8 | A9 | R1 | P8 | P9 | P10 | MP4 | MC4 | MA4 | S5 | V1 | E1
-            | H1 | H2 | H3 | CP1 | CP3 | CP4 => true,
+            | H1 | H2 | H3 | CP1 | CP3 | CP4 | CP5 | MD1 => true,
             MA5 | MP5 | S7 | S8 | C1 | C2 | C4 | C5 | A1 | A2 | A3 | A4 | A5 | A10 | P1 | P2
             | P3 | P4 | P5 | P6 | P7 | P11 | PP1 | PP2 | PP3 | PP4 | PP5 | PP6 | PP7 | MP1
             | MP2 | MP3 | MC1 | MC2 | MC3 | MA1 | MA2 | MA3 | S1 | S2 | S3 | S4 | S6 | M1 | M2

@@ -1,7 +1,8 @@
 //! Cluster API Clusters' control-plane endpoints against a real kube-apiserver (CP1-CP4): a
 //! pool that would hand out a Cluster's VIP is refused, a Cluster whose VIP another Cluster
-//! holds is refused, a VIP claimed through an annotated claim is admitted, and an address equal
-//! to an unclaimed endpoint is refused. The upstream CRDs are read in place from
+//! holds is refused, a VIP claimed through an annotated claim is admitted, an address equal to
+//! an unclaimed endpoint is refused, and a machine's address inside its own cluster's networks
+//! is refused (CP5) while another cluster's machine may hold it. The upstream CRDs are read in place from
 //! `../shared/fixtures/crds/`; skips with a line saying why when `KUBEBUILDER_ASSETS` or
 //! `../shared` is missing.
 
@@ -173,6 +174,45 @@ async fn endpoints_against(assets: e2e::Server) {
         "10.0.0.30 is the control-plane endpoint of Cluster endpoints/staging",
     );
     create(&client, &vip, false).await.expect(201);
+
+    // CP5: a machine's address inside its own cluster's pod network is refused; the same address
+    // for a machine of another cluster is admitted.
+    let mut net_a = cluster("net-a", "api.net-a.example.com");
+    net_a["spec"]["clusterNetwork"]["pods"]["cidrBlocks"] = json!(["10.0.0.0/24"]);
+    create(&client, &net_a, false).await.expect(201);
+    let mut a0 = claim(NS, "a-0", "nodes");
+    a0["spec"]["clusterName"] = json!("net-a");
+    let mut b0 = claim(NS, "b-0", "nodes");
+    b0["spec"]["clusterName"] = json!("prod");
+    create(&client, &a0, false).await.expect(201);
+    create(&client, &b0, false).await.expect(201);
+    held(view, Kind::Cluster, 4, "the view to hold net-a").await;
+    let r = create(
+        &client,
+        &ip_address(NS, "a-0", "a-0", "10.0.0.40", "nodes"),
+        false,
+    )
+    .await;
+    refused(
+        &r,
+        "CP5",
+        "lies in the pod network 10.0.0.0/24 of Cluster endpoints/net-a",
+    );
+    create(
+        &client,
+        &ip_address(NS, "b-0", "b-0", "10.0.0.40", "nodes"),
+        false,
+    )
+    .await
+    .expect(201);
+    // A Cluster whose networks would take in its machine's address is refused at the block.
+    let r = merge_patch(
+        &client,
+        &cluster("prod", "10.0.1.5"),
+        json!({"spec": {"clusterNetwork": {"services": {"cidrBlocks": ["10.0.0.0/26"]}}}}),
+    )
+    .await;
+    refused(&r, "CP5", "10.0.0.40 (IPAddress endpoints/b-0)");
 
     // An update that does not move the endpoint passes whatever else it changes.
     let r = merge_patch(

@@ -1,5 +1,5 @@
 //! Cluster API's `Cluster`: its control-plane endpoint is an address held outside every pool
-//! (CP1, CP3, CP4), and its pod and service networks are its own (CP2).
+//! (CP1, CP3, CP4), and its pod and service networks are its own (CP2, CP5).
 
 use super::objects::POOL_NODES;
 use super::{ex, with_cluster, Rule, RuleId};
@@ -67,7 +67,52 @@ spec:
   poolRef: {apiGroup: ipam.cluster.x-k8s.io, kind: InClusterIPPool, name: nodes}
 "), CP4_CLUSTER),
     },
+    Rule {
+        id: RuleId::CP5,
+        kinds: "IPAddress (CAPI and Metal3), Cluster",
+        operations: "IPAddress: CREATE; Cluster: CREATE, and UPDATE when the networks change",
+        field: "spec.address; the Cluster's spec.clusterNetwork.pods.cidrBlocks[i], .services.cidrBlocks[i]",
+        summary: "A machine's address does not lie in the pod or service networks of its own Cluster (the one its claim names, by `spec.clusterName` or the label `cluster.x-k8s.io/cluster-name`, in the claim's namespace): inside that cluster it would be routed to pods or services. A Cluster whose networks would take in addresses its machines already hold is refused at the block. Addresses of other clusters are not compared: pod and service networks are private to each cluster.",
+        example: with_cluster(ex("CREATE", "\
+apiVersion: ipam.cluster.x-k8s.io/v1beta2
+kind: IPAddress
+metadata: {name: web-1, namespace: team-a}
+spec:
+  address: 10.0.0.11
+  prefix: 24
+  gateway: 10.0.0.1
+  claimRef: {name: web-1}
+  poolRef: {apiGroup: ipam.cluster.x-k8s.io, kind: InClusterIPPool, name: nodes}
+"), CP5_CLUSTER),
+    },
 ];
+
+/// CP5's view: the pool, a claim of Cluster `prod`'s machine, and the Cluster, whose pod network
+/// takes in the pool.
+const CP5_CLUSTER: &str = "\
+apiVersion: ipam.cluster.x-k8s.io/v1alpha2
+kind: InClusterIPPool
+metadata: {name: nodes, namespace: team-a}
+spec:
+  addresses: [10.0.0.10-10.0.0.50]
+  gateway: 10.0.0.1
+  prefix: 24
+---
+apiVersion: ipam.cluster.x-k8s.io/v1beta2
+kind: IPAddressClaim
+metadata: {name: web-1, namespace: team-a}
+spec:
+  clusterName: prod
+  poolRef: {apiGroup: ipam.cluster.x-k8s.io, kind: InClusterIPPool, name: nodes}
+---
+apiVersion: cluster.x-k8s.io/v1beta2
+kind: Cluster
+metadata: {name: prod, namespace: team-a}
+spec:
+  clusterNetwork:
+    pods: {cidrBlocks: [10.0.0.0/16]}
+    services: {cidrBlocks: [10.96.0.0/12]}
+";
 
 /// CP4's view: a VIP claimed from the pool for Cluster `prod` (an annotated claim and its
 /// address), the Cluster, and a claim of an ordinary machine.

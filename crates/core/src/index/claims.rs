@@ -9,13 +9,25 @@ impl Index {
     /// Adds or replaces the claim with `claim.key`. Returns the one it replaced.
     pub fn upsert_claim(&mut self, mut claim: ClaimProj) -> Option<ClaimProj> {
         self.changed();
-        self.strings.key(&mut claim.key);
+        self.share_claim_strings(&mut claim);
         let kind = claim.key.kind;
         let old = self.claims.replace(ClaimEntry(claim)).map(|e| e.0);
         if old.is_none() {
             self.count(kind, true);
         }
         old
+    }
+
+    /// Points the claim's namespace and Cluster names at copies the index already holds: many
+    /// claims name one Cluster.
+    pub(super) fn share_claim_strings(&mut self, claim: &mut ClaimProj) {
+        self.strings.key(&mut claim.key);
+        for name in [&mut claim.cluster, &mut claim.endpoint_of]
+            .into_iter()
+            .flatten()
+        {
+            *name = self.strings.get(name);
+        }
     }
 
     pub fn remove_claim(&mut self, key: &ObjKey) -> Option<ClaimProj> {

@@ -636,7 +636,7 @@ impl Index {
                 PendingId::Address(id)
             }
             Object::Claim(mut c) => {
-                self.strings.key(&mut c.key);
+                self.share_claim_strings(&mut c);
                 PendingId::Claim(self.pending_claims.insert(c))
             }
             Object::Cluster(mut c) => {

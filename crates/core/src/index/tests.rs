@@ -614,6 +614,7 @@ fn claims_by_key() {
         created: None,
         bound: false,
         endpoint_of: None,
+        cluster: None,
     };
     assert_eq!(index.upsert_claim(c.clone()), None);
     assert_eq!(index.claim(&c.key), Some(&c));

@@ -139,6 +139,7 @@ pub fn project_claim_reading(pool_ref: &RefReading, obj: &Value, key: ObjKey) ->
         created: super::creation_timestamp(obj),
         bound: super::has_name(obj, claim::ADDRESS_REF_NAME),
         endpoint_of: super::endpoint_of(obj),
+        cluster: super::claim_cluster(obj),
     }
 }
 

@@ -16,6 +16,9 @@ use crate::model::{read, Meta, ObjKey};
 /// endpoint's own, not a second holder of it (CP1, CP4).
 pub const ENDPOINT_CLAIM_ANNOTATION: &str = "ipam-guard.io/control-plane-endpoint-of";
 
+/// The label Cluster API puts on the objects of a cluster, naming the Cluster.
+pub const CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";
+
 /// Which of a Cluster's own networks a CIDR block belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Network {

@@ -11,6 +11,7 @@ pub mod capv;
 pub mod cluster;
 pub mod incluster;
 pub mod metal3;
+pub mod metal3_template;
 pub mod paths;
 pub mod pool;
 pub mod prefix;
@@ -308,12 +309,26 @@ pub struct ClaimProj {
     /// The Cluster (in the claim's namespace) whose control-plane endpoint the claim asks for
     /// (annotation `ipam-guard.io/control-plane-endpoint-of`; CP1, CP4).
     pub endpoint_of: Option<Arc<str>>,
+    /// The Cluster (in the claim's namespace) the claim's machine belongs to:
+    /// `spec.clusterName`, else the label `cluster.x-k8s.io/cluster-name` (CP5).
+    pub cluster: Option<Arc<str>>,
 }
 
 /// The annotation `ipam-guard.io/control-plane-endpoint-of` of a claim, when set and not empty.
 pub fn endpoint_of(obj: &Value) -> Option<Arc<str>> {
     Meta::read(obj)
         .annotation(cluster::ENDPOINT_CLAIM_ANNOTATION)
+        .filter(|s| !s.is_empty())
+        .map(Arc::from)
+}
+
+/// The Cluster a claim belongs to: `spec.clusterName` when set and not empty, else the label
+/// `cluster.x-k8s.io/cluster-name`.
+pub fn claim_cluster(obj: &Value) -> Option<Arc<str>> {
+    read::get(obj, paths::claim::CLUSTER_NAME)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .or_else(|| Meta::read(obj).label(cluster::CLUSTER_NAME_LABEL))
         .filter(|s| !s.is_empty())
         .map(Arc::from)
 }
@@ -438,7 +453,8 @@ pub fn project(kind: Kind, obj: &Value) -> Option<Projection> {
 }
 
 /// Whether `new` projects as `old` does for certain: the two are equal but for
-/// `metadata.labels`, which no projection reads (a test holds every kind to it): admission need
+/// `metadata.labels` other than `cluster.x-k8s.io/cluster-name` (which a claim's projection
+/// reads, CP5); no projection reads the others (a test holds every kind to it): admission need
 /// not project a relabel again (`Admission::relabel`). Equality is exact (`24` and `24.0`, null and absent differ here): a false "changed" only
 /// costs a projection.
 pub fn projects_alike(new: &Value, old: &Value) -> bool {
@@ -450,7 +466,12 @@ pub fn projects_alike(new: &Value, old: &Value) -> bool {
         (Value::Object(n), Value::Object(o)) => {
             pairs_alike(n, o, None, |key, n, o| match (key, n, o) {
                 ("metadata", Value::Object(n), Value::Object(o)) => {
-                    pairs_alike(n, o, Some("labels"), |_, n, o| n == o)
+                    let cluster = |m: &'_ Map<String, Value>| {
+                        m.get("labels")
+                            .and_then(|l| l.get(cluster::CLUSTER_NAME_LABEL))
+                            .cloned()
+                    };
+                    pairs_alike(n, o, Some("labels"), |_, n, o| n == o) && cluster(n) == cluster(o)
                 }
                 _ => n == o,
             })
@@ -547,7 +568,7 @@ pub fn project_read(kind: Kind, obj: &Value, reading: Option<&PoolReading>) -> O
             obj,
             ObjKey::new(kind, namespace, name),
         )))),
-        Kind::VSphereMachine | Kind::VSphereMachineTemplate => None,
+        Kind::VSphereMachine | Kind::VSphereMachineTemplate | Kind::Metal3DataTemplate => None,
     }
 }
 
@@ -605,6 +626,7 @@ mod meta_tests {
             changed(&|v| v["metadata"]["annotations"]["c"] = json!("e")),
             changed(&|v| v["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z")),
             changed(&|v| v["metadata"]["name"] = json!("q")),
+            changed(&|v| v["metadata"]["labels"]["cluster.x-k8s.io/cluster-name"] = json!("p")),
             changed(&|v| v["apiVersion"] = json!("g/v2")),
             changed(&|v| v["status"]["x"] = json!(2)),
             changed(&|v| {

@@ -1,5 +1,5 @@
 //! Cluster API `Cluster`: its control-plane endpoint is an address the cluster holds outside
-//! every pool (CP1-CP4), and its pod and service networks are its own (CP2). The checks on the
+//! every pool (CP1-CP4), and its pod and service networks are its own (CP2, CP5). The checks on the
 //! other side, a pool that could hand the endpoint out (CP3) and an address object holding it
 //! (CP4), live here too, so one file says what an endpoint is owed.
 //!
@@ -13,7 +13,9 @@ use crate::address::{AddrSet, Ip, IpRange};
 use crate::field::{FieldError, Verdict};
 use crate::index::Index;
 use crate::kinds::Kind;
-use crate::model::cluster::{blocks, endpoint, Endpoint, Network, ENDPOINT_CLAIM_ANNOTATION};
+use crate::model::cluster::{
+    blocks, endpoint, ClusterProj, Endpoint, Network, ENDPOINT_CLAIM_ANNOTATION,
+};
 use crate::model::paths::{address, cluster as fields, in_cluster, prefix_pool, spider};
 use crate::model::pool::PoolReading;
 use crate::model::{project, AddressProj, KeyRef, Meta, ObjKey, Operation, Projection};
@@ -32,6 +34,7 @@ impl Validator for Cluster {
             own_networks(obj, e, &mut v);
             against_view(obj, e, call, ctx, &mut v);
         }
+        networks_hold_machines(obj, call, ctx, &mut v);
         v
     }
 
@@ -42,16 +45,19 @@ impl Validator for Cluster {
         if meta.deleting || old_meta.deleting {
             return v;
         }
-        let Some(e) = endpoint(obj) else {
-            return v;
-        };
         // X5: each rule only when what it reads changed.
-        let moved = endpoint(old).map(|o| o.text) != Some(e.text)
-            || meta.address_space() != old_meta.address_space();
         let networks = !same(
             field_at(obj, "spec.clusterNetwork"),
             field_at(old, "spec.clusterNetwork"),
         );
+        if networks {
+            networks_hold_machines(obj, call, ctx, &mut v);
+        }
+        let Some(e) = endpoint(obj) else {
+            return v;
+        };
+        let moved = endpoint(old).map(|o| o.text) != Some(e.text)
+            || meta.address_space() != old_meta.address_space();
         if moved || networks {
             own_networks(obj, e, &mut v);
         }
@@ -69,7 +75,8 @@ impl Validator for Cluster {
     fn view_denials(&self, op: Operation, options: &Options) -> Vec<RuleId> {
         let on = options.overlap_scope != OverlapScope::Off;
         match op {
-            Operation::Create | Operation::Update if on => vec![RuleId::CP1],
+            Operation::Create | Operation::Update if on => vec![RuleId::CP1, RuleId::CP5],
+            Operation::Create | Operation::Update => vec![RuleId::CP5],
             _ => Vec::new(),
         }
     }
@@ -100,12 +107,17 @@ fn own_networks(obj: &Value, e: Endpoint, v: &mut Verdict) {
 /// CP1: no pool of the endpoint's address space can hand it out, no other Cluster has it as its
 /// endpoint, and no address object holds it but one claimed for this Cluster's endpoint.
 fn against_view(obj: &Value, e: Endpoint, call: &Call, ctx: &Ctx, v: &mut Verdict) {
+    if let Some(Projection::Cluster(c)) = project(call.kind, obj) {
+        v.errors.extend(endpoint_conflicts(&c, e.text, ctx));
+    }
+}
+
+/// CP1 of the Cluster `c` as the view holds it; `text` is the endpoint as written.
+pub(crate) fn endpoint_conflicts(c: &ClusterProj, text: &str, ctx: &Ctx) -> Vec<FieldError> {
+    let mut out = Vec::new();
     let scope = ctx.options.overlap_scope;
-    let (Some(ip), false) = (e.ip, scope == OverlapScope::Off) else {
-        return;
-    };
-    let Some(Projection::Cluster(c)) = project(call.kind, obj) else {
-        return;
+    let (Some(ip), false) = (c.endpoint, scope == OverlapScope::Off) else {
+        return out;
     };
     let index = ctx.index;
     let own = &c.key;
@@ -118,10 +130,10 @@ fn against_view(obj: &Value, e: Endpoint, call: &Call, ctx: &Ctx, v: &mut Verdic
             .map(|(p, _)| p.key.to_string())
             .collect();
         if !pools.is_empty() {
-            v.deny(FieldError::invalid(
+            out.push(FieldError::invalid(
                 RuleId::CP1,
                 fields::ENDPOINT_HOST,
-                e.text,
+                text,
                 format!(
                     "{ip} can be handed out by {}: exclude it there, or claim it with an IPAddressClaim annotated {ENDPOINT_CLAIM_ANNOTATION}: {}",
                     join_limited(&pools),
@@ -137,10 +149,10 @@ fn against_view(obj: &Value, e: Endpoint, call: &Call, ctx: &Ctx, v: &mut Verdic
         .map(|o| o.key.to_string())
         .collect();
     if !others.is_empty() {
-        v.deny(FieldError::duplicate(
+        out.push(FieldError::duplicate(
             RuleId::CP1,
             fields::ENDPOINT_HOST,
-            e.text,
+            text,
             format!(
                 "{ip} is already the control-plane endpoint of {}",
                 join_limited(&others)
@@ -154,10 +166,10 @@ fn against_view(obj: &Value, e: Endpoint, call: &Call, ctx: &Ctx, v: &mut Verdic
         .map(|h| h.key.to_string())
         .collect();
     if !holders.is_empty() {
-        v.deny(FieldError::duplicate(
+        out.push(FieldError::duplicate(
             RuleId::CP1,
             fields::ENDPOINT_HOST,
-            e.text,
+            text,
             format!(
                 "{ip} is already held by {}; if that address was claimed for this endpoint, annotate its claim {ENDPOINT_CLAIM_ANNOTATION}: {}",
                 join_limited(&holders),
@@ -165,6 +177,82 @@ fn against_view(obj: &Value, e: Endpoint, call: &Call, ctx: &Ctx, v: &mut Verdic
             ),
         ));
     }
+    out
+}
+
+/// CP5 for a Cluster: no block of its pod or service networks holds an address a machine of the
+/// cluster already has (an address object whose claim names the Cluster, in its namespace).
+fn networks_hold_machines(obj: &Value, call: &Call, ctx: &Ctx, v: &mut Verdict) {
+    let Some(Projection::Cluster(c)) = project(call.kind, obj) else {
+        return;
+    };
+    if c.networks.is_empty() {
+        return;
+    }
+    let index = ctx.index;
+    let ns = c.key.namespace.as_deref();
+    let mut held: Vec<&AddressProj> = Vec::new();
+    for claim in index.claims() {
+        if claim.key.namespace.as_deref() != ns || claim.cluster.as_deref() != Some(&*c.key.name) {
+            continue;
+        }
+        let kind = match claim.key.kind {
+            Kind::Metal3IPClaim => Kind::Metal3IPAddress,
+            _ => Kind::IPAddress,
+        };
+        held.extend(index.addresses_for_claim(kind, ns.unwrap_or_default(), &claim.key.name));
+    }
+    for network in [Network::Pods, Network::Services] {
+        for (i, cidr) in blocks(obj, network) {
+            let inside: Vec<String> = held
+                .iter()
+                .filter_map(|a| Some((a.ip?, &a.key)))
+                .filter(|(ip, _)| cidr.family() == ip.family && cidr.network.contains(ip.value))
+                .map(|(ip, key)| format!("{ip} ({key})"))
+                .collect();
+            if !inside.is_empty() {
+                v.deny(FieldError::invalid(
+                    RuleId::CP5,
+                    format!("{}[{i}]", network.path()),
+                    cidr.to_string(),
+                    format!(
+                        "holds addresses machines of this cluster already have: {}; inside the cluster they would be unroutable",
+                        join_limited(&inside)
+                    ),
+                ));
+            }
+        }
+    }
+}
+
+/// CP5 for an address: it does not lie in the pod or service networks of the Cluster its claim
+/// belongs to (the claim's `spec.clusterName` or cluster-name label), where that cluster would
+/// route it to pods or services. Addresses of other clusters are not compared: those networks
+/// are private to their cluster.
+pub(crate) fn address_in_own_networks(
+    addr: Ip,
+    text: &str,
+    own: KeyRef<'_>,
+    claim: Option<&str>,
+    ctx: &Ctx,
+) -> Option<FieldError> {
+    let index = ctx.index;
+    let claim = claim_key(own.kind, own.namespace, claim).and_then(|k| index.claim(&k))?;
+    let name = claim.cluster.as_deref()?;
+    let key = KeyRef::new(Kind::Cluster, own.namespace, name);
+    index.cluster_versions(&key).find_map(|c| {
+        let (network, cidr) = c.network_of(addr)?;
+        Some(FieldError::invalid(
+            RuleId::CP5,
+            address::ADDRESS,
+            text,
+            format!(
+                "{addr} lies in the {} network {cidr} of {}, the cluster its claim belongs to: inside that cluster it is unroutable",
+                network.label(),
+                c.key
+            ),
+        ))
+    })
 }
 
 /// CP3: what a pool can hand out (on an update: what the update adds, X5) holds no Cluster's

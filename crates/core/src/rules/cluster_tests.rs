@@ -182,3 +182,54 @@ fn cp2_an_endpoint_inside_the_clusters_own_networks_is_refused() {
     moved["spec"]["controlPlaneEndpoint"]["host"] = json!("10.96.0.2");
     assert!(errors(&update(Kind::Cluster, &moved, &going, &ix)).is_empty());
 }
+
+#[test]
+fn cp5_a_machines_address_inside_its_own_clusters_networks_is_refused() {
+    let nodes = pool("nodes", "10.0.0.10-10.0.0.50");
+    let mut own = claim("web-1", None);
+    own["spec"]["clusterName"] = json!("prod");
+    let mut other = claim("web-2", None);
+    other["metadata"]["labels"] = json!({"cluster.x-k8s.io/cluster-name": "staging"});
+    let mut prod = cluster("prod", "10.1.0.5");
+    prod["spec"]["clusterNetwork"]["pods"]["cidrBlocks"] = json!(["10.0.0.0/16"]);
+    let staging = cluster("staging", "10.1.0.6");
+    let ix = index(&[
+        (Kind::InClusterIPPool, &nodes),
+        (Kind::IPAddressClaim, &own),
+        (Kind::IPAddressClaim, &other),
+        (Kind::Cluster, &prod),
+        (Kind::Cluster, &staging),
+    ]);
+    let v = create(Kind::IPAddress, &address("web-1", "10.0.0.11"), &ix);
+    assert_eq!(
+        errors(&v),
+        ["spec.address: Invalid value: \"10.0.0.11\": 10.0.0.11 lies in the pod network 10.0.0.0/16 of Cluster team-a/prod, the cluster its claim belongs to: inside that cluster it is unroutable"]
+    );
+    // The same range is another cluster's business only: staging's machine is admitted.
+    assert!(errors(&create(
+        Kind::IPAddress,
+        &address("web-2", "10.0.0.12"),
+        &ix
+    ))
+    .is_empty());
+
+    // A Cluster whose new networks take in an address its machine holds is refused at the block.
+    let held = address("web-2", "10.0.0.12");
+    let ix = index(&[
+        (Kind::InClusterIPPool, &nodes),
+        (Kind::IPAddressClaim, &other),
+        (Kind::IPAddress, &held),
+        (Kind::Cluster, &staging),
+    ]);
+    let mut grown = staging.clone();
+    grown["spec"]["clusterNetwork"]["services"]["cidrBlocks"] = json!(["10.0.0.0/24"]);
+    let v = update(Kind::Cluster, &grown, &staging, &ix);
+    assert_eq!(
+        errors(&v),
+        ["spec.clusterNetwork.services.cidrBlocks[0]: Invalid value: \"10.0.0.0/24\": holds addresses machines of this cluster already have: 10.0.0.12 (IPAddress team-a/web-2); inside the cluster they would be unroutable"]
+    );
+    // Another cluster's networks may hold it.
+    let mut prod2 = cluster("prod", "10.1.0.5");
+    prod2["spec"]["clusterNetwork"]["services"]["cidrBlocks"] = json!(["10.0.0.0/24"]);
+    assert!(errors(&create(Kind::Cluster, &prod2, &ix)).is_empty());
+}

@@ -104,6 +104,8 @@ pub fn reads(kind: Kind) -> Reads {
         },
         // V1 reads spec.network (or spec.template.spec.network) only.
         Kind::VSphereMachine | Kind::VSphereMachineTemplate => SPEC_ONLY,
+        // MD1 reads spec.metaData and spec.networkData only.
+        Kind::Metal3DataTemplate => SPEC_ONLY,
         // CP1 and CP2: the endpoint, the networks and the address space, nothing else of a
         // Cluster's spec; a Cluster on its way out passes (its finalizers must come off).
         Kind::Cluster => Reads {

@@ -12,7 +12,7 @@ use crate::model::written::{AddressFields, Written};
 use crate::model::{record_key, AddressProj, KeyRef, Operation, PoolProj, Projection};
 use crate::rule_id::RuleId;
 use crate::rules::claim::{pool_ref_required, NO_REF_NAMESPACE};
-use crate::rules::cluster::address_is_endpoint;
+use crate::rules::cluster::{address_in_own_networks, address_is_endpoint};
 use crate::rules::util::{
     immutable_fields, ip_findings, join_limited, join_shown, prefix_in_family, ratchet,
     reference_types, require, spec_changed, MAX_LISTED,
@@ -68,6 +68,7 @@ impl Validator for Address {
                 RuleId::A9,
                 RuleId::R1,
                 RuleId::CP4,
+                RuleId::CP5,
             ],
             _ => Vec::new(),
         }
@@ -341,6 +342,9 @@ fn cross_object(r: &AddressReading, own: KeyRef<'_>, ctx: &Ctx, v: &mut Verdict)
         pool_key,
         ctx,
     ));
+    // CP5: not inside the networks of the address's own cluster.
+    v.errors
+        .extend(address_in_own_networks(addr, text, own, r.claim(), ctx));
     // R1: not a new holder before the reuse grace of the last one is over.
     v.errors
         .extend(recently_released(addr, text, own, r.claim(), pool_key, ctx));

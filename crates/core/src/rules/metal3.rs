@@ -17,7 +17,7 @@ use crate::model::metal3::{read_address, read_claim, AddressReading, IP_ADDRESS_
 use crate::model::paths::{self, meta, metal3};
 use crate::model::{read, KeyRef, ObjKey, Operation};
 use crate::rule_id::RuleId;
-use crate::rules::cluster::address_is_endpoint;
+use crate::rules::cluster::{address_in_own_networks, address_is_endpoint};
 use crate::rules::ipaddress::{
     address_fields, gateway_findings, held_elsewhere, outside_pool, recently_released,
 };
@@ -210,7 +210,13 @@ impl Validator for Address {
 
     fn view_denials(&self, op: Operation, _options: &Options) -> Vec<RuleId> {
         match op {
-            Operation::Create => vec![RuleId::MA4, RuleId::A9, RuleId::R1, RuleId::CP4],
+            Operation::Create => vec![
+                RuleId::MA4,
+                RuleId::A9,
+                RuleId::R1,
+                RuleId::CP4,
+                RuleId::CP5,
+            ],
             _ => Vec::new(),
         }
     }
@@ -315,6 +321,13 @@ fn ma4(r: &AddressReading, own: KeyRef<'_>, ctx: &Ctx, v: &mut Verdict) {
         own,
         r.claim_name.get(),
         pool_key,
+        ctx,
+    ));
+    v.errors.extend(address_in_own_networks(
+        addr,
+        text,
+        own,
+        r.claim_name.get(),
         ctx,
     ));
     v.errors.extend(recently_released(

@@ -12,6 +12,7 @@ pub mod in_cluster;
 pub mod ipaddress;
 pub mod metal3;
 pub mod metal3_pool;
+pub mod metal3_template;
 pub mod mutate;
 pub mod pool;
 pub mod prefix_pool;

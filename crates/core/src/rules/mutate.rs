@@ -9,7 +9,7 @@ use crate::model::paths::claim;
 use crate::rule_id::RuleId;
 
 /// The label CAPI uses to tie an object to its cluster.
-pub const CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";
+pub use crate::model::cluster::CLUSTER_NAME_LABEL;
 
 /// The defaults of one kind. Like `Validator`, every method is written out: a kind with nothing
 /// to fill says so.

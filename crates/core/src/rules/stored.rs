@@ -5,16 +5,20 @@
 //!
 //! What a projection can answer: P10 (pool overlaps, at `spec` since entries are not kept), A7 (two
 //! IPAddresses for one claim), A8 and MA4 (an address outside its pool's allocatable set), A9 and
-//! MA4 (two holders of one address in one space). A7, A8, A9 and MA4 are the admission code and
+//! MA4 (two holders of one address in one space), CP1 (a Cluster's endpoint a pool can hand out,
+//! another Cluster's, or held), CP4 and CP5 (an address that is an endpoint, or inside its own
+//! cluster's networks). A7, A8, A9, MA4 and CP1-CP5 are the admission code and
 //! text (the address shown canonical: the view keeps it parsed, not as written); P10 names the same
 //! pools and addresses, once per pool rather than per entry. Rules that need the whole object (field shapes,
 //! prefixes, gateways) are the one-shot `ipam-guard audit`'s.
 
 use crate::field::FieldError;
 use crate::kinds::Kind;
+use crate::model::cluster::ClusterProj;
 use crate::model::paths::address;
 use crate::model::{AddressProj, ObjKey, PoolProj};
 use crate::rule_id::RuleId;
+use crate::rules::cluster::{address_in_own_networks, address_is_endpoint, endpoint_conflicts};
 use crate::rules::ipaddress::{held_elsewhere, outside_pool};
 use crate::rules::util::in_scope;
 use crate::rules::util::{join_limited, MAX_LISTED};
@@ -42,7 +46,35 @@ pub fn judge(
     for a in index.addresses() {
         address_findings(&ctx, a, &mut out);
     }
+    for c in index.clusters() {
+        cluster_findings(&ctx, c, &mut out);
+    }
     out
+}
+
+/// CP1 and CP2 of one Cluster against the view and its own networks.
+pub fn cluster_findings(ctx: &Ctx, c: &ClusterProj, out: &mut Vec<(ObjKey, FieldError)>) {
+    let Some(ip) = c.endpoint else {
+        return;
+    };
+    let text = ip.to_string();
+    for e in endpoint_conflicts(c, &text, ctx) {
+        out.push((c.key.clone(), e));
+    }
+    if let Some((network, cidr)) = c.network_of(ip) {
+        out.push((
+            c.key.clone(),
+            FieldError::invalid(
+                RuleId::CP2,
+                crate::model::paths::cluster::ENDPOINT_HOST,
+                text,
+                format!(
+                    "{ip} lies in the cluster's own {} network {cidr}: inside the cluster it does not reach the control plane",
+                    network.label()
+                ),
+            ),
+        ));
+    }
 }
 
 /// P10 of one pool against the others.
@@ -97,6 +129,14 @@ pub fn address_findings(ctx: &Ctx, a: &AddressProj, out: &mut Vec<(ObjKey, Field
         a.pool.as_ref().map(ObjKey::key_ref),
         ctx,
     ) {
+        out.push((a.key.clone(), e));
+    }
+    let own = a.key.key_ref();
+    let pool = a.pool.as_ref().map(ObjKey::key_ref);
+    let claim = a.claim.as_deref();
+    let endpoint = address_is_endpoint(ip, &text, own, claim, pool, ctx);
+    let networks = address_in_own_networks(ip, &text, own, claim, ctx);
+    for e in endpoint.into_iter().chain(networks) {
         out.push((a.key.clone(), e));
     }
 }

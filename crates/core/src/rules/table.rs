@@ -3,7 +3,7 @@
 use crate::kinds::Kind;
 use crate::rules::mutate::{self, Mutator};
 use crate::rules::validator::Validator;
-use crate::rules::{capv, claim, cluster, ipaddress, metal3, pool, spider};
+use crate::rules::{capv, claim, cluster, ipaddress, metal3, metal3_template, pool, spider};
 
 fn webhooks(kind: Kind) -> (&'static dyn Validator, &'static dyn Mutator) {
     match kind {
@@ -23,6 +23,7 @@ fn webhooks(kind: Kind) -> (&'static dyn Validator, &'static dyn Mutator) {
             (&capv::Machine, &mutate::NoDefaults)
         }
         Kind::Cluster => (&cluster::Cluster, &mutate::NoDefaults),
+        Kind::Metal3DataTemplate => (&metal3_template::DataTemplate, &mutate::NoDefaults),
     }
 }
 

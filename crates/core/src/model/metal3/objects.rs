@@ -46,6 +46,7 @@ pub fn project_claim(obj: &Value, key: ObjKey) -> ClaimProj {
         bound: crate::model::has_name(obj, fields::STATUS_ADDRESS_NAME),
         key,
         endpoint_of: crate::model::endpoint_of(obj),
+        cluster: crate::model::claim_cluster(obj),
     }
 }
 

@@ -166,10 +166,14 @@ fn fixture_crds() -> Option<PathBuf> {
 }
 
 /// Kinds ipam-guard judges without describing them: Cluster API's `Cluster` (topology,
-/// variables, CEL rules) is Cluster API's own webhook's to validate, and ipam-guard reads only
-/// its endpoint and networks. `check` validates these against a CRD only when `--crd-dir` or
+/// variables, CEL rules) and Metal3's `Metal3DataTemplate` are their providers' own webhooks'
+/// to validate, and ipam-guard reads only a Cluster's endpoint and networks and a template's
+/// pool references. `check` validates these against a CRD only when `--crd-dir` or
 /// the cluster supplies one.
-const NOT_DESCRIBED: &[crate::kinds::Kind] = &[crate::kinds::Kind::Cluster];
+const NOT_DESCRIBED: &[crate::kinds::Kind] = &[
+    crate::kinds::Kind::Cluster,
+    crate::kinds::Kind::Metal3DataTemplate,
+];
 
 #[test]
 fn the_description_covers_every_kind_and_version_ipam_guard_judges() {
