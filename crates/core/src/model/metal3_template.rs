@@ -142,7 +142,8 @@ mod tests {
             }
         }});
         let refs = pool_refs(&t);
-        let got: Vec<(String, Option<Kind>, Option<&str>, Option<Family>)> = refs
+        type Seen<'a> = (String, Option<Kind>, Option<&'a str>, Option<Family>);
+        let got: Vec<Seen> = refs
             .iter()
             .map(|r| (r.path.clone(), r.named_kind(), r.name, r.family))
             .collect();
