@@ -156,6 +156,10 @@ async fn endpoints_against(assets: e2e::Server) {
         "the view to drop the VIP's address",
     )
     .await;
+    // `usage` counts the endpoint as used all the same: no machine may be given it.
+    let nodes_key = ipam_guard::model::ObjKey::new(Kind::InClusterIPPool, Some(NS), "nodes");
+    let usage = view.read().usage_of_pool(&nodes_key).expect("the pool");
+    assert_eq!((usage.allocatable, usage.used), (41, 1), "{usage:?}");
     create(&client, &claim(NS, "web-0", "nodes"), false)
         .await
         .expect(201);

@@ -132,7 +132,8 @@ impl Index {
 
     /// What `pool` hands out and nobody holds. Mirrors `usage_of`: an address object holds its
     /// address when it lies in the pool's allocatable set (for a prefix pool: the whole
-    /// sub-prefix whose network address it carries), and a status record holds what it names.
+    /// sub-prefix whose network address it carries), a status record holds what it names, and a
+    /// Cluster's control-plane endpoint in the pool's space holds its address.
     pub fn free_of(&self, pool: &PoolProj) -> AddrSet {
         let family = pool.allocatable.family();
         let held = self
@@ -148,6 +149,13 @@ impl Index {
                 if !pool.recorded.is_empty() && pool.recorded.family() == family {
                     taken.extend(pool.recorded.ranges().iter().copied());
                 }
+                let endpoints = self.endpoints_in(&pool.space, &pool.allocatable);
+                taken.extend(
+                    endpoints
+                        .iter()
+                        .filter_map(|c| c.endpoint)
+                        .map(|ip| IpRange::single(ip.value)),
+                );
                 taken
             }
         };

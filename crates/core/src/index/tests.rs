@@ -916,3 +916,20 @@ fn cluster_endpoints_by_space_stored_and_pending() {
     assert_eq!(names(index.endpoints_at("dc2", ip("10.0.0.5"))), ["b"]);
     assert_eq!(index.len(), 1);
 }
+
+#[test]
+fn an_endpoint_a_pool_could_hand_out_counts_as_used() {
+    let mut index = Index::new();
+    index.upsert_pool(global("nodes", "default", &["10.0.0.0-10.0.0.9"]));
+    index.upsert_cluster(cluster("a", "default", Some("10.0.0.5")));
+    index.upsert_cluster(cluster("b", "dc2", Some("10.0.0.6")));
+    let key = key(Kind::GlobalInClusterIPPool, None, "nodes");
+    let usage = index.usage_of_pool(&key).unwrap();
+    assert_eq!((usage.allocatable, usage.used, usage.free()), (10, 1, 9));
+    assert_eq!(index.free_at_least(&key), Some((10, 9)));
+    let pool = index.pool(&key).unwrap().clone();
+    assert_eq!(
+        index.free_of(&pool),
+        set(&["10.0.0.0-10.0.0.4", "10.0.0.6-10.0.0.9"])
+    );
+}

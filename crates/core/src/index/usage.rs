@@ -23,7 +23,8 @@ pub struct PoolUsage {
     /// What the pool can hand out: declared − excluded − gateway − reserved.
     pub allocatable: u128,
     /// Distinct addresses of the allocatable set that are held: by an address object that
-    /// references the pool, or in the pool's own status record (Spiderpool).
+    /// references the pool, in the pool's own status record (Spiderpool), or as a Cluster's
+    /// control-plane endpoint in the pool's address space (CP3: no machine may be given it).
     pub used: u128,
     /// Distinct addresses held by objects that reference the pool but lie outside what it can
     /// hand out (the gateway, an excluded or reserved address, or outside its ranges altogether:
@@ -87,7 +88,10 @@ impl Index {
             None => pool.allocatable.len(),
         };
         let held = self.address_count_for_pool(key) as u128;
-        let used_at_most = held.saturating_add(pool.recorded.len());
+        let endpoints = self.endpoints_in(&pool.space, &pool.allocatable).len() as u128;
+        let used_at_most = held
+            .saturating_add(pool.recorded.len())
+            .saturating_add(endpoints);
         Some((allocatable, allocatable.saturating_sub(used_at_most)))
     }
 
@@ -96,9 +100,20 @@ impl Index {
             return self.sub_prefix_usage_of(pool, len);
         }
         let family = pool.allocatable.family();
-        let (inside, outside) = self.split_held(pool, |ip| {
+        let (mut inside, outside) = self.split_held(pool, |ip| {
             ip.family == family && pool.allocatable.contains(ip)
         });
+        let endpoints = self.endpoints_in(&pool.space, &pool.allocatable);
+        if !endpoints.is_empty() {
+            inside.extend(
+                endpoints
+                    .iter()
+                    .filter_map(|c| c.endpoint)
+                    .map(|ip| ip.value),
+            );
+            inside.sort_unstable();
+            inside.dedup();
+        }
         let mut used = inside.len() as u128;
         if !pool.recorded.is_empty() && pool.recorded.family() == family {
             // Addresses recorded in status, less those an object holds too (counted already).
