@@ -102,7 +102,7 @@ impl LiveOptions {
 }
 
 /// Kinds whose projections some rule reads (Metal3 IPClaims: the periodic audit's H1 and H2;
-/// Clusters: their endpoints, CP1-CP4). The others (VSphereMachine*) are judged only on their
+/// Clusters and infrastructure clusters: their endpoints, CP1-CP5). The others (VSphereMachine*) are judged only on their
 /// own content, so watching them would cost memory and API load for nothing; `audit` still
 /// lists them.
 pub fn watched(kind: Kind) -> bool {
@@ -114,6 +114,8 @@ pub fn watched(kind: Kind) -> bool {
                 | Kind::Metal3IPAddress
                 | Kind::Metal3IPClaim
                 | Kind::Cluster
+                | Kind::VSphereCluster
+                | Kind::Metal3Cluster
         )
 }
 

@@ -197,7 +197,7 @@ fn take(index: &mut Index, kind: Kind, key: &ObjKey) -> Option<Object> {
         k if k.is_pool() => index.remove_pool(key).map(|p| Object::Pool(Box::new(p))),
         Kind::IPAddress | Kind::Metal3IPAddress => index.remove_address(key).map(Object::Address),
         Kind::IPAddressClaim | Kind::Metal3IPClaim => index.remove_claim(key).map(Object::Claim),
-        Kind::Cluster => index
+        Kind::Cluster | Kind::VSphereCluster | Kind::Metal3Cluster => index
             .remove_cluster(key)
             .map(|c| Object::Cluster(Box::new(c))),
         _ => None,

@@ -42,6 +42,8 @@ pub enum Kind {
     GlobalInClusterPrefixPool,
     Cluster,
     Metal3DataTemplate,
+    VSphereCluster,
+    Metal3Cluster,
 }
 
 /// Static facts about a kind.
@@ -185,10 +187,28 @@ pub const KINDS: &[KindInfo] = &[
         namespaced: true,
         pool: false,
     },
+    KindInfo {
+        kind: Kind::VSphereCluster,
+        group: CAPV,
+        name: "VSphereCluster",
+        plural: "vsphereclusters",
+        versions: &["v1beta1", "v1beta2"],
+        namespaced: true,
+        pool: false,
+    },
+    KindInfo {
+        kind: Kind::Metal3Cluster,
+        group: CAPV,
+        name: "Metal3Cluster",
+        plural: "metal3clusters",
+        versions: &["v1beta1", "v1beta2"],
+        namespaced: true,
+        pool: false,
+    },
 ];
 
 impl Kind {
-    pub const ALL: [Kind; 14] = [
+    pub const ALL: [Kind; 16] = [
         Kind::IPAddressClaim,
         Kind::IPAddress,
         Kind::InClusterIPPool,
@@ -203,6 +223,8 @@ impl Kind {
         Kind::GlobalInClusterPrefixPool,
         Kind::Cluster,
         Kind::Metal3DataTemplate,
+        Kind::VSphereCluster,
+        Kind::Metal3Cluster,
     ];
 
     /// A kind is always matched together with its group: Metal3's `IPAddress` is not CAPI's.
@@ -258,6 +280,14 @@ impl Kind {
         matches!(
             self,
             Kind::InClusterPrefixPool | Kind::GlobalInClusterPrefixPool
+        )
+    }
+    /// Kinds whose `spec.controlPlaneEndpoint` holds an address (CP1): Cluster API's Cluster and
+    /// the infrastructure clusters ipam-guard knows.
+    pub fn holds_endpoint(self) -> bool {
+        matches!(
+            self,
+            Kind::Cluster | Kind::VSphereCluster | Kind::Metal3Cluster
         )
     }
     /// Kinds the mutating webhook patches (M1, M2).
@@ -328,7 +358,6 @@ const PUBLISHED: &[(&str, &[&str])] = &[
 // CAPV and CAPM3 share the infrastructure group (so do every other infrastructure provider's
 // kinds, which is why a near miss must be a near one).
 const CAPV_AND_CAPM3_KINDS: &[&str] = &[
-    "VSphereCluster",
     "VSphereClusterTemplate",
     "VSphereClusterIdentity",
     "VSphereDeploymentZone",
@@ -338,7 +367,6 @@ const CAPV_AND_CAPM3_KINDS: &[&str] = &[
     "BareMetalCluster",
     "BareMetalMachine",
     "BareMetalMachineTemplate",
-    "Metal3Cluster",
     "Metal3ClusterTemplate",
     "Metal3Machine",
     "Metal3MachineTemplate",
@@ -433,8 +461,6 @@ mod tests {
         // Published by the providers: never a typo, however close to a served kind.
         for (group, kind) in [
             (CAPV, "Metal3MachineTemplate"),
-            (CAPV, "Metal3Cluster"),
-            (CAPV, "VSphereCluster"),
             (CAPI_IPAM, "InfobloxIPPool"),
             (SPIDERPOOL, "SpiderMultusConfig"),
             (SPIDERPOOL, "SpiderSubnet"),

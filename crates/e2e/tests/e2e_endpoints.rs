@@ -117,6 +117,33 @@ async fn endpoints_against(assets: e2e::Server) {
     excluded["spec"]["excludedAddresses"] = json!(["10.0.1.5"]);
     create(&client, &excluded, true).await.expect(201);
 
+    // An infrastructure cluster shares its own Cluster's endpoint, and no other cluster's.
+    let vsphere = |name: &str, owner: &str| {
+        json!({
+            "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2", "kind": "VSphereCluster",
+            "metadata": {"name": name, "namespace": NS,
+                         "labels": {"cluster.x-k8s.io/cluster-name": owner}},
+            "spec": {"server": "vcenter.example.com",
+                     "controlPlaneEndpoint": {"host": "10.0.1.5", "port": 6443}}
+        })
+    };
+    create(&client, &vsphere("prod", "prod"), false)
+        .await
+        .expect(201);
+    let r = create(&client, &vsphere("dev", "dev"), false).await;
+    refused(
+        &r,
+        "CP1",
+        "already the control-plane endpoint of Cluster endpoints/prod",
+    );
+    held(
+        view,
+        Kind::VSphereCluster,
+        1,
+        "the view to hold the VSphereCluster",
+    )
+    .await;
+
     // CP1: a Cluster whose VIP another Cluster holds.
     let r = create(&client, &cluster("staging", "10.0.1.5"), false).await;
     refused(

@@ -18,10 +18,10 @@ spec:
 pub(super) const CLUSTERS: &[Rule] = &[
     Rule {
         id: RuleId::CP1,
-        kinds: "Cluster",
+        kinds: "Cluster, VSphereCluster, Metal3Cluster",
         operations: "CREATE; UPDATE when the endpoint or the address-space annotation changes",
         field: "spec.controlPlaneEndpoint.host",
-        summary: "A control-plane endpoint that is an IP address (a host name holds none) is, in the Cluster's address space (annotation `ipam-guard.io/address-space`, default `default`; see `--overlap-scope`), not an address a pool of any known kind can hand out, not another Cluster's endpoint, and not held by an address object, unless that address was claimed for this endpoint: its claim carries the annotation `ipam-guard.io/control-plane-endpoint-of: <Cluster name>` (same namespace), and then the pool that handed it out is not in the way either. The webhook registration for Clusters is its own: see docs/operations.md for its failurePolicy.",
+        summary: "A control-plane endpoint that is an IP address (a host name holds none) is, in the Cluster's address space (annotation `ipam-guard.io/address-space`, default `default`; see `--overlap-scope`), not an address a pool of any known kind can hand out, not another Cluster's endpoint, and not held by an address object, unless that address was claimed for this endpoint: its claim carries the annotation `ipam-guard.io/control-plane-endpoint-of: <Cluster name>` (same namespace), and then the pool that handed it out is not in the way either. An infrastructure cluster (CAPV's `VSphereCluster`, Metal3's `Metal3Cluster`) holds its endpoint the same way, in its own address-space annotation; it belongs to the Cluster its label `cluster.x-k8s.io/cluster-name` (else its owner reference) names, and one cluster's endpoints never conflict with each other. The webhook registration for these kinds is its own: see docs/operations.md for its failurePolicy.",
         example: with_cluster(ex("CREATE", CLUSTER_PROD), POOL_NODES),
     },
     Rule {

@@ -866,6 +866,7 @@ fn scale_100k_pools_1m_addresses() {
 fn cluster(name: &str, space: &str, endpoint: Option<&str>) -> ClusterProj {
     ClusterProj {
         key: key(Kind::Cluster, Some("ns"), name),
+        cluster: Arc::from(name),
         space: Arc::from(space),
         endpoint: endpoint.map(ip),
         networks: Vec::new(),

@@ -26,7 +26,7 @@ items:
   kind: IPAddressClaim
   metadata: {name: a, namespace: ns}
 - apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
-  kind: Metal3Cluster
+  kind: Metal3Machine
   metadata: {name: c}
 ---
 ---
@@ -51,7 +51,7 @@ items:
     assert_eq!(l.not_ipam.get("ConfigMap"), Some(&1));
     assert_eq!(
         l.skipped
-            .get("Metal3Cluster.infrastructure.cluster.x-k8s.io"),
+            .get("Metal3Machine.infrastructure.cluster.x-k8s.io"),
         Some(&1)
     );
     assert!(l.skipped_at.iter().all(|(_, k)| k != "ConfigMap"));
@@ -146,7 +146,7 @@ fn documents_that_are_not_kubernetes_objects_are_counted_not_errors() {
 
 #[test]
 fn every_object_knows_the_line_its_document_starts_on() {
-    let text = "# pools\n\napiVersion: infrastructure.cluster.x-k8s.io/v1beta1\nkind: Metal3Cluster\nmetadata: {name: c}\n---\n\
+    let text = "# pools\n\napiVersion: infrastructure.cluster.x-k8s.io/v1beta1\nkind: Metal3Machine\nmetadata: {name: c}\n---\n\
                 apiVersion: ipam.cluster.x-k8s.io/v1beta2\nkind: IPAddress\nmetadata: {name: a}\n\
                 --- # next\nfoo: bar\n...\n---\napiVersion: v1\nkind: List\n\
                 items:\n- apiVersion: ipam.cluster.x-k8s.io/v1beta2\n  kind: IPAddress\n  metadata: {name: b}\n";

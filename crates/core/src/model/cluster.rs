@@ -1,6 +1,8 @@
 //! Reader for Cluster API's `Cluster` (`cluster.x-k8s.io` v1beta1 and v1beta2, which spell these
 //! fields alike): the control-plane endpoint, an address the cluster holds outside every pool,
-//! and the pod and service networks, which are the cluster's own (CP1-CP4).
+//! and the pod and service networks, which are the cluster's own (CP1-CP5). The infrastructure
+//! clusters (CAPV's `VSphereCluster`, Metal3's `Metal3Cluster`) carry the same endpoint at the
+//! same path, and are read the same way.
 
 use std::sync::Arc;
 
@@ -8,6 +10,7 @@ use serde_json::Value;
 
 use crate::address::{parse_cidr, parse_ip, Cidr, Ip};
 use crate::field::FieldPath;
+use crate::kinds::Kind;
 use crate::model::paths::cluster as fields;
 use crate::model::{read, Meta, ObjKey};
 
@@ -46,6 +49,10 @@ impl Network {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClusterProj {
     pub key: ObjKey,
+    /// The Cluster it belongs to, in its namespace: its own name for a Cluster; for an
+    /// infrastructure cluster the label `cluster.x-k8s.io/cluster-name`, else its owner of kind
+    /// `Cluster`, else its own name. Endpoints of one cluster never conflict with each other.
+    pub cluster: Arc<str>,
     /// The address space of the endpoint (annotation `ipam-guard.io/address-space`).
     pub space: Arc<str>,
     /// `spec.controlPlaneEndpoint.host` when it is an IP address; a host name holds none.
@@ -99,9 +106,25 @@ pub fn project(obj: &Value, key: ObjKey) -> ClusterProj {
         .into_iter()
         .flat_map(|n| blocks(obj, n).into_iter().map(move |(_, c)| (n, c)))
         .collect();
+    let meta = Meta::read(obj);
+    let owner = || {
+        obj.pointer("/metadata/ownerReferences")?
+            .as_array()?
+            .iter()
+            .find(|r| r.get("kind").and_then(Value::as_str) == Some("Cluster"))?
+            .get("name")?
+            .as_str()
+    };
+    let cluster = match key.kind {
+        Kind::Cluster => None,
+        _ => meta.label(CLUSTER_NAME_LABEL).or_else(owner),
+    }
+    .filter(|s| !s.is_empty())
+    .map_or_else(|| key.name.clone(), Arc::from);
     ClusterProj {
         key,
-        space: Arc::from(Meta::read(obj).address_space()),
+        cluster,
+        space: Arc::from(meta.address_space()),
         endpoint: endpoint(obj).and_then(|e| e.ip),
         networks,
     }
@@ -110,7 +133,6 @@ pub fn project(obj: &Value, key: ObjKey) -> ClusterProj {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kinds::Kind;
     use serde_json::json;
 
     #[test]

@@ -564,10 +564,9 @@ pub fn project_read(kind: Kind, obj: &Value, reading: Option<&PoolReading>) -> O
             obj,
             ObjKey::new(kind, namespace, name),
         ))),
-        Kind::Cluster => Some(Projection::Cluster(Box::new(cluster::project(
-            obj,
-            ObjKey::new(kind, namespace, name),
-        )))),
+        Kind::Cluster | Kind::VSphereCluster | Kind::Metal3Cluster => Some(Projection::Cluster(
+            Box::new(cluster::project(obj, ObjKey::new(kind, namespace, name))),
+        )),
         Kind::VSphereMachine | Kind::VSphereMachineTemplate | Kind::Metal3DataTemplate => None,
     }
 }

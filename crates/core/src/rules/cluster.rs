@@ -18,7 +18,7 @@ use crate::model::cluster::{
 };
 use crate::model::paths::{address, cluster as fields, in_cluster, prefix_pool, spider};
 use crate::model::pool::PoolReading;
-use crate::model::{project, AddressProj, KeyRef, Meta, ObjKey, Operation, Projection};
+use crate::model::{project, AddressProj, KeyRef, Meta, Operation, Projection};
 use crate::rule_id::RuleId;
 use crate::rules::conditions::field_at;
 use crate::rules::util::{allocatable_added, in_scope, join_limited, same};
@@ -122,7 +122,7 @@ pub(crate) fn endpoint_conflicts(c: &ClusterProj, text: &str, ctx: &Ctx) -> Vec<
     let index = ctx.index;
     let own = &c.key;
     let space = &*c.space;
-    if !claimed_for(index, space, ip, own) {
+    if !claimed_for(index, space, ip, c) {
         let pools: Vec<String> = index
             .overlapping_pools(space, &single(ip))
             .into_iter()
@@ -137,7 +137,7 @@ pub(crate) fn endpoint_conflicts(c: &ClusterProj, text: &str, ctx: &Ctx) -> Vec<
                 format!(
                     "{ip} can be handed out by {}: exclude it there, or claim it with an IPAddressClaim annotated {ENDPOINT_CLAIM_ANNOTATION}: {}",
                     join_limited(&pools),
-                    own.name
+                    c.cluster
                 ),
             ));
         }
@@ -145,7 +145,7 @@ pub(crate) fn endpoint_conflicts(c: &ClusterProj, text: &str, ctx: &Ctx) -> Vec<
     let others: Vec<String> = index
         .endpoints_at(space, ip)
         .into_iter()
-        .filter(|o| o.key != *own && in_scope(scope, own, &o.key))
+        .filter(|o| !same_cluster(o, c) && in_scope(scope, own, &o.key))
         .map(|o| o.key.to_string())
         .collect();
     if !others.is_empty() {
@@ -162,7 +162,7 @@ pub(crate) fn endpoint_conflicts(c: &ClusterProj, text: &str, ctx: &Ctx) -> Vec<
     let holders: Vec<String> = index
         .holders(ip)
         .filter(|h| index.space_of_address(h) == space)
-        .filter(|h| in_scope(scope, own, &h.key) && !marked_for(index, h, own))
+        .filter(|h| in_scope(scope, own, &h.key) && !marked_for(index, h, c))
         .map(|h| h.key.to_string())
         .collect();
     if !holders.is_empty() {
@@ -173,7 +173,7 @@ pub(crate) fn endpoint_conflicts(c: &ClusterProj, text: &str, ctx: &Ctx) -> Vec<
             format!(
                 "{ip} is already held by {}; if that address was claimed for this endpoint, annotate its claim {ENDPOINT_CLAIM_ANNOTATION}: {}",
                 join_limited(&holders),
-                own.name
+                c.cluster
             ),
         ));
     }
@@ -276,17 +276,17 @@ pub(crate) fn pool_holds_endpoint(
     let index = ctx.index;
     let own = &r.proj.key;
     let space = &*r.proj.space;
-    let held: Vec<(Ip, &ObjKey)> = index
+    let held: Vec<(Ip, &ClusterProj)> = index
         .endpoints_in(space, probe)
         .into_iter()
-        .filter_map(|c| Some((c.endpoint?, &c.key)))
-        .filter(|(ip, key)| in_scope(scope, own, key) && !claimed_for(index, space, *ip, key))
+        .filter_map(|c| Some((c.endpoint?, c)))
+        .filter(|(ip, c)| in_scope(scope, own, &c.key) && !claimed_for(index, space, *ip, c))
         .collect();
     for e in &r.entries {
         let here: Vec<String> = held
             .iter()
             .filter(|(ip, _)| e.set.contains(*ip))
-            .map(|(ip, key)| format!("{ip}, the control-plane endpoint of {key}"))
+            .map(|(ip, c)| format!("{ip}, the control-plane endpoint of {}", c.key))
             .collect();
         if !here.is_empty() {
             v.deny(FieldError::invalid(
@@ -330,8 +330,7 @@ pub(crate) fn address_is_endpoint(
         .into_iter()
         .filter(|c| in_scope(scope, &own.to_key(), &c.key))
         .filter(|c| {
-            !(marked.as_deref() == Some(&*c.key.name)
-                && c.key.namespace.as_deref() == own.namespace)
+            !(marked.as_deref() == Some(&*c.cluster) && c.key.namespace.as_deref() == own.namespace)
         })
         .map(|c| c.key.to_string())
         .collect();
@@ -367,17 +366,22 @@ fn claim_key<'a>(
 }
 
 /// Whether the address object `h` was claimed for `cluster`'s endpoint: its claim, in the
-/// Cluster's namespace, carries the annotation naming it.
-fn marked_for(index: &Index, h: &AddressProj, cluster: &ObjKey) -> bool {
-    h.key.namespace == cluster.namespace
+/// Cluster's namespace, carries the annotation naming the Cluster.
+fn marked_for(index: &Index, h: &AddressProj, cluster: &ClusterProj) -> bool {
+    h.key.namespace == cluster.key.namespace
         && claim_key(h.key.kind, h.key.namespace.as_deref(), h.claim.as_deref())
             .and_then(|k| index.claim(&k))
             .and_then(|c| c.endpoint_of.as_deref())
-            == Some(&*cluster.name)
+            == Some(&*cluster.cluster)
+}
+
+/// Whether two endpoint holders are one cluster's: a Cluster and its infrastructure cluster.
+fn same_cluster(a: &ClusterProj, b: &ClusterProj) -> bool {
+    a.key.namespace == b.key.namespace && a.cluster == b.cluster
 }
 
 /// Whether `ip` in `space` is held by an address object claimed for `cluster`'s endpoint.
-fn claimed_for(index: &Index, space: &str, ip: Ip, cluster: &ObjKey) -> bool {
+fn claimed_for(index: &Index, space: &str, ip: Ip, cluster: &ClusterProj) -> bool {
     index
         .holders(ip)
         .any(|h| index.space_of_address(h) == space && marked_for(index, h, cluster))

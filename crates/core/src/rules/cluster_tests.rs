@@ -233,3 +233,42 @@ fn cp5_a_machines_address_inside_its_own_clusters_networks_is_refused() {
     prod2["spec"]["clusterNetwork"]["services"]["cidrBlocks"] = json!(["10.0.0.0/24"]);
     assert!(errors(&create(Kind::Cluster, &prod2, &ix)).is_empty());
 }
+
+#[test]
+fn cp1_an_infrastructure_cluster_shares_its_clusters_endpoint_and_no_other() {
+    let vsphere = |name: &str, cluster: &str, host: &str| {
+        json!({
+            "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2", "kind": "VSphereCluster",
+            "metadata": {"name": name, "namespace": "team-a",
+                         "labels": {"cluster.x-k8s.io/cluster-name": cluster}},
+            "spec": {"server": "vcenter.example.com",
+                     "controlPlaneEndpoint": {"host": host, "port": 6443}}
+        })
+    };
+    let prod = cluster("prod", "10.1.0.5");
+    let ix = index(&[(Kind::Cluster, &prod)]);
+    // Its own Cluster's endpoint: one cluster, no conflict.
+    assert!(errors(&create(
+        Kind::VSphereCluster,
+        &vsphere("prod-x", "prod", "10.1.0.5"),
+        &ix
+    ))
+    .is_empty());
+    let v = create(
+        Kind::VSphereCluster,
+        &vsphere("dev", "dev", "10.1.0.5"),
+        &ix,
+    );
+    assert_eq!(
+        errors(&v),
+        ["spec.controlPlaneEndpoint.host: Duplicate value: \"10.1.0.5\": 10.1.0.5 is already the control-plane endpoint of Cluster team-a/prod"]
+    );
+    // And the other way round: a Cluster meets the infrastructure clusters of other clusters.
+    let infra = vsphere("dev", "dev", "10.1.0.7");
+    let ix = index(&[(Kind::VSphereCluster, &infra)]);
+    assert_eq!(
+        rules(&create(Kind::Cluster, &cluster("prod", "10.1.0.7"), &ix)),
+        ["CP1"]
+    );
+    assert!(errors(&create(Kind::Cluster, &cluster("dev", "10.1.0.7"), &ix)).is_empty());
+}

@@ -106,9 +106,10 @@ pub fn reads(kind: Kind) -> Reads {
         Kind::VSphereMachine | Kind::VSphereMachineTemplate => SPEC_ONLY,
         // MD1 reads spec.metaData and spec.networkData only.
         Kind::Metal3DataTemplate => SPEC_ONLY,
-        // CP1 and CP2: the endpoint, the networks and the address space, nothing else of a
-        // Cluster's spec; a Cluster on its way out passes (its finalizers must come off).
-        Kind::Cluster => Reads {
+        // CP1, CP2, CP5: the endpoint, the networks and the address space, nothing else of a
+        // Cluster's (or an infrastructure cluster's) spec; one on its way out passes (its
+        // finalizers must come off).
+        Kind::Cluster | Kind::VSphereCluster | Kind::Metal3Cluster => Reads {
             update: &[
                 Part::Field("spec.controlPlaneEndpoint"),
                 Part::Field("spec.clusterNetwork"),

@@ -22,7 +22,9 @@ fn webhooks(kind: Kind) -> (&'static dyn Validator, &'static dyn Mutator) {
         Kind::VSphereMachine | Kind::VSphereMachineTemplate => {
             (&capv::Machine, &mutate::NoDefaults)
         }
-        Kind::Cluster => (&cluster::Cluster, &mutate::NoDefaults),
+        Kind::Cluster | Kind::VSphereCluster | Kind::Metal3Cluster => {
+            (&cluster::Cluster, &mutate::NoDefaults)
+        }
         Kind::Metal3DataTemplate => (&metal3_template::DataTemplate, &mutate::NoDefaults),
     }
 }

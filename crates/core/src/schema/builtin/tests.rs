@@ -173,6 +173,8 @@ fn fixture_crds() -> Option<PathBuf> {
 const NOT_DESCRIBED: &[crate::kinds::Kind] = &[
     crate::kinds::Kind::Cluster,
     crate::kinds::Kind::Metal3DataTemplate,
+    crate::kinds::Kind::VSphereCluster,
+    crate::kinds::Kind::Metal3Cluster,
 ];
 
 #[test]
