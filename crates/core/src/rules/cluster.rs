@@ -322,13 +322,18 @@ pub(crate) fn address_is_endpoint(
     let space = pool_key.map_or(crate::kinds::DEFAULT_ADDRESS_SPACE, |k| {
         index.space_of_pool(&k)
     });
+    // Nearly every address is no endpoint: the claim is looked up only when one is.
+    let found = index.endpoints_at(space, addr);
+    if found.is_empty() {
+        return None;
+    }
     let marked = claim_key(own.kind, own.namespace, claim)
         .and_then(|k| index.claim(&k))
         .and_then(|c| c.endpoint_of.clone());
-    let clusters: Vec<String> = index
-        .endpoints_at(space, addr)
+    let own_key = own.to_key();
+    let clusters: Vec<String> = found
         .into_iter()
-        .filter(|c| in_scope(scope, &own.to_key(), &c.key))
+        .filter(|c| in_scope(scope, &own_key, &c.key))
         .filter(|c| {
             !(marked.as_deref() == Some(&*c.cluster) && c.key.namespace.as_deref() == own.namespace)
         })
