@@ -2,7 +2,8 @@
 //! pool that would hand out a Cluster's VIP is refused, a Cluster whose VIP another Cluster
 //! holds is refused, a VIP claimed through an annotated claim is admitted, an address equal to
 //! an unclaimed endpoint is refused, and a machine's address inside its own cluster's networks
-//! is refused (CP5) while another cluster's machine may hold it. The upstream CRDs are read in place from
+//! is refused (CP5) while another cluster's machine may hold it; an infrastructure cluster is
+//! judged in its Cluster's address space. The upstream CRDs are read in place from
 //! `../shared/fixtures/crds/`; skips with a line saying why when `KUBEBUILDER_ASSETS` or
 //! `../shared` is missing.
 
@@ -253,4 +254,14 @@ async fn endpoints_against(assets: e2e::Server) {
     )
     .await;
     assert_eq!(r.status, 200, "{r:#?}");
+
+    // An infrastructure cluster without an address space of its own is in its Cluster's: the
+    // pool `nodes` of `default` holds 10.0.0.45, the Cluster `east` is on another network.
+    let mut east = cluster("east", "10.0.0.45");
+    east["metadata"]["annotations"] = json!({"ipam-guard.io/address-space": "east"});
+    create(&client, &east, false).await.expect(201);
+    held(view, Kind::Cluster, 5, "the view to hold east").await;
+    let mut infra = vsphere("east", "east");
+    infra["spec"]["controlPlaneEndpoint"]["host"] = json!("10.0.0.45");
+    create(&client, &infra, false).await.expect(201);
 }

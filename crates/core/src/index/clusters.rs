@@ -4,8 +4,9 @@
 //! O(runs · log E + k), and an address asks whether it is one in O(log E).
 
 use crate::address::{AddrSet, Ip, IpRange};
+use crate::kinds::Kind;
 use crate::model::cluster::ClusterProj;
-use crate::model::{Keyed, ObjKey};
+use crate::model::{KeyRef, Keyed, ObjKey};
 
 use super::{FamilySegments, FastMap, Index, PendingId};
 
@@ -15,7 +16,8 @@ impl Index {
         self.changed();
         self.strings.key(&mut cluster.key);
         cluster.space = self.strings.get(&cluster.space);
-        match self.cluster_ids.get(&cluster.key) {
+        let members = self.unplace_members(&cluster.key);
+        let old = match self.cluster_ids.get(&cluster.key) {
             Some(&id) => {
                 self.unplace_endpoint(id);
                 let old = std::mem::replace(self.clusters.get_mut(id), cluster);
@@ -30,15 +32,20 @@ impl Index {
                 self.place_endpoint(id);
                 None
             }
-        }
+        };
+        self.place_all(&members);
+        old
     }
 
     pub fn remove_cluster(&mut self, key: &ObjKey) -> Option<ClusterProj> {
-        let id = self.cluster_ids.remove(key)?;
+        let id = *self.cluster_ids.get(key)?;
         self.changed();
+        let members = self.unplace_members(key);
+        self.cluster_ids.remove(key);
         self.unplace_endpoint(id);
         let cluster = self.clusters.remove(id);
         self.count(cluster.key.kind, false);
+        self.place_all(&members);
         Some(cluster)
     }
 
@@ -89,11 +96,52 @@ impl Index {
         )
     }
 
+    /// The address space of `c`'s endpoint: its own, or, for an infrastructure cluster that
+    /// names none, that of its Cluster (stored, else the newest pending version; `default` while
+    /// neither is held).
+    pub fn space_of_cluster<'a>(&'a self, c: &'a ClusterProj) -> &'a str {
+        if !c.inherits {
+            return &c.space;
+        }
+        let key = KeyRef::new(Kind::Cluster, c.key.namespace.as_deref(), &c.cluster);
+        self.cluster_versions(&key)
+            .next()
+            .map_or(&*c.space, |owner| &*owner.space)
+    }
+
+    /// Takes out the endpoints of the infrastructure clusters whose space follows the Cluster
+    /// `key` (none unless `key` is a Cluster), before that Cluster changes; [`Self::place_all`]
+    /// puts them back under the space it then has.
+    pub(super) fn unplace_members(&mut self, key: &ObjKey) -> Vec<u32> {
+        if key.kind != Kind::Cluster {
+            return Vec::new();
+        }
+        let members: Vec<u32> = self
+            .clusters
+            .ids()
+            .filter(|&id| {
+                let c = self.clusters.get(id);
+                c.inherits && c.key.namespace == key.namespace && *c.cluster == *key.name
+            })
+            .collect();
+        for &id in &members {
+            self.unplace_endpoint(id);
+        }
+        members
+    }
+
+    pub(super) fn place_all(&mut self, ids: &[u32]) {
+        for &id in ids {
+            self.place_endpoint(id);
+        }
+    }
+
     pub(super) fn place_endpoint(&mut self, id: u32) {
         let cluster = self.clusters.get(id);
         let Some(ip) = cluster.endpoint else { return };
+        let space = self.strings_get(self.space_of_cluster(cluster));
         self.endpoints
-            .entry(cluster.space.clone())
+            .entry(space)
             .or_default()
             .get_mut(ip.family)
             .insert(ip.value, ip.value, id);
@@ -102,12 +150,13 @@ impl Index {
     pub(super) fn unplace_endpoint(&mut self, id: u32) {
         let cluster = self.clusters.get(id);
         let Some(ip) = cluster.endpoint else { return };
-        let Some(space) = self.endpoints.get_mut(&*cluster.space) else {
+        let space = self.strings_get(self.space_of_cluster(cluster));
+        let Some(segs) = self.endpoints.get_mut(&*space) else {
             return;
         };
-        space.get_mut(ip.family).remove(ip.value, ip.value, id);
-        if space.v4.is_empty() && space.v6.is_empty() {
-            self.endpoints.remove(&*cluster.space);
+        segs.get_mut(ip.family).remove(ip.value, ip.value, id);
+        if segs.v4.is_empty() && segs.v6.is_empty() {
+            self.endpoints.remove(&*space);
         }
     }
 
@@ -115,6 +164,8 @@ impl Index {
     pub(super) fn fresh_endpoints(&self) -> FastMap<std::sync::Arc<str>, FamilySegments> {
         let mut fresh = Index {
             clusters: self.clusters.clone(),
+            cluster_ids: self.cluster_ids.clone(),
+            pending: self.pending.clone(),
             ..Index::default()
         };
         for id in self.clusters.ids() {

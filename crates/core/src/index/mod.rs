@@ -617,6 +617,7 @@ impl Index {
     /// `remove_pending`. Not counted among the objects held (`counts`).
     pub fn add_pending(&mut self, object: Object) -> PendingId {
         self.changed();
+        let members = self.unplace_members(object.key());
         let id = match object {
             Object::Pool(mut p) => {
                 self.strings.key(&mut p.key);
@@ -649,6 +650,7 @@ impl Index {
         };
         let key = self.pending_key(id).clone();
         self.pending.entry(key).or_default().push(id);
+        self.place_all(&members);
         id
     }
 
@@ -657,6 +659,7 @@ impl Index {
     pub fn remove_pending(&mut self, id: PendingId) {
         self.changed();
         let key = self.pending_key(id).clone();
+        let members = self.unplace_members(&key);
         if let Entry::Occupied(mut o) = self.pending.entry(key) {
             o.get_mut().retain(|p| *p != id);
             if o.get().is_empty() {
@@ -680,6 +683,7 @@ impl Index {
                 self.clusters.remove(id);
             }
         }
+        self.place_all(&members);
     }
 
     /// Whether the pending version `id` reads exactly as `object`.

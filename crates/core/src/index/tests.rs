@@ -870,7 +870,88 @@ fn cluster(name: &str, space: &str, endpoint: Option<&str>) -> ClusterProj {
         space: Arc::from(space),
         endpoint: endpoint.map(ip),
         networks: Vec::new(),
+        inherits: false,
     }
+}
+
+/// A VSphereCluster of the Cluster `of`, with no address-space annotation of its own.
+fn infra(name: &str, of: &str, endpoint: &str) -> ClusterProj {
+    ClusterProj {
+        key: key(Kind::VSphereCluster, Some("ns"), name),
+        cluster: Arc::from(of),
+        inherits: true,
+        ..cluster(name, "default", Some(endpoint))
+    }
+}
+
+#[test]
+fn an_infrastructure_cluster_follows_its_clusters_space() {
+    let mut index = Index::new();
+    let names = |v: Vec<&ClusterProj>| -> Vec<String> {
+        v.iter().map(|c| c.key.name.to_string()).collect()
+    };
+    // Before its Cluster is seen, the endpoint is in `default`.
+    index.upsert_cluster(infra("prod-x", "prod", "10.0.0.5"));
+    index.check_consistency();
+    assert_eq!(
+        names(index.endpoints_at("default", ip("10.0.0.5"))),
+        ["prod-x"]
+    );
+
+    index.upsert_cluster(cluster("prod", "dc1", Some("10.0.0.5")));
+    index.check_consistency();
+    assert!(index.endpoints_at("default", ip("10.0.0.5")).is_empty());
+    assert_eq!(
+        names(index.endpoints_at("dc1", ip("10.0.0.5"))),
+        ["prod", "prod-x"]
+    );
+
+    // A pending version of the Cluster in another space moves it only while no Cluster is
+    // stored; a stored one decides.
+    let id = index.add_pending(Object::Cluster(Box::new(cluster(
+        "prod",
+        "dc2",
+        Some("10.0.0.5"),
+    ))));
+    index.check_consistency();
+    assert_eq!(
+        names(index.endpoints_at("dc1", ip("10.0.0.5"))),
+        ["prod", "prod-x"]
+    );
+    index.remove_pending(id);
+
+    index.upsert_cluster(cluster("prod", "dc2", Some("10.0.0.5")));
+    index.check_consistency();
+    assert_eq!(
+        names(index.endpoints_at("dc2", ip("10.0.0.5"))),
+        ["prod", "prod-x"]
+    );
+    index.remove_cluster(&key(Kind::Cluster, Some("ns"), "prod"));
+    index.check_consistency();
+    assert_eq!(
+        names(index.endpoints_at("default", ip("10.0.0.5"))),
+        ["prod-x"]
+    );
+
+    // A pending Cluster alone decides until it is settled.
+    let id = index.add_pending(Object::Cluster(Box::new(cluster("prod", "dc3", None))));
+    index.check_consistency();
+    assert_eq!(names(index.endpoints_at("dc3", ip("10.0.0.5"))), ["prod-x"]);
+    index.remove_pending(id);
+    index.check_consistency();
+    assert_eq!(
+        names(index.endpoints_at("default", ip("10.0.0.5"))),
+        ["prod-x"]
+    );
+
+    // One with its own annotation keeps it.
+    let mut own = infra("prod-y", "prod", "10.0.0.6");
+    own.inherits = false;
+    own.space = Arc::from("dc9");
+    index.upsert_cluster(cluster("prod", "dc1", None));
+    index.upsert_cluster(own);
+    index.check_consistency();
+    assert_eq!(names(index.endpoints_at("dc9", ip("10.0.0.6"))), ["prod-y"]);
 }
 
 #[test]

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::address::{parse_cidr, parse_ip, Cidr, Ip};
 use crate::field::FieldPath;
-use crate::kinds::Kind;
+use crate::kinds::{Kind, ADDRESS_SPACE_ANNOTATION};
 use crate::model::paths::cluster as fields;
 use crate::model::{read, Meta, ObjKey};
 
@@ -53,8 +53,13 @@ pub struct ClusterProj {
     /// infrastructure cluster the label `cluster.x-k8s.io/cluster-name`, else its owner of kind
     /// `Cluster`, else its own name. Endpoints of one cluster never conflict with each other.
     pub cluster: Arc<str>,
-    /// The address space of the endpoint (annotation `ipam-guard.io/address-space`).
+    /// The address space of the endpoint (annotation `ipam-guard.io/address-space`, else
+    /// `default`).
     pub space: Arc<str>,
+    /// An infrastructure cluster without its own address-space annotation: its endpoint is in
+    /// the address space of its Cluster ([`crate::index::Index::space_of_cluster`]), since
+    /// providers and ClusterClass topologies create it without copying the Cluster's annotations.
+    pub inherits: bool,
     /// `spec.controlPlaneEndpoint.host` when it is an IP address; a host name holds none.
     pub endpoint: Option<Ip>,
     /// The pod and service CIDR blocks that parse.
@@ -121,10 +126,15 @@ pub fn project(obj: &Value, key: ObjKey) -> ClusterProj {
     }
     .filter(|s| !s.is_empty())
     .map_or_else(|| key.name.clone(), Arc::from);
+    let own_space = meta
+        .annotation(ADDRESS_SPACE_ANNOTATION)
+        .is_some_and(|s| !s.is_empty());
+    let inherits = key.kind != Kind::Cluster && !own_space;
     ClusterProj {
         key,
         cluster,
         space: Arc::from(meta.address_space()),
+        inherits,
         endpoint: endpoint(obj).and_then(|e| e.ip),
         networks,
     }

@@ -121,7 +121,7 @@ pub(crate) fn endpoint_conflicts(c: &ClusterProj, text: &str, ctx: &Ctx) -> Vec<
     };
     let index = ctx.index;
     let own = &c.key;
-    let space = &*c.space;
+    let space = index.space_of_cluster(c);
     if !claimed_for(index, space, ip, c) {
         let pools: Vec<String> = index
             .overlapping_pools(space, &single(ip))

@@ -272,3 +272,23 @@ fn cp1_an_infrastructure_cluster_shares_its_clusters_endpoint_and_no_other() {
     );
     assert!(errors(&create(Kind::Cluster, &cluster("dev", "10.1.0.7"), &ix)).is_empty());
 }
+
+#[test]
+fn cp1_an_infrastructure_cluster_without_a_space_of_its_own_is_judged_in_its_clusters() {
+    let vsphere = json!({
+        "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2", "kind": "VSphereCluster",
+        "metadata": {"name": "prod-x", "namespace": "team-a",
+                     "labels": {"cluster.x-k8s.io/cluster-name": "prod"}},
+        "spec": {"server": "vcenter.example.com",
+                 "controlPlaneEndpoint": {"host": "10.0.0.20", "port": 6443}}
+    });
+    let prod = with_space(cluster("prod", "10.0.0.20"), "dc1");
+    // A pool of `default` may hold the address: the cluster's network is dc1.
+    let nodes = pool("nodes", "10.0.0.10-10.0.0.50");
+    let ix = index(&[(Kind::Cluster, &prod), (Kind::InClusterIPPool, &nodes)]);
+    assert!(errors(&create(Kind::VSphereCluster, &vsphere, &ix)).is_empty());
+    // A pool of dc1 may not.
+    let dc1 = with_space(pool("dc1-nodes", "10.0.0.10-10.0.0.50"), "dc1");
+    let ix = index(&[(Kind::Cluster, &prod), (Kind::InClusterIPPool, &dc1)]);
+    assert_eq!(rules(&create(Kind::VSphereCluster, &vsphere, &ix)), ["CP1"]);
+}
