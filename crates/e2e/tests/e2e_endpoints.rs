@@ -245,6 +245,21 @@ async fn endpoints_against(assets: e2e::Server) {
     )
     .await;
     refused(&r, "CP5", "10.0.0.40 (IPAddress endpoints/b-0)");
+    // One that holds none of them but overlaps the pool they draw from is admitted with a warning.
+    let r = merge_patch(
+        &client,
+        &cluster("prod", "10.0.1.5"),
+        json!({"spec": {"clusterNetwork": {"services": {"cidrBlocks": ["10.0.0.48/29"]}}}}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{r:#?}");
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.contains("overlaps InClusterIPPool endpoints/nodes, which machines of this cluster draw addresses from")),
+        "{:?}",
+        r.warnings
+    );
 
     // An update that does not move the endpoint passes whatever else it changes.
     let r = merge_patch(

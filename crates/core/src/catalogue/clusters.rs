@@ -72,7 +72,7 @@ spec:
         kinds: "IPAddress (CAPI and Metal3), Cluster",
         operations: "IPAddress: CREATE; Cluster: CREATE, and UPDATE when the networks change",
         field: "spec.address; the Cluster's spec.clusterNetwork.pods.cidrBlocks[i], .services.cidrBlocks[i]",
-        summary: "A machine's address does not lie in the pod or service networks of its own Cluster (the one its claim names, by `spec.clusterName` or the label `cluster.x-k8s.io/cluster-name`, in the claim's namespace): inside that cluster it would be routed to pods or services. A Cluster whose networks would take in addresses its machines already hold is refused at the block. Addresses of other clusters are not compared: pod and service networks are private to each cluster.",
+        summary: "A machine's address does not lie in the pod or service networks of its own Cluster (the one its claim names, by `spec.clusterName` or the label `cluster.x-k8s.io/cluster-name`, in the claim's namespace): inside that cluster it would be routed to pods or services. A Cluster whose networks would take in addresses its machines already hold is refused at the block; a block that overlaps a pool its machines' claims draw from is a warning (the pool may hand the next machine an address inside it). Addresses of other clusters are not compared: pod and service networks are private to each cluster.",
         example: with_cluster(ex("CREATE", "\
 apiVersion: ipam.cluster.x-k8s.io/v1beta2
 kind: IPAddress

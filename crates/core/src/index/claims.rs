@@ -55,4 +55,11 @@ impl Index {
     pub fn claims(&self) -> impl Iterator<Item = &ClaimProj> + '_ {
         self.claims.iter().map(|e| &e.0)
     }
+
+    /// Every stored claim and every version admitted and not yet stored (X2), in no particular
+    /// order.
+    pub fn claims_and_pending(&self) -> impl Iterator<Item = &ClaimProj> + '_ {
+        self.claims()
+            .chain(self.pending_claims.iter().map(|(_, c)| c))
+    }
 }

@@ -18,7 +18,7 @@ use crate::model::cluster::{
 };
 use crate::model::paths::{address, cluster as fields, in_cluster, prefix_pool, spider};
 use crate::model::pool::PoolReading;
-use crate::model::{project, AddressProj, KeyRef, Meta, Operation, Projection};
+use crate::model::{project, AddressProj, KeyRef, Meta, ObjKey, Operation, Projection};
 use crate::rule_id::RuleId;
 use crate::rules::conditions::field_at;
 use crate::rules::util::{allocatable_added, in_scope, join_limited, same};
@@ -181,7 +181,9 @@ pub(crate) fn endpoint_conflicts(c: &ClusterProj, text: &str, ctx: &Ctx) -> Vec<
 }
 
 /// CP5 for a Cluster: no block of its pod or service networks holds an address a machine of the
-/// cluster already has (an address object whose claim names the Cluster, in its namespace).
+/// cluster already has (an address object whose claim names the Cluster, in its namespace,
+/// stored or admitted and not yet stored, X2). A block that overlaps a pool those claims draw
+/// from is a warning: the pool may hand the next machine an address inside it.
 fn networks_hold_machines(obj: &Value, call: &Call, ctx: &Ctx, v: &mut Verdict) {
     let Some(Projection::Cluster(c)) = project(call.kind, obj) else {
         return;
@@ -192,7 +194,8 @@ fn networks_hold_machines(obj: &Value, call: &Call, ctx: &Ctx, v: &mut Verdict) 
     let index = ctx.index;
     let ns = c.key.namespace.as_deref();
     let mut held: Vec<&AddressProj> = Vec::new();
-    for claim in index.claims() {
+    let mut pools: Vec<ObjKey> = Vec::new();
+    for claim in index.claims_and_pending() {
         if claim.key.namespace.as_deref() != ns || claim.cluster.as_deref() != Some(&*c.key.name) {
             continue;
         }
@@ -201,9 +204,15 @@ fn networks_hold_machines(obj: &Value, call: &Call, ctx: &Ctx, v: &mut Verdict) 
             _ => Kind::IPAddress,
         };
         held.extend(index.addresses_for_claim(kind, ns.unwrap_or_default(), &claim.key.name));
+        pools.extend(claim.pool_ref.key(ns));
     }
+    held.sort_by(|a, b| a.key.cmp(&b.key));
+    held.dedup_by(|a, b| a.key == b.key && a.ip == b.ip);
+    pools.sort();
+    pools.dedup();
     for network in [Network::Pods, Network::Services] {
         for (i, cidr) in blocks(obj, network) {
+            let path = format!("{}[{i}]", network.path());
             let inside: Vec<String> = held
                 .iter()
                 .filter_map(|a| Some((a.ip?, &a.key)))
@@ -213,13 +222,34 @@ fn networks_hold_machines(obj: &Value, call: &Call, ctx: &Ctx, v: &mut Verdict) 
             if !inside.is_empty() {
                 v.deny(FieldError::invalid(
                     RuleId::CP5,
-                    format!("{}[{i}]", network.path()),
+                    path.clone(),
                     cidr.to_string(),
                     format!(
                         "holds addresses machines of this cluster already have: {}; inside the cluster they would be unroutable",
                         join_limited(&inside)
                     ),
                 ));
+                continue;
+            }
+            let block = AddrSet::from_range(cidr.family(), cidr.network);
+            let overlapping: Vec<String> = pools
+                .iter()
+                .filter(|k| {
+                    index
+                        .pool_versions(*k)
+                        .any(|p| p.allocatable.intersects(&block))
+                })
+                .map(ToString::to_string)
+                .collect();
+            if !overlapping.is_empty() {
+                v.warn(
+                    RuleId::CP5,
+                    path,
+                    format!(
+                        "{cidr} overlaps {}, which machines of this cluster draw addresses from: an address handed out there inside {cidr} is unroutable inside the cluster",
+                        join_limited(&overlapping)
+                    ),
+                );
             }
         }
     }

@@ -4,7 +4,9 @@
 use serde_json::{json, Value};
 
 use crate::kinds::Kind;
-use crate::rules::test_support::{create, create_with, errors, index, update, with_space};
+use crate::rules::test_support::{
+    create, create_with, errors, index, update, warnings, with_space,
+};
 use crate::rules::{Options, OverlapScope};
 
 fn cluster(name: &str, host: &str) -> Value {
@@ -227,6 +229,16 @@ fn cp5_a_machines_address_inside_its_own_clusters_networks_is_refused() {
     assert_eq!(
         errors(&v),
         ["spec.clusterNetwork.services.cidrBlocks[0]: Invalid value: \"10.0.0.0/24\": holds addresses machines of this cluster already have: 10.0.0.12 (IPAddress team-a/web-2); inside the cluster they would be unroutable"]
+    );
+    // A block that holds none of their addresses but overlaps the pool they draw from is a
+    // warning: the pool may hand the next machine an address inside it.
+    let mut near = staging.clone();
+    near["spec"]["clusterNetwork"]["services"]["cidrBlocks"] = json!(["10.0.0.32/27"]);
+    let v = update(Kind::Cluster, &near, &staging, &ix);
+    assert!(errors(&v).is_empty());
+    assert_eq!(
+        warnings(&v),
+        ["spec.clusterNetwork.services.cidrBlocks[0]: 10.0.0.32/27 overlaps InClusterIPPool team-a/nodes, which machines of this cluster draw addresses from: an address handed out there inside 10.0.0.32/27 is unroutable inside the cluster"]
     );
     // Another cluster's networks may hold it.
     let mut prod2 = cluster("prod", "10.1.0.5");
