@@ -525,9 +525,12 @@ pub fn differences() -> String {
         "## Differences from the providers' own webhooks\n\n\
          Where ipam-guard deliberately answers a write otherwise than Cluster API's IPAddress and \
          IPAddressClaim webhooks, the in-cluster provider's pool webhooks, Metal3 IPAM's or \
-         Spiderpool's own webhook would (stricter or looser), and why. Every other write a provider \
-         webhook's code and test suite (as read for this table) refuses, ipam-guard refuses too. \
-         Keeping both webhooks installed gives the union of their refusals.\n\n\
+         Spiderpool's own webhook would (stricter or looser), and why. Every other write one of \
+         these IPAM webhooks' code and test suite (as read for this table) refuses, ipam-guard \
+         refuses too. For the cluster kinds and Metal3DataTemplate ipam-guard judges only the \
+         addresses and pool references, and the rows name where it meets Cluster API's, CAPM3's \
+         and the Proxmox provider's webhooks. Keeping both webhooks installed gives the union of \
+         their refusals.\n\n\
          | provider | write | provider's webhook | ipam-guard | why |\n|---|---|---|---|---|\n",
     );
     for d in catalogue::DIFFERENCES {

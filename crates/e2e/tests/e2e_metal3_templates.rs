@@ -56,6 +56,23 @@ async fn against(assets: e2e::Server) {
         r.message()
     );
 
+    // Refused: a reference that names no pool. v1beta2's schema refuses an empty name itself;
+    // v1beta1's lets it through to ipam-guard on current servers, while v1.20 reads the empty
+    // name as null and refuses it at the schema, before any webhook.
+    let unnamed =
+        json!({"apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterIPPool", "name": ""});
+    let mut t = template("workers", unnamed);
+    t["apiVersion"] = json!("infrastructure.cluster.x-k8s.io/v1beta1");
+    let r = create(&client, &t, false).await;
+    assert_eq!(r.status, 422, "{r:#?}");
+    let m = r.message();
+    let by_schema = m.contains("fromPoolRef.name in body must be of type string");
+    assert!(
+        (by_schema && !assets.version.at_least(21))
+            || m.contains("spec.networkData.networks.ipv4[0].fromPoolRef.name: Required value: no pool is named"),
+        "{m}"
+    );
+
     // A pool not found yet: admitted, with kubectl's warning naming it.
     let pool_ref = json!({"apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterIPPool", "name": "provisioning"});
     let r = create(&client, &template("workers", pool_ref.clone()), false).await;

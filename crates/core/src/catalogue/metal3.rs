@@ -239,7 +239,7 @@ spec:
         kinds: "Metal3DataTemplate",
         operations: "CREATE; UPDATE when a reference is added or changed",
         field: "each pool reference under spec.metaData and spec.networkData (fromPoolRef, ipAddressFromIPPool, fromIPPool, dnsFromIPPool, metaData.*FromIPPool[i])",
-        summary: "Every pool the template's machines will claim from can serve them: a reference to a kind ipam-guard knows that is not a pool (an IPAddressClaim, an IPAddress) is refused; a pool not found in the template's namespace, a pool of the other family than its `ipv4` or `ipv6` network, an empty name, or a kind ipam-guard does not know is a warning (pools are often applied after their templates). A bare name (`ipAddressFromIPPool`, `fromIPPool`, `dnsFromIPPool`) names a Metal3 `IPPool`; a place that sets `fromPoolAnnotation` takes its pool at run time and is not checked.",
+        summary: "Every pool the template's machines will claim from can serve them: a reference to a kind ipam-guard knows that is not a pool (an IPAddressClaim, an IPAddress) is refused, and so is a reference with an empty name; a pool not found in the template's namespace, a pool of the other family than its `ipv4` or `ipv6` network, or a kind ipam-guard does not know is a warning (pools are often applied after their templates). A bare name (`ipAddressFromIPPool`, `fromIPPool`, `dnsFromIPPool`) names a Metal3 `IPPool`; a place that sets `fromPoolAnnotation` takes its pool at run time and is not checked.",
         example: ex("CREATE", "\
 apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
 kind: Metal3DataTemplate

@@ -1,7 +1,7 @@
 //! Metal3's `Metal3DataTemplate`: MD1. Every machine rendered from the template claims an
 //! address from the pools its metadata and network data name, so a reference that cannot be
 //! served leaves each of them without one, found only when it boots. A reference that can never
-//! be valid (a kind ipam-guard knows that is not a pool) is refused; a pool not found, or of the
+//! be valid (a kind ipam-guard knows that is not a pool, a reference naming no pool) is refused; a pool not found, or of the
 //! other family than its network, is a warning: pools are often applied after their templates.
 
 use std::collections::HashSet;
@@ -66,7 +66,17 @@ impl Validator for DataTemplate {
 fn md1(r: &TemplateRef, namespace: Option<&str>, ctx: &Ctx, v: &mut Verdict) {
     let path = r.path.clone();
     let Some(name) = r.name.filter(|n| !n.is_empty()) else {
-        v.warn(RuleId::MD1, path, "name is required: no pool is named");
+        // A reference that names no pool can never be served (Metal3's own webhook refuses an
+        // empty `fromPoolRef.name` too).
+        let path = match r.raw {
+            Value::Object(_) => format!("{path}.name"),
+            _ => path,
+        };
+        v.deny(FieldError::required(
+            RuleId::MD1,
+            path,
+            "no pool is named: machines of this template can never get an address from it",
+        ));
         return;
     };
     let Some(kind) = r.named_kind() else {
@@ -158,6 +168,14 @@ mod tests {
                 "spec.networkData.networks.ipv4[0].ipAddressFromIPPool: IPPool.ipam.metal3.io metal/missing not found: machines of this template wait for an address until it exists",
                 "spec.networkData.networks.ipv4[1].fromPoolRef: InClusterIPPool metal/v6 hands out IPv6 addresses; this network needs IPv4",
             ]
+        );
+        // A reference that names no pool is refused.
+        let t2 = template(json!({"ipv6": [
+            {"id": "d", "link": "eth3", "fromPoolRef": {"apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterIPPool", "name": ""}}
+        ]}));
+        assert_eq!(
+            errors(&create(Kind::Metal3DataTemplate, &t2, &ix)),
+            ["spec.networkData.networks.ipv6[0].fromPoolRef.name: Required value: no pool is named: machines of this template can never get an address from it"]
         );
         // X5: an update that leaves the references alone says nothing of them.
         let mut relabelled = t.clone();
