@@ -1,23 +1,32 @@
-//! Spiderpool `SpiderIPPool`: S1–S4, S7 and S8 judge the spec on its own
-//! (`rules::spider_spec`, on the review's reading); S5 and S6 are this kind's part of the rules
-//! every pool kind shares (`rules::pool`, which adds P10 and P11); S9 reads the view.
+//! Spiderpool `SpiderIPPool` and `SpiderSubnet`: S1–S4, S7 and S8 judge the spec on its own
+//! (`rules::spider_spec`, on the review's reading; a SpiderSubnet's spec is a SpiderIPPool's
+//! without podAffinity, so the same rules judge it); S5 and S6 are the SpiderIPPool's part of the
+//! rules every pool kind shares (`rules::pool`, which adds P10 and P11); S9–S12 read the view:
+//! how pools and subnets share `spec.subnet`.
 //!
 //! Who holds an address of a SpiderIPPool is recorded by Spiderpool itself in the pool's
 //! `status.allocatedIPs`, not in objects the index watches, so S5 and S6 read the status of the
 //! stored object (a main-resource update cannot change status, so old and new carry the same).
+//! A SpiderSubnet holds nothing itself: pods draw from the SpiderIPPools carved from it (those in
+//! its address space declaring its very `spec.subnet`, `model::spider::carved`), and S11 and S12
+//! protect what those pools have.
+
+use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::address::Cidr;
+use crate::address::{AddrSet, Cidr};
 use crate::field::{FieldError, Verdict};
 use crate::kinds::Kind;
 use crate::model::paths::spider;
 use crate::model::pool::PoolReading;
-use crate::model::spider::{allocation, Allocation};
-use crate::model::{Meta, ObjKey};
+use crate::model::spider::{allocation, same_subnet, Allocation};
+use crate::model::{read_pool, Meta, ObjKey, PoolProj};
 use crate::rule_id::RuleId;
 use crate::rules::pool::{keeps_held, refuse_delete, PoolKind, Pools};
-use crate::rules::util::{immutable_fields, join_shown, MAX_LISTED};
+use crate::rules::util::{
+    allocatable_added, immutable_fields, join_limited, join_shown, MAX_LISTED,
+};
 use crate::rules::OverlapScope;
 use crate::rules::{Call, Ctx};
 
@@ -35,57 +44,16 @@ impl PoolKind for SpiderIPPool {
     /// Its status records the holders: S5 and S6 read the stored object, not the view.
     const HOLDERS_IN_VIEW: bool = false;
 
-    const VIEW_RULES: &'static [RuleId] = &[RuleId::S9];
+    const VIEW_RULES: &'static [RuleId] = &[RuleId::S9, RuleId::S11];
 
-    /// S9: Spiderpool groups pools by their subnet (its `ipam.spidernet.io/ippool-cidr` label),
-    /// so two SpiderIPPools whose subnets overlap must declare the very same subnet: a /25 inside
-    /// another pool's /24 is refused whatever their `ips`. Within one address space, like P10.
+    /// S9 against SpiderIPPools and SpiderSubnets; S11: a pool carved from a SpiderSubnet gains
+    /// only addresses of the subnet.
     fn against_view(r: &PoolReading, before: Option<&PoolReading>, ctx: &Ctx, v: &mut Verdict) {
         if ctx.options.overlap_scope == OverlapScope::Off {
             return;
         }
-        let Some(mine) = r.proj.declared_subnet else {
-            return;
-        };
-        // X5: an update that keeps its subnet keeps the neighbours it already had.
-        if before.is_some_and(|b| b.proj.declared_subnet == Some(mine)) {
-            return;
-        }
-        let same = |c: &Cidr| c.network == mine.network && c.prefix == mine.prefix;
-        let mut clashes: Vec<(&ObjKey, Cidr)> = ctx
-            .index
-            .pools_and_pending()
-            .filter(|p| p.key.kind == Kind::SpiderIPPool && p.key != r.proj.key)
-            .filter(|p| *p.space == *r.proj.space)
-            .filter_map(|p| p.declared_subnet.map(|c| (&p.key, c)))
-            .filter(|(_, c)| {
-                c.family() == mine.family()
-                    && c.network.start <= mine.network.end
-                    && mine.network.start <= c.network.end
-                    && !same(c)
-            })
-            .collect();
-        if clashes.is_empty() {
-            return;
-        }
-        clashes.sort_by(|a, b| a.0.cmp(b.0));
-        clashes.dedup_by(|a, b| a.0 == b.0);
-        let total = clashes.len();
-        let shown: Vec<String> = clashes
-            .iter()
-            .take(MAX_LISTED)
-            .map(|(key, c)| format!("{key} ({c})"))
-            .collect();
-        let written = read_subnet_text(r).unwrap_or_else(|| mine.to_string());
-        v.deny(FieldError::invalid(
-            RuleId::S9,
-            spider::SUBNET,
-            written,
-            format!(
-                "overlaps the subnet of {}; SpiderIPPools whose subnets overlap must declare the same subnet",
-                join_shown(&shown, total)
-            ),
-        ));
+        subnet_clashes(r, before, ctx, v);
+        carved_inside(r, before, ctx, v);
     }
 
     /// S5: Spiderpool keys everything it hands out by subnet and family.
@@ -127,9 +95,238 @@ impl PoolKind for SpiderIPPool {
     }
 }
 
-/// `spec.subnet` as the reading parsed it: the canonical text (S1 refuses any other).
-fn read_subnet_text(r: &PoolReading) -> Option<String> {
-    r.proj.declared_subnet.map(|c| c.to_string())
+/// `SpiderSubnet`: the set SpiderIPPools are carved from. S5 keeps its subnet and ipVersion;
+/// S9 and S10 keep subnets apart; S11 keeps it covering its pools; S12 keeps it while they hold
+/// addresses. Its holders are the carved pools the view has.
+pub(crate) struct SpiderSubnet;
+
+pub(crate) static SUBNET: Pools<SpiderSubnet> = Pools(std::marker::PhantomData);
+
+impl PoolKind for SpiderSubnet {
+    const KEEPS_HELD: RuleId = RuleId::S11;
+    const DELETE: RuleId = RuleId::S12;
+    const HOLDERS_IN_VIEW: bool = true;
+
+    const VIEW_RULES: &'static [RuleId] = &[RuleId::S9, RuleId::S10, RuleId::S11];
+
+    /// S9 against SpiderIPPools, S10 against other SpiderSubnets; on a create (or a move to
+    /// another space) S11: every pool carved from it here lies inside it.
+    fn against_view(r: &PoolReading, before: Option<&PoolReading>, ctx: &Ctx, v: &mut Verdict) {
+        if ctx.options.overlap_scope == OverlapScope::Off {
+            return;
+        }
+        subnet_clashes(r, before, ctx, v);
+        if before.is_none() {
+            covers_carved(r, ctx, v, |pool| pool.difference(&r.proj.allocatable));
+        }
+    }
+
+    /// S5, as for a SpiderIPPool: Spiderpool refuses the change too.
+    fn immutable(obj: &Value, old: &Value, out: &mut Vec<FieldError>) {
+        SpiderIPPool::immutable(obj, old, out);
+    }
+
+    /// S11: an update takes from the subnet no address a carved pool has (X5: only what the
+    /// update takes away is asked about).
+    fn keeps_held(
+        r: &PoolReading,
+        before: &PoolReading,
+        _obj: &Value,
+        _old: &Value,
+        ctx: &Ctx,
+        v: &mut Verdict,
+    ) {
+        let removed = before.proj.allocatable.difference(&r.proj.allocatable);
+        if !removed.is_empty() {
+            covers_carved(r, ctx, v, |pool| pool.intersection(&removed));
+        }
+    }
+
+    /// S12: a subnet whose carved pools hold addresses (their `status.allocatedIPs`, as S6
+    /// reads them) is not deleted. P9's skip annotations apply, as for every pool.
+    fn delete(old: &Value, _call: &Call, ctx: &Ctx) -> Verdict {
+        refuse_delete(Self::DELETE, &Meta::read(old), || {
+            let subnet = read_pool(Kind::SpiderSubnet, old).proj;
+            let held: Vec<(ObjKey, AddrSet)> = carved_pools(&subnet, ctx)
+                .into_iter()
+                .filter(|(_, p)| !p.recorded.is_empty())
+                .map(|(k, p)| (k, p.recorded.clone()))
+                .collect();
+            if held.is_empty() {
+                return None;
+            }
+            let shown: Vec<String> = held
+                .iter()
+                .map(|(k, set)| format!("{k} ({})", set.display_limited(MAX_LISTED)))
+                .collect();
+            Some(format!(
+                "SpiderIPPools carved from this SpiderSubnet hold addresses. Cannot delete the SpiderSubnet until they have been released. Held by: {}",
+                join_limited(&shown)
+            ))
+        })
+    }
+}
+
+/// The SpiderIPPools carved from `subnet` that the view holds, by key (each pool once; its
+/// versions admitted but not yet stored, X2, are read as the first one met).
+fn carved_pools<'a>(subnet: &PoolProj, ctx: &Ctx<'a>) -> BTreeMap<ObjKey, &'a PoolProj> {
+    let mut out = BTreeMap::new();
+    if subnet.declared_subnet.is_none() {
+        return out;
+    }
+    for p in ctx.index.pools_and_pending() {
+        if crate::model::spider::carved(p, subnet) {
+            out.entry(p.key.clone()).or_insert(p);
+        }
+    }
+    out
+}
+
+/// S11, the subnet's side: every address of its carved pools lies in its allocatable set.
+/// `outside` gives what of a pool's allocatable set the write leaves out: on a create all that
+/// is not in the subnet, on an update what the update takes away (X5). The cause names each
+/// pool and the addresses it would lose.
+fn covers_carved(
+    r: &PoolReading,
+    ctx: &Ctx,
+    v: &mut Verdict,
+    outside: impl Fn(&AddrSet) -> AddrSet,
+) {
+    let lost: Vec<String> = carved_pools(&r.proj, ctx)
+        .into_iter()
+        .filter_map(|(key, p)| {
+            let outside = outside(&p.allocatable);
+            (!outside.is_empty())
+                .then(|| format!("{} of {key}", outside.display_limited(MAX_LISTED)))
+        })
+        .collect();
+    if lost.is_empty() {
+        return;
+    }
+    v.deny(FieldError::forbidden(
+        RuleId::S11,
+        spider::IPS,
+        format!(
+            "does not cover {}, carved from this SpiderSubnet (the same spec.subnet): a SpiderSubnet's spec.ips, less its spec.excludeIPs and gateway, keep every address of its SpiderIPPools",
+            join_limited(&lost)
+        ),
+    ));
+}
+
+/// S11, the pool's side: a SpiderIPPool that declares the subnet of a SpiderSubnet of its address
+/// space is carved from it, and what it gains lies in the subnet's allocatable set. The cause
+/// sits on each entry holding addresses outside it.
+fn carved_inside(r: &PoolReading, before: Option<&PoolReading>, ctx: &Ctx, v: &mut Verdict) {
+    if r.proj.declared_subnet.is_none() {
+        return;
+    }
+    let added = allocatable_added(r, before);
+    if added.is_empty() {
+        return;
+    }
+    let subnets = ctx
+        .index
+        .pools_and_pending()
+        .filter(|s| crate::model::spider::carved(&r.proj, s));
+    let mut outside: Vec<(&ObjKey, AddrSet)> = Vec::new();
+    for s in subnets {
+        let off = added.difference(&s.allocatable);
+        if !off.is_empty() && !outside.iter().any(|(k, _)| **k == s.key) {
+            outside.push((&s.key, off));
+        }
+    }
+    for e in &r.entries {
+        let parts: Vec<String> = outside
+            .iter()
+            .filter_map(|(key, off)| {
+                let here = off.intersection(&e.set);
+                (!here.is_empty())
+                    .then(|| format!("{} outside {key}", here.display_limited(MAX_LISTED)))
+            })
+            .collect();
+        if !parts.is_empty() {
+            v.deny(FieldError::invalid(
+                RuleId::S11,
+                e.path.clone(),
+                e.text.as_str(),
+                format!(
+                    "{}: a SpiderIPPool declaring the subnet of a SpiderSubnet is carved from it and takes only addresses of its spec.ips, less its spec.excludeIPs and gateway",
+                    join_limited(&parts)
+                ),
+            ));
+        }
+    }
+}
+
+/// S9 and S10: Spiderpool groups pools by their subnet (its `ipam.spidernet.io/ippool-cidr`
+/// label) and carves them from the SpiderSubnet of that subnet, so two subnets that overlap
+/// must be the very same subnet (S9: a /25 inside another pool's or subnet's /24 is refused
+/// whatever their `ips`), and two SpiderSubnets never overlap, identical ones included (S10).
+/// Within one address space, like P10.
+fn subnet_clashes(r: &PoolReading, before: Option<&PoolReading>, ctx: &Ctx, v: &mut Verdict) {
+    let Some(mine) = r.proj.declared_subnet else {
+        return;
+    };
+    // X5: an update that keeps its subnet keeps the neighbours it already had.
+    if before.is_some_and(|b| b.proj.declared_subnet == Some(mine)) {
+        return;
+    }
+    let own_kind = r.proj.key.kind;
+    let mut s9: Vec<(&ObjKey, Cidr)> = Vec::new();
+    let mut s10: Vec<(&ObjKey, Cidr)> = Vec::new();
+    for p in ctx.index.pools_and_pending() {
+        if !p.key.kind.is_spider() || p.key == r.proj.key || *p.space != *r.proj.space {
+            continue;
+        }
+        let Some(c) = p.declared_subnet else {
+            continue;
+        };
+        let meets = c.family() == mine.family()
+            && c.network.start <= mine.network.end
+            && mine.network.start <= c.network.end;
+        if !meets {
+            continue;
+        }
+        if own_kind == Kind::SpiderSubnet && p.key.kind == Kind::SpiderSubnet {
+            s10.push((&p.key, c));
+        } else if !same_subnet(&c, &mine) {
+            s9.push((&p.key, c));
+        }
+    }
+    let written = mine.to_string();
+    for (rule, mut clashes, why) in [
+        (
+            RuleId::S9,
+            s9,
+            "SpiderIPPools and SpiderSubnets whose subnets overlap must declare the same subnet",
+        ),
+        (
+            RuleId::S10,
+            s10,
+            "SpiderSubnets never overlap, identical ones included",
+        ),
+    ] {
+        if clashes.is_empty() {
+            continue;
+        }
+        clashes.sort_by(|a, b| a.0.cmp(b.0));
+        clashes.dedup_by(|a, b| a.0 == b.0);
+        let total = clashes.len();
+        let shown: Vec<String> = clashes
+            .iter()
+            .take(MAX_LISTED)
+            .map(|(key, c)| format!("{key} ({c})"))
+            .collect();
+        v.deny(FieldError::invalid(
+            rule,
+            spider::SUBNET,
+            written.as_str(),
+            format!(
+                "overlaps the subnet of {}; {why}",
+                join_shown(&shown, total)
+            ),
+        ));
+    }
 }
 
 /// Who holds the pool, as far as its status tells.
@@ -577,7 +774,7 @@ mod tests {
         assert_eq!(
             texts(&v),
             [
-                r#"spec.subnet: Invalid value: "172.18.40.0/24": overlaps the subnet of SpiderIPPool.spiderpool.spidernet.io z-exist (172.18.40.0/25); SpiderIPPools whose subnets overlap must declare the same subnet"#
+                r#"spec.subnet: Invalid value: "172.18.40.0/24": overlaps the subnet of SpiderIPPool.spiderpool.spidernet.io z-exist (172.18.40.0/25); SpiderIPPools and SpiderSubnets whose subnets overlap must declare the same subnet"#
             ]
         );
         assert_eq!(v.rules(), ["S9"]);
@@ -625,5 +822,196 @@ mod tests {
         moved["metadata"]["annotations"] = json!({"ipam-guard.io/address-space": "dc2"});
         let ix2 = index(&[(Kind::SpiderIPPool, &a), (Kind::SpiderIPPool, &moved)]);
         assert_eq!(update(&b, &moved, &ix2).rules(), ["S9"]);
+    }
+
+    // === SpiderSubnet: S1–S5 as for a pool, S9–S12 ===
+
+    fn subnet(name: &str, cidr: &str, ips: &[&str]) -> Value {
+        json!({"apiVersion": "spiderpool.spidernet.io/v2beta1", "kind": "SpiderSubnet",
+            "metadata": {"name": name}, "spec": {"subnet": cidr, "ips": ips}})
+    }
+
+    fn held_pool(name: &str, cidr: &str, ips: &[&str], held: &str) -> Value {
+        let mut p = named(name, cidr, ips);
+        p["status"] = json!({"allocatedIPCount": 1,
+            "allocatedIPs": format!("{{\"{held}\":{{\"pod\":\"default/web-0\"}}}}")});
+        p
+    }
+
+    fn sub_create(obj: &Value, ix: &Index) -> Verdict {
+        ts::create(Kind::SpiderSubnet, obj, ix)
+    }
+
+    #[test]
+    fn the_spec_rules_of_a_pool_judge_a_subnet() {
+        let ix = Index::new();
+        assert!(sub_create(&subnet("s", "10.6.0.0/24", &["10.6.0.10-10.6.0.20"]), &ix).allowed());
+        let mut bad = subnet("s", "10.6.0.7/24", &["10.6.1.10"]);
+        bad["spec"]["gateway"] = json!("10.6.0.10");
+        bad["spec"]["routes"] = json!([{"dst": "0.0.0.0/0", "gw": "10.6.0.1"}]);
+        let v = sub_create(&bad, &ix);
+        assert_eq!(v.rules(), ["S1", "S3", "S7"], "{:?}", texts(&v));
+        let mut gw = subnet("s", "10.6.0.0/24", &["10.6.0.1-10.6.0.20"]);
+        gw["spec"]["gateway"] = json!("10.6.0.1");
+        assert_eq!(sub_create(&gw, &ix).rules(), ["S4"]);
+        // S5: subnet and ipVersion are immutable.
+        let old = subnet("s", "10.6.0.0/24", &["10.6.0.10"]);
+        let moved = subnet("s", "10.6.1.0/24", &["10.6.1.10"]);
+        let v = ts::update(Kind::SpiderSubnet, &moved, &old, &ix);
+        assert_eq!(v.rules(), ["S5"], "{:?}", texts(&v));
+    }
+
+    #[test]
+    fn s10_subnets_never_overlap_identical_ones_included() {
+        let ix = index(&[(
+            Kind::SpiderSubnet,
+            &subnet("a", "10.6.0.0/24", &["10.6.0.10"]),
+        )]);
+        let v = sub_create(&subnet("b", "10.6.0.0/24", &["10.6.0.200"]), &ix);
+        assert_eq!(
+            texts(&v),
+            [
+                r#"spec.subnet: Invalid value: "10.6.0.0/24": overlaps the subnet of SpiderSubnet.spiderpool.spidernet.io a (10.6.0.0/24); SpiderSubnets never overlap, identical ones included"#
+            ]
+        );
+        assert_eq!(
+            sub_create(&subnet("c", "10.6.0.128/25", &["10.6.0.200"]), &ix).rules(),
+            ["S10"]
+        );
+        assert!(sub_create(&subnet("d", "10.6.1.0/24", &["10.6.1.10"]), &ix).allowed());
+        let mut apart = subnet("e", "10.6.0.0/24", &["10.6.0.200"]);
+        apart["metadata"]["annotations"] = json!({"ipam-guard.io/address-space": "dc2"});
+        assert!(sub_create(&apart, &ix).allowed());
+    }
+
+    #[test]
+    fn s9_a_pool_and_a_subnet_that_overlap_declare_the_same_subnet() {
+        let ix = index(&[(
+            Kind::SpiderSubnet,
+            &subnet("a", "10.6.0.0/24", &["10.6.0.10-10.6.0.50"]),
+        )]);
+        let v = create(&named("p", "10.6.0.0/25", &["10.6.0.100"]), &ix);
+        assert_eq!(v.rules(), ["S9"], "{:?}", texts(&v));
+        let ix = index(&[(
+            Kind::SpiderIPPool,
+            &named("p", "10.6.0.0/25", &["10.6.0.100"]),
+        )]);
+        assert_eq!(
+            sub_create(&subnet("a", "10.6.0.0/24", &["10.6.0.200"]), &ix).rules(),
+            ["S9"]
+        );
+    }
+
+    #[test]
+    fn s11_a_carved_pool_lies_inside_its_subnet() {
+        let ix = index(&[(
+            Kind::SpiderSubnet,
+            &subnet("a", "10.6.0.0/24", &["10.6.0.10-10.6.0.50"]),
+        )]);
+        // Inside: admitted, and the subnet is no P10 overlap of its own pool.
+        assert!(create(&named("in", "10.6.0.0/24", &["10.6.0.20-10.6.0.30"]), &ix).allowed());
+        let v = create(&named("out", "10.6.0.0/24", &["10.6.0.45-10.6.0.60"]), &ix);
+        assert_eq!(
+            texts(&v),
+            [
+                r#"spec.ips[0]: Invalid value: "10.6.0.45-10.6.0.60": 10.6.0.51-10.6.0.60 outside SpiderSubnet.spiderpool.spidernet.io a: a SpiderIPPool declaring the subnet of a SpiderSubnet is carved from it and takes only addresses of its spec.ips, less its spec.excludeIPs and gateway"#
+            ]
+        );
+        // X5: an update judges only what it adds.
+        let stray = named("out", "10.6.0.0/24", &["10.6.0.45-10.6.0.60"]);
+        let mut shrunk = stray.clone();
+        shrunk["spec"]["ips"] = json!(["10.6.0.46-10.6.0.60"]);
+        assert!(update(&shrunk, &stray, &ix).allowed());
+        // Another address space: not carved from it.
+        let mut apart = named("apart", "10.6.0.0/24", &["10.6.0.100"]);
+        apart["metadata"]["annotations"] = json!({"ipam-guard.io/address-space": "dc2"});
+        assert!(create(&apart, &ix).allowed());
+    }
+
+    #[test]
+    fn s11_a_subnet_keeps_covering_its_pools() {
+        let carved = named("p", "10.6.0.0/24", &["10.6.0.20-10.6.0.30"]);
+        let old = subnet("a", "10.6.0.0/24", &["10.6.0.10-10.6.0.50"]);
+        let ix = index(&[(Kind::SpiderIPPool, &carved), (Kind::SpiderSubnet, &old)]);
+        let mut narrowed = old.clone();
+        narrowed["spec"]["ips"] = json!(["10.6.0.10-10.6.0.25"]);
+        let v = ts::update(Kind::SpiderSubnet, &narrowed, &old, &ix);
+        assert_eq!(
+            texts(&v),
+            [
+                r#"spec.ips: Forbidden: does not cover 10.6.0.26-10.6.0.30 of SpiderIPPool.spiderpool.spidernet.io p, carved from this SpiderSubnet (the same spec.subnet): a SpiderSubnet's spec.ips, less its spec.excludeIPs and gateway, keep every address of its SpiderIPPools"#
+            ]
+        );
+        // Excluding a carved address is taking it away too; growing is fine.
+        let mut excluded = old.clone();
+        excluded["spec"]["excludeIPs"] = json!(["10.6.0.20"]);
+        assert_eq!(
+            ts::update(Kind::SpiderSubnet, &excluded, &old, &ix).rules(),
+            ["S11"]
+        );
+        let mut grown = old.clone();
+        grown["spec"]["ips"] = json!(["10.6.0.10-10.6.0.90"]);
+        assert!(ts::update(Kind::SpiderSubnet, &grown, &old, &ix).allowed());
+        // A create that does not cover a pool of its subnet already there.
+        let ix = index(&[(Kind::SpiderIPPool, &carved)]);
+        assert_eq!(
+            sub_create(&subnet("a", "10.6.0.0/24", &["10.6.0.25-10.6.0.50"]), &ix).rules(),
+            ["S11"]
+        );
+        assert!(sub_create(&subnet("a", "10.6.0.0/24", &["10.6.0.0-10.6.0.255"]), &ix).allowed());
+    }
+
+    #[test]
+    fn s12_a_subnet_whose_pools_hold_addresses_is_not_deleted() {
+        let sub = subnet("a", "10.6.0.0/24", &["10.6.0.10-10.6.0.50"]);
+        let held = held_pool("p", "10.6.0.0/24", &["10.6.0.20-10.6.0.30"], "10.6.0.21");
+        let ix = index(&[(Kind::SpiderIPPool, &held), (Kind::SpiderSubnet, &sub)]);
+        let v = ts::delete(Kind::SpiderSubnet, &sub, &ix);
+        assert_eq!(v.reason, DenyReason::Forbidden);
+        assert_eq!(
+            texts(&v),
+            [
+                "metadata.name: Forbidden: SpiderIPPools carved from this SpiderSubnet hold addresses. Cannot delete the SpiderSubnet until they have been released. Held by: SpiderIPPool.spiderpool.spidernet.io p (10.6.0.21)"
+            ]
+        );
+        // A carved pool holding nothing, or a held pool of another subnet: let go.
+        let idle = named("p", "10.6.0.0/24", &["10.6.0.20-10.6.0.30"]);
+        let ix = index(&[(Kind::SpiderIPPool, &idle), (Kind::SpiderSubnet, &sub)]);
+        assert!(ts::delete(Kind::SpiderSubnet, &sub, &ix).allowed());
+        let other = held_pool("q", "10.7.0.0/24", &["10.7.0.20"], "10.7.0.20");
+        let ix = index(&[(Kind::SpiderIPPool, &other), (Kind::SpiderSubnet, &sub)]);
+        assert!(ts::delete(Kind::SpiderSubnet, &sub, &ix).allowed());
+    }
+
+    #[test]
+    fn p10_a_subnet_meets_other_kinds_but_not_its_carved_pools() {
+        let incluster = json!({"apiVersion": "ipam.cluster.x-k8s.io/v1alpha2", "kind": "GlobalInClusterIPPool",
+            "metadata": {"name": "nodes"}, "spec": {"addresses": ["10.6.0.40-10.6.0.60"], "prefix": 24, "gateway": "10.6.0.1"}});
+        let ix = index(&[(Kind::GlobalInClusterIPPool, &incluster)]);
+        let v = sub_create(&subnet("a", "10.6.0.0/24", &["10.6.0.10-10.6.0.50"]), &ix);
+        assert_eq!(v.rules(), ["P10"], "{:?}", texts(&v));
+        // The audit agrees: carved pool and subnet are no overlap, the in-cluster pool is.
+        let sub = subnet("a", "10.6.0.0/24", &["10.6.0.10-10.6.0.30"]);
+        let carved = named("p", "10.6.0.0/24", &["10.6.0.20-10.6.0.30"]);
+        let ix = index(&[(Kind::SpiderSubnet, &sub), (Kind::SpiderIPPool, &carved)]);
+        let ctx = Ctx {
+            index: &ix,
+            options: Options::default(),
+            now: std::time::Instant::now(),
+        };
+        let mut out = Vec::new();
+        for p in ix.pools() {
+            crate::rules::stored::pool_findings(&ctx, p, &mut out);
+        }
+        assert!(out.is_empty(), "{out:?}");
+        // usage counts the subnet's carved share, not its pool's holders again.
+        let u = ix
+            .usage_of_pool(&ObjKey::new(Kind::SpiderSubnet, None, "a"))
+            .unwrap();
+        assert_eq!((u.allocatable, u.used, u.outside), (21, 11, 0));
+        assert_eq!(
+            ix.free_of(ix.pool(&u.key).unwrap()).to_string(),
+            "10.6.0.10-10.6.0.19"
+        );
     }
 }

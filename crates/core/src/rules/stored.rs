@@ -88,6 +88,7 @@ pub fn pool_findings(ctx: &Ctx, pool: &PoolProj, out: &mut Vec<(ObjKey, FieldErr
         .overlapping_pools(&pool.space, &pool.allocatable)
         .into_iter()
         .filter(|(p, _)| p.key != pool.key && in_scope(scope, &pool.key, &p.key))
+        .filter(|(p, _)| !crate::model::spider::carved_pair(pool, p))
         .map(|(p, shared)| format!("{} ({})", p.key, shared.display_limited(MAX_LISTED)))
         .collect();
     if !parts.is_empty() {

@@ -19,6 +19,7 @@ fn webhooks(kind: Kind) -> (&'static dyn Validator, &'static dyn Mutator) {
         Kind::Metal3IPClaim => (&metal3::Claim, &mutate::NoDefaults),
         Kind::Metal3IPAddress => (&metal3::Address, &mutate::NoDefaults),
         Kind::SpiderIPPool => (&spider::POOL, &mutate::NoDefaults),
+        Kind::SpiderSubnet => (&spider::SUBNET, &mutate::NoDefaults),
         Kind::VSphereMachine | Kind::VSphereMachineTemplate => {
             (&capv::Machine, &mutate::NoDefaults)
         }
