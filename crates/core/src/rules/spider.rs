@@ -52,7 +52,7 @@ impl PoolKind for SpiderIPPool {
         if ctx.options.overlap_scope == OverlapScope::Off {
             return;
         }
-        subnet_clashes(r, before, ctx, v);
+        subnet_clashes(&r.proj, before.map(|b| &b.proj), ctx, v);
         carved_inside(r, before, ctx, v);
     }
 
@@ -115,9 +115,9 @@ impl PoolKind for SpiderSubnet {
         if ctx.options.overlap_scope == OverlapScope::Off {
             return;
         }
-        subnet_clashes(r, before, ctx, v);
+        subnet_clashes(&r.proj, before.map(|b| &b.proj), ctx, v);
         if before.is_none() {
-            covers_carved(r, ctx, v, |pool| pool.difference(&r.proj.allocatable));
+            covers_carved(&r.proj, ctx, v, |pool| pool.difference(&r.proj.allocatable));
         }
     }
 
@@ -138,7 +138,7 @@ impl PoolKind for SpiderSubnet {
     ) {
         let removed = before.proj.allocatable.difference(&r.proj.allocatable);
         if !removed.is_empty() {
-            covers_carved(r, ctx, v, |pool| pool.intersection(&removed));
+            covers_carved(&r.proj, ctx, v, |pool| pool.intersection(&removed));
         }
     }
 
@@ -187,12 +187,12 @@ fn carved_pools<'a>(subnet: &PoolProj, ctx: &Ctx<'a>) -> BTreeMap<ObjKey, &'a Po
 /// is not in the subnet, on an update what the update takes away (X5). The cause names each
 /// pool and the addresses it would lose.
 fn covers_carved(
-    r: &PoolReading,
+    subnet: &PoolProj,
     ctx: &Ctx,
     v: &mut Verdict,
     outside: impl Fn(&AddrSet) -> AddrSet,
 ) {
-    let lost: Vec<String> = carved_pools(&r.proj, ctx)
+    let lost: Vec<String> = carved_pools(subnet, ctx)
         .into_iter()
         .filter_map(|(key, p)| {
             let outside = outside(&p.allocatable);
@@ -263,19 +263,19 @@ fn carved_inside(r: &PoolReading, before: Option<&PoolReading>, ctx: &Ctx, v: &m
 /// must be the very same subnet (S9: a /25 inside another pool's or subnet's /24 is refused
 /// whatever their `ips`), and two SpiderSubnets never overlap, identical ones included (S10).
 /// Within one address space, like P10.
-fn subnet_clashes(r: &PoolReading, before: Option<&PoolReading>, ctx: &Ctx, v: &mut Verdict) {
-    let Some(mine) = r.proj.declared_subnet else {
+fn subnet_clashes(own: &PoolProj, before: Option<&PoolProj>, ctx: &Ctx, v: &mut Verdict) {
+    let Some(mine) = own.declared_subnet else {
         return;
     };
     // X5: an update that keeps its subnet keeps the neighbours it already had.
-    if before.is_some_and(|b| b.proj.declared_subnet == Some(mine)) {
+    if before.is_some_and(|b| b.declared_subnet == Some(mine)) {
         return;
     }
-    let own_kind = r.proj.key.kind;
+    let own_kind = own.key.kind;
     let mut s9: Vec<(&ObjKey, Cidr)> = Vec::new();
     let mut s10: Vec<(&ObjKey, Cidr)> = Vec::new();
     for p in ctx.index.pools_and_pending() {
-        if !p.key.kind.is_spider() || p.key == r.proj.key || *p.space != *r.proj.space {
+        if !p.key.kind.is_spider() || p.key == own.key || *p.space != *own.space {
             continue;
         }
         let Some(c) = p.declared_subnet else {
@@ -326,6 +326,17 @@ fn subnet_clashes(r: &PoolReading, before: Option<&PoolReading>, ctx: &Ctx, v: &
                 join_shown(&shown, total)
             ),
         ));
+    }
+}
+
+/// S9, S10 and S11 of a stored SpiderIPPool or SpiderSubnet, for the periodic audit
+/// (`rules::stored`): the admission code on the projection. A pool's own S11 cause sits on
+/// entries the projection does not keep, so the subnet's S11 names the pools reaching outside
+/// it.
+pub(crate) fn stored_findings(pool: &PoolProj, ctx: &Ctx, v: &mut Verdict) {
+    subnet_clashes(pool, None, ctx, v);
+    if pool.key.kind == Kind::SpiderSubnet {
+        covers_carved(pool, ctx, v, |carved| carved.difference(&pool.allocatable));
     }
 }
 
@@ -1012,6 +1023,39 @@ mod tests {
         assert_eq!(
             ix.free_of(ix.pool(&u.key).unwrap()).to_string(),
             "10.6.0.10-10.6.0.19"
+        );
+    }
+
+    #[test]
+    fn the_audit_reports_stored_subnets_that_overlap_or_leave_a_pool_out() {
+        let a = subnet("a", "10.6.0.0/24", &["10.6.0.10-10.6.0.25"]);
+        let b = subnet("b", "10.6.0.0/25", &["10.6.0.100"]);
+        let carved = named("p", "10.6.0.0/24", &["10.6.0.20-10.6.0.30"]);
+        let ix = index(&[
+            (Kind::SpiderSubnet, &a),
+            (Kind::SpiderSubnet, &b),
+            (Kind::SpiderIPPool, &carved),
+        ]);
+        let ctx = Ctx {
+            index: &ix,
+            options: Options::default(),
+            now: std::time::Instant::now(),
+        };
+        let mut out = Vec::new();
+        for p in ix.pools() {
+            crate::rules::stored::pool_findings(&ctx, p, &mut out);
+        }
+        let mut found: Vec<String> = out
+            .iter()
+            .map(|(k, e)| format!("{} {}", k.name, e.rule))
+            .collect();
+        found.sort();
+        // a and b overlap (S10, each side); p and b overlap without sharing a subnet (S9, each
+        // side); a does not cover 10.6.0.26-10.6.0.30 of p (S11).
+        assert_eq!(
+            found,
+            ["a S10", "a S11", "b S10", "b S9", "p S9"],
+            "{out:?}"
         );
     }
 }
