@@ -279,7 +279,7 @@ impl Kind {
     pub fn storage_version(self) -> &'static str {
         self.info().versions.last().copied().unwrap_or_default()
     }
-    /// DELETE is judged only for pools (P9, MP4, S6); registering it elsewhere adds latency for nothing.
+    /// DELETE is judged only for pools (P9, MP4, S6, S12); registering it elsewhere adds latency for nothing.
     pub fn operations(self) -> &'static [&'static str] {
         if self.is_pool() {
             &["CREATE", "UPDATE", "DELETE"]

@@ -86,7 +86,7 @@ pub fn pool_findings(ctx: &Ctx, pool: &PoolProj, out: &mut Vec<(ObjKey, FieldErr
     }
     if pool.key.kind.is_spider() {
         let mut v = crate::field::Verdict::default();
-        crate::rules::spider::stored_findings(pool, ctx, &mut v);
+        crate::rules::spider_subnet::stored_findings(pool, ctx, &mut v);
         out.extend(v.errors.into_iter().map(|e| (pool.key.clone(), e)));
     }
     if pool.allocatable.is_empty() {
