@@ -468,3 +468,66 @@ spec:
         "{err}"
     );
 }
+
+/// A GitOps tree with SpiderSubnets, pools carved from one and an in-cluster pool: `check`
+/// reports what the webhook would refuse (S9, S10, S11, P10), on both sides, and no overlap
+/// between a subnet and the pool carved from it inside it.
+#[test]
+fn spider_subnets_are_judged_against_the_pools_of_the_tree() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("spider.yaml");
+    std::fs::write(
+        &file,
+        "\
+apiVersion: spiderpool.spidernet.io/v2beta1
+kind: SpiderSubnet
+metadata: {name: rack-a}
+spec:
+  subnet: 10.30.0.0/24
+  ips: [10.30.0.10-10.30.0.100]
+---
+apiVersion: spiderpool.spidernet.io/v2beta1
+kind: SpiderSubnet
+metadata: {name: rack-b}
+spec:
+  subnet: 10.30.0.0/25
+  ips: [10.30.0.101-10.30.0.110]
+---
+apiVersion: spiderpool.spidernet.io/v2beta1
+kind: SpiderIPPool
+metadata: {name: pods-in}
+spec:
+  subnet: 10.30.0.0/24
+  ips: [10.30.0.20-10.30.0.30]
+---
+apiVersion: spiderpool.spidernet.io/v2beta1
+kind: SpiderIPPool
+metadata: {name: pods-out}
+spec:
+  subnet: 10.30.0.0/24
+  ips: [10.30.0.95-10.30.0.99, 10.30.0.200-10.30.0.210]
+---
+apiVersion: ipam.cluster.x-k8s.io/v1alpha2
+kind: GlobalInClusterIPPool
+metadata: {name: nodes}
+spec:
+  addresses: [10.30.0.60-10.30.0.70]
+  gateway: 10.30.0.1
+  prefix: 24
+",
+    )
+    .unwrap();
+    let o = check(&[file.to_str().unwrap()]);
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert_eq!(code(&o), 1, "{out}{err}");
+    for line in [
+        "SpiderSubnet.spiderpool.spidernet.io rack-b: spec.subnet: Invalid value: \"10.30.0.0/25\": overlaps the subnet of SpiderSubnet.spiderpool.spidernet.io rack-a (10.30.0.0/24); SpiderSubnets never overlap, identical ones included [S10]",
+        "SpiderIPPool.spiderpool.spidernet.io pods-out: spec.ips[1]: Invalid value: \"10.30.0.200-10.30.0.210\": 10.30.0.200-10.30.0.210 outside SpiderSubnet.spiderpool.spidernet.io rack-a",
+        "GlobalInClusterIPPool nodes: spec.addresses[0]: Invalid value: \"10.30.0.60-10.30.0.70\": overlaps SpiderSubnet.spiderpool.spidernet.io rack-a (10.30.0.60-10.30.0.70) [P10]",
+    ] {
+        assert!(out.contains(line), "{line}\n{out}");
+    }
+    // Inside rack-a, neither overlapping it (P10) nor outside it (S11).
+    assert!(!out.contains("pods-in: spec.ips"), "{out}");
+    assert!(!out.contains("pods-out: spec.ips[0]"), "{out}");
+}

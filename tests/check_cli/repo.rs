@@ -382,19 +382,20 @@ fn x4_provider_kinds_are_skipped_and_counted_never_typos() {
     assert!(!err.contains("did you mean"), "{err}");
     assert!(
         err.contains(
-            "read 5 objects from 1 file: 1 IPPool.ipam.metal3.io, 1 Cluster, \
+            "read 6 objects from 1 file: 1 IPPool.ipam.metal3.io, 1 Cluster, \
              1 Metal3DataTemplate.infrastructure.cluster.x-k8s.io, \
              1 VSphereCluster.infrastructure.cluster.x-k8s.io, \
-             1 Metal3Cluster.infrastructure.cluster.x-k8s.io"
+             1 Metal3Cluster.infrastructure.cluster.x-k8s.io, \
+             1 SpiderSubnet.spiderpool.spidernet.io"
         ),
         "{err}"
     );
     assert!(
         err.contains(
-            "4 objects skipped: kinds ipam-guard does not judge, no CRD at hand: \
+            "3 objects skipped: kinds ipam-guard does not judge, no CRD at hand: \
              1 InfobloxIPPool.ipam.cluster.x-k8s.io, \
              1 Metal3MachineTemplate.infrastructure.cluster.x-k8s.io, \
-             1 SpiderMultusConfig.spiderpool.spidernet.io, 1 SpiderSubnet.spiderpool.spidernet.io"
+             1 SpiderMultusConfig.spiderpool.spidernet.io"
         ),
         "{err}"
     );

@@ -44,6 +44,7 @@ pub enum Kind {
     Metal3DataTemplate,
     VSphereCluster,
     Metal3Cluster,
+    SpiderSubnet,
 }
 
 /// Static facts about a kind.
@@ -205,10 +206,21 @@ pub const KINDS: &[KindInfo] = &[
         namespaced: true,
         pool: false,
     },
+    // A pool kind to the index (its allocatable set is in its address space, P10), though pods
+    // draw from the SpiderIPPools carved from it, never from it (S9–S12, `usage`).
+    KindInfo {
+        kind: Kind::SpiderSubnet,
+        group: SPIDERPOOL,
+        name: "SpiderSubnet",
+        plural: "spidersubnets",
+        versions: &["v2beta1"],
+        namespaced: false,
+        pool: true,
+    },
 ];
 
 impl Kind {
-    pub const ALL: [Kind; 16] = [
+    pub const ALL: [Kind; 17] = [
         Kind::IPAddressClaim,
         Kind::IPAddress,
         Kind::InClusterIPPool,
@@ -225,6 +237,7 @@ impl Kind {
         Kind::Metal3DataTemplate,
         Kind::VSphereCluster,
         Kind::Metal3Cluster,
+        Kind::SpiderSubnet,
     ];
 
     /// A kind is always matched together with its group: Metal3's `IPAddress` is not CAPI's.
@@ -266,7 +279,7 @@ impl Kind {
     pub fn storage_version(self) -> &'static str {
         self.info().versions.last().copied().unwrap_or_default()
     }
-    /// DELETE is judged only for pools (P9, MP4, S6); registering it elsewhere adds latency for nothing.
+    /// DELETE is judged only for pools (P9, MP4, S6, S12); registering it elsewhere adds latency for nothing.
     pub fn operations(self) -> &'static [&'static str] {
         if self.is_pool() {
             &["CREATE", "UPDATE", "DELETE"]
@@ -289,6 +302,10 @@ impl Kind {
             self,
             Kind::Cluster | Kind::VSphereCluster | Kind::Metal3Cluster
         )
+    }
+    /// Spiderpool's pool kinds, which declare a `spec.subnet` of their own (S9–S11).
+    pub fn is_spider(self) -> bool {
+        matches!(self, Kind::SpiderIPPool | Kind::SpiderSubnet)
     }
     /// Kinds the mutating webhook patches (M1, M2).
     pub fn mutated(self) -> bool {
@@ -343,7 +360,6 @@ const PUBLISHED: &[(&str, &[&str])] = &[
     (
         SPIDERPOOL,
         &[
-            "SpiderSubnet",
             "SpiderMultusConfig",
             "SpiderReservedIP",
             "SpiderEndpoint",
@@ -463,7 +479,6 @@ mod tests {
             (CAPV, "Metal3MachineTemplate"),
             (CAPI_IPAM, "InfobloxIPPool"),
             (SPIDERPOOL, "SpiderMultusConfig"),
-            (SPIDERPOOL, "SpiderSubnet"),
             (CAPV, "AWSMachineTemplate"),
             (CAPI_CORE, "Machine"),
             (CAPI_CORE, "MachineDeployment"),

@@ -101,6 +101,9 @@ pub enum RuleId {
     S7,
     S8,
     S9,
+    S10,
+    S11,
+    S12,
     CP1,
     CP2,
     CP3,
@@ -124,7 +127,7 @@ pub enum RuleId {
 
 impl RuleId {
     /// Every id this build reports, in catalogue order.
-    pub const ALL: [RuleId; 74] = [
+    pub const ALL: [RuleId; 77] = [
         RuleId::C1,
         RuleId::C2,
         RuleId::C3,
@@ -183,6 +186,9 @@ impl RuleId {
         RuleId::S7,
         RuleId::S8,
         RuleId::S9,
+        RuleId::S10,
+        RuleId::S11,
+        RuleId::S12,
         RuleId::CP1,
         RuleId::CP2,
         RuleId::CP3,
@@ -261,6 +267,9 @@ impl RuleId {
             RuleId::S7 => "S7",
             RuleId::S8 => "S8",
             RuleId::S9 => "S9",
+            RuleId::S10 => "S10",
+            RuleId::S11 => "S11",
+            RuleId::S12 => "S12",
             RuleId::V1 => "V1",
             RuleId::CP1 => "CP1",
             RuleId::CP2 => "CP2",
@@ -295,9 +304,8 @@ impl RuleId {
         match self {
             S9 | MP5 | S8 | C1 | C2 | C4 | C5 | A2 | A3 | A5 | A7 | A9 | A10 | P1 | P3 | P4
             | P5 | P6 | P8 | P9 | P10 | PP1 | PP3 | PP7 | MP3 | MP4 | MC1 | MC2 | MC3 | MA2
-            | MA3 | MA4 | S1 | S2 | S4 | S5 | S6 | REQ | R1 | CP1 | CP2 | CP3 | CP4 | CP5 => {
-                Effect::Deny
-            }
+            | MA3 | MA4 | S1 | S2 | S4 | S5 | S6 | S10 | S11 | S12 | REQ | R1 | CP1 | CP2 | CP3
+            | CP4 | CP5 => Effect::Deny,
             MA5 | S7 | C3 | A1 | A6 | A8 | P2 | PP2 | PP4 | PP5 | MP1 | MP2 | MC4 | MA1 | S3
             | X3 | MD1 => Effect::DenyOrWarn,
             A4 | P7 | PP6 | V1 | K1 | E1 => Effect::Warn,
@@ -316,7 +324,7 @@ impl RuleId {
         use RuleId::*;
         match self {
             S9 | C3 | A6 | A7 | A8 | A9 | R1 | P8 | P9 | P10 | MP4 | MC4 | MA4 | S5 | V1 | E1
-            | H1 | H2 | H3 | CP1 | CP3 | CP4 | CP5 | MD1 => true,
+            | H1 | H2 | H3 | CP1 | CP3 | CP4 | CP5 | MD1 | S10 | S11 | S12 => true,
             MA5 | MP5 | S7 | S8 | C1 | C2 | C4 | C5 | A1 | A2 | A3 | A4 | A5 | A10 | P1 | P2
             | P3 | P4 | P5 | P6 | P7 | P11 | PP1 | PP2 | PP3 | PP4 | PP5 | PP6 | PP7 | MP1
             | MP2 | MP3 | MC1 | MC2 | MC3 | MA1 | MA2 | MA3 | S1 | S2 | S3 | S4 | S6 | M1 | M2

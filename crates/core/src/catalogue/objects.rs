@@ -161,6 +161,17 @@ spec:
   claim: {name: host-0, namespace: team-a}
 ";
 
+/// A SpiderSubnet whose subnet SPIDER_POOL_IN_USE declares: that pool is carved from it.
+pub(super) const SPIDER_SUBNET: &str = "\
+apiVersion: spiderpool.spidernet.io/v2beta1
+kind: SpiderSubnet
+metadata: {name: rack-a}
+spec:
+  subnet: 172.18.41.0/24
+  ips: [172.18.41.40-172.18.41.80]
+  gateway: 172.18.41.1
+";
+
 pub(super) const SPIDER_POOL_IN_USE: &str = "\
 apiVersion: spiderpool.spidernet.io/v2beta1
 kind: SpiderIPPool

@@ -130,12 +130,16 @@ impl Index {
             .collect()
     }
 
-    /// What `pool` hands out and nobody holds. Mirrors `usage_of`: an address object holds its
+    /// What `pool` hands out and nobody holds (for a SpiderSubnet: what no pool has carved). Mirrors `usage_of`: an address object holds its
     /// address when it lies in the pool's allocatable set (for a prefix pool: the whole
     /// sub-prefix whose network address it carries), a status record holds what it names, and a
     /// Cluster's control-plane endpoint in the pool's space holds its address.
     pub fn free_of(&self, pool: &PoolProj) -> AddrSet {
         let family = pool.allocatable.family();
+        // A SpiderSubnet's free addresses are those no pool has carved yet (`usage`).
+        if pool.key.kind == crate::kinds::Kind::SpiderSubnet {
+            return pool.allocatable.difference(&self.carved_from(pool));
+        }
         let held = self
             .held_ips(pool)
             .filter(|ip| ip.family == family && pool.allocatable.contains(*ip));

@@ -8,7 +8,9 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use crate::address::{is_block_start, Family, Ip};
+use crate::address::{is_block_start, AddrSet, Family, Ip, IpRange};
+use crate::kinds::Kind;
+use crate::model::spider::carved;
 use crate::model::{Keyed, ObjKey, PoolProj};
 
 use super::Index;
@@ -83,6 +85,10 @@ impl Index {
     /// count sorts 100k values, while the answer for a pool far from full is already known here.
     pub fn free_at_least(&self, key: &impl Keyed) -> Option<(u128, u128)> {
         let pool = self.pool(key)?;
+        if pool.key.kind == Kind::SpiderSubnet {
+            let u = self.subnet_usage_of(pool);
+            return Some((u.allocatable, u.free()));
+        }
         let allocatable = match pool.prefix.filter(|_| pool.key.kind.is_prefix_pool()) {
             Some(len) => pool.allocatable.count_blocks(len),
             None => pool.allocatable.len(),
@@ -96,6 +102,9 @@ impl Index {
     }
 
     fn usage_of(&self, pool: &PoolProj) -> PoolUsage {
+        if pool.key.kind == Kind::SpiderSubnet {
+            return self.subnet_usage_of(pool);
+        }
         if let Some(len) = pool.prefix.filter(|_| pool.key.kind.is_prefix_pool()) {
             return self.sub_prefix_usage_of(pool, len);
         }
@@ -133,6 +142,35 @@ impl Index {
             outside: outside.len() as u128,
             sub_prefix: None,
         }
+    }
+
+    /// A SpiderSubnet is the container its SpiderIPPools are carved from, not a pool pods draw
+    /// from: its addresses in use are those carved into its pools (their holders are counted in
+    /// the pools' own rows, never twice), its free addresses those not carved yet, and outside
+    /// what its pools carved beyond it (S11).
+    fn subnet_usage_of(&self, subnet: &PoolProj) -> PoolUsage {
+        let carved = self.carved_from(subnet);
+        PoolUsage {
+            key: subnet.key.clone(),
+            space: subnet.space.clone(),
+            family: subnet.family,
+            allocatable: subnet.allocatable.len(),
+            used: carved.intersection(&subnet.allocatable).len(),
+            outside: carved.difference(&subnet.allocatable).len(),
+            sub_prefix: None,
+        }
+    }
+
+    /// The union of the allocatable sets of the SpiderIPPools carved from `subnet` (stored ones).
+    /// O(pools): subnets are few, and only `usage` and the metrics ask.
+    pub(super) fn carved_from(&self, subnet: &PoolProj) -> AddrSet {
+        let family = subnet.allocatable.family();
+        let runs: Vec<IpRange> = self
+            .pools()
+            .filter(|p| carved(p, subnet) && p.allocatable.family() == family)
+            .flat_map(|p| p.allocatable.ranges().iter().copied())
+            .collect();
+        AddrSet::from_ranges(family, runs)
     }
 
     /// A prefix pool counted in its sub-prefixes of `len`: an address object holds the one whose

@@ -273,8 +273,8 @@ pub struct PoolProj {
     /// Addresses the pool's own status records as handed out (Spiderpool `status.allocatedIPs`,
     /// which has no address objects); empty for kinds whose addresses are objects of their own.
     pub recorded: AddrSet,
-    /// The subnet the pool declares as a field of its own (SpiderIPPool `spec.subnet`), which S9
-    /// compares across pools; None for kinds that declare none.
+    /// The subnet the pool declares as a field of its own (SpiderIPPool and SpiderSubnet
+    /// `spec.subnet`), which S9–S11 compare across pools; None for kinds that declare none.
     pub declared_subnet: Option<Cidr>,
     /// How long an address released from this pool stays unavailable to a new holder
     /// (`spec.addressReuseGracePeriodSeconds` of an in-cluster v1alpha2 pool, R1); None when the
@@ -433,7 +433,7 @@ pub fn read_pool(kind: Kind, obj: &Value) -> PoolReading {
         Kind::InClusterIPPool | Kind::GlobalInClusterIPPool => incluster::read(kind, obj),
         Kind::InClusterPrefixPool | Kind::GlobalInClusterPrefixPool => prefix::read(kind, obj),
         Kind::Metal3IPPool => metal3::read_pool(obj),
-        Kind::SpiderIPPool => spider::read(obj),
+        Kind::SpiderIPPool | Kind::SpiderSubnet => spider::read(kind, obj),
         _ => PoolReading::empty(kind, &Meta::read(obj)),
     }
 }
@@ -544,7 +544,8 @@ pub fn project_read(kind: Kind, obj: &Value, reading: Option<&PoolReading>) -> O
         | Kind::InClusterPrefixPool
         | Kind::GlobalInClusterPrefixPool
         | Kind::Metal3IPPool
-        | Kind::SpiderIPPool => Some(Projection::Pool(Box::new(match reading {
+        | Kind::SpiderIPPool
+        | Kind::SpiderSubnet => Some(Projection::Pool(Box::new(match reading {
             Some(r) => r.proj.clone(),
             None => read_pool(kind, obj).proj,
         }))),

@@ -308,6 +308,23 @@ mod tests {
                 .concat(),
             ),
             (
+                SPIDER,
+                "SpiderSubnet",
+                &["v2beta1"],
+                [
+                    s(&[
+                        spider::SUBNET,
+                        spider::IP_VERSION,
+                        spider::IPS,
+                        spider::EXCLUDE_IPS,
+                        spider::GATEWAY,
+                        spider::ROUTES,
+                    ]),
+                    entry(spider::ROUTES, &[spider::ROUTE_DST, spider::ROUTE_GW]),
+                ]
+                .concat(),
+            ),
+            (
                 CAPV,
                 "VSphereMachine",
                 CAPV_VERSIONS,

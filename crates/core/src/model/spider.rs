@@ -1,6 +1,7 @@
-//! Reader for Spiderpool's `SpiderIPPool` (`spiderpool.spidernet.io` v2beta1, cluster-scoped),
-//! judged by `rules::spider_spec` (S1–S4, S7 routes, S8 podAffinity), plus the
-//! allocation record in `status` that S5 and S6 read.
+//! Reader for Spiderpool's `SpiderIPPool` and `SpiderSubnet` (`spiderpool.spidernet.io` v2beta1,
+//! cluster-scoped), judged by `rules::spider_spec` (S1–S4, S7 routes, S8 podAffinity), plus the
+//! allocation record in `status` that S5 and S6 read. A SpiderSubnet's spec has the shape of a
+//! SpiderIPPool's (without podAffinity): one reader and one set of spec rules serve both.
 //!
 //! [`read_spec`] decodes the spec once into a typed [`Spec`] and reduces it to the pool's
 //! reading; it judges nothing. The reading keeps only the entries of `ips` and `excludeIPs` that
@@ -30,9 +31,9 @@ use crate::model::pool::{
 };
 use crate::model::read::LIST_PROBLEMS;
 use crate::model::written::{self, IpText, Text, Written};
-use crate::model::{read, Meta};
+use crate::model::{read, Meta, PoolProj};
 
-/// A `SpiderIPPool`'s spec as written, each field decoded once.
+/// A `SpiderIPPool`'s (or `SpiderSubnet`'s) spec as written, each field decoded once.
 #[derive(Debug, Clone)]
 pub struct Spec<'a> {
     pub subnet: Written<'a, Text<'a, Cidr>>,
@@ -48,6 +49,30 @@ pub struct Spec<'a> {
     pub pod_affinity: Written<'a, Selector<'a>>,
     /// The pool carries [`OWNER_APPLICATION_LABEL`]: Spiderpool made it for one application.
     pub application_pool: bool,
+}
+
+/// Whether two declared subnets are the same subnet (the reading keeps canonical ones only
+/// apart from the address written, which S1 judges).
+pub fn same_subnet(a: &Cidr, b: &Cidr) -> bool {
+    a.network == b.network && a.prefix == b.prefix
+}
+
+/// Whether `pool` is a SpiderIPPool carved from the SpiderSubnet `subnet`: in its address space
+/// and declaring its very subnet. Such a pool lies inside it (S11) and does not overlap it (P10).
+pub fn carved(pool: &PoolProj, subnet: &PoolProj) -> bool {
+    pool.key.kind == Kind::SpiderIPPool
+        && subnet.key.kind == Kind::SpiderSubnet
+        && pool.space == subnet.space
+        && match (pool.declared_subnet, subnet.declared_subnet) {
+            (Some(a), Some(b)) => same_subnet(&a, &b),
+            _ => false,
+        }
+}
+
+/// Whether one of `a` and `b` is carved from the other ([`carved`]): P10 does not hold them
+/// apart, a subnet being the container of its pools.
+pub fn carved_pair(a: &PoolProj, b: &PoolProj) -> bool {
+    carved(a, b) || carved(b, a)
 }
 
 /// An IP or a range: what `ips` and `excludeIPs` hold (Spiderpool takes no CIDR there).
@@ -225,21 +250,20 @@ pub fn parse(obj: &Value) -> Spec<'_> {
     }
 }
 
-/// Reads a `SpiderIPPool` (findings are the rules').
-pub(crate) fn read(obj: &Value) -> PoolReading {
-    read_spec(obj).1
+/// Reads a `SpiderIPPool` or `SpiderSubnet` (`kind`; findings are the rules').
+pub(crate) fn read(kind: Kind, obj: &Value) -> PoolReading {
+    read_spec(kind, obj).1
 }
 
 /// The spec as decoded and the pool's reading, which holds no findings: the rules
 /// (`rules::spider_spec`) judge the spec.
-pub fn read_spec(obj: &Value) -> (Spec<'_>, PoolReading) {
+pub fn read_spec(kind: Kind, obj: &Value) -> (Spec<'_>, PoolReading) {
     let spec = parse(obj);
-    let reading = reading(obj, &spec);
+    let reading = reading(kind, obj, &spec);
     (spec, reading)
 }
 
-fn reading(obj: &Value, spec: &Spec) -> PoolReading {
-    let kind = Kind::SpiderIPPool;
+fn reading(kind: Kind, obj: &Value, spec: &Spec) -> PoolReading {
     let meta = Meta::read(obj);
     let subnet = spec.subnet();
     let family = spec.family();
@@ -383,7 +407,7 @@ mod tests {
     #[test]
     fn captures_read_their_allocatable_sets() {
         let review = capture("spiderippool-create.json");
-        let r = read(&review["request"]["object"]);
+        let r = read(Kind::SpiderIPPool, &review["request"]["object"]);
         assert_eq!(
             r.proj.allocatable.to_string(),
             "172.18.41.40-172.18.41.44, 172.18.41.46-172.18.41.50, 172.18.41.60"
@@ -391,7 +415,7 @@ mod tests {
         assert_eq!(r.proj.prefix, Some(24));
         assert_eq!(r.proj.key.namespace, None);
         let review = capture("spiderippool-create-ipv6.json");
-        let r = read(&review["request"]["object"]);
+        let r = read(Kind::SpiderIPPool, &review["request"]["object"]);
         assert_eq!(
             r.proj.allocatable.to_string(),
             "fd00:172:18::100-fd00:172:18::14f, fd00:172:18::151-fd00:172:18::1ff"
@@ -400,31 +424,39 @@ mod tests {
 
     #[test]
     fn entries_off_the_subnet_are_not_held() {
-        let r = read(&pool(json!({"subnet": "10.0.0.0/24",
+        let r = read(
+            Kind::SpiderIPPool,
+            &pool(json!({"subnet": "10.0.0.0/24",
             "ips": ["10.0.0.10-10.0.0.5", "10.0.1.1", "fd00::1", "10.0.0.0/28", "10.0.0.20-10.0.0.30"],
-            "excludeIPs": ["10.0.2.0"]})));
+            "excludeIPs": ["10.0.2.0"]})),
+        );
         assert!(r.errors.is_empty() && r.warnings.is_empty());
         assert_eq!(r.proj.allocatable.to_string(), "10.0.0.20-10.0.0.30");
     }
 
     #[test]
     fn network_and_broadcast_are_not_allocatable() {
-        let r = read(&pool(
-            json!({"subnet": "10.0.0.0/24", "ips": ["10.0.0.0-10.0.0.255"]}),
-        ));
+        let r = read(
+            Kind::SpiderIPPool,
+            &pool(json!({"subnet": "10.0.0.0/24", "ips": ["10.0.0.0-10.0.0.255"]})),
+        );
         assert_eq!(r.proj.allocatable.to_string(), "10.0.0.1-10.0.0.254");
         // Point-to-point subnets use every address.
-        let r = read(&pool(
-            json!({"subnet": "10.0.0.0/31", "ips": ["10.0.0.0-10.0.0.1"]}),
-        ));
+        let r = read(
+            Kind::SpiderIPPool,
+            &pool(json!({"subnet": "10.0.0.0/31", "ips": ["10.0.0.0-10.0.0.1"]})),
+        );
         assert_eq!(r.proj.allocatable.to_string(), "10.0.0.0-10.0.0.1");
     }
 
     #[test]
     fn a_gateway_of_the_other_family_is_not_the_gateway() {
-        let r = read(&pool(
-            json!({"subnet": "10.0.0.0/24", "ips": ["10.0.0.1-10.0.0.3"], "gateway": "fd00::1"}),
-        ));
+        let r = read(
+            Kind::SpiderIPPool,
+            &pool(
+                json!({"subnet": "10.0.0.0/24", "ips": ["10.0.0.1-10.0.0.3"], "gateway": "fd00::1"}),
+            ),
+        );
         assert_eq!(r.proj.gateway, None);
         assert_eq!(r.proj.allocatable.to_string(), "10.0.0.1-10.0.0.3");
     }
@@ -434,7 +466,10 @@ mod tests {
         // Entries off the subnet count as problems, like those that do not parse.
         let mut ips: Vec<Value> = (0..LIST_PROBLEMS).map(|_| json!("10.0.1.1")).collect();
         ips.push(json!("10.0.0.5"));
-        let r = read(&pool(json!({"subnet": "10.0.0.0/24", "ips": ips})));
+        let r = read(
+            Kind::SpiderIPPool,
+            &pool(json!({"subnet": "10.0.0.0/24", "ips": ips})),
+        );
         assert!(r.declared.is_empty());
     }
 

@@ -431,7 +431,7 @@ fn exclude_field(kind: Kind) -> String {
         Kind::InClusterPrefixPool | Kind::GlobalInClusterPrefixPool => {
             prefix_pool::EXCLUDED_PREFIXES.to_string()
         }
-        Kind::SpiderIPPool => spider::EXCLUDE_IPS.to_string(),
+        Kind::SpiderIPPool | Kind::SpiderSubnet => spider::EXCLUDE_IPS.to_string(),
         _ => "narrow the pool's ranges around it".to_string(),
     }
 }

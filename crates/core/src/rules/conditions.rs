@@ -95,6 +95,8 @@ pub fn reads(kind: Kind) -> Reads {
             ],
             ..POOL
         },
+        // S1–S5, S9–S11 read the spec; P10 the address space.
+        Kind::SpiderSubnet => POOL,
         // MC3 (spec), MC4 (the ipAddress annotation).
         Kind::Metal3IPClaim => Reads {
             update: &[Part::Spec, Part::Annotation(IP_ADDRESS_ANNOTATION)],

@@ -18,6 +18,7 @@ pub mod pool;
 pub mod prefix_pool;
 pub mod spider;
 pub mod spider_spec;
+pub mod spider_subnet;
 pub mod stored;
 mod table;
 mod util;

@@ -13,6 +13,7 @@ use crate::model::paths::{meta, prefix_pool};
 use crate::model::pool::PoolReading;
 use crate::model::prefix::allocation_length;
 use crate::model::read_pool;
+use crate::model::spider::carved_pair;
 use crate::model::{read, Meta, ObjKey, Operation, PoolProj};
 use crate::rule_id::RuleId;
 use crate::rules::cluster::pool_holds_endpoint;
@@ -284,6 +285,7 @@ fn overlap(r: &PoolReading, before: Option<&PoolReading>, ctx: &Ctx, v: &mut Ver
         .overlapping_pools(&r.proj.space, probe)
         .into_iter()
         .filter(|(p, _)| p.key != *own && in_scope(scope, own, &p.key))
+        .filter(|(p, _)| !carved_pair(&r.proj, p))
         .map(|(p, shared)| (&p.key, shared))
         .collect();
     if others.is_empty() {

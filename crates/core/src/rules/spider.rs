@@ -1,23 +1,26 @@
-//! Spiderpool `SpiderIPPool`: S1–S4, S7 and S8 judge the spec on its own
-//! (`rules::spider_spec`, on the review's reading); S5 and S6 are this kind's part of the rules
-//! every pool kind shares (`rules::pool`, which adds P10 and P11); S9 reads the view.
+//! Spiderpool `SpiderIPPool` and `SpiderSubnet`: S1–S4, S7 and S8 judge the spec on its own
+//! (`rules::spider_spec`, on the review's reading; a SpiderSubnet's spec is a SpiderIPPool's
+//! without podAffinity, so the same rules judge it); S5 and S6 are the SpiderIPPool's part of the
+//! rules every pool kind shares (`rules::pool`, which adds P10 and P11); S9–S12 read the view:
+//! how pools and subnets share `spec.subnet` (`rules::spider_subnet`).
 //!
 //! Who holds an address of a SpiderIPPool is recorded by Spiderpool itself in the pool's
 //! `status.allocatedIPs`, not in objects the index watches, so S5 and S6 read the status of the
 //! stored object (a main-resource update cannot change status, so old and new carry the same).
+//! A SpiderSubnet holds nothing itself: pods draw from the SpiderIPPools carved from it (those in
+//! its address space declaring its very `spec.subnet`, `model::spider::carved`), and S11 and S12
+//! protect what those pools have.
 
 use serde_json::Value;
 
-use crate::address::Cidr;
 use crate::field::{FieldError, Verdict};
-use crate::kinds::Kind;
-use crate::model::paths::spider;
 use crate::model::pool::PoolReading;
 use crate::model::spider::{allocation, Allocation};
-use crate::model::{Meta, ObjKey};
+use crate::model::Meta;
 use crate::rule_id::RuleId;
 use crate::rules::pool::{keeps_held, refuse_delete, PoolKind, Pools};
-use crate::rules::util::{immutable_fields, join_shown, MAX_LISTED};
+use crate::rules::spider_subnet::{carved_inside, s5_immutable, subnet_clashes};
+use crate::rules::util::{join_shown, MAX_LISTED};
 use crate::rules::OverlapScope;
 use crate::rules::{Call, Ctx};
 
@@ -35,68 +38,21 @@ impl PoolKind for SpiderIPPool {
     /// Its status records the holders: S5 and S6 read the stored object, not the view.
     const HOLDERS_IN_VIEW: bool = false;
 
-    const VIEW_RULES: &'static [RuleId] = &[RuleId::S9];
+    const VIEW_RULES: &'static [RuleId] = &[RuleId::S9, RuleId::S11];
 
-    /// S9: Spiderpool groups pools by their subnet (its `ipam.spidernet.io/ippool-cidr` label),
-    /// so two SpiderIPPools whose subnets overlap must declare the very same subnet: a /25 inside
-    /// another pool's /24 is refused whatever their `ips`. Within one address space, like P10.
+    /// S9 against SpiderIPPools and SpiderSubnets; S11: a pool carved from a SpiderSubnet gains
+    /// only addresses of the subnet.
     fn against_view(r: &PoolReading, before: Option<&PoolReading>, ctx: &Ctx, v: &mut Verdict) {
         if ctx.options.overlap_scope == OverlapScope::Off {
             return;
         }
-        let Some(mine) = r.proj.declared_subnet else {
-            return;
-        };
-        // X5: an update that keeps its subnet keeps the neighbours it already had.
-        if before.is_some_and(|b| b.proj.declared_subnet == Some(mine)) {
-            return;
-        }
-        let same = |c: &Cidr| c.network == mine.network && c.prefix == mine.prefix;
-        let mut clashes: Vec<(&ObjKey, Cidr)> = ctx
-            .index
-            .pools_and_pending()
-            .filter(|p| p.key.kind == Kind::SpiderIPPool && p.key != r.proj.key)
-            .filter(|p| *p.space == *r.proj.space)
-            .filter_map(|p| p.declared_subnet.map(|c| (&p.key, c)))
-            .filter(|(_, c)| {
-                c.family() == mine.family()
-                    && c.network.start <= mine.network.end
-                    && mine.network.start <= c.network.end
-                    && !same(c)
-            })
-            .collect();
-        if clashes.is_empty() {
-            return;
-        }
-        clashes.sort_by(|a, b| a.0.cmp(b.0));
-        clashes.dedup_by(|a, b| a.0 == b.0);
-        let total = clashes.len();
-        let shown: Vec<String> = clashes
-            .iter()
-            .take(MAX_LISTED)
-            .map(|(key, c)| format!("{key} ({c})"))
-            .collect();
-        let written = read_subnet_text(r).unwrap_or_else(|| mine.to_string());
-        v.deny(FieldError::invalid(
-            RuleId::S9,
-            spider::SUBNET,
-            written,
-            format!(
-                "overlaps the subnet of {}; SpiderIPPools whose subnets overlap must declare the same subnet",
-                join_shown(&shown, total)
-            ),
-        ));
+        subnet_clashes(&r.proj, before.map(|b| &b.proj), ctx, v);
+        carved_inside(r, before, ctx, v);
     }
 
     /// S5: Spiderpool keys everything it hands out by subnet and family.
     fn immutable(obj: &Value, old: &Value, out: &mut Vec<FieldError>) {
-        immutable_fields(
-            RuleId::S5,
-            &[spider::SUBNET, spider::IP_VERSION],
-            obj,
-            old,
-            out,
-        );
+        s5_immutable(obj, old, out);
     }
 
     /// S5: what pods hold stays allocatable.
@@ -125,11 +81,6 @@ impl PoolKind for SpiderIPPool {
             a.held().then(|| format!("{HELD} {}", holders(&a)))
         })
     }
-}
-
-/// `spec.subnet` as the reading parsed it: the canonical text (S1 refuses any other).
-fn read_subnet_text(r: &PoolReading) -> Option<String> {
-    r.proj.declared_subnet.map(|c| c.to_string())
 }
 
 /// Who holds the pool, as far as its status tells.
@@ -577,7 +528,7 @@ mod tests {
         assert_eq!(
             texts(&v),
             [
-                r#"spec.subnet: Invalid value: "172.18.40.0/24": overlaps the subnet of SpiderIPPool.spiderpool.spidernet.io z-exist (172.18.40.0/25); SpiderIPPools whose subnets overlap must declare the same subnet"#
+                r#"spec.subnet: Invalid value: "172.18.40.0/24": overlaps the subnet of SpiderIPPool.spiderpool.spidernet.io z-exist (172.18.40.0/25); SpiderIPPools and SpiderSubnets whose subnets overlap must declare the same subnet"#
             ]
         );
         assert_eq!(v.rules(), ["S9"]);

@@ -518,7 +518,7 @@ mod tests {
 
     /// The reading with its findings, as a review takes it (`validator::read_judged`).
     fn read_pool(obj: &Value) -> PoolReading {
-        let (spec, mut r) = read_spec(obj);
+        let (spec, mut r) = read_spec(crate::kinds::Kind::SpiderIPPool, obj);
         (r.errors, r.warnings) = findings(&spec, &r);
         r
     }

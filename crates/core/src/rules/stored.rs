@@ -3,7 +3,8 @@
 //! every round cost the API server tens of CPU-seconds and this process hundreds of MiB on a large
 //! cluster; the view has the answer already.
 //!
-//! What a projection can answer: P10 (pool overlaps, at `spec` since entries are not kept), A7 (two
+//! What a projection can answer: P10 (pool overlaps, at `spec` since entries are not kept), S9
+//! and S10 (Spiderpool subnets that overlap), S11 (a SpiderSubnet not covering its pools), A7 (two
 //! IPAddresses for one claim), A8 and MA4 (an address outside its pool's allocatable set), A9 and
 //! MA4 (two holders of one address in one space), CP1 (a Cluster's endpoint a pool can hand out,
 //! another Cluster's, or held), CP4 and CP5 (an address that is an endpoint, or inside its own
@@ -77,10 +78,18 @@ pub fn cluster_findings(ctx: &Ctx, c: &ClusterProj, out: &mut Vec<(ObjKey, Field
     }
 }
 
-/// P10 of one pool against the others.
+/// P10 of one pool against the others; S9–S11 of Spiderpool's pools and subnets.
 pub fn pool_findings(ctx: &Ctx, pool: &PoolProj, out: &mut Vec<(ObjKey, FieldError)>) {
     let scope = ctx.options.overlap_scope;
-    if scope == OverlapScope::Off || pool.allocatable.is_empty() {
+    if scope == OverlapScope::Off {
+        return;
+    }
+    if pool.key.kind.is_spider() {
+        let mut v = crate::field::Verdict::default();
+        crate::rules::spider_subnet::stored_findings(pool, ctx, &mut v);
+        out.extend(v.errors.into_iter().map(|e| (pool.key.clone(), e)));
+    }
+    if pool.allocatable.is_empty() {
         return;
     }
     let parts: Vec<String> = ctx
@@ -88,6 +97,7 @@ pub fn pool_findings(ctx: &Ctx, pool: &PoolProj, out: &mut Vec<(ObjKey, FieldErr
         .overlapping_pools(&pool.space, &pool.allocatable)
         .into_iter()
         .filter(|(p, _)| p.key != pool.key && in_scope(scope, &pool.key, &p.key))
+        .filter(|(p, _)| !crate::model::spider::carved_pair(pool, p))
         .map(|(p, shared)| format!("{} ({})", p.key, shared.display_limited(MAX_LISTED)))
         .collect();
     if !parts.is_empty() {

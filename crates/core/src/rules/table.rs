@@ -3,7 +3,9 @@
 use crate::kinds::Kind;
 use crate::rules::mutate::{self, Mutator};
 use crate::rules::validator::Validator;
-use crate::rules::{capv, claim, cluster, ipaddress, metal3, metal3_template, pool, spider};
+use crate::rules::{
+    capv, claim, cluster, ipaddress, metal3, metal3_template, pool, spider, spider_subnet,
+};
 
 fn webhooks(kind: Kind) -> (&'static dyn Validator, &'static dyn Mutator) {
     match kind {
@@ -19,6 +21,7 @@ fn webhooks(kind: Kind) -> (&'static dyn Validator, &'static dyn Mutator) {
         Kind::Metal3IPClaim => (&metal3::Claim, &mutate::NoDefaults),
         Kind::Metal3IPAddress => (&metal3::Address, &mutate::NoDefaults),
         Kind::SpiderIPPool => (&spider::POOL, &mutate::NoDefaults),
+        Kind::SpiderSubnet => (&spider_subnet::SUBNET, &mutate::NoDefaults),
         Kind::VSphereMachine | Kind::VSphereMachineTemplate => {
             (&capv::Machine, &mutate::NoDefaults)
         }

@@ -112,8 +112,8 @@ pub(crate) fn read_judged(kind: Kind, obj: &Value) -> PoolReading {
             (r.errors, r.warnings) = metal3_pool::findings(&spec, &layout, &r);
             r
         }
-        Kind::SpiderIPPool => {
-            let (spec, mut r) = spider::read_spec(obj);
+        Kind::SpiderIPPool | Kind::SpiderSubnet => {
+            let (spec, mut r) = spider::read_spec(kind, obj);
             (r.errors, r.warnings) = spider_spec::findings(&spec, &r);
             r
         }
