@@ -44,6 +44,7 @@ pub enum Kind {
     Metal3DataTemplate,
     VSphereCluster,
     Metal3Cluster,
+    SpiderReservedIP,
 }
 
 /// Static facts about a kind.
@@ -205,10 +206,19 @@ pub const KINDS: &[KindInfo] = &[
         namespaced: true,
         pool: false,
     },
+    KindInfo {
+        kind: Kind::SpiderReservedIP,
+        group: SPIDERPOOL,
+        name: "SpiderReservedIP",
+        plural: "spiderreservedips",
+        versions: &["v2beta1"],
+        namespaced: false,
+        pool: false,
+    },
 ];
 
 impl Kind {
-    pub const ALL: [Kind; 16] = [
+    pub const ALL: [Kind; 17] = [
         Kind::IPAddressClaim,
         Kind::IPAddress,
         Kind::InClusterIPPool,
@@ -225,6 +235,7 @@ impl Kind {
         Kind::Metal3DataTemplate,
         Kind::VSphereCluster,
         Kind::Metal3Cluster,
+        Kind::SpiderReservedIP,
     ];
 
     /// A kind is always matched together with its group: Metal3's `IPAddress` is not CAPI's.
@@ -290,6 +301,11 @@ impl Kind {
             Kind::Cluster | Kind::VSphereCluster | Kind::Metal3Cluster
         )
     }
+    /// Kinds that hold addresses outside every pool in their address space (RI4-RI6, SA1-SA3):
+    /// a ReservedIP's addresses and a machine's static ones.
+    pub fn holds_addresses(self) -> bool {
+        matches!(self, Kind::SpiderReservedIP | Kind::VSphereMachine)
+    }
     /// Kinds the mutating webhook patches (M1, M2).
     pub fn mutated(self) -> bool {
         matches!(self, Kind::IPAddressClaim | Kind::IPAddress)
@@ -345,7 +361,6 @@ const PUBLISHED: &[(&str, &[&str])] = &[
         &[
             "SpiderSubnet",
             "SpiderMultusConfig",
-            "SpiderReservedIP",
             "SpiderEndpoint",
             "SpiderCoordinator",
             "SpiderClaimParameter",

@@ -133,7 +133,8 @@ impl Index {
     /// What `pool` hands out and nobody holds. Mirrors `usage_of`: an address object holds its
     /// address when it lies in the pool's allocatable set (for a prefix pool: the whole
     /// sub-prefix whose network address it carries), a status record holds what it names, and a
-    /// Cluster's control-plane endpoint in the pool's space holds its address.
+    /// Cluster's control-plane endpoint, a SpiderReservedIP or a machine's static address in the
+    /// pool's space holds its address.
     pub fn free_of(&self, pool: &PoolProj) -> AddrSet {
         let family = pool.allocatable.family();
         let held = self
@@ -156,6 +157,7 @@ impl Index {
                         .filter_map(|c| c.endpoint)
                         .map(|ip| IpRange::single(ip.value)),
                 );
+                taken.extend(self.held_outside(pool).ranges().iter().copied());
                 taken
             }
         };

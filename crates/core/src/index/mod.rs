@@ -22,6 +22,7 @@
 mod claims;
 mod clusters;
 pub mod free;
+mod holders;
 pub mod releases;
 mod segments;
 mod slots;
@@ -39,6 +40,7 @@ use foldhash::fast::RandomState;
 use crate::address::{AddrSet, Family, Ip, IpRange};
 use crate::kinds::{Kind, DEFAULT_ADDRESS_SPACE};
 use crate::model::cluster::ClusterProj;
+use crate::model::holder::HolderProj;
 use crate::model::{AddressProj, ClaimProj, Keyed, ObjKey, PoolProj};
 
 use releases::{Release, Releases};
@@ -85,6 +87,12 @@ pub struct Index {
     clusters: Slots<ClusterProj>,
     cluster_ids: FastMap<ObjKey, u32>,
     endpoints: FastMap<Arc<str>, FamilySegments>,
+
+    /// Objects holding addresses outside pools (`holders`): stored and pending versions, and
+    /// what they hold per address space.
+    holders_held: Slots<HolderProj>,
+    holder_ids: FastMap<ObjKey, u32>,
+    held: FastMap<Arc<str>, FamilySegments>,
 
     /// Versions admitted but not yet shown by the watch (X2), per key, oldest first. They are
     /// held beside what is stored under the same key, never in its place: the query methods see
@@ -609,6 +617,9 @@ impl Index {
             Object::Cluster(c) => {
                 self.upsert_cluster(*c);
             }
+            Object::Holder(h) => {
+                self.upsert_holder(*h);
+            }
         }
     }
 
@@ -646,6 +657,13 @@ impl Index {
                 self.place_endpoint(id);
                 PendingId::Cluster(id)
             }
+            Object::Holder(mut h) => {
+                self.strings.key(&mut h.key);
+                h.space = self.strings.get(&h.space);
+                let id = self.holders_held.insert(*h, true);
+                self.place_held(id);
+                PendingId::Holder(id)
+            }
         };
         let key = self.pending_key(id).clone();
         self.pending.entry(key).or_default().push(id);
@@ -679,6 +697,10 @@ impl Index {
                 self.unplace_endpoint(id);
                 self.clusters.remove(id);
             }
+            PendingId::Holder(id) => {
+                self.unplace_held(id);
+                self.holders_held.remove(id);
+            }
         }
     }
 
@@ -689,6 +711,7 @@ impl Index {
             (PendingId::Address(id), Object::Address(a)) => self.addresses.get(id).proj == *a,
             (PendingId::Claim(id), Object::Claim(c)) => self.pending_claims.get(id) == c,
             (PendingId::Cluster(id), Object::Cluster(c)) => self.clusters.get(id) == &**c,
+            (PendingId::Holder(id), Object::Holder(h)) => self.holders_held.get(id) == &**h,
             _ => false,
         }
     }
@@ -710,6 +733,10 @@ impl Index {
                 .cluster_ids
                 .get(key)
                 .is_some_and(|&id| self.clusters.get(id) == &**c),
+            Object::Holder(h) => self
+                .holder_ids
+                .get(key)
+                .is_some_and(|&id| self.holders_held.get(id) == &**h),
         }
     }
 
@@ -739,6 +766,12 @@ impl Index {
                     .get(&c.key)
                     .is_some_and(|&s| self.clusters.get(s) == c)
             }
+            PendingId::Holder(id) => {
+                let h = self.holders_held.get(id);
+                self.holder_ids
+                    .get(&h.key)
+                    .is_some_and(|&s| self.holders_held.get(s) == h)
+            }
         }
     }
 
@@ -748,6 +781,7 @@ impl Index {
             || self.address_ids.contains_key(key)
             || self.claims.contains(key)
             || self.cluster_ids.contains_key(key)
+            || self.holder_ids.contains_key(key)
     }
 
     /// Pending versions held now, all keys.
@@ -768,6 +802,7 @@ impl Index {
             PendingId::Address(id) => &self.addresses.get(id).proj.key,
             PendingId::Claim(id) => &self.pending_claims.get(id).key,
             PendingId::Cluster(id) => &self.clusters.get(id).key,
+            PendingId::Holder(id) => &self.holders_held.get(id).key,
         }
     }
 
@@ -778,6 +813,7 @@ impl Index {
             || self.remove_address(key).is_some()
             || self.remove_claim(key).is_some()
             || self.remove_cluster(key).is_some()
+            || self.remove_holder(key).is_some()
     }
 
     /// Objects held per kind, every kind of `Kind::ALL` in that order (zero included, so metric
@@ -836,6 +872,15 @@ impl Index {
         for k in &clusters {
             self.remove_cluster(k);
         }
+        let holders: Vec<ObjKey> = self
+            .holder_ids
+            .keys()
+            .filter(|k| k.kind == kind && !keep(k))
+            .cloned()
+            .collect();
+        for k in &holders {
+            self.remove_holder(k);
+        }
     }
 
     /// Drops every object of `kind`.
@@ -877,6 +922,7 @@ impl Index {
                 + self.addresses.pending.len()
                 + self.pending_claims.len()
                 + self.clusters.pending.len()
+                + self.holders_held.pending.len()
         );
         for (key, ids) in &self.pending {
             assert!(!ids.is_empty());
@@ -944,6 +990,7 @@ impl Index {
             .chain(self.address_ids.keys())
             .chain(self.claims.iter().map(|c| &c.0.key))
             .chain(self.cluster_ids.keys())
+            .chain(self.holder_ids.keys())
         {
             counts[k.kind as usize] += 1;
         }
@@ -955,6 +1002,13 @@ impl Index {
             assert_eq!(&self.clusters.get(id).key, key);
         }
         assert_eq!(self.fresh_endpoints(), self.endpoints);
+
+        // Holders: ids, and held maps equal to a fresh build.
+        assert_eq!(self.holder_ids.len(), self.holders_held.stored.len());
+        for (key, &id) in &self.holder_ids {
+            assert_eq!(&self.holders_held.get(id).key, key);
+        }
+        assert_eq!(self.fresh_held(), self.held);
     }
 }
 
@@ -1130,6 +1184,7 @@ pub enum PendingId {
     Address(u32),
     Claim(u32),
     Cluster(u32),
+    Holder(u32),
 }
 
 #[cfg(test)]
