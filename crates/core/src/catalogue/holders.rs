@@ -73,7 +73,7 @@ spec:
         kinds: "SpiderReservedIP",
         operations: "CREATE; UPDATE when the ReservedIP gains addresses or moves to another address space",
         field: "spec.ips",
-        summary: "As Spiderpool's webhook: no address the write adds is reserved by another SpiderReservedIP of the same family, whatever its address space (Spiderpool compares them all). Off with `--overlap-scope off`.",
+        summary: "As Spiderpool's webhook: no address the write adds is reserved by another SpiderReservedIP of the same family in its address space (annotation `ipam-guard.io/address-space`; Spiderpool compares them all, see the Differences). Off with `--overlap-scope off`.",
         example: with_cluster(ex("CREATE", "\
 apiVersion: spiderpool.spidernet.io/v2beta1
 kind: SpiderReservedIP

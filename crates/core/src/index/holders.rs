@@ -109,11 +109,6 @@ impl Index {
         .collect()
     }
 
-    /// The address spaces anything is held in.
-    pub fn held_spaces(&self) -> impl Iterator<Item = &Arc<str>> + '_ {
-        self.held.keys()
-    }
-
     pub(super) fn place_held(&mut self, id: u32) {
         let holder = self.holders_held.get(id);
         if holder.held.is_empty() {

@@ -167,8 +167,8 @@ fn added(h: &HolderProj, before: Option<&HolderProj>, family: Family) -> AddrSet
     }
 }
 
-/// RI3 (another ReservedIP of the family holds one of the addresses: Spiderpool compares every
-/// ReservedIP, whatever its address space) and RI6 (an address object holds one, or a pool
+/// RI3 (another ReservedIP of the family in its address space holds one of the addresses; as
+/// P10 and S9, ReservedIPs on separate networks opt out by naming different spaces) and RI6 (an address object holds one, or a pool
 /// other than a SpiderIPPool can hand one out), on what the write adds.
 fn reserved_against_view(h: &HolderProj, before: Option<&HolderProj>, ctx: &Ctx, v: &mut Verdict) {
     let scope = ctx.options.overlap_scope;
@@ -181,11 +181,9 @@ fn reserved_against_view(h: &HolderProj, before: Option<&HolderProj>, ctx: &Ctx,
         if probe.is_empty() {
             continue;
         }
-        let mut spaces: Vec<_> = index.held_spaces().cloned().collect();
-        spaces.sort();
-        let mut others: Vec<String> = spaces
-            .iter()
-            .flat_map(|s| index.held_in(s, &probe))
+        let mut others: Vec<String> = index
+            .held_in(&h.space, &probe)
+            .into_iter()
             .filter(|(o, _)| o.key.kind == Kind::SpiderReservedIP && o.key != h.key)
             .map(|(o, shared)| format!("ReservedIP {} ({})", o.key.name, shared.display_limited(4)))
             .collect();

@@ -114,11 +114,8 @@ fn ri1_ri2_the_spec_as_spiderpool_reads_it() {
 }
 
 #[test]
-fn ri3_reserved_ips_of_one_family_do_not_overlap_in_any_space() {
-    let r1 = with_space(
-        reserved("r1", json!(4), json!(["10.0.0.20-10.0.0.22"])),
-        "east",
-    );
+fn ri3_reserved_ips_of_one_family_do_not_overlap_in_their_space() {
+    let r1 = reserved("r1", json!(4), json!(["10.0.0.20-10.0.0.22"]));
     let r6 = reserved("r6", json!(6), json!(["fd00::1"]));
     let ix = index(&[(Kind::SpiderReservedIP, &r1), (Kind::SpiderReservedIP, &r6)]);
     let v = create(
@@ -137,10 +134,10 @@ fn ri3_reserved_ips_of_one_family_do_not_overlap_in_any_space() {
     ))
     .is_empty());
     // Itself, on an update that adds nothing new against others, is no overlap (X5).
-    let grown = with_space(
-        reserved("r1", json!(4), json!(["10.0.0.20-10.0.0.23"])),
-        "east",
-    );
+    let grown = reserved("r1", json!(4), json!(["10.0.0.20-10.0.0.23"]));
+    // In another address space the same addresses are no overlap.
+    let east = with_space(reserved("r2", json!(4), json!(["10.0.0.22"])), "east");
+    assert!(errors(&create(Kind::SpiderReservedIP, &east, &ix)).is_empty());
     assert!(errors(&update(Kind::SpiderReservedIP, &grown, &r1, &ix)).is_empty());
     let off = Options {
         overlap_scope: OverlapScope::Off,
