@@ -37,8 +37,8 @@ impl HolderProj {
         )
     }
 
-    /// The rule that speaks for this holder's addresses, given the ReservedIP's and the static
-    /// address's rule.
+    /// Whether it is a SpiderReservedIP (RI4, RI5) rather than a machine's static addresses
+    /// (SA1, SA2).
     pub fn is_reserved(&self) -> bool {
         self.key.kind == Kind::SpiderReservedIP
     }
