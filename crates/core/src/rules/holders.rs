@@ -46,13 +46,14 @@ impl Validator for ReservedIp {
             return v;
         }
         let (spec, before) = (reserved_spec(obj), reserved_spec(old));
-        // RI2: Spiderpool's webhook refuses any change of ipVersion.
-        if let (Some(new), Some(was)) = (spec.ip_version.get(), before.ip_version.get()) {
+        // RI2: Spiderpool's webhook refuses any change of ipVersion. One left out is the first
+        // entry's family, as Spiderpool's mutating webhook fills it in.
+        if let (Some(new), Some(was)) = (spec.family(), before.family()) {
             if new != was {
                 v.deny(FieldError::forbidden(
                     RuleId::RI2,
                     fields::IP_VERSION,
-                    format!("is not changeable (was {was})"),
+                    format!("is not changeable (was {})", version_of(was)),
                 ));
             }
         }

@@ -107,6 +107,15 @@ fn ri1_ri2_the_spec_as_spiderpool_reads_it() {
         errors(&v),
         ["spec.ipVersion: Forbidden: is not changeable (was 4)"]
     );
+    // Left out, it is the first entry's family: the same family passes, another does not.
+    let mut unset = reserved("r", json!(4), json!(["10.0.0.2"]));
+    unset["spec"].as_object_mut().unwrap().remove("ipVersion");
+    assert!(errors(&update(Kind::SpiderReservedIP, &unset, &old, &ix)).is_empty());
+    unset["spec"]["ips"] = json!(["fd00::2"]);
+    assert_eq!(
+        errors(&update(Kind::SpiderReservedIP, &unset, &old, &ix)),
+        ["spec.ipVersion: Forbidden: is not changeable (was 4)"]
+    );
     let broken = reserved("r", json!(4), json!(["10.0.0.1", "x"]));
     let mut relabelled = broken.clone();
     relabelled["metadata"]["labels"] = json!({"a": "b"});
