@@ -531,3 +531,51 @@ spec:
     assert!(!out.contains("pods-in: spec.ips"), "{out}");
     assert!(!out.contains("pods-out: spec.ips[0]"), "{out}");
 }
+
+/// A GitOps tree's ReservedIPs and machines' static addresses are judged against its pools and
+/// addresses as the webhook judges them (RI5, SA1, SA3), each side of a conflict reported.
+#[test]
+fn reserved_and_static_addresses_are_judged_against_the_tree() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("infra.yaml");
+    std::fs::write(
+        &file,
+        "\
+apiVersion: ipam.cluster.x-k8s.io/v1alpha2
+kind: InClusterIPPool
+metadata: {name: nodes, namespace: team-a}
+spec:
+  addresses: [10.0.0.10-10.0.0.50]
+  gateway: 10.0.0.1
+  prefix: 24
+---
+apiVersion: spiderpool.spidernet.io/v2beta1
+kind: SpiderReservedIP
+metadata: {name: vip}
+spec:
+  ipVersion: 4
+  ips: [10.0.0.20]
+---
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+kind: VSphereMachine
+metadata: {name: db-0, namespace: team-a}
+spec:
+  template: ubuntu-2204
+  network:
+    devices:
+      - networkName: vm-network
+        ipAddrs: [10.0.0.30/24]
+",
+    )
+    .unwrap();
+    let o = check(&[file.to_str().unwrap()]);
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert_eq!(code(&o), 1, "{out}{err}");
+    for line in [
+        "InClusterIPPool team-a/nodes: spec.addresses[0]: Invalid value: \"10.0.0.10-10.0.0.50\": can hand out 10.0.0.20, reserved by SpiderReservedIP vip: exclude it (spec.excludedAddresses) [RI5]",
+        "InClusterIPPool team-a/nodes: spec.addresses[0]: Invalid value: \"10.0.0.10-10.0.0.50\": can hand out 10.0.0.30, the static address of VSphereMachine.infrastructure.cluster.x-k8s.io team-a/db-0: exclude it (spec.excludedAddresses) [SA2]",
+        "VSphereMachine.infrastructure.cluster.x-k8s.io team-a/db-0: spec.network.devices[0].ipAddrs[0]: Invalid value: \"10.0.0.30/24\": 10.0.0.30 is allocatable in InClusterIPPool team-a/nodes: two machines would share it [SA3]",
+    ] {
+        assert!(out.contains(line), "{line}\n{out}");
+    }
+}

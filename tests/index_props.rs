@@ -211,6 +211,7 @@ impl Model {
                         Object::Address(a) => upsert(&mut self.addresses, a, |a| &a.key),
                         Object::Claim(c) => upsert(&mut self.claims, c, |c| &c.key),
                         Object::Cluster(_) => unreachable!("no Cluster is generated"),
+                        Object::Holder(_) => unreachable!("no holder is generated"),
                     }
                 }
                 let keep = |k: &ObjKey| k.kind != kind || seen.contains(k);

@@ -118,7 +118,7 @@ async fn x1_discovery_reads_the_storage_version_or_the_latest_served() {
     api.serve(Kind::IPAddress);
     api.serve_versions(Kind::IPAddressClaim, &["v1alpha1", "v1beta1"]);
     api.serve(Kind::SpiderIPPool);
-    api.serve(Kind::VSphereMachine);
+    api.serve(Kind::VSphereMachineTemplate);
     api.serve(Kind::Metal3IPClaim);
     let view = LiveView::start(api.client(), fast());
     wait_for("synced", WAIT, || view.synced()).await;
@@ -135,7 +135,7 @@ async fn x1_discovery_reads_the_storage_version_or_the_latest_served() {
             (Kind::Metal3IPClaim, "v1alpha1".to_string()),
             (Kind::SpiderIPPool, "v2beta1".to_string()),
         ],
-        "no rule reads VSphereMachines from the view: they are not watched (Metal3 IPClaims are, for H1 and H2)"
+        "no rule reads VSphereMachineTemplates from the view: they are not watched (Metal3 IPClaims are, for H1 and H2)"
     );
     assert_eq!(api.lists(Kind::VSphereMachine), 0);
 }

@@ -102,9 +102,10 @@ impl LiveOptions {
 }
 
 /// Kinds whose projections some rule reads (Metal3 IPClaims: the periodic audit's H1 and H2;
-/// Clusters and infrastructure clusters: their endpoints, CP1-CP5). The others (VSphereMachine*) are judged only on their
-/// own content, so watching them would cost memory and API load for nothing; `audit` still
-/// lists them.
+/// Clusters and infrastructure clusters: their endpoints, CP1-CP5; SpiderReservedIPs and
+/// VSphereMachines: the addresses they hold outside pools, RI3-RI6 and SA1-SA3). The others
+/// (VSphereMachineTemplate, Metal3DataTemplate) are judged only on their own content, so watching
+/// them would cost memory and API load for nothing; `audit` still lists them.
 pub fn watched(kind: Kind) -> bool {
     kind.is_pool()
         || matches!(
@@ -116,6 +117,8 @@ pub fn watched(kind: Kind) -> bool {
                 | Kind::Cluster
                 | Kind::VSphereCluster
                 | Kind::Metal3Cluster
+                | Kind::SpiderReservedIP
+                | Kind::VSphereMachine
         )
 }
 

@@ -200,6 +200,9 @@ fn take(index: &mut Index, kind: Kind, key: &ObjKey) -> Option<Object> {
         Kind::Cluster | Kind::VSphereCluster | Kind::Metal3Cluster => index
             .remove_cluster(key)
             .map(|c| Object::Cluster(Box::new(c))),
+        Kind::SpiderReservedIP | Kind::VSphereMachine => index
+            .remove_holder(key)
+            .map(|h| Object::Holder(Box::new(h))),
         _ => None,
     }
 }

@@ -36,11 +36,13 @@ pub struct Round {
     /// Unix seconds, what `rules::health` compares creation timestamps with.
     now: i64,
     started: Instant,
-    /// Pool slots, then address slots, then claims, then Clusters: the order the findings come in.
+    /// Pool slots, then address slots, then claims, then Clusters, then holders outside pools
+    /// (ReservedIPs, machines' static addresses): the order the findings come in.
     pools: usize,
     addresses: usize,
     claims: Vec<ObjKey>,
     clusters: Vec<ObjKey>,
+    holders: Vec<ObjKey>,
     next: usize,
     usage: health::Usages,
     found: Found,
@@ -58,6 +60,7 @@ impl Round {
             addresses: index.address_slots(),
             claims: index.claims().map(|c| c.key.clone()).collect(),
             clusters: index.clusters().map(|c| c.key.clone()).collect(),
+            holders: index.outside_holders().map(|h| h.key.clone()).collect(),
             next: 0,
             usage: health::Usages::new(),
             found: Found {
@@ -70,8 +73,9 @@ impl Round {
 
     /// Judges the next `STEP` objects under one read of `view`; false once every one is judged.
     pub fn step(&mut self, view: &dyn ClusterView) -> bool {
-        let total = self.pools + self.addresses + self.claims.len() + self.clusters.len();
         let claims_end = self.pools + self.addresses + self.claims.len();
+        let clusters_end = claims_end + self.clusters.len();
+        let total = clusters_end + self.holders.len();
         let end = (self.next + STEP).min(total);
         let index = view.read();
         let ctx = Ctx {
@@ -101,11 +105,18 @@ impl Round {
                         &mut found.warnings,
                     );
                 }
-            } else if let Some(c) = index
-                .cluster_versions(&self.clusters[i - claims_end])
+            } else if i < clusters_end {
+                if let Some(c) = index
+                    .cluster_versions(&self.clusters[i - claims_end])
+                    .next()
+                {
+                    stored::cluster_findings(&ctx, c, &mut found.denials);
+                }
+            } else if let Some(h) = index
+                .holder_versions(&self.holders[i - clusters_end])
                 .next()
             {
-                stored::cluster_findings(&ctx, c, &mut found.denials);
+                stored::holder_findings(&ctx, h, &mut found.denials);
             }
         }
         self.next = end;

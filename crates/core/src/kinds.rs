@@ -45,6 +45,7 @@ pub enum Kind {
     VSphereCluster,
     Metal3Cluster,
     SpiderSubnet,
+    SpiderReservedIP,
 }
 
 /// Static facts about a kind.
@@ -217,10 +218,19 @@ pub const KINDS: &[KindInfo] = &[
         namespaced: false,
         pool: true,
     },
+    KindInfo {
+        kind: Kind::SpiderReservedIP,
+        group: SPIDERPOOL,
+        name: "SpiderReservedIP",
+        plural: "spiderreservedips",
+        versions: &["v2beta1"],
+        namespaced: false,
+        pool: false,
+    },
 ];
 
 impl Kind {
-    pub const ALL: [Kind; 17] = [
+    pub const ALL: [Kind; 18] = [
         Kind::IPAddressClaim,
         Kind::IPAddress,
         Kind::InClusterIPPool,
@@ -238,6 +248,7 @@ impl Kind {
         Kind::VSphereCluster,
         Kind::Metal3Cluster,
         Kind::SpiderSubnet,
+        Kind::SpiderReservedIP,
     ];
 
     /// A kind is always matched together with its group: Metal3's `IPAddress` is not CAPI's.
@@ -307,6 +318,11 @@ impl Kind {
     pub fn is_spider(self) -> bool {
         matches!(self, Kind::SpiderIPPool | Kind::SpiderSubnet)
     }
+    /// Kinds that hold addresses outside every pool in their address space (RI4-RI6, SA1-SA3):
+    /// a ReservedIP's addresses and a machine's static ones.
+    pub fn holds_addresses(self) -> bool {
+        matches!(self, Kind::SpiderReservedIP | Kind::VSphereMachine)
+    }
     /// Kinds the mutating webhook patches (M1, M2).
     pub fn mutated(self) -> bool {
         matches!(self, Kind::IPAddressClaim | Kind::IPAddress)
@@ -361,7 +377,6 @@ const PUBLISHED: &[(&str, &[&str])] = &[
         SPIDERPOOL,
         &[
             "SpiderMultusConfig",
-            "SpiderReservedIP",
             "SpiderEndpoint",
             "SpiderCoordinator",
             "SpiderClaimParameter",

@@ -109,6 +109,15 @@ pub enum RuleId {
     CP3,
     CP4,
     CP5,
+    RI1,
+    RI2,
+    RI3,
+    RI4,
+    RI5,
+    RI6,
+    SA1,
+    SA2,
+    SA3,
     V1,
     M1,
     M2,
@@ -127,7 +136,7 @@ pub enum RuleId {
 
 impl RuleId {
     /// Every id this build reports, in catalogue order.
-    pub const ALL: [RuleId; 77] = [
+    pub const ALL: [RuleId; 86] = [
         RuleId::C1,
         RuleId::C2,
         RuleId::C3,
@@ -194,6 +203,15 @@ impl RuleId {
         RuleId::CP3,
         RuleId::CP4,
         RuleId::CP5,
+        RuleId::RI1,
+        RuleId::RI2,
+        RuleId::RI3,
+        RuleId::RI4,
+        RuleId::RI5,
+        RuleId::RI6,
+        RuleId::SA1,
+        RuleId::SA2,
+        RuleId::SA3,
         RuleId::V1,
         RuleId::M1,
         RuleId::M2,
@@ -276,6 +294,15 @@ impl RuleId {
             RuleId::CP3 => "CP3",
             RuleId::CP4 => "CP4",
             RuleId::CP5 => "CP5",
+            RuleId::RI1 => "RI1",
+            RuleId::RI2 => "RI2",
+            RuleId::RI3 => "RI3",
+            RuleId::RI4 => "RI4",
+            RuleId::RI5 => "RI5",
+            RuleId::RI6 => "RI6",
+            RuleId::SA1 => "SA1",
+            RuleId::SA2 => "SA2",
+            RuleId::SA3 => "SA3",
             RuleId::MD1 => "MD1",
             RuleId::M1 => "M1",
             RuleId::M2 => "M2",
@@ -305,10 +332,10 @@ impl RuleId {
             S9 | MP5 | S8 | C1 | C2 | C4 | C5 | A2 | A3 | A5 | A7 | A9 | A10 | P1 | P3 | P4
             | P5 | P6 | P8 | P9 | P10 | PP1 | PP3 | PP7 | MP3 | MP4 | MC1 | MC2 | MC3 | MA2
             | MA3 | MA4 | S1 | S2 | S4 | S5 | S6 | S10 | S11 | S12 | REQ | R1 | CP1 | CP2 | CP3
-            | CP4 | CP5 => Effect::Deny,
+            | CP4 | CP5 | RI1 | RI2 | RI3 | RI4 | RI5 | SA1 | SA2 | SA3 => Effect::Deny,
             MA5 | S7 | C3 | A1 | A6 | A8 | P2 | PP2 | PP4 | PP5 | MP1 | MP2 | MC4 | MA1 | S3
             | X3 | MD1 => Effect::DenyOrWarn,
-            A4 | P7 | PP6 | V1 | K1 | E1 => Effect::Warn,
+            A4 | P7 | PP6 | V1 | K1 | E1 | RI6 => Effect::Warn,
             H1 | H2 | H3 => Effect::AuditOnly,
             P11 => Effect::Allow,
             M1 | M2 => Effect::Mutate,
@@ -324,11 +351,12 @@ impl RuleId {
         use RuleId::*;
         match self {
             S9 | C3 | A6 | A7 | A8 | A9 | R1 | P8 | P9 | P10 | MP4 | MC4 | MA4 | S5 | V1 | E1
-            | H1 | H2 | H3 | CP1 | CP3 | CP4 | CP5 | MD1 | S10 | S11 | S12 => true,
+            | H1 | H2 | H3 | CP1 | CP3 | CP4 | CP5 | MD1 | S10 | S11 | S12 | RI3 | RI4 | RI5
+            | RI6 | SA1 | SA2 | SA3 => true,
             MA5 | MP5 | S7 | S8 | C1 | C2 | C4 | C5 | A1 | A2 | A3 | A4 | A5 | A10 | P1 | P2
             | P3 | P4 | P5 | P6 | P7 | P11 | PP1 | PP2 | PP3 | PP4 | PP5 | PP6 | PP7 | MP1
             | MP2 | MP3 | MC1 | MC2 | MC3 | MA1 | MA2 | MA3 | S1 | S2 | S3 | S4 | S6 | M1 | M2
-            | K1 | REQ | X3 | X4 | CP2 | Foreign(_) => false,
+            | K1 | REQ | X3 | X4 | CP2 | RI1 | RI2 | Foreign(_) => false,
         }
     }
 }

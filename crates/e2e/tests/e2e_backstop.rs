@@ -105,10 +105,13 @@ fn prepare(rule: &Rule, ns: &str, suffix: &str) -> Prepared {
         docs(&text.replace("team-a", ns))
             .into_iter()
             .map(|mut o| {
-                // Pools and Clusters of one example share an address space of their own:
-                // examples must not overlap each other's pools (P10), addresses (A9) or
-                // control-plane endpoints (CP1).
-                if kind_of(&o).is_some_and(|(k, _)| k.is_pool() || k == Kind::Cluster) {
+                // Pools, Clusters and holders of addresses outside pools of one example share
+                // an address space of their own: examples must not overlap each other's pools
+                // (P10), addresses (A9), control-plane endpoints (CP1) or reserved and static
+                // addresses (RI3, SA3).
+                if kind_of(&o)
+                    .is_some_and(|(k, _)| k.is_pool() || k == Kind::Cluster || k.holds_addresses())
+                {
                     o["metadata"]["annotations"]["ipam-guard.io/address-space"] = json!(ns);
                 }
                 if kind_of(&o).is_some_and(|(k, _)| !k.namespaced()) {

@@ -212,7 +212,7 @@ mod tests {
         assert!(
             announced(&crd(
                 "infrastructure.cluster.x-k8s.io",
-                "vspheremachines",
+                "vspheremachinetemplates",
                 &[("v1beta1", true)],
                 true
             ))

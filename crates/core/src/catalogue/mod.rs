@@ -76,6 +76,7 @@ const fn with_old(mut e: Example, old: &'static str) -> Example {
 mod beyond;
 mod claims;
 mod clusters;
+mod holders;
 mod in_cluster;
 mod metal3;
 mod objects;
@@ -89,6 +90,7 @@ pub const RULES: &[Rule] = &concat::<
             + metal3::METAL3.len()
             + spider::SPIDER.len()
             + clusters::CLUSTERS.len()
+            + holders::HOLDERS.len()
             + beyond::BEYOND.len()
     },
 >(&[
@@ -97,6 +99,7 @@ pub const RULES: &[Rule] = &concat::<
     metal3::METAL3,
     spider::SPIDER,
     clusters::CLUSTERS,
+    holders::HOLDERS,
     beyond::BEYOND,
 ]);
 
@@ -416,6 +419,26 @@ pub const DIFFERENCES: &[Difference] = &[
         "compared across all SpiderIPPools of one IP version",
         "compared within one address space (S9, P10)",
         "pools on separate networks opt out by naming different spaces (`ipam-guard.io/address-space`)"),
+    diff("Spiderpool", "a SpiderReservedIP without `spec.ipVersion`, or of a family disabled in Spiderpool's configuration",
+        "its mutating webhook fills `ipVersion` in from `ips[0]`; a disabled family is refused",
+        "reads the first entry's family, as the mutating webhook would (RI1, RI2); a disabled family is not judged",
+        "ipam-guard cannot see Spiderpool's configuration and never relies on another webhook's mutation"),
+    diff("Spiderpool", "UPDATE of a SpiderReservedIP whose `deletionTimestamp` is set",
+        "refused (Forbidden)",
+        "allowed",
+        "an object on its way out must be able to lose its finalizers; what it reserved is free once it is gone"),
+    diff("Spiderpool", "overlapping SpiderReservedIPs of one IP version in different address spaces",
+        "refused (it compares every ReservedIP)",
+        "allowed: compared within one address space (RI3), as pools are (P10, S9)",
+        "ReservedIPs on separate networks opt out by naming different spaces (`ipam-guard.io/address-space`)"),
+    diff("Spiderpool", "an UPDATE of a SpiderReservedIP that keeps an overlap with another ReservedIP it already had",
+        "refused (every update compares all of `spec.ips`)",
+        "allowed: only the addresses the update adds are compared (RI3, X5); `audit` and the periodic audit report the stored overlap",
+        "a ReservedIP stored before the webhook existed must stay editable, so the overlap can be fixed"),
+    diff(ALL_PROVIDERS, "a pool that can hand out an address a SpiderReservedIP reserves or a VSphereMachine holds as a static address; an IPAddress at such an address; a VSphereMachine whose static address is in use or in a pool",
+        "allowed (no provider looks beyond its own objects; Spiderpool honours a ReservedIP in its own allocations only)",
+        "refused (RI4, RI5, SA1-SA3) in the holder's address space; a ReservedIP over an address in use is a warning (RI6); a SpiderIPPool or SpiderSubnet may list reserved addresses",
+        "an address handed out twice is the outage ipam-guard exists to stop; reserving an address in use is how one drains it, and Spiderpool users list reserved addresses in pools on purpose"),
     diff("Spiderpool", "DELETE of a pool whose `status.allocatedIPs` still has keys while `allocatedIPCount` is 0, or whose `allocatedIPs` does not parse",
         "allowed (it reads only the count, and only with `EnableValidatingResourcesDeletedWebhook`)",
         "refused with 403 (S6)",

@@ -133,7 +133,8 @@ impl Index {
     /// What `pool` hands out and nobody holds (for a SpiderSubnet: what no pool has carved). Mirrors `usage_of`: an address object holds its
     /// address when it lies in the pool's allocatable set (for a prefix pool: the whole
     /// sub-prefix whose network address it carries), a status record holds what it names, and a
-    /// Cluster's control-plane endpoint in the pool's space holds its address.
+    /// Cluster's control-plane endpoint, a SpiderReservedIP or a machine's static address in the
+    /// pool's space holds its address.
     pub fn free_of(&self, pool: &PoolProj) -> AddrSet {
         let family = pool.allocatable.family();
         // A SpiderSubnet's free addresses are those no pool has carved yet (`usage`).
@@ -160,6 +161,7 @@ impl Index {
                         .filter_map(|c| c.endpoint)
                         .map(|ip| IpRange::single(ip.value)),
                 );
+                taken.extend(self.held_outside(pool).ranges().iter().copied());
                 taken
             }
         };

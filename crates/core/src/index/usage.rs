@@ -26,7 +26,8 @@ pub struct PoolUsage {
     pub allocatable: u128,
     /// Distinct addresses of the allocatable set that are held: by an address object that
     /// references the pool, in the pool's own status record (Spiderpool), or as a Cluster's
-    /// control-plane endpoint in the pool's address space (CP3: no machine may be given it).
+    /// control-plane endpoint, a SpiderReservedIP's address or a machine's static address in the
+    /// pool's address space (CP3, RI5, SA2: no machine may be given it).
     pub used: u128,
     /// Distinct addresses held by objects that reference the pool but lie outside what it can
     /// hand out (the gateway, an excluded or reserved address, or outside its ranges altogether:
@@ -95,9 +96,11 @@ impl Index {
         };
         let held = self.address_count_for_pool(key) as u128;
         let endpoints = self.endpoints_in(&pool.space, &pool.allocatable).len() as u128;
+        let outside = self.held_outside(pool).len();
         let used_at_most = held
             .saturating_add(pool.recorded.len())
-            .saturating_add(endpoints);
+            .saturating_add(endpoints)
+            .saturating_add(outside);
         Some((allocatable, allocatable.saturating_sub(used_at_most)))
     }
 
@@ -124,14 +127,18 @@ impl Index {
             inside.dedup();
         }
         let mut used = inside.len() as u128;
+        // Addresses recorded in status and those held outside pools (ReservedIPs, static
+        // addresses), less those an object holds too (counted already).
+        let mut extra = self.held_outside(pool);
         if !pool.recorded.is_empty() && pool.recorded.family() == family {
-            // Addresses recorded in status, less those an object holds too (counted already).
-            let recorded = pool.recorded.intersection(&pool.allocatable);
+            extra = extra.union(&pool.recorded.intersection(&pool.allocatable));
+        }
+        if !extra.is_empty() {
             let both = inside
                 .iter()
-                .filter(|&&v| recorded.contains(Ip::new(family, v)))
+                .filter(|&&v| extra.contains(Ip::new(family, v)))
                 .count() as u128;
-            used = used.saturating_add(recorded.len()).saturating_sub(both);
+            used = used.saturating_add(extra.len()).saturating_sub(both);
         }
         PoolUsage {
             key: pool.key.clone(),
@@ -190,6 +197,17 @@ impl Index {
             outside: outside.len() as u128,
             sub_prefix: Some(len),
         }
+    }
+
+    /// What ReservedIPs and machines' static addresses hold of `pool`'s allocatable set, in its
+    /// address space.
+    pub(super) fn held_outside(&self, pool: &PoolProj) -> AddrSet {
+        let family = pool.allocatable.family();
+        let mut out = AddrSet::empty(family);
+        for (_, part) in self.held_in(&pool.space, &pool.allocatable) {
+            out = out.union(&part);
+        }
+        out
     }
 
     /// The addresses the address objects naming `pool` carry (duplicates included).

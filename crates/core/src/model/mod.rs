@@ -9,6 +9,7 @@
 pub mod capi;
 pub mod capv;
 pub mod cluster;
+pub mod holder;
 pub mod incluster;
 pub mod metal3;
 pub mod metal3_template;
@@ -413,6 +414,8 @@ pub enum Projection {
     Claim(ClaimProj),
     /// Boxed as pools are: a Cluster's networks make it larger than an address.
     Cluster(Box<cluster::ClusterProj>),
+    /// A ReservedIP or a machine's static addresses (`holder`).
+    Holder(Box<holder::HolderProj>),
 }
 
 impl Projection {
@@ -422,6 +425,7 @@ impl Projection {
             Projection::Address(a) => &a.key,
             Projection::Claim(c) => &c.key,
             Projection::Cluster(c) => &c.key,
+            Projection::Holder(h) => &h.key,
         }
     }
 }
@@ -568,7 +572,10 @@ pub fn project_read(kind: Kind, obj: &Value, reading: Option<&PoolReading>) -> O
         Kind::Cluster | Kind::VSphereCluster | Kind::Metal3Cluster => Some(Projection::Cluster(
             Box::new(cluster::project(obj, ObjKey::new(kind, namespace, name))),
         )),
-        Kind::VSphereMachine | Kind::VSphereMachineTemplate | Kind::Metal3DataTemplate => None,
+        Kind::SpiderReservedIP | Kind::VSphereMachine => Some(Projection::Holder(Box::new(
+            holder::project(obj, ObjKey::new(kind, namespace, name)),
+        ))),
+        Kind::VSphereMachineTemplate | Kind::Metal3DataTemplate => None,
     }
 }
 

@@ -154,6 +154,15 @@ pub mod capv {
     pub const TEMPLATE_DEVICES: FieldPath = p("spec.template.spec.network.devices");
     /// In a device.
     pub const ADDRESSES_FROM_POOLS: FieldPath = p("addressesFromPools");
+    /// In a device: static addresses in CIDR form (SA1-SA3).
+    pub const IP_ADDRS: FieldPath = p("ipAddrs");
+}
+
+/// Spiderpool `SpiderReservedIP` (`spiderpool.spidernet.io`): addresses Spiderpool never hands out.
+pub mod reserved_ip {
+    use super::*;
+    pub const IP_VERSION: FieldPath = p("spec.ipVersion");
+    pub const IPS: FieldPath = p("spec.ips");
 }
 
 /// Cluster API `Cluster` (`cluster.x-k8s.io`): the fields that hold or reserve addresses.
@@ -325,12 +334,18 @@ mod tests {
                 .concat(),
             ),
             (
+                SPIDER,
+                "SpiderReservedIP",
+                &["v2beta1"],
+                s(&[reserved_ip::IP_VERSION, reserved_ip::IPS]),
+            ),
+            (
                 CAPV,
                 "VSphereMachine",
                 CAPV_VERSIONS,
                 [
                     s(&[capv::NETWORK, capv::DEVICES]),
-                    entry(capv::DEVICES, &[capv::ADDRESSES_FROM_POOLS]),
+                    entry(capv::DEVICES, &[capv::ADDRESSES_FROM_POOLS, capv::IP_ADDRS]),
                 ]
                 .concat(),
             ),

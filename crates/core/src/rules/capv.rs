@@ -11,11 +11,13 @@ use crate::model::capv::{network, pool_refs, PoolRefReading};
 use crate::model::{Meta, ObjKey, Operation};
 use crate::rule_id::RuleId;
 use crate::rules::claim::not_a_pool_kind_of;
+use crate::rules::holders::static_conflicts;
 use crate::rules::util::same;
 use crate::rules::{Call, Ctx, Options, Validator};
 
-/// `VSphereMachine` and `VSphereMachineTemplate`: V1.
-pub(crate) struct Machine;
+/// `VSphereMachine` and `VSphereMachineTemplate`: V1; a machine (`Machine(true)`: it holds its
+/// static addresses, a template does not) SA3 too.
+pub(crate) struct Machine(pub bool);
 
 impl Validator for Machine {
     fn create(&self, obj: &Value, call: &Call, ctx: &Ctx) -> Verdict {
@@ -24,14 +26,26 @@ impl Validator for Machine {
         for r in &pool_refs(call.kind, obj) {
             v1(r, namespace, ctx, &mut v);
         }
+        if self.0 {
+            static_conflicts(obj, None, ctx, &mut v);
+        }
         v
     }
 
     fn update(&self, obj: &Value, old: &Value, call: &Call, ctx: &Ctx) -> Verdict {
         let mut v = Verdict::default();
-        // X5: only references the update adds or changes are looked at.
-        if Meta::read(obj).deleting || same(network(call.kind, obj), network(call.kind, old)) {
+        let (meta, old_meta) = (Meta::read(obj), Meta::read(old));
+        if self.0 && !meta.deleting && meta.address_space() != old_meta.address_space() {
+            // Moved to another address space: every static address meets new neighbours.
+            static_conflicts(obj, None, ctx, &mut v);
             return v;
+        }
+        // X5: only references and static addresses the update adds or changes are looked at.
+        if meta.deleting || same(network(call.kind, obj), network(call.kind, old)) {
+            return v;
+        }
+        if self.0 {
+            static_conflicts(obj, Some(old), ctx, &mut v);
         }
         let namespace = call.namespace_of(obj);
         let before: HashSet<String> = pool_refs(call.kind, old)
@@ -52,9 +66,13 @@ impl Validator for Machine {
         Verdict::default()
     }
 
-    /// V1 only warns.
-    fn view_denials(&self, _op: Operation, _options: &Options) -> Vec<RuleId> {
-        Vec::new()
+    /// V1 only warns; SA3 refuses a machine's static address.
+    fn view_denials(&self, op: Operation, options: &Options) -> Vec<RuleId> {
+        let on = self.0 && options.overlap_scope != crate::rules::OverlapScope::Off;
+        match op {
+            Operation::Create | Operation::Update if on => vec![RuleId::SA3],
+            _ => Vec::new(),
+        }
     }
 }
 

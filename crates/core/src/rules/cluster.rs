@@ -423,7 +423,7 @@ fn claimed_for(index: &Index, space: &str, ip: Ip, cluster: &ClusterProj) -> boo
 }
 
 /// The field a pool of `kind` excludes addresses with.
-fn exclude_field(kind: Kind) -> String {
+pub(crate) fn exclude_field(kind: Kind) -> String {
     match kind {
         Kind::InClusterIPPool | Kind::GlobalInClusterIPPool => {
             in_cluster::EXCLUDED_ADDRESSES.to_string()

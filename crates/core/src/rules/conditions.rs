@@ -104,8 +104,20 @@ pub fn reads(kind: Kind) -> Reads {
             delete_skipped_by: &[],
             mutates_on_update: false,
         },
-        // V1 reads spec.network (or spec.template.spec.network) only.
-        Kind::VSphereMachine | Kind::VSphereMachineTemplate => SPEC_ONLY,
+        // V1 reads spec.network (or spec.template.spec.network) only; SA3 the address space of
+        // a machine's static addresses too.
+        Kind::VSphereMachine => Reads {
+            update: &[Part::Spec, Part::Annotation(ADDRESS_SPACE_ANNOTATION)],
+            ..SPEC_ONLY
+        },
+        Kind::VSphereMachineTemplate => SPEC_ONLY,
+        // RI1-RI3 and RI6 on a spec change or an address-space move; one on its way out passes.
+        Kind::SpiderReservedIP => Reads {
+            update: &[Part::Spec, Part::Annotation(ADDRESS_SPACE_ANNOTATION)],
+            update_passes_while_deleting: true,
+            delete_skipped_by: &[],
+            mutates_on_update: false,
+        },
         // MD1 reads spec.metaData and spec.networkData only.
         Kind::Metal3DataTemplate => SPEC_ONLY,
         // CP1, CP2, CP5: the endpoint, the networks and the address space, nothing else of a

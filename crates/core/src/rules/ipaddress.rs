@@ -13,6 +13,7 @@ use crate::model::{record_key, AddressProj, KeyRef, Operation, PoolProj, Project
 use crate::rule_id::RuleId;
 use crate::rules::claim::{pool_ref_required, NO_REF_NAMESPACE};
 use crate::rules::cluster::{address_in_own_networks, address_is_endpoint};
+use crate::rules::holders::address_is_held;
 use crate::rules::util::{
     immutable_fields, ip_findings, join_limited, join_shown, prefix_in_family, ratchet,
     reference_types, require, spec_changed, MAX_LISTED,
@@ -69,6 +70,8 @@ impl Validator for Address {
                 RuleId::R1,
                 RuleId::CP4,
                 RuleId::CP5,
+                RuleId::RI4,
+                RuleId::SA1,
             ],
             _ => Vec::new(),
         }
@@ -342,6 +345,9 @@ fn cross_object(r: &AddressReading, own: KeyRef<'_>, ctx: &Ctx, v: &mut Verdict)
         pool_key,
         ctx,
     ));
+    // RI4, SA1: no reserved or static machine address of its space.
+    v.errors
+        .extend(address_is_held(addr, text, own, pool_key, ctx));
     // CP5: not inside the networks of the address's own cluster.
     v.errors
         .extend(address_in_own_networks(addr, text, own, r.claim(), ctx));

@@ -18,6 +18,7 @@ use crate::model::paths::{self, meta, metal3};
 use crate::model::{read, KeyRef, ObjKey, Operation};
 use crate::rule_id::RuleId;
 use crate::rules::cluster::{address_in_own_networks, address_is_endpoint};
+use crate::rules::holders::address_is_held;
 use crate::rules::ipaddress::{
     address_fields, gateway_findings, held_elsewhere, outside_pool, recently_released,
 };
@@ -216,6 +217,8 @@ impl Validator for Address {
                 RuleId::R1,
                 RuleId::CP4,
                 RuleId::CP5,
+                RuleId::RI4,
+                RuleId::SA1,
             ],
             _ => Vec::new(),
         }
@@ -323,6 +326,8 @@ fn ma4(r: &AddressReading, own: KeyRef<'_>, ctx: &Ctx, v: &mut Verdict) {
         pool_key,
         ctx,
     ));
+    v.errors
+        .extend(address_is_held(addr, text, own, pool_key, ctx));
     v.errors.extend(address_in_own_networks(
         addr,
         text,

@@ -8,6 +8,7 @@ pub mod cluster;
 pub mod conditions;
 pub mod exhaustion;
 pub mod health;
+pub mod holders;
 pub mod in_cluster;
 pub mod ipaddress;
 pub mod metal3;
@@ -26,6 +27,8 @@ pub mod validator;
 
 #[cfg(test)]
 mod cluster_tests;
+#[cfg(test)]
+mod holders_tests;
 #[cfg(any(test, feature = "test-support"))]
 pub mod test_support;
 #[cfg(test)]

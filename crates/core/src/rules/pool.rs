@@ -17,6 +17,7 @@ use crate::model::spider::carved_pair;
 use crate::model::{read, Meta, ObjKey, Operation, PoolProj};
 use crate::rule_id::RuleId;
 use crate::rules::cluster::pool_holds_endpoint;
+use crate::rules::holders::pool_holds_held;
 use crate::rules::util::{
     allocatable_added, in_scope, join_limited, join_shown, ratchet, spec_changed, MAX_LISTED,
 };
@@ -133,6 +134,7 @@ impl<K: PoolKind + Sync> Validator for Pools<K> {
         };
         overlap(r, None, ctx, &mut v);
         pool_holds_endpoint(r, None, ctx, &mut v);
+        pool_holds_held(r, None, ctx, &mut v);
         K::against_view(r, None, ctx, &mut v);
         v
     }
@@ -151,6 +153,8 @@ impl<K: PoolKind + Sync> Validator for Pools<K> {
             .then_some(RuleId::P10)
             .into_iter()
             .chain(on.then_some(RuleId::CP3))
+            .chain(on.then_some(RuleId::RI5))
+            .chain(on.then_some(RuleId::SA2))
             .chain(K::VIEW_RULES.iter().copied().filter(|_| on));
         let held = |rule| K::HOLDERS_IN_VIEW.then_some(rule);
         match op {
@@ -179,6 +183,7 @@ fn update<K: PoolKind>(call: &Call, obj: &Value, old: &Value, ctx: &Ctx) -> Verd
         // Only the address space moved: the whole pool meets new neighbours.
         overlap(r, None, ctx, &mut v);
         pool_holds_endpoint(r, None, ctx, &mut v);
+        pool_holds_held(r, None, ctx, &mut v);
         K::against_view(r, None, ctx, &mut v);
         return v;
     }
@@ -189,6 +194,7 @@ fn update<K: PoolKind>(call: &Call, obj: &Value, old: &Value, ctx: &Ctx) -> Verd
     K::keeps_held(r, before, obj, old, ctx, &mut v);
     overlap(r, (!space_changed).then_some(before), ctx, &mut v);
     pool_holds_endpoint(r, (!space_changed).then_some(before), ctx, &mut v);
+    pool_holds_held(r, (!space_changed).then_some(before), ctx, &mut v);
     K::against_view(r, (!space_changed).then_some(before), ctx, &mut v);
     v
 }

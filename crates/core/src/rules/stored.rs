@@ -8,7 +8,8 @@
 //! IPAddresses for one claim), A8 and MA4 (an address outside its pool's allocatable set), A9 and
 //! MA4 (two holders of one address in one space), CP1 (a Cluster's endpoint a pool can hand out,
 //! another Cluster's, or held), CP4 and CP5 (an address that is an endpoint, or inside its own
-//! cluster's networks). A7, A8, A9, MA4 and CP1-CP5 are the admission code and
+//! cluster's networks), RI4 and SA1 (an address reserved or a machine's static one), RI3 and SA3
+//! (a ReservedIP or a machine's static address in conflict). These are the admission code and
 //! text (the address shown canonical: the view keeps it parsed, not as written); P10 names the same
 //! pools and addresses, once per pool rather than per entry. Rules that need the whole object (field shapes,
 //! prefixes, gateways) are the one-shot `ipam-guard audit`'s.
@@ -20,6 +21,8 @@ use crate::model::paths::address;
 use crate::model::{AddressProj, ObjKey, PoolProj};
 use crate::rule_id::RuleId;
 use crate::rules::cluster::{address_in_own_networks, address_is_endpoint, endpoint_conflicts};
+use crate::rules::holders::address_is_held;
+pub use crate::rules::holders::holder_findings;
 use crate::rules::ipaddress::{held_elsewhere, outside_pool};
 use crate::rules::util::in_scope;
 use crate::rules::util::{join_limited, MAX_LISTED};
@@ -49,6 +52,9 @@ pub fn judge(
     }
     for c in index.clusters() {
         cluster_findings(&ctx, c, &mut out);
+    }
+    for h in index.outside_holders() {
+        holder_findings(&ctx, h, &mut out);
     }
     out
 }
@@ -146,7 +152,8 @@ pub fn address_findings(ctx: &Ctx, a: &AddressProj, out: &mut Vec<(ObjKey, Field
     let claim = a.claim.as_deref();
     let endpoint = address_is_endpoint(ip, &text, own, claim, pool, ctx);
     let networks = address_in_own_networks(ip, &text, own, claim, ctx);
-    for e in endpoint.into_iter().chain(networks) {
+    let held = address_is_held(ip, &text, own, pool, ctx);
+    for e in endpoint.into_iter().chain(networks).chain(held) {
         out.push((a.key.clone(), e));
     }
 }

@@ -4,7 +4,7 @@ use crate::kinds::Kind;
 use crate::rules::mutate::{self, Mutator};
 use crate::rules::validator::Validator;
 use crate::rules::{
-    capv, claim, cluster, ipaddress, metal3, metal3_template, pool, spider, spider_subnet,
+    capv, claim, cluster, holders, ipaddress, metal3, metal3_template, pool, spider, spider_subnet,
 };
 
 fn webhooks(kind: Kind) -> (&'static dyn Validator, &'static dyn Mutator) {
@@ -22,9 +22,9 @@ fn webhooks(kind: Kind) -> (&'static dyn Validator, &'static dyn Mutator) {
         Kind::Metal3IPAddress => (&metal3::Address, &mutate::NoDefaults),
         Kind::SpiderIPPool => (&spider::POOL, &mutate::NoDefaults),
         Kind::SpiderSubnet => (&spider_subnet::SUBNET, &mutate::NoDefaults),
-        Kind::VSphereMachine | Kind::VSphereMachineTemplate => {
-            (&capv::Machine, &mutate::NoDefaults)
-        }
+        Kind::VSphereMachine => (&capv::Machine(true), &mutate::NoDefaults),
+        Kind::VSphereMachineTemplate => (&capv::Machine(false), &mutate::NoDefaults),
+        Kind::SpiderReservedIP => (&holders::ReservedIp, &mutate::NoDefaults),
         Kind::Cluster | Kind::VSphereCluster | Kind::Metal3Cluster => {
             (&cluster::Cluster, &mutate::NoDefaults)
         }
