@@ -32,32 +32,6 @@ fn machine(name: &str, addrs: &[&str]) -> Value {
     })
 }
 
-fn count(view: &dyn ClusterView, kind: Kind) -> usize {
-    view.object_counts()
-        .into_iter()
-        .find(|(k, _)| *k == kind)
-        .map_or(0, |(_, n)| n)
-}
-
-async fn held(view: &dyn ClusterView, kind: Kind, n: usize, what: &str) {
-    eventually(what, WAIT, || {
-        let got = count(view, kind);
-        async move { got == n }
-    })
-    .await;
-}
-
-/// The answer is a 422 from ipam-guard naming `rule`, with `text` in its message.
-#[track_caller]
-fn refused(r: &Resp, rule: &str, text: &str) {
-    assert_eq!(r.status, 422, "{r:#?}");
-    let m = r.message();
-    assert!(
-        m.contains(&format!("[ipam-guard {rule}]")) && m.contains(text),
-        "{m}"
-    );
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn e2e_holders() {
     e2e::each_server("e2e_holders", holders_against).await;

@@ -9,7 +9,6 @@ mod e2e;
 use e2e::api::*;
 use e2e::{eventually, ControlPlane};
 use ipam_guard::cluster::live;
-use ipam_guard::cluster::ClusterView;
 use ipam_guard::kinds::Kind;
 use serde_json::{json, Value};
 
@@ -39,13 +38,6 @@ fn kubectl(cp: &ControlPlane, args: &[&str], manifest: Option<&Value>) -> (bool,
 fn prefix_pool(kind: &str, ns: Option<&str>, name: &str, spec: Value) -> Value {
     json!({"apiVersion": "ipam.cluster.x-k8s.io/v1alpha2", "kind": kind,
         "metadata": meta(name, ns), "spec": spec})
-}
-
-fn count(view: &dyn ClusterView, kind: Kind) -> usize {
-    view.object_counts()
-        .into_iter()
-        .find(|(k, _)| *k == kind)
-        .map_or(0, |(_, n)| n)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -522,3 +522,31 @@ pub async fn load_pools_from(
     }
     assert!(failures.is_empty(), "creates failed: {failures:?}");
 }
+
+/// How many objects of `kind` the view holds.
+pub fn count(view: &dyn ClusterView, kind: Kind) -> usize {
+    view.object_counts()
+        .into_iter()
+        .find(|(k, _)| *k == kind)
+        .map_or(0, |(_, n)| n)
+}
+
+/// Waits until the view holds `n` objects of `kind`.
+pub async fn held(view: &dyn ClusterView, kind: Kind, n: usize, what: &str) {
+    super::eventually(what, WAIT, || {
+        let got = count(view, kind);
+        async move { got == n }
+    })
+    .await;
+}
+
+/// The answer is a 422 from ipam-guard naming `rule`, with `text` in its message.
+#[track_caller]
+pub fn refused(r: &Resp, rule: &str, text: &str) {
+    assert_eq!(r.status, 422, "{r:#?}");
+    let m = r.message();
+    assert!(
+        m.contains(&format!("[ipam-guard {rule}]")) && m.contains(text),
+        "{m}"
+    );
+}
