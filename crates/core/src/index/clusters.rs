@@ -3,6 +3,8 @@
 //! endpoint is one address, so a pool asks which endpoints its allocatable set holds in
 //! O(runs · log E + k), and an address asks whether it is one in O(log E).
 
+use std::sync::Arc;
+
 use crate::address::{AddrSet, Ip, IpRange};
 use crate::kinds::Kind;
 use crate::model::cluster::ClusterProj;
@@ -16,7 +18,8 @@ impl Index {
         self.changed();
         self.strings.key(&mut cluster.key);
         cluster.space = self.strings.get(&cluster.space);
-        let members = self.unplace_members(&cluster.key);
+        let key = cluster.key.clone();
+        let before = self.lent_space(&key);
         let old = match self.cluster_ids.get(&cluster.key) {
             Some(&id) => {
                 self.unplace_endpoint(id);
@@ -33,19 +36,19 @@ impl Index {
                 None
             }
         };
-        self.place_all(&members);
+        self.follow_owner(&key, before);
         old
     }
 
     pub fn remove_cluster(&mut self, key: &ObjKey) -> Option<ClusterProj> {
         let id = *self.cluster_ids.get(key)?;
         self.changed();
-        let members = self.unplace_members(key);
+        let before = self.lent_space(key);
         self.cluster_ids.remove(key);
         self.unplace_endpoint(id);
         let cluster = self.clusters.remove(id);
         self.count(cluster.key.kind, false);
-        self.place_all(&members);
+        self.follow_owner(key, before);
         Some(cluster)
     }
 
@@ -109,12 +112,21 @@ impl Index {
             .map_or(&*c.space, |owner| &*owner.space)
     }
 
-    /// Takes out the endpoints of the infrastructure clusters whose space follows the Cluster
-    /// `key` (none unless `key` is a Cluster), before that Cluster changes; [`Self::place_all`]
-    /// puts them back under the space it then has.
-    pub(super) fn unplace_members(&mut self, key: &ObjKey) -> Vec<u32> {
-        if key.kind != Kind::Cluster {
-            return Vec::new();
+    /// The address space the Cluster `key` lends the infrastructure clusters that inherit it
+    /// (`space_of_cluster`), read before a change to it: `Some(None)` while no version of it is
+    /// held (each keeps its own then); None unless `key` is a Cluster.
+    pub(super) fn lent_space(&self, key: &ObjKey) -> Option<Option<Arc<str>>> {
+        (key.kind == Kind::Cluster)
+            .then(|| self.cluster_versions(key).next().map(|c| c.space.clone()))
+    }
+
+    /// After a change to the Cluster `key` that lent `before` (`lent_space`): moves the endpoints
+    /// of the infrastructure clusters that inherit its space, when that space moved. Only then are
+    /// the clusters held scanned for them, so a Cluster's status update costs no pass over them.
+    pub(super) fn follow_owner(&mut self, key: &ObjKey, before: Option<Option<Arc<str>>>) {
+        let Some(before) = before else { return };
+        if self.lent_space(key).as_ref() == Some(&before) {
+            return;
         }
         let members: Vec<u32> = self
             .clusters
@@ -124,14 +136,11 @@ impl Index {
                 c.inherits && c.key.namespace == key.namespace && *c.cluster == *key.name
             })
             .collect();
-        for &id in &members {
-            self.unplace_endpoint(id);
-        }
-        members
-    }
-
-    pub(super) fn place_all(&mut self, ids: &[u32]) {
-        for &id in ids {
+        for id in members {
+            let old = before
+                .clone()
+                .unwrap_or_else(|| self.clusters.get(id).space.clone());
+            self.unplace_endpoint_in(id, &old);
             self.place_endpoint(id);
         }
     }
@@ -148,15 +157,21 @@ impl Index {
     }
 
     pub(super) fn unplace_endpoint(&mut self, id: u32) {
-        let cluster = self.clusters.get(id);
-        let Some(ip) = cluster.endpoint else { return };
-        let space = self.strings_get(self.space_of_cluster(cluster));
-        let Some(segs) = self.endpoints.get_mut(&*space) else {
+        let space = self.strings_get(self.space_of_cluster(self.clusters.get(id)));
+        self.unplace_endpoint_in(id, &space);
+    }
+
+    /// Takes the endpoint of cluster `id` out of `space`, where it was placed.
+    fn unplace_endpoint_in(&mut self, id: u32, space: &str) {
+        let Some(ip) = self.clusters.get(id).endpoint else {
+            return;
+        };
+        let Some(segs) = self.endpoints.get_mut(space) else {
             return;
         };
         segs.get_mut(ip.family).remove(ip.value, ip.value, id);
         if segs.v4.is_empty() && segs.v6.is_empty() {
-            self.endpoints.remove(&*space);
+            self.endpoints.remove(space);
         }
     }
 

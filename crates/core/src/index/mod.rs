@@ -629,7 +629,7 @@ impl Index {
     /// `remove_pending`. Not counted among the objects held (`counts`).
     pub fn add_pending(&mut self, object: Object) -> PendingId {
         self.changed();
-        let members = self.unplace_members(object.key());
+        let before = self.lent_space(object.key());
         let id = match object {
             Object::Pool(mut p) => {
                 self.strings.key(&mut p.key);
@@ -668,8 +668,8 @@ impl Index {
             }
         };
         let key = self.pending_key(id).clone();
-        self.pending.entry(key).or_default().push(id);
-        self.place_all(&members);
+        self.pending.entry(key.clone()).or_default().push(id);
+        self.follow_owner(&key, before);
         id
     }
 
@@ -678,8 +678,8 @@ impl Index {
     pub fn remove_pending(&mut self, id: PendingId) {
         self.changed();
         let key = self.pending_key(id).clone();
-        let members = self.unplace_members(&key);
-        if let Entry::Occupied(mut o) = self.pending.entry(key) {
+        let before = self.lent_space(&key);
+        if let Entry::Occupied(mut o) = self.pending.entry(key.clone()) {
             o.get_mut().retain(|p| *p != id);
             if o.get().is_empty() {
                 o.remove();
@@ -706,7 +706,7 @@ impl Index {
                 self.holders_held.remove(id);
             }
         }
-        self.place_all(&members);
+        self.follow_owner(&key, before);
     }
 
     /// Whether the pending version `id` reads exactly as `object`.
