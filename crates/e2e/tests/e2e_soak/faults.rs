@@ -123,8 +123,10 @@ pub async fn run(setup: &mut Setup, shared: &Shared, mut rng: Rng, until: Durati
     loop {
         let wait = next.saturating_sub(shared.epoch.elapsed());
         tokio::time::sleep(wait).await;
-        // A fault needs time left to be undone while the clients still write.
-        if shared.epoch.elapsed() + Duration::from_secs(8) > until {
+        // A fault needs time left to be undone and to see writes admitted again while the
+        // clients still write: an API server restart took up to about 15 s to admit again
+        // (docs/robustness.md), so a fault drawn later would end the run unrecovered.
+        if shared.epoch.elapsed() + Duration::from_secs(20) > until {
             break;
         }
         if round.is_empty() {
