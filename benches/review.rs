@@ -108,8 +108,8 @@ fn hostile(c: &mut Criterion) {
     g.finish();
 }
 
-/// The Metal3 and Spiderpool pools as their providers' captures create and update them
-/// (`tests/fixtures/eco`), through the whole review against an empty view: what reading and
+/// The Metal3 and Spiderpool pools as a real API server sends their creates and updates
+/// (`tests/fixtures/reviews/v1.36`), through the whole review against an empty view: what reading and
 /// judging each kind's spec costs.
 fn provider_pools(c: &mut Criterion) {
     let admission = Admission::new(Arc::new(Ledger::default()), Options::default());
@@ -121,7 +121,7 @@ fn provider_pools(c: &mut Criterion) {
         "spiderippool-update-spec",
     ] {
         let path = format!(
-            "{}/tests/fixtures/eco/{name}.json",
+            "{}/tests/fixtures/reviews/v1.36/{name}.json",
             env!("CARGO_MANIFEST_DIR")
         );
         let body = std::fs::read(&path).unwrap();

@@ -16,7 +16,7 @@ for t in $targets; do
   dict=""
   case "$t" in
     address) seeds="fuzz/seeds/address"; dict="fuzz/dicts/address.dict" ;;
-    review) seeds="tests/fixtures/captures tests/fixtures/captures/mutating tests/fixtures/eco tests/fixtures/admission tests/fixtures/rules examples/reviews"; dict="fuzz/dicts/review.dict" ;;
+    review) seeds="tests/fixtures/reviews/v1.36 tests/fixtures/reviews/v1.36/mutating tests/fixtures/reviews/v1.20 tests/fixtures/reviews/v1.20/mutating examples/reviews"; dict="fuzz/dicts/review.dict" ;;
     load) seeds="tests/fixtures/check tests/fixtures/check/bad tests/fixtures/check/mixed examples/broken examples/manifests"; dict="fuzz/dicts/review.dict" ;;
     forward) seeds="fuzz/seeds/forward"; dict="fuzz/dicts/forward.dict" ;;
     # Its bytes are carved into steps over a fixed universe: no text to seed, no tokens to suggest.

@@ -1,6 +1,6 @@
 //! Every recorded AdmissionReview (what real kube-apiservers sent, tests/fixtures/reviews/README.md)
 //! through the real admission handler, against the static view the captures imply
-//! (tests/fixtures/captures/state.yaml); plus edited captures that break a rule, asserting the
+//! (tests/fixtures/reviews/state.yaml); plus edited captures that break a rule, asserting the
 //! whole answer and what kubectl would print from it.
 
 use std::path::{Path, PathBuf};
@@ -37,7 +37,7 @@ fn fixtures() -> PathBuf {
 }
 
 fn admission() -> Admission {
-    let state = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/captures/state.yaml");
+    let state = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reviews/state.yaml");
     let view = StaticView::load(&[state]).expect("state.yaml loads");
     Admission::new(Arc::new(view), Options::default())
 }

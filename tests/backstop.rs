@@ -262,34 +262,32 @@ fn corpus() -> Vec<(Value, Option<Value>, String)> {
             }
         }
     }
-    for dir in ["tests/fixtures/captures", "tests/fixtures/eco"] {
-        for entry in std::fs::read_dir(root().join(dir)).unwrap() {
-            let path = entry.unwrap().path();
-            if path.extension().is_none_or(|e| e != "json") {
-                continue;
-            }
-            let review: Value =
-                serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-            let req = &review["request"];
-            let obj = if req["object"].is_object() {
-                req["object"].clone()
-            } else {
-                req["oldObject"].clone()
-            };
-            if !obj.is_object()
-                || Kind::from_api_version(
-                    obj["apiVersion"].as_str().unwrap_or(""),
-                    obj["kind"].as_str().unwrap_or(""),
-                )
-                .is_none()
-            {
-                continue;
-            }
-            let old = req["oldObject"]
-                .is_object()
-                .then(|| req["oldObject"].clone());
-            out.push((obj, old, String::new()));
+    // What a real API server sent (tests/fixtures/reviews/README.md).
+    for entry in std::fs::read_dir(root().join("tests/fixtures/reviews/v1.36")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "json") {
+            continue;
         }
+        let review: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let req = &review["request"];
+        let obj = if req["object"].is_object() {
+            req["object"].clone()
+        } else {
+            req["oldObject"].clone()
+        };
+        if !obj.is_object()
+            || Kind::from_api_version(
+                obj["apiVersion"].as_str().unwrap_or(""),
+                obj["kind"].as_str().unwrap_or(""),
+            )
+            .is_none()
+        {
+            continue;
+        }
+        let old = req["oldObject"]
+            .is_object()
+            .then(|| req["oldObject"].clone());
+        out.push((obj, old, String::new()));
     }
     out
 }

@@ -40,8 +40,8 @@ use server_support::*;
 
 // === the cluster the captures imply ===
 
-/// Added to tests/fixtures/captures/state.yaml: Metal3 and Spiderpool neighbours for the eco
-/// captures, so the rules that read the view have something of every kind to read.
+/// Added to tests/fixtures/reviews/state.yaml: Metal3 and Spiderpool neighbours for the Metal3
+/// and Spiderpool reviews, so the rules that read the view have something of every kind to read.
 const EXTRA_STATE: &str = r#"
 apiVersion: ipam.metal3.io/v1alpha1
 kind: IPPool
@@ -77,21 +77,20 @@ spec:
 
 fn view() -> Arc<StaticView> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
-    let state = std::fs::read_to_string(root.join("captures/state.yaml")).unwrap();
+    let state = std::fs::read_to_string(root.join("reviews/state.yaml")).unwrap();
     let text = format!("{state}\n---\n{EXTRA_STATE}");
     let loaded = manifests::read_str("state.yaml", &text);
     assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
     Arc::new(StaticView::from_manifests(loaded.manifests))
 }
 
+/// A review a real API server sent (tests/fixtures/reviews/README.md), from the newest set.
 fn capture(name: &str) -> Value {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
-    let path = ["captures", "eco"]
-        .iter()
-        .map(|d| root.join(d).join(name))
-        .find(|p| p.exists())
-        .unwrap_or_else(|| panic!("no capture {name}"));
-    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/reviews/v1.36")
+        .join(name);
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_slice(&bytes).unwrap()
 }
 
 // === paths inside a JSON document ===

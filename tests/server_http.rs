@@ -55,7 +55,7 @@ async fn h1_and_h2_answer_exactly_what_review_answers() {
             assert_eq!(reply.headers["content-type"], "application/json");
         }
         // Each path reaches its own handler: a claim is patched by /mutate only.
-        let claim = fixture("mutating-ipaddressclaim-create.json");
+        let claim = fixture("mutating/ipaddressclaim-create.json");
         for (path, endpoint) in [
             ("/mutate?timeout=10s", Endpoint::Mutate),
             ("/validate?timeout=10s", Endpoint::Validate),

@@ -9,8 +9,25 @@ use server_support::*;
 const JSON: Option<&str> = Some("application/json");
 
 fn uid_of(fixture_name: &str) -> String {
-    let review: serde_json::Value = serde_json::from_slice(&fixture(fixture_name)).unwrap();
+    uid_in(&fixture(fixture_name))
+}
+
+fn uid_in(review: &[u8]) -> String {
+    let review: serde_json::Value = serde_json::from_slice(review).unwrap();
     review["request"]["uid"].as_str().unwrap().to_string()
+}
+
+/// The recorded claim create with `spec.poolRef.name` emptied (C1 denies it), renamed
+/// `claim-no-pool-name` and given a uid of its own.
+fn claim_without_pool_name() -> Vec<u8> {
+    let mut review: serde_json::Value =
+        serde_json::from_slice(&fixture("ipaddressclaim-create.json")).unwrap();
+    let request = &mut review["request"];
+    request["uid"] = "c1e0c1e0-0000-4000-8000-00000000c001".into();
+    request["name"] = "claim-no-pool-name".into();
+    request["object"]["metadata"]["name"] = "claim-no-pool-name".into();
+    request["object"]["spec"]["poolRef"]["name"] = "".into();
+    serde_json::to_vec(&review).unwrap()
 }
 
 #[tokio::test]
@@ -83,22 +100,16 @@ async fn c1_claim_without_pool_name_is_denied_and_counted() {
     let mut conn = Conn::open(server.addrs.webhook, &ca.der, Proto::H2)
         .await
         .unwrap();
+    let denied = claim_without_pool_name();
     let reply = conn
-        .send(post(
-            "/validate",
-            JSON,
-            fixture("ipaddressclaim-create-deny-c1.json"),
-        ))
+        .send(post("/validate", JSON, denied.clone()))
         .await
         .unwrap();
     // A denial is a successful HTTP exchange; the verdict is in the body.
     assert_eq!(reply.status, 200, "{}", reply.text());
     let review = reply.json();
     let response = &review["response"];
-    assert_eq!(
-        response["uid"],
-        uid_of("ipaddressclaim-create-deny-c1.json")
-    );
+    assert_eq!(response["uid"], uid_in(&denied));
     assert_eq!(response["allowed"], false, "{review}");
     assert_eq!(response["status"]["code"], 422, "{review}");
     assert_eq!(response["status"]["reason"], "Invalid", "{review}");
@@ -130,7 +141,7 @@ async fn m2_claim_create_on_mutate_gets_a_base64_json_patch() {
         .send(post(
             "/mutate",
             JSON,
-            fixture("mutating-ipaddressclaim-create.json"),
+            fixture("mutating/ipaddressclaim-create.json"),
         ))
         .await
         .unwrap();
@@ -139,7 +150,7 @@ async fn m2_claim_create_on_mutate_gets_a_base64_json_patch() {
     let response = &review["response"];
     assert_eq!(
         response["uid"],
-        uid_of("mutating-ipaddressclaim-create.json")
+        uid_of("mutating/ipaddressclaim-create.json")
     );
     assert_eq!(response["allowed"], true);
     assert_eq!(response["patchType"], "JSONPatch", "{review}");
@@ -193,15 +204,12 @@ async fn a_denial_or_a_warning_is_one_info_line_naming_the_user_and_an_allowed_r
     let mut conn = Conn::open(served.webhook, &served.ca, Proto::H1)
         .await
         .unwrap();
-    for name in [
-        "ipaddressclaim-create-deny-c1.json",
-        "ipaddressclaim-create.json",
+    for body in [
+        claim_without_pool_name(),
+        fixture("ipaddressclaim-create.json"),
     ] {
-        let reply = conn
-            .send(post("/validate", JSON, fixture(name)))
-            .await
-            .unwrap();
-        assert_eq!(reply.status, 200, "{name}: {}", reply.text());
+        let reply = conn.send(post("/validate", JSON, body)).await.unwrap();
+        assert_eq!(reply.status, 200, "{}", reply.text());
     }
     // Allowed without a word (see tests/examples_reviews.rs).
     let clean = std::fs::read(
@@ -218,7 +226,7 @@ async fn a_denial_or_a_warning_is_one_info_line_naming_the_user_and_an_allowed_r
     served.signal("TERM");
     assert!(served.exit(WAIT).await.success());
     let logs = served.logs();
-    let denied = uid_of("ipaddressclaim-create-deny-c1.json");
+    let denied = uid_in(&claim_without_pool_name());
     let lines: Vec<serde_json::Value> = logs
         .lines()
         .filter(|l| l.contains(&denied))
@@ -240,7 +248,7 @@ async fn a_denial_or_a_warning_is_one_info_line_naming_the_user_and_an_allowed_r
         "{line}"
     );
     assert!(line["rules"].as_str().unwrap().contains("C1"), "{line}");
-    assert_eq!(line["user"], "admin", "{line}");
+    assert_eq!(line["user"], "ipam-guard-e2e", "{line}");
     assert_eq!(
         line["groups"], "system:masters,system:authenticated",
         "{line}"
@@ -254,7 +262,7 @@ async fn a_denial_or_a_warning_is_one_info_line_naming_the_user_and_an_allowed_r
         .unwrap_or_else(|| panic!("{logs}"));
     assert_eq!(line["message"], "allowed with warnings", "{line}");
     assert_eq!(line["rules"], "C3", "{line}");
-    assert_eq!(line["user"], "admin", "{line}");
+    assert_eq!(line["user"], "ipam-guard-e2e", "{line}");
     // Allowed requests without a warning stay below info.
     assert!(!logs.contains(&clean_uid), "{logs}");
 }

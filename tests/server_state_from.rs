@@ -9,9 +9,10 @@ use std::path::Path;
 use serde_json::{json, Value};
 use server_support::*;
 
+/// A review a real API server sent (tests/fixtures/reviews/README.md), from the newest set.
 fn capture(name: &str) -> Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/captures")
+        .join("tests/fixtures/reviews/v1.36")
         .join(name);
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }
@@ -45,7 +46,7 @@ fn pool_create(name: &str, uid: &str, addresses: Value, dry_run: bool) -> Value 
 #[tokio::test]
 async fn dev_server_judges_against_state_from_and_remembers_what_it_admitted() {
     let certs = tempfile::tempdir().unwrap();
-    let state = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/captures/state.yaml");
+    let state = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reviews/state.yaml");
     let served = serve_dev(
         certs.path(),
         &[
@@ -102,7 +103,7 @@ async fn dev_server_judges_against_state_from_and_remembers_what_it_admitted() {
 /// The served binary exports each pool's usage from its view, unless told not to.
 #[tokio::test]
 async fn pool_usage_metrics_follow_the_view_and_the_flag() {
-    let state = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/captures/state.yaml");
+    let state = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reviews/state.yaml");
     let pool_a = r#"ipam_guard_pool_addresses{kind="InClusterIPPool",namespace="capture-ns",pool="pool-a",state="#;
     for (flag, exported) in [("all", true), ("none", false)] {
         let certs = tempfile::tempdir().unwrap();

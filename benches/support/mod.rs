@@ -1,6 +1,7 @@
 //! Shared by the benches and `examples/loadgen.rs` (which includes this file by path): the cluster
 //! state `examples/gen-state.rs` generates, loaded in memory the way `serve --state-from` loads it,
-//! and AdmissionReview bodies edited from the captures in `tests/fixtures/captures/` to fit it.
+//! and AdmissionReview bodies edited from the reviews a real API server sent
+//! (`tests/fixtures/reviews/v1.36/`, see its README) to fit it.
 //!
 //! Every body keeps the capture's envelope and metadata (managedFields, userInfo, options): a real
 //! API server sends those, and decoding them is part of the cost. Only names, namespaces, uids,
@@ -495,7 +496,7 @@ fn claim(pool: &PoolDoc, name: &str) -> Value {
 
 fn capture(name: &str) -> Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/captures")
+        .join("tests/fixtures/reviews/v1.36")
         .join(name);
     let text = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_slice(&text).unwrap()

@@ -3,12 +3,12 @@
 //! as kubectl prints the answer. `explain --all` writes the whole document; a test keeps the
 //! committed `docs/rules.md` equal to it.
 //!
-//! kubectl's rendering (from `tests/fixtures/captures`, recorded with kubectl 1.32 against a real
-//! API server): each `response.warnings` entry is a `Warning: <text>` line on stderr; a 422
-//! Invalid Status with kind, name and causes prints `The <Kind> "<name>" is invalid: ` followed,
-//! for one cause, by `<field>: <message>` on the same line, and for several by one
-//! `* <field>: <message>` line per cause (kubectl's `MultilineError`; nothing else: not the
-//! webhook, not `status.message`);
+//! kubectl's rendering (compared byte for byte with real kubectl against a real API server by
+//! crates/e2e/tests/e2e_live.rs): each `response.warnings` entry is a `Warning: <text>` line on
+//! stderr; a 422 Invalid Status with kind, name and causes prints `The <Kind> "<name>" is
+//! invalid: ` followed, for one cause, by `<field>: <message>` on the same line, and for several
+//! by one `* <field>: <message>` line per cause (kubectl's `MultilineError`; nothing else: not
+//! the webhook, not `status.message`);
 //! any other denial prints `Error from server (<reason>): [error when creating "<file>": ]admission
 //! webhook "<webhook>" denied the request: <message>`.
 

@@ -24,9 +24,11 @@ use tokio::io::AsyncBufReadExt;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+/// The bytes of a review a real API server sent (tests/fixtures/reviews/README.md), from the newest
+/// set: `ipaddressclaim-create.json` as POSTed to /validate, `mutating/…` as POSTed to /mutate.
 pub fn fixture(name: &str) -> Vec<u8> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/admission")
+        .join("tests/fixtures/reviews/v1.36")
         .join(name);
     std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }

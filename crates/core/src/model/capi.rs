@@ -226,7 +226,7 @@ mod tests {
     use serde_json::json;
 
     fn capture(name: &str) -> Value {
-        fixture("rules", name)["request"]["object"].clone()
+        fixture(name)["request"]["object"].clone()
     }
 
     #[test]

@@ -79,7 +79,7 @@ mod tests {
     use crate::model::test_support::fixture;
 
     fn capture(name: &str) -> Value {
-        fixture("eco", name)["request"]["object"].clone()
+        fixture(name)["request"]["object"].clone()
     }
 
     #[test]

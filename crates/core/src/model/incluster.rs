@@ -350,7 +350,7 @@ mod tests {
     #[test]
     fn v1alpha1_capture_reads_start_and_end() {
         let path = format!(
-            "{}/../../tests/fixtures/rules/inclusterippool-create-v1alpha1.json",
+            "{}/../../tests/fixtures/reviews/v1.36/inclusterippool-create-v1alpha1.json",
             env!("CARGO_MANIFEST_DIR")
         );
         let review: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();

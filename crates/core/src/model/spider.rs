@@ -401,7 +401,7 @@ mod tests {
     use serde_json::json;
 
     fn capture(name: &str) -> Value {
-        fixture("eco", name)
+        fixture(name)
     }
 
     #[test]

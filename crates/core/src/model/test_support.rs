@@ -14,10 +14,11 @@ pub fn spider_pool(spec: Value) -> Value {
         "metadata": {"name": "p"}, "spec": spec})
 }
 
-/// A captured review under `tests/fixtures/<dir>/`.
-pub fn fixture(dir: &str, name: &str) -> Value {
+/// A review a real API server sent, from the newest recorded set (`tests/fixtures/reviews/v1.36/`,
+/// recorded by crates/e2e/tests/e2e_capture.rs; its README says how).
+pub fn fixture(name: &str) -> Value {
     let path = format!(
-        "{}/../../tests/fixtures/{dir}/{name}",
+        "{}/../../tests/fixtures/reviews/v1.36/{name}",
         env!("CARGO_MANIFEST_DIR")
     );
     serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap()

@@ -139,7 +139,7 @@ mod tests {
     use serde_json::json;
 
     fn judge(kind: Kind, file: &str, edit: impl Fn(&mut Value), ix: &Index) -> Verdict {
-        let review = fixture("eco", file);
+        let review = fixture(file);
         let rq = &review["request"];
         let mut obj = rq["object"].clone();
         edit(&mut obj);

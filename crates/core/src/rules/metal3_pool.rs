@@ -455,7 +455,7 @@ mod tests {
     use crate::model::test_support::{fixture, metal3_pool as pool};
 
     fn capture(name: &str) -> Value {
-        fixture("eco", name)
+        fixture(name)
     }
 
     fn judged(obj: &Value) -> PoolReading {

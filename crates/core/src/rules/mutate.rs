@@ -285,7 +285,7 @@ mod tests {
     #[test]
     fn m1_and_m2_together_on_a_real_capture() {
         let review: Value = serde_json::from_str(include_str!(
-            "../../../../tests/fixtures/rules/mutating-ipaddressclaim-create.json"
+            "../../../../tests/fixtures/reviews/v1.36/mutating/ipaddressclaim-create.json"
         ))
         .unwrap();
         let mut obj = review["request"]["object"].clone();

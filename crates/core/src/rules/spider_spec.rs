@@ -513,7 +513,7 @@ mod tests {
     use serde_json::json;
 
     fn capture(name: &str) -> Value {
-        fixture("eco", name)
+        fixture(name)
     }
 
     /// The reading with its findings, as a review takes it (`validator::read_judged`).

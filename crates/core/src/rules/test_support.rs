@@ -11,14 +11,14 @@ use crate::rules::{validate, Ctx, Options, OverlapScope};
 
 pub use crate::model::test_support::fixture;
 
-/// `request.object` of an ecosystem capture (`tests/fixtures/eco/`).
+/// `request.object` of a recorded review (`model::test_support::fixture`).
 pub fn eco_object(name: &str) -> Value {
-    fixture("eco", name)["request"]["object"].clone()
+    fixture(name)["request"]["object"].clone()
 }
 
-/// `request.oldObject` of an ecosystem capture.
+/// `request.oldObject` of a recorded review.
 pub fn eco_old_object(name: &str) -> Value {
-    fixture("eco", name)["request"]["oldObject"].clone()
+    fixture(name)["request"]["oldObject"].clone()
 }
 
 /// A view holding `objects`, each projected as the server would.
@@ -124,7 +124,7 @@ pub fn warnings(v: &Verdict) -> Vec<String> {
 // === builders the rule tests share ===
 
 pub fn capture(name: &str) -> Value {
-    fixture("rules", name)
+    fixture(name)
 }
 
 pub fn meta(ns: Option<&str>, name: &str) -> Value {

@@ -36,7 +36,7 @@ mod tests {
     use serde_json::{json, Value};
 
     fn capture(name: &str) -> Value {
-        fixture("eco", name)
+        fixture(name)
     }
 
     #[test]
