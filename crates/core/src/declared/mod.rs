@@ -4,14 +4,17 @@
 //! the file is read, and evaluated under bounds of our own (`expr`), because the CEL evaluator has
 //! no cost limit.
 //!
-//! `load` reads and checks a file into [`Declaration`]s; `expr` compiles and evaluates one
-//! expression into an [`Addresses`] (the project's address grammar, `crate::address`).
+//! `load` reads and checks a file into [`Declaration`]s; `registry` numbers the declarations of
+//! every file; `expr` compiles and evaluates one expression into an [`Addresses`] (the project's
+//! address grammar, `crate::address`).
 
 mod expr;
 mod load;
+mod registry;
 
 pub use expr::{Addresses, CelObject, EvalError, Expr, Limits, ObjectStats, LIMITS};
 pub use load::{default_plural, parse, DeclError, Declaration, Role};
+pub use registry::Registry;
 
 #[cfg(test)]
 mod tests;

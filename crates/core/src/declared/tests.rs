@@ -328,3 +328,27 @@ fn the_cost_estimate_admits_plain_lists_and_bounds_comprehensions() {
     let got = mapped.pool_addresses(&list(1000)).unwrap_err().to_string();
     assert!(got.contains("estimated cost"), "{got}");
 }
+
+#[test]
+fn the_registry_numbers_kinds_across_files() {
+    let a = file(INFOBLOX);
+    let b = file(
+        "- group: metallb.io\n  kind: IPAddressPool\n  versions: [v1beta1]\n  role: pool\n  addresses: \"object.spec.addresses\"\n",
+    );
+    let r = Registry::load(&[("a.yaml".into(), a.clone()), ("b.yaml".into(), b)]).unwrap();
+    assert_eq!(r.len(), 2);
+    let i = r.find("metallb.io", "IPAddressPool").unwrap();
+    let d = r.get(i).unwrap();
+    assert_eq!(d.display_name(), "IPAddressPool");
+    assert_eq!(d.plural, "ipaddresspools");
+    assert!(d.serves_version("v1beta1") && !d.serves_version("v1"));
+    assert_eq!(r.file(i), Some("b.yaml"));
+    assert_eq!(r.find("metallb.io", "InfobloxIPPool"), None);
+
+    // The same kind in two files: the second is refused, naming the first.
+    let got = Registry::load(&[("a.yaml".into(), a.clone()), ("c.yaml".into(), a)]).unwrap_err();
+    assert_eq!(
+        got[0].to_string(),
+        "c.yaml: kinds[0] (InfobloxIPPool): InfobloxIPPool of group ipam.example.com is already declared in a.yaml"
+    );
+}
