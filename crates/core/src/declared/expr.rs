@@ -507,8 +507,11 @@ impl Shape {
     }
 }
 
+/// A parse error's first line, without the parser's `ERROR: <input>:` (the source is quoted
+/// with a caret on the lines after it; the position says as much).
 fn one_line(s: &str) -> String {
-    short(&s.split_whitespace().collect::<Vec<_>>().join(" "))
+    let first = s.lines().next().unwrap_or_default();
+    short(first.strip_prefix("ERROR: <input>:").unwrap_or(first))
 }
 
 /// At most 200 characters: an error must not quote a whole object back.

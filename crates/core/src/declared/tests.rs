@@ -126,7 +126,7 @@ fn each_bad_declaration_is_named() {
         ),
         (
             file("- group: g.io\n  kind: A\n  versions: [v1]\n  role: pool\n  addresses: \"object.spec.(\"\n"),
-            "kinds.yaml: kinds[0] (A): addresses: does not compile",
+            "kinds.yaml: kinds[0] (A): addresses: does not compile: 1:13: Syntax error: no viable alternative at input '.('",
         ),
         (
             file("- group: g.io\n  kind: A\n  versions: [v1]\n  role: pool\n  addresses: \"[]\"\n  excluded: \"1 +\"\n"),
