@@ -150,6 +150,11 @@ pub struct Expr {
     splits: bool,
     /// Calls `flatten`: a list may become as long as the object has values.
     flattens: bool,
+    /// Calls of `+` outside loops: each may join two lists, so a list may be as long as the
+    /// longest times (1 + this).
+    joins: u64,
+    /// Calls of `+` inside loops: what a loop builds and `flatten` joins.
+    joins_in_loops: u64,
 }
 
 impl fmt::Debug for Expr {
@@ -301,6 +306,8 @@ impl Expr {
             loops: shape.loops,
             splits: shape.calls("split"),
             flattens: shape.calls("flatten"),
+            joins: shape.joins,
+            joins_in_loops: shape.joins_in_loops,
         })
     }
 
@@ -310,19 +317,26 @@ impl Expr {
 
     /// The estimated steps of evaluating this expression over an object measured as `stats`.
     fn cost(&self, stats: &ObjectStats) -> u128 {
-        let mut longest = stats.longest.max(1);
+        // The longest list the expression can iterate: the object's, or one it builds by joining
+        // lists (`+` outside a loop), splitting a string or flattening what a loop built.
+        let joins = u128::from(self.joins) + 1;
+        let mut longest = (stats.longest.max(1) as u128).saturating_mul(joins);
         if self.splits {
-            longest = longest.max(stats.longest_string);
+            longest = longest.max(stats.longest_string as u128);
         }
         if self.flattens {
-            longest = longest.max(stats.nodes);
+            let built = (stats.nodes as u128).saturating_mul(u128::from(self.joins_in_loops) + 1);
+            longest = longest.max(built);
         }
         // A comprehension builds its list by `accu + [x]`, which copies the list so far: one
         // `map` over n items costs n² steps (measured: 10,000 items 9 s, 1,000 items 0.1 s), so
-        // each level of loops multiplies by n and the innermost one by n again.
+        // each level of loops multiplies by n and the innermost one by n again. A literal list
+        // is no longer than the expression. Without loops, each join copies what it joins.
         let steps = match self.loops {
-            0 => longest as u128,
-            loops => (longest as u128).saturating_pow(loops + 1),
+            0 => longest.saturating_mul(joins),
+            loops => longest
+                .max(u128::from(self.nodes))
+                .saturating_pow(loops + 1),
         };
         steps.saturating_mul(u128::from(self.nodes))
     }
@@ -436,6 +450,8 @@ fn bracket_nesting(source: &str) -> usize {
 struct Shape {
     nodes: u64,
     loops: u32,
+    joins: u64,
+    joins_in_loops: u64,
     called: Vec<String>,
 }
 
@@ -462,6 +478,12 @@ impl Shape {
                 };
                 if !ALLOWED.contains(&name.as_str()) {
                     return Err(format!("function {name} is not allowed in a declaration"));
+                }
+                if name == "_+_" {
+                    match loops {
+                        0 => self.joins += 1,
+                        _ => self.joins_in_loops += 1,
+                    }
                 }
                 let inner = loops + u32::from(SUPERLINEAR.contains(&name.as_str()));
                 self.loops = self.loops.max(inner);

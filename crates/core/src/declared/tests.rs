@@ -303,7 +303,7 @@ fn hostile_objects_and_results_are_errors_not_panics() {
 #[test]
 fn a_long_operator_chain_stays_within_the_stack() {
     // No brackets, so only the length limit bounds the tree's depth.
-    let chain = format!("[{}'10.0.0.1']", "'' + ".repeat(800));
+    let chain = format!("[{}1 < 0 ? '10.0.0.1' : '10.0.0.2']", "1 - ".repeat(800));
     let d = with(&chain).unwrap();
     assert_eq!(d.pool_addresses(&json!({})).unwrap().v4, v4(&["10.0.0.1"]));
 }
@@ -326,6 +326,14 @@ fn the_cost_estimate_admits_plain_lists_and_bounds_comprehensions() {
     let mapped = with("object.l.map(x, x + '/32')").unwrap();
     assert_eq!(mapped.pool_addresses(&list(100)).unwrap().v4.len(), 100);
     let got = mapped.pool_addresses(&list(1000)).unwrap_err().to_string();
+    assert!(got.contains("estimated cost"), "{got}");
+    // A list joined to itself is as long as the joins make it: refused though each part is short.
+    let joined = format!("({}).map(x, x + '/32')", vec!["object.l"; 20].join(" + "));
+    let got = with(&joined)
+        .unwrap()
+        .pool_addresses(&list(100))
+        .unwrap_err()
+        .to_string();
     assert!(got.contains("estimated cost"), "{got}");
 }
 
