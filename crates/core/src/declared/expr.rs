@@ -12,8 +12,10 @@
 //! - on the result: a list of at most `max_entries` strings, each an IP, a CIDR or `first-last`
 //!   range in the project's own grammar (`crate::address`).
 
+use std::collections::HashMap;
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
 
 use kube_cel::cel::common::ast::{EntryExpr, Expr as Ast, IdedExpr};
 use kube_cel::cel::{Context, Program, Value};
@@ -260,8 +262,33 @@ pub struct CelObject {
 impl CelObject {
     pub fn new(object: &serde_json::Value, limits: &Limits) -> Result<CelObject, String> {
         let stats = ObjectStats::of(object, limits)?;
-        let value = kube_cel::cel::to_value(object).map_err(|e| e.to_string())?;
-        Ok(CelObject { value, stats })
+        Ok(CelObject {
+            value: to_cel(object),
+            stats,
+        })
+    }
+}
+
+/// JSON as the API server hands it to CEL: an integer is an `int` (a generic conversion makes a
+/// non-negative one a `uint`, and `uint + int` has no overload), a number with a fraction or
+/// beyond `int` a `double`. Recursion is bounded by `ObjectStats::of`, which runs first.
+fn to_cel(v: &serde_json::Value) -> Value {
+    match v {
+        serde_json::Value::Null => Value::Null,
+        serde_json::Value::Bool(b) => Value::Bool(*b),
+        serde_json::Value::Number(n) => match n.as_i64() {
+            Some(i) => Value::Int(i),
+            None => Value::Float(n.as_f64().unwrap_or(f64::NAN)),
+        },
+        serde_json::Value::String(s) => Value::String(Arc::new(s.clone())),
+        serde_json::Value::Array(items) => {
+            Value::List(Arc::new(items.iter().map(to_cel).collect()))
+        }
+        serde_json::Value::Object(map) => {
+            let map: HashMap<String, Value> =
+                map.iter().map(|(k, v)| (k.clone(), to_cel(v))).collect();
+            Value::from(map)
+        }
     }
 }
 

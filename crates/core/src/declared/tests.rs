@@ -265,6 +265,11 @@ fn hostile_objects_and_results_are_errors_not_panics() {
         got.contains("returned string, expected a list of strings"),
         "{got}"
     );
+    let got = eval_err("object.l", json!({"l": [1]}));
+    assert!(
+        got.contains("[0]: returned int, expected a string"),
+        "{got}"
+    );
     let got = eval_err("object.l", json!({"l": [true]}));
     assert!(
         got.contains("[0]: returned bool, expected a string"),
@@ -359,4 +364,15 @@ fn the_registry_numbers_kinds_across_files() {
         got[0].to_string(),
         "c.yaml: kinds[0] (InfobloxIPPool): InfobloxIPPool of group ipam.example.com is already declared in a.yaml"
     );
+}
+
+#[test]
+fn json_numbers_are_ints_as_the_api_server_gives_them() {
+    let d =
+        with("object.spec.prefix > 24 && object.spec.prefix + 1 == 29 ? [object.spec.net] : []")
+            .unwrap();
+    let got = d
+        .pool_addresses(&json!({"spec": {"prefix": 28, "net": "10.0.0.0/28"}}))
+        .unwrap();
+    assert_eq!(got.v4, v4(&["10.0.0.0/28"]));
 }
