@@ -376,3 +376,27 @@ fn json_numbers_are_ints_as_the_api_server_gives_them() {
         .unwrap();
     assert_eq!(got.v4, v4(&["10.0.0.0/28"]));
 }
+
+#[test]
+fn the_metallb_example_reads_a_pool_shaped_as_metallb_documents_it() {
+    let text = include_str!("../../../../examples/kinds/metallb.yaml");
+    let d = parse("examples/kinds/metallb.yaml", text)
+        .unwrap()
+        .remove(0);
+    assert_eq!(
+        (d.group.as_str(), d.plural.as_str()),
+        ("metallb.io", "ipaddresspools")
+    );
+    let pool = json!({
+        "apiVersion": "metallb.io/v1beta1",
+        "kind": "IPAddressPool",
+        "metadata": {"name": "first-pool", "namespace": "metallb-system"},
+        "spec": {
+            "addresses": ["192.168.10.0/24", "192.168.9.1-192.168.9.5", "fc00:f853:ccd:e799::/124"],
+            "avoidBuggyIPs": true,
+        },
+    });
+    let got = d.pool_addresses(&pool).unwrap();
+    assert_eq!(got.v4, v4(&["192.168.10.0/24", "192.168.9.1-192.168.9.5"]));
+    assert_eq!(got.v6.len(), 16);
+}
