@@ -2,7 +2,8 @@
 //!
 //! The `cel` evaluator has no cost limit and cannot be interrupted, so a hostile or careless
 //! expression is bounded before it runs (docs/kinds.md, "Bounds"):
-//! - at compile: the source length, the nesting of brackets (the parser recurses on it), functions
+//! - at compile: the source length, the nesting of brackets and the depth of the tree (parser and
+//!   evaluator recurse on them; parsing runs on a thread with a large stack), functions
 //!   from an allow-list (no `lists.range`, no `replace`: what makes output larger than its input),
 //!   the nesting of comprehensions (`map`, `filter`, `all`, `exists`, …);
 //! - at evaluation: the object's depth and size, then an estimate of the work (the expression's
@@ -30,6 +31,8 @@ pub struct Limits {
     pub max_source: usize,
     /// Brackets and parentheses open at once.
     pub max_nesting: usize,
+    /// Depth of the expression tree: evaluation recurses once per level.
+    pub max_depth: u32,
     /// Comprehensions inside comprehensions (`map` in a `map` is 2).
     pub max_loops: u32,
     /// Depth of the object's JSON.
@@ -45,12 +48,16 @@ pub struct Limits {
 pub const LIMITS: Limits = Limits {
     max_source: 4096,
     max_nesting: 32,
+    max_depth: 100,
     max_loops: 3,
     max_object_depth: 64,
     max_object_nodes: 200_000,
     max_cost: 1_000_000,
     max_entries: 10_000,
 };
+
+/// The stack of the thread an expression is compiled on.
+const COMPILE_STACK: usize = 256 << 20;
 
 /// Functions and operators a declared expression may call. Each costs at most linear time in
 /// its input and yields no more than it reads, so the cost estimate holds; `sort` and
@@ -315,11 +322,33 @@ impl Expr {
                 limits.max_nesting
             ));
         }
-        let program = catch_unwind(|| Program::compile(source))
-            .map_err(|_| "the expression does not compile".to_owned())?
-            .map_err(|e| format!("does not compile: {}", one_line(&e.to_string())))?;
-        let mut shape = Shape::default();
-        shape.walk(program.expression(), 0)?;
+        // The parser recurses once per operator of a chain (`a.b.c…`, `!!…`): a chain as long
+        // as the source admits overflows a default thread's stack, which aborts the process.
+        // Compiling on a thread of its own with a large stack (reserved, not committed) keeps
+        // that away; the depth found is then bounded so evaluation, on any thread, stays shallow.
+        let src = source.to_owned();
+        let max_depth = limits.max_depth;
+        let compiled = std::thread::Builder::new()
+            .name("cel-compile".to_owned())
+            .stack_size(COMPILE_STACK)
+            .spawn(move || -> Result<(Program, Shape), String> {
+                let program = Program::compile(&src)
+                    .map_err(|e| format!("does not compile: {}", one_line(&e.to_string())))?;
+                let mut shape = Shape::default();
+                shape.walk(program.expression(), 0, 1)?;
+                // Refused here, so a deep tree is also dropped (recursively) on this stack.
+                if shape.depth > max_depth {
+                    return Err(format!(
+                        "the expression nests {} deep, more than {max_depth}",
+                        shape.depth
+                    ));
+                }
+                Ok((program, shape))
+            })
+            .map_err(|e| format!("cannot compile: {e}"))?
+            .join()
+            .map_err(|_| "the expression does not compile".to_owned())?;
+        let (program, shape) = compiled?;
         if shape.loops > limits.max_loops {
             return Err(format!(
                 "comprehensions nest {} deep, more than {}",
@@ -476,6 +505,7 @@ fn bracket_nesting(source: &str) -> usize {
 #[derive(Default)]
 struct Shape {
     nodes: u64,
+    depth: u32,
     loops: u32,
     joins: u64,
     joins_in_loops: u64,
@@ -489,8 +519,10 @@ impl Shape {
 
     /// Counts nodes and loop nesting; refuses calls off the allow-list and forms the evaluator
     /// cannot run (struct literals).
-    fn walk(&mut self, e: &IdedExpr, loops: u32) -> Result<(), String> {
+    fn walk(&mut self, e: &IdedExpr, loops: u32, depth: u32) -> Result<(), String> {
         self.nodes += 1;
+        self.depth = self.depth.max(depth);
+        let d = depth + 1;
         self.loops = self.loops.max(loops);
         match &e.expr {
             Ast::Call(call) => {
@@ -518,36 +550,36 @@ impl Shape {
                     self.called.push(name);
                 }
                 if let (Some(t), None) = (&call.target, namespace) {
-                    self.walk(t, inner)?;
+                    self.walk(t, inner, d)?;
                 }
                 for a in &call.args {
-                    self.walk(a, inner)?;
+                    self.walk(a, inner, d)?;
                 }
             }
             Ast::Comprehension(c) => {
-                self.walk(&c.iter_range, loops)?;
-                self.walk(&c.accu_init, loops)?;
-                self.walk(&c.loop_cond, loops + 1)?;
-                self.walk(&c.loop_step, loops + 1)?;
-                self.walk(&c.result, loops)?;
+                self.walk(&c.iter_range, loops, d)?;
+                self.walk(&c.accu_init, loops, d)?;
+                self.walk(&c.loop_cond, loops + 1, d)?;
+                self.walk(&c.loop_step, loops + 1, d)?;
+                self.walk(&c.result, loops, d)?;
             }
             Ast::List(l) => {
                 for x in &l.elements {
-                    self.walk(x, loops)?;
+                    self.walk(x, loops, d)?;
                 }
             }
             Ast::Map(m) => {
                 for entry in &m.entries {
                     match &entry.expr {
                         EntryExpr::MapEntry(kv) => {
-                            self.walk(&kv.key, loops)?;
-                            self.walk(&kv.value, loops)?;
+                            self.walk(&kv.key, loops, d)?;
+                            self.walk(&kv.value, loops, d)?;
                         }
-                        EntryExpr::StructField(f) => self.walk(&f.value, loops)?,
+                        EntryExpr::StructField(f) => self.walk(&f.value, loops, d)?,
                     }
                 }
             }
-            Ast::Select(s) => self.walk(&s.operand, loops)?,
+            Ast::Select(s) => self.walk(&s.operand, loops, d)?,
             Ast::Ident(_) | Ast::Literal(_) => {}
             Ast::Struct(_) => return Err("message literals are not supported".to_owned()),
             Ast::Unspecified => return Err("the expression is incomplete".to_owned()),
