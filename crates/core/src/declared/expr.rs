@@ -81,8 +81,6 @@ const ALLOWED: &[&str] = &[
     "_>_",
     "_>=_",
     "_[_]",
-    "_[?_]",
-    "_?._",
     "@in",
     "@not_strictly_false",
     // Core CEL.
@@ -452,8 +450,12 @@ fn read_addresses(result: &Value, limits: &Limits) -> Result<Addresses, String> 
     let mut out = Addresses::empty();
     for (i, item) in items.iter().enumerate() {
         let Value::String(text) = item else {
+            let hint = match item {
+                Value::Opaque(_) => " (convert it with string())",
+                _ => "",
+            };
             return Err(format!(
-                "[{i}]: returned {}, expected a string",
+                "[{i}]: returned {}, expected a string{hint}",
                 type_name(item)
             ));
         };
@@ -469,7 +471,11 @@ fn read_addresses(result: &Value, limits: &Limits) -> Result<Addresses, String> 
 }
 
 fn type_name(v: &Value) -> String {
-    v.type_of().to_string()
+    match v {
+        // What `ip()`, `cidr()` and their methods return.
+        Value::Opaque(_) => "an ip or cidr value".to_owned(),
+        v => v.type_of().to_string(),
+    }
 }
 
 /// The deepest nesting of `(`, `[` and `{` outside string literals.

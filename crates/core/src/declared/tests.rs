@@ -275,6 +275,13 @@ fn hostile_objects_and_results_are_errors_not_panics() {
         got.contains("[0]: returned bool, expected a string"),
         "{got}"
     );
+    let got = eval_err("[cidr(object.c).masked()]", json!({"c": "10.0.0.0/8"}));
+    assert!(
+        got.contains(
+            "[0]: returned an ip or cidr value, expected a string (convert it with string())"
+        ),
+        "{got}"
+    );
     let got = eval_err("object.l", json!({"l": [["10.0.0.1"]]}));
     assert!(
         got.contains("[0]: returned list, expected a string"),
