@@ -72,7 +72,7 @@ impl Layout {
     fn pool_range(&self, i: u128) -> IpRange {
         let s = self.base + i * self.stride;
         let last = s + self.stride - 1;
-        if i % 2 == 0 {
+        if i.is_multiple_of(2) {
             IpRange::new(s + 1, last - 1)
         } else {
             IpRange::new(s + 3 + i % 5, last - 20 - i % 17)
@@ -148,7 +148,7 @@ fn bench_scale(c: &mut Criterion, layout: &Layout, pools: u128) {
         ("pool_insert_remove_huge", layout.free_huge),
     ];
     // pool_range(pools) is CIDR-shaped only when `pools` is even; keep the labels honest.
-    assert!(pools % 2 == 0);
+    assert!(pools.is_multiple_of(2));
     for (name, range) in inserts {
         let p = pool(layout, new_key.clone(), range);
         g.bench_function(name, |b| {

@@ -257,7 +257,7 @@ fn pool_object(i: usize, p: &Pool) -> Value {
     }
     // Half the pools are written as a range, half as the whole subnet with the first hosts
     // excluded: both shapes the provider's docs show.
-    let (addresses, excluded) = if i % 2 == 0 {
+    let (addresses, excluded) = if i.is_multiple_of(2) {
         (
             vec![format!(
                 "{}-{}",

@@ -549,7 +549,7 @@ impl Run {
                 sender = None;
             }
             if let (false, Err(e)) = (ok, &result) {
-                if i < self.warmup + 3 || i % 1000 == 0 {
+                if i < self.warmup + 3 || i.is_multiple_of(1000) {
                     eprintln!("request {i}: {e:#}");
                 }
             }

@@ -22,6 +22,7 @@ const CORE_RANKS: Ranks = &[
     ("par", 0),
     ("rule_id", 0),
     ("catalogue", 1),
+    ("declared", 1),
     ("field", 1),
     ("schema", 1),
     ("model", 2),

@@ -8,7 +8,8 @@
 //!   `par`: one parallel map over a slice, results in order. `kube_version`: the Kubernetes
 //!   release `check` speaks for, and what differs between releases.
 //!   `rule_id`: `RuleId`, every id with its effect and whether it reads the view.
-//! - 1 `field`: field errors, warnings, verdicts, patches. `schema`: CRD structural schemas (for
+//! - 1 `declared`: kinds declared in an `AddressKinds` file (`--kinds`), their CEL compiled.
+//!   `field`: field errors, warnings, verdicts, patches. `schema`: CRD structural schemas (for
 //!   `check`). `catalogue`: the table of rules, rendered into docs/rules.md.
 //! - 2 `model`: reading objects (any served version) into what the rules and the index use.
 //! - 3 `index`: the pool range index and address ownership index.
@@ -18,6 +19,7 @@
 
 pub mod address;
 pub mod catalogue;
+pub mod declared;
 pub mod field;
 pub mod index;
 pub mod kinds;

@@ -127,7 +127,7 @@ impl<E: Each> Items for KindSink<E> {
             .unwrap_or_else(PoisonError::into_inner)
             .object(self.kind, &self.version, obj);
         self.read += 1;
-        if self.read % PROGRESS_EVERY == 0 {
+        if self.read.is_multiple_of(PROGRESS_EVERY) {
             self.progress.reading(&self.label, self.read);
         }
     }

@@ -387,7 +387,7 @@ impl<F: Feed> list::Items for ListSink<F> {
     fn item(&mut self, obj: WatchedObject) {
         self.feed.event(Event::InitApply(obj));
         self.items += 1;
-        if self.items % 1024 == 0 {
+        if self.items.is_multiple_of(1024) {
             self.status
                 .alive(self.source, &self.version, self.clock.now());
             let now = Instant::now();

@@ -201,7 +201,7 @@ fn expand(
     out.push_str(parts.next().unwrap_or_default());
     // Between two `%`: a name (odd parts); the text has no other use for `%`.
     let rest: Vec<&str> = parts.collect();
-    if rest.len() % 2 != 0 {
+    if !rest.len().is_multiple_of(2) {
         return Err(format!("line {number}: an unpaired % in pattern {name}"));
     }
     for pair in rest.chunks(2) {
