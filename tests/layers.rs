@@ -2,9 +2,9 @@
 //! through `crate::`, never one of its own rank or above. A new upward import fails here with
 //! its file and line, before it turns into a cycle that is hard to take apart again.
 //!
-//! Layers 0-4 are the `ipam-guard-core` crate (crates/core), which cannot name the `ipam-guard`
-//! crate at all: the compiler keeps the server side out of them. What is left for this test is
-//! the order inside each crate.
+//! The layers are three crates (docs/layout.md): 0-4 `ipam-guard-core` (crates/core), 5-8
+//! `ipam-guard-server` (crates/server), 9 `ipam-guard` (src). A crate cannot name one above it:
+//! the compiler keeps those apart. What is left for this test is the order inside each crate.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -31,22 +31,29 @@ const CORE_RANKS: Ranks = &[
     ("rules", 4),
 ];
 
-/// The modules of `ipam-guard`. Each names the core's modules through the `pub use` in
-/// src/lib.rs; those are another crate, below all of these, and not in this table. `judge`
+/// The modules of `ipam-guard-server`. Each names the core's modules through the `pub use` in
+/// its lib.rs; those are another crate, below all of these, and not in this table. `judge`
 /// (schema → mutate → validate for `check`, `audit`, `usage` and the periodic audit) reads a
 /// live cluster, so it sits above `cluster`, beside `admission` (neither uses the other), below
-/// `server` (the periodic audit) and `cli`.
-const RANKS: Ranks = &[
+/// `server` (the periodic audit).
+const SERVER_RANKS: Ranks = &[
     ("cluster", 5),
     ("admission", 6),
     ("judge", 6),
     ("server", 7),
     ("decider", 8),
-    ("cli", 9),
 ];
 
+/// The modules of `ipam-guard`, the commands: every module they name through `crate::` is
+/// another crate's, re-exported in src/lib.rs.
+const RANKS: Ranks = &[("cli", 9)];
+
 /// Each crate's source folder (from the repository root) with its table.
-const TREES: &[(&str, Ranks)] = &[("crates/core/src", CORE_RANKS), ("src", RANKS)];
+const TREES: &[(&str, Ranks)] = &[
+    ("crates/core/src", CORE_RANKS),
+    ("crates/server/src", SERVER_RANKS),
+    ("src", RANKS),
+];
 
 fn rank(ranks: Ranks, module: &str) -> Option<u8> {
     ranks.iter().find(|(m, _)| *m == module).map(|(_, r)| *r)
@@ -213,7 +220,7 @@ fn an_upward_import_is_caught_with_its_line() {
                 use crate::{kinds::Kind,\n    server::Server};\n\
                 fn f() { crate::decider::start(); ipam_guard::cli::run(); }\n";
     assert_eq!(
-        violations(RANKS, "admission", text),
+        violations(SERVER_RANKS, "admission", text),
         vec![(4, "server".to_string()), (5, "decider".to_string())]
     );
     assert_eq!(
@@ -230,14 +237,14 @@ fn an_upward_import_is_caught_with_its_line() {
         "the same rank is not below"
     );
     assert_eq!(
-        violations(RANKS, "admission", "use crate::judge::x;\n"),
+        violations(SERVER_RANKS, "admission", "use crate::judge::x;\n"),
         vec![(1, "judge".to_string())],
         "the same rank is not below"
     );
     assert!(violations(RANKS, "cli", text).is_empty());
     assert!(
-        violations(RANKS, "cluster", "use crate::rules::Options;\n").is_empty(),
-        "the core's modules are below every module of the root crate"
+        violations(SERVER_RANKS, "cluster", "use crate::rules::Options;\n").is_empty(),
+        "the core's modules are below every module of the server crate"
     );
 }
 

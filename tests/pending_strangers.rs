@@ -1,5 +1,5 @@
 //! X2 without client authentication: what an unauthenticated caller's admitted write may
-//! reserve is bounded (`src/cluster/trust.rs`). Time is driven through `Ledger::sweep(now)` on a
+//! reserve is bounded (`crates/server/src/cluster/trust.rs`). Time is driven through `Ledger::sweep(now)` on a
 //! view whose clock stands still (admissions are stamped with its time); the flood over HTTPS
 //! polls for the legitimate create to be allowed.
 

@@ -35,7 +35,7 @@
 //! explained only by stretching the window back to a fault that broke the watches is counted
 //! apart (`stale after a watch fault`), not as a false refusal; so is one explained by a
 //! pending entry that outlived its TTL while a watch fault kept it from expiring (as designed:
-//! src/cluster/live/health.rs), each watch fault counted as sick until writes were admitted
+//! crates/server/src/cluster/live/health.rs), each watch fault counted as sick until writes were admitted
 //! again after it, and at least until 10 s after it was undone.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -116,7 +116,7 @@ struct Timeline<'a> {
 const NONE: (f64, usize) = (f64::NEG_INFINITY, usize::MAX);
 
 /// When a pending entry made at `t` ends, if it lives `ttl` of the time the watches are well:
-/// entries of a kind whose watch is sick do not expire (src/cluster/live/health.rs), so each
+/// entries of a kind whose watch is sick do not expire (crates/server/src/cluster/live/health.rs), so each
 /// sick period (sorted) it meets adds its length.
 fn pending_until(t: f64, ttl: f64, sick: &[(f64, f64)]) -> f64 {
     let (mut at, mut left) = (t, ttl);

@@ -7,7 +7,7 @@
 //! (an AdmissionConfiguration, as crates/e2e/tests/e2e_client_auth.rs sets up), so its admitted
 //! writes reserve for the full pending TTL as in a real install; an unauthenticated caller's writes
 //! that then fail (the AlreadyExists this soak provokes on purpose) would count as strikes
-//! (src/cluster/trust.rs) and soon reserve nothing.
+//! (crates/server/src/cluster/trust.rs) and soon reserve nothing.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

@@ -6,13 +6,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// The phases of one run, reported one by one as each ends.
-pub(crate) struct Phases {
+pub struct Phases {
     wall: Instant,
     cpu: Duration,
 }
 
 impl Phases {
-    pub(crate) fn start() -> Phases {
+    pub fn start() -> Phases {
         Phases {
             wall: Instant::now(),
             cpu: process_cpu(),
@@ -20,7 +20,7 @@ impl Phases {
     }
 
     /// Reports the phase that ends now; the next one starts.
-    pub(crate) fn done(&mut self, phase: &'static str) {
+    pub fn done(&mut self, phase: &'static str) {
         let (wall, cpu) = (Instant::now(), process_cpu());
         tracing::debug!(
             phase,

@@ -14,7 +14,7 @@ use crate::model::{project, projects_alike, Operation};
 /// The reviews a real API server sent (`tests/fixtures/reviews/<release>/`, recorded by
 /// crates/e2e/tests/e2e_capture.rs), by release and file name.
 fn captures() -> Vec<(String, Vec<u8>)> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reviews");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/reviews");
     let mut out = Vec::new();
     for release in std::fs::read_dir(&root).unwrap() {
         let release = release.unwrap().path();

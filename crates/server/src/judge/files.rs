@@ -71,7 +71,7 @@ pub fn check_with(paths: &[PathBuf], options: Options, gate: &Gate) -> FileFindi
 
 /// As `check_with`, reporting each phase to `phases` and handing back the index every object was
 /// judged against (`check` ends right after and need not free it).
-pub(crate) fn check_keeping_index(
+pub fn check_keeping_index(
     paths: &[PathBuf],
     options: Options,
     gate: &Gate,

@@ -379,7 +379,7 @@ mod tests {
     use std::time::Duration;
     use tower::ServiceExt;
 
-    const REVIEW: &[u8] = include_bytes!("../../examples/reviews/pool-create-allowed.json");
+    const REVIEW: &[u8] = include_bytes!("../../../../examples/reviews/pool-create-allowed.json");
 
     fn shared(body_limit: usize) -> Arc<Shared> {
         let admission = Admission::new(Arc::new(StaticView::empty()), Options::default());

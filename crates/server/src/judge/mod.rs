@@ -16,7 +16,7 @@ pub mod crd;
 pub mod files;
 mod finding;
 mod patch;
-pub(crate) mod phases;
+pub mod phases;
 mod pipeline;
 mod round;
 pub mod stored;
