@@ -16,10 +16,11 @@ use crate::index::Index;
 use crate::kinds::Kind;
 use crate::model::{ObjKey, Projection};
 
-pub use clock::{Clock, ManualClock, SystemClock};
-pub use ledger::{Basis, IndexGuard, Ledger, Seen};
+pub use clock::{Clock, ManualClock};
+pub use ledger::{Basis, Ledger, Seen};
 pub use object::WatchedObject;
-pub use static_view::{index_of, judge_as_create, upsert_all, Identified, StaticView};
+pub use static_view::{index_of, StaticView};
+pub(crate) use static_view::{judge_as_create, upsert_all, Identified};
 pub use trust::{Caller, StrangerPolicy, PENDING_TTL};
 
 /// What the rules may ask of the cluster. Implementations answer from memory, never from the API server.

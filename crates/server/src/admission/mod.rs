@@ -35,8 +35,8 @@ mod status;
 pub(crate) use decision::known_entries;
 #[doc(hidden)]
 pub use decision::{forwarded, Forwarded};
-pub use decision::{DecisionAnswer, DecisionRequest, Here, Route, Wire, WireError, WireWarning};
-pub use status::denial_status;
+pub use decision::{DecisionAnswer, DecisionRequest, Wire, WireError};
+pub use decision::{Here, Route};
 
 use dispatch::{
     needs_decider, not_synced, summarize, unavailable, Judged, Said, Stage, NOT_DECIDER,
@@ -91,7 +91,7 @@ pub struct Summary<'b> {
 
 impl Summary<'_> {
     /// Allowed without a word: logged at debug only, without who asked.
-    pub fn is_quiet(&self) -> bool {
+    pub(crate) fn is_quiet(&self) -> bool {
         self.allowed && self.warnings == 0
     }
 }
@@ -360,7 +360,7 @@ mod tests {
     use crate::kinds::Kind;
     use crate::model::Projection;
     use serde_json::Value;
-    use status::MAX_SHOWN;
+    use status::{denial_status, MAX_SHOWN};
 
     fn admission() -> Admission {
         Admission::new(Arc::new(StaticView::empty()), Options::default())

@@ -6,7 +6,7 @@
 
 /// The body with every number token that overflows an f64 written as a JSON string, or None when
 /// there is none. Works on bytes; strings (and their escapes) are copied untouched.
-pub fn quote_overflowing_numbers(body: &[u8]) -> Option<Vec<u8>> {
+pub(crate) fn quote_overflowing_numbers(body: &[u8]) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(body.len() + 16);
     let mut changed = false;
     let mut i = 0;

@@ -160,7 +160,7 @@ fn sign(mut text: String, rules: impl IntoIterator<Item = RuleId>) -> String {
 /// The Status of a denial, as apimachinery's `NewInvalid` / `NewForbidden` write it, with one
 /// cause per problem (up to `MAX_SHOWN`, then one `FieldValueTooMany` cause counting the rest).
 /// Every text in it is signed (`signed`).
-pub fn denial_status(name: &str, kind: Kind, v: &Verdict) -> Status {
+pub(crate) fn denial_status(name: &str, kind: Kind, v: &Verdict) -> Status {
     let shown = &v.errors[..v.errors.len().min(MAX_SHOWN)];
     let hidden = &v.errors[shown.len()..];
     let mut causes: Vec<StatusCause> = shown

@@ -19,7 +19,7 @@ pub trait Clock: Send + Sync + Debug {
 
 /// The monotonic clock of the machine.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct SystemClock;
+pub(crate) struct SystemClock;
 
 impl Clock for SystemClock {
     fn now(&self) -> Instant {

@@ -39,7 +39,7 @@ use crate::model::{ObjKey, Projection};
 /// Tells `sweep` which kinds' pending entries must not expire now: the live view holds those of a
 /// kind whose watch is sick, since only that watch could confirm or refute them. A stranger's
 /// entry is not held: a forged review must not block writes for as long as a watch is sick.
-pub trait PendingHold: Send + Sync + std::fmt::Debug {
+pub(crate) trait PendingHold: Send + Sync + std::fmt::Debug {
     fn holds(&self, kind: Kind, now: Instant) -> bool;
 }
 
@@ -277,7 +277,7 @@ impl Ledger {
     }
 
     /// As given, asking `hold` before any trusted pending entry expires.
-    pub fn with_hold(mut self, hold: Arc<dyn PendingHold>) -> Self {
+    pub(crate) fn with_hold(mut self, hold: Arc<dyn PendingHold>) -> Self {
         self.hold = Some(hold);
         self
     }
@@ -659,7 +659,7 @@ impl Ledger {
     /// End of a relist of `kind`: objects of that kind stored but not in `seen` are gone
     /// (address objects as releases, as `delete`). Pending versions stay: a list says nothing of
     /// which admitted writes it predates.
-    pub fn finish_relist(&self, kind: Kind, seen: &HashSet<ObjKey>) {
+    pub(crate) fn finish_relist(&self, kind: Kind, seen: &HashSet<ObjKey>) {
         let now = self.clock.now();
         let mut state = self.state_write();
         let vanished: Vec<ObjKey> = state

@@ -23,7 +23,7 @@ pub mod read;
 mod watch;
 
 pub use crds::resource as crd_resource;
-pub use health::{ListCause, Source};
+pub(crate) use health::Source;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -49,14 +49,14 @@ use crate::model::{self, ObjKey};
 
 /// How often API discovery runs when no CRD event wakes it (a backstop: the CRD watch is the
 /// fast path).
-pub const DISCOVERY_INTERVAL: Duration = Duration::from_secs(60);
+pub(crate) const DISCOVERY_INTERVAL: Duration = Duration::from_secs(60);
 
 /// A watch that shows no life (no list, watch start, event or bookmark) for longer is sick.
-pub const HEALTH_BOUND: Duration = Duration::from_secs(30);
+pub(crate) const HEALTH_BOUND: Duration = Duration::from_secs(30);
 
 /// Each watch asks the server to end it after this long, so a quiet kind shows life well inside
 /// `HEALTH_BOUND`.
-pub const WATCH_TIMEOUT: Duration = Duration::from_secs(20);
+pub(crate) const WATCH_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// While the CRDs say discovery is to change what is watched (a kind announced, dropped, or
 /// served in another version), discovery looks again this soon, then twice as late each time

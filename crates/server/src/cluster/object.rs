@@ -35,12 +35,13 @@ impl WatchedObject {
 
     /// The object as JSON, in the shape the model reads (`apiVersion`, `kind`, `metadata`, `spec`, …).
     /// `fallback` names the resource the object came from, for list items sent without type fields.
-    pub fn to_value(&self, fallback: &ApiResource) -> Value {
+    #[cfg(test)]
+    pub(crate) fn to_value(&self, fallback: &ApiResource) -> Value {
         self.clone().into_value(fallback)
     }
 
     /// As `to_value`, without copying the fields (the live view projects each object once).
-    pub fn into_value(self, fallback: &ApiResource) -> Value {
+    pub(crate) fn into_value(self, fallback: &ApiResource) -> Value {
         let mut obj = Map::with_capacity(self.rest.len() + 3);
         let api_version = self
             .api_version

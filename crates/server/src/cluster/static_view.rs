@@ -92,8 +92,10 @@ impl StaticView {
     /// not exist yet: the way a CREATE of it would be judged against all the others.
     ///
     /// The object's own projection is taken out and put back around the call, so each object
-    /// costs two index updates, not a copy of the index.
-    pub fn each_as_create(&mut self, mut f: impl FnMut(usize, &Manifest, &Index)) {
+    /// costs two index updates, not a copy of the index. What `judge_as_create` does on every
+    /// core is checked against it.
+    #[cfg(test)]
+    fn each_as_create(&mut self, mut f: impl FnMut(usize, &Manifest, &Index)) {
         let StaticView {
             index, manifests, ..
         } = self;
@@ -102,16 +104,7 @@ impl StaticView {
         }
     }
 
-    /// As `each_as_create`, on every core: each thread takes a contiguous share of the objects
-    /// and one copy of the index (one copy per thread, never one per object). Results come back
-    /// in object order. Small views stay on one thread, where a copy would cost more than it saves.
-    pub fn each_as_create_par<R: Send>(
-        &mut self,
-        f: impl Fn(&Manifest, &Index) -> R + Sync,
-    ) -> Vec<R> {
-        self.each_as_create_split(PER_THREAD, f)
-    }
-
+    #[cfg(test)]
     fn each_as_create_split<R: Send>(
         &mut self,
         per_thread: usize,
@@ -126,7 +119,7 @@ impl StaticView {
 
 /// What judging an object as a CREATE needs to know of it to take its own entry out of the
 /// index: its kind and key. `check` judges objects it holds packed, not as `Manifest`s.
-pub trait Identified {
+pub(crate) trait Identified {
     fn kind(&self) -> Kind;
     fn key(&self) -> &ObjKey;
 }
@@ -140,9 +133,12 @@ impl Identified for Manifest {
     }
 }
 
-/// As `StaticView::each_as_create_par`, for objects kept outside a view: `index` must hold what
-/// they project to (and may hold more, to be judged against). Results come back in order.
-pub fn judge_as_create<T: Identified + Sync, R: Send>(
+/// Each of `items` judged as a CREATE against all the others, on every core: each thread takes a
+/// contiguous share of the items and one copy of the index (one copy per thread, never one per
+/// item); small sets stay on one thread, where a copy would cost more than it saves. `index`
+/// must hold what they project to (and may hold more, to be judged against). Results come back
+/// in order.
+pub(crate) fn judge_as_create<T: Identified + Sync, R: Send>(
     index: &mut Index,
     items: &[T],
     f: impl Fn(&T, &Index) -> R + Sync,
@@ -159,7 +155,7 @@ pub fn index_of(projections: impl IntoIterator<Item = Projection>) -> Index {
 }
 
 /// Adds `projections` to `index` in order, each replacing what the index held under its key.
-pub fn upsert_all(index: &mut Index, projections: impl IntoIterator<Item = Projection>) {
+pub(crate) fn upsert_all(index: &mut Index, projections: impl IntoIterator<Item = Projection>) {
     for p in projections {
         index.upsert(p);
     }

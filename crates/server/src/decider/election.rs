@@ -268,7 +268,7 @@ impl Election {
     /// holder any more); other failures leave the time fence to end our window. A create or
     /// acquire without an answer may have landed: `previous_holder` is kept for the read that
     /// finds out.
-    pub fn write_failed(&mut self, step: &Step, conflict: bool, previous_holder: bool) {
+    pub(crate) fn write_failed(&mut self, step: &Step, conflict: bool, previous_holder: bool) {
         if conflict {
             self.leading = None;
             self.unanswered = None;
@@ -281,7 +281,7 @@ impl Election {
     /// Returns whether we were deciding at `now`: only then is our list of admissions complete
     /// enough to hand over. A holder still waiting out a takeover lacks the crashed decider's
     /// admissions, so its successor must wait too.
-    pub fn resign(&mut self, now: Instant) -> bool {
+    pub(crate) fn resign(&mut self, now: Instant) -> bool {
         let deciding = self.standing(now) == Standing::Deciding;
         self.retired = true;
         self.leading = None;
@@ -296,7 +296,7 @@ impl Election {
     /// The previous decider handed its admissions over (see `handover`): the term that started
     /// at `term` may decide from `now` instead of waiting out the pending TTL. A later term (the
     /// lease was lost and won again meanwhile) is not shortened.
-    pub fn handed_over(&mut self, term: Instant, now: Instant) -> bool {
+    pub(crate) fn handed_over(&mut self, term: Instant, now: Instant) -> bool {
         match &mut self.leading {
             Some(l) if l.acquired == term => {
                 l.deciding_from = l.deciding_from.min(now);

@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use crate::admission::DecisionRequest;
 
 /// The peer route the next decider fetches the list from.
-pub const PENDING_PATH: &str = "/pending";
+pub(crate) const PENDING_PATH: &str = "/pending";
 
 /// At most this many admissions are kept (a burst of 100k creates within one TTL is far above
 /// any real IPAM write rate); past it the list is incomplete and no handover is offered.

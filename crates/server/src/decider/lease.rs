@@ -21,7 +21,7 @@ use crate::cluster::{Basis, Caller, ClusterView};
 /// The annotation holding the decider's peer address (`host:port`).
 pub const ADDRESS_ANNOTATION: &str = "ipam-guard/decider-address";
 /// Written with a release: where the next decider fetches the admissions of the last one.
-pub const HANDOVER_ANNOTATION: &str = "ipam-guard/handover-from";
+pub(crate) const HANDOVER_ANNOTATION: &str = "ipam-guard/handover-from";
 
 /// What the loop needs besides the election state.
 pub(crate) struct LeaseLoop {

@@ -44,8 +44,6 @@ const HANDOVER_FLUSH: Duration = Duration::from_millis(500);
 
 /// The default Lease name.
 pub const DEFAULT_LEASE: &str = "ipam-guard-decider";
-/// How long a follower waits for the decider, well under the webhook's timeoutSeconds.
-pub const DEFAULT_BUDGET: Duration = Duration::from_secs(2);
 
 /// Everything `start` needs.
 #[derive(Debug, Clone)]

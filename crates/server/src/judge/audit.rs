@@ -92,7 +92,7 @@ fn now() -> i64 {
 }
 
 /// `t` in Unix seconds (negative before 1970).
-pub fn unix_seconds(t: std::time::SystemTime) -> i64 {
+pub(crate) fn unix_seconds(t: std::time::SystemTime) -> i64 {
     match t.duration_since(std::time::UNIX_EPOCH) {
         Ok(d) => i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
         Err(before) => -i64::try_from(before.duration().as_secs()).unwrap_or(i64::MAX),

@@ -65,7 +65,7 @@ pub fn check(paths: &[PathBuf], options: Options) -> FileFindings {
     check_with(paths, options, &Gate::default())
 }
 
-pub fn check_with(paths: &[PathBuf], options: Options, gate: &Gate) -> FileFindings {
+pub(crate) fn check_with(paths: &[PathBuf], options: Options, gate: &Gate) -> FileFindings {
     check_keeping_index(paths, options, gate, &mut Phases::start()).0
 }
 

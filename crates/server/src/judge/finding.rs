@@ -112,7 +112,7 @@ impl Subject {
         Self::at_who(source, Who::Served(key))
     }
 
-    pub fn at_who(source: &Source, key: Who) -> Self {
+    pub(crate) fn at_who(source: &Source, key: Who) -> Self {
         Subject {
             file: Some(source.file.clone()),
             document: source.document,

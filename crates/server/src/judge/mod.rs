@@ -22,4 +22,4 @@ mod round;
 pub mod stored;
 
 pub use finding::{Finding, OtherKey, Problem, Severity, Subject, Summary, Who};
-pub use pipeline::{judge, judge_keeping_index};
+pub use pipeline::judge;

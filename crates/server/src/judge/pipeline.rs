@@ -32,7 +32,7 @@ pub fn judge(manifests: Vec<Manifest>, options: Options) -> (BTreeMap<Kind, usiz
 
 /// As `judge`, also handing back the index of every object (what `audit` reads for the findings
 /// about stored objects over time, `rules::health`).
-pub fn judge_keeping_index(
+pub(crate) fn judge_keeping_index(
     manifests: Vec<Manifest>,
     options: Options,
 ) -> (BTreeMap<Kind, usize>, Vec<Finding>, Index) {

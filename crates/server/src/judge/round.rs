@@ -20,7 +20,7 @@ use crate::model::ObjKey;
 use crate::rules::{health, stored, Ctx, Options};
 
 /// Objects judged under one read of the view: about a millisecond of work.
-pub const STEP: usize = 512;
+pub(crate) const STEP: usize = 512;
 
 /// What a round found: denials of pools, then of address objects, then of Clusters, each in the
 /// index's order; warnings in the order of `rules::health::judge`; and the objects the view held
@@ -31,7 +31,7 @@ pub struct Found {
     pub counts: Vec<(Kind, usize)>,
 }
 
-pub struct Round {
+pub(crate) struct Round {
     options: Options,
     /// Unix seconds, what `rules::health` compares creation timestamps with.
     now: i64,

@@ -76,7 +76,7 @@ impl Judging {
 
     /// The projections of the objects not judged (`check --kubeconfig`'s stored objects, and
     /// what `usage` counts).
-    pub fn into_projections(self) -> Vec<Projection> {
+    pub(crate) fn into_projections(self) -> Vec<Projection> {
         let mut all = self.context;
         all.extend(self.projections.into_iter().flatten());
         all

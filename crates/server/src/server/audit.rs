@@ -112,7 +112,7 @@ pub struct FindingLabels {
 
 /// `ipam_guard_audit_findings{rule,severity}`: every finding of the last periodic audit, per rule
 /// id and severity (E1, H1–H3 are warnings: `ipam_guard_violations` counts denials only).
-pub type AuditFindings = Family<FindingLabels, Gauge>;
+pub(crate) type AuditFindings = Family<FindingLabels, Gauge>;
 
 /// Registers `ipam_guard_audit_findings`.
 pub fn register_findings(registry: &mut Registry) -> AuditFindings {

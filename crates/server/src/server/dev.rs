@@ -14,7 +14,7 @@ use rustls_pki_types::CertificateDer;
 use super::tls::{self, CertFiles};
 
 /// Names the serving certificate is valid for.
-pub const DEV_NAMES: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+pub(crate) const DEV_NAMES: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
 const CA_COMMON_NAME: &str = "ipam-guard dev CA";
 /// A certificate that expires within this many seconds is made anew.
 const MIN_LIFETIME_LEFT: i64 = 24 * 3600;

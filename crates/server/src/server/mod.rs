@@ -45,7 +45,7 @@ pub const BODY_LIMIT: usize = 7 * 1024 * 1024;
 pub const JUDGING_BUDGET: usize = 8 * 1024 * 1024;
 
 /// Default TLS handshake timeout (`--handshake-timeout`).
-pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Default connections per peer address (`--max-connections-per-source`): far above what an API
 /// server holds (one per request in flight, each answered in milliseconds), a quarter of the slots.
 pub const MAX_CONNECTIONS_PER_SOURCE: usize = 256;

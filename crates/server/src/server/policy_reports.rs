@@ -26,13 +26,13 @@ pub const VERSION: &str = "v1alpha2";
 pub const NAME: &str = "ipam-guard";
 /// `policy` of every result, and the label that marks the reports as ipam-guard's.
 pub const POLICY: &str = "ipam-guard";
-pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
+pub(crate) const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
 /// Results kept in one report: etcd refuses objects over 1.5 MiB, and a namespace with
 /// thousands of findings is read with `ipam-guard audit`. The summary still counts them all.
-pub const MAX_RESULTS: usize = 1_000;
+pub(crate) const MAX_RESULTS: usize = 1_000;
 
 /// Where a report lives: a namespace, or None for the ClusterPolicyReport.
-pub type Scope = Option<String>;
+pub(crate) type Scope = Option<String>;
 
 /// The reports one round should leave, each as the fields ipam-guard owns: `results` and
 /// `summary`.
@@ -64,7 +64,7 @@ pub fn build(findings: &[Finding], first_seen: &HashMap<String, i64>) -> BTreeMa
 }
 
 /// What identifies a finding across rounds (its first-seen time is kept under this).
-pub fn finding_id(f: &Finding) -> String {
+pub(crate) fn finding_id(f: &Finding) -> String {
     format!(
         "{}\u{0}{}\u{0}{}\u{0}{}",
         f.subject.key, f.rule, f.field, f.message

@@ -63,7 +63,7 @@ pub enum CertError {
 
 /// A pair that parsed and matched.
 #[derive(Debug, Clone)]
-pub struct LoadedPair {
+pub(crate) struct LoadedPair {
     pub key: Arc<CertifiedKey>,
     /// notAfter of the leaf certificate, seconds since the Unix epoch.
     pub not_after: i64,
@@ -75,7 +75,7 @@ pub(crate) fn provider() -> Arc<CryptoProvider> {
 }
 
 /// Parses a PEM chain (leaf first) and a PEM key, and checks that the key belongs to the leaf.
-pub fn parse_pair(
+pub(crate) fn parse_pair(
     cert_pem: &[u8],
     key_pem: &[u8],
     files: &CertFiles,
@@ -124,7 +124,7 @@ pub fn not_after(cert: &CertificateDer<'_>) -> Result<i64, String> {
 }
 
 /// Reads both files and parses them.
-pub fn load_pair(files: &CertFiles) -> Result<LoadedPair, CertError> {
+pub(crate) fn load_pair(files: &CertFiles) -> Result<LoadedPair, CertError> {
     let (cert, key) = read_pair(files)?;
     parse_pair(&cert, &key, files)
 }

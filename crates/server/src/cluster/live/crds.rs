@@ -36,7 +36,7 @@ pub fn resource() -> ApiResource {
 
 /// Each watched kind an established CRD serves, with each version of the kinds table it serves
 /// the kind in.
-pub fn served_versions(crd: &WatchedObject) -> Vec<(Kind, &'static str)> {
+pub(crate) fn served_versions(crd: &WatchedObject) -> Vec<(Kind, &'static str)> {
     let rest = &crd.rest;
     let spec = rest.get("spec");
     let group = spec.and_then(|s| s["group"].as_str()).unwrap_or_default();
@@ -84,7 +84,7 @@ fn ours(crd: &WatchedObject) -> bool {
 }
 
 /// Feeds `Status::expect` from CRD events and wakes discovery.
-pub struct CrdFeed {
+pub(crate) struct CrdFeed {
     status: Arc<Status>,
     wake: Arc<Notify>,
     /// CRD name -> kinds it announces, each with the versions it serves the kind in.

@@ -19,7 +19,7 @@ use crate::kinds::Kind;
 
 /// What a watch feeds: one kind of the table, or the CRDs that announce new kinds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Source {
+pub(crate) enum Source {
     Crds,
     Kind(Kind),
 }
@@ -41,7 +41,7 @@ impl std::fmt::Display for Source {
 
 /// Why a list was made (`ipam_guard_view_relists_total{cause}`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum ListCause {
+pub(crate) enum ListCause {
     /// The first list of a watch.
     Initial,
     /// The watch's resourceVersion fell out of the server's window (410 Gone).
@@ -154,7 +154,7 @@ impl Status {
     }
 
     /// Discovery has run once: the set of watched kinds is known.
-    pub fn discovered(&self) {
+    pub(crate) fn discovered(&self) {
         self.lock().discovered = true;
     }
 
@@ -171,17 +171,17 @@ impl Status {
     }
 
     /// Whether a CRD announces `kind` now.
-    pub fn announced(&self, kind: Kind) -> bool {
+    pub(crate) fn announced(&self, kind: Kind) -> bool {
         self.lock().expected.contains(&kind)
     }
 
     /// The versions the CRDs serve the watched kinds in now.
-    pub fn crds_serve(&self, versions: BTreeSet<(Kind, &'static str)>) {
+    pub(crate) fn crds_serve(&self, versions: BTreeSet<(Kind, &'static str)>) {
         self.lock().crd_versions = versions;
     }
 
     /// Whether the CRD watch has listed, so `announced` and `crd_serves` say what the CRDs do.
-    pub fn crds_listed(&self) -> bool {
+    pub(crate) fn crds_listed(&self) -> bool {
         self.lock()
             .watches
             .get(&Source::Crds)
@@ -189,7 +189,7 @@ impl Status {
     }
 
     /// Whether a CRD serves `kind` in `version`, as the CRD watch saw it last.
-    pub fn crd_serves(&self, kind: Kind, version: &str) -> bool {
+    pub(crate) fn crd_serves(&self, kind: Kind, version: &str) -> bool {
         self.lock()
             .crd_versions
             .iter()
@@ -197,7 +197,7 @@ impl Status {
     }
 
     /// The CRD that announced `kind` is gone (or no longer serves a version we read).
-    pub fn unexpect(&self, kind: Kind) {
+    pub(crate) fn unexpect(&self, kind: Kind) {
         self.lock().expected.remove(&kind);
     }
 
@@ -224,7 +224,7 @@ impl Status {
     }
 
     /// Stops tracking a watch (its kind is no longer served).
-    pub fn unwatch(&self, source: Source) {
+    pub(crate) fn unwatch(&self, source: Source) {
         self.lock().watches.remove(&source);
     }
 

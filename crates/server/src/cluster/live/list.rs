@@ -146,7 +146,7 @@ pub fn decode<R: Read>(
 }
 
 /// As `decode`, with the `continue` token of a page.
-pub fn decode_page<R: Read>(
+pub(crate) fn decode_page<R: Read>(
     reader: R,
     on_item: &mut dyn FnMut(WatchedObject),
 ) -> Result<Listed, ListError> {

@@ -34,7 +34,7 @@ use crate::cluster::clock::Clock;
 use crate::cluster::WatchedObject;
 
 /// Where a loop's events go. Called from a blocking thread during lists (hence `Send`).
-pub trait Feed: Send + 'static {
+pub(crate) trait Feed: Send + 'static {
     fn event(&mut self, event: Event<WatchedObject>);
 }
 
@@ -57,7 +57,7 @@ pub struct Timing {
 /// (each wait drawn from its upper half) keeps a dozen watches, and the replicas of a Deployment,
 /// from knocking on a restarting API server in lockstep.
 #[derive(Debug)]
-pub struct Backoff {
+pub(crate) struct Backoff {
     next: Duration,
     rng: fastrand::Rng,
 }
@@ -75,7 +75,7 @@ impl Backoff {
 
     /// With a fixed seed (tests).
     #[cfg(test)]
-    pub fn with_seed(seed: u64) -> Self {
+    pub(crate) fn with_seed(seed: u64) -> Self {
         Backoff {
             next: Self::FIRST,
             rng: fastrand::Rng::with_seed(seed),
@@ -105,7 +105,7 @@ impl Default for Backoff {
     }
 }
 
-pub struct WatchLoop<F> {
+pub(crate) struct WatchLoop<F> {
     pub client: Client,
     pub resource: ApiResource,
     pub source: Source,
@@ -122,7 +122,7 @@ fn url(resource: &ApiResource) -> String {
 }
 
 /// The query of a list: the watch cache for the first, not older than `seen` for a relist.
-pub fn list_query(seen: Option<&str>) -> String {
+pub(crate) fn list_query(seen: Option<&str>) -> String {
     match seen {
         None | Some("") => "resourceVersion=0".to_string(),
         Some(rv) => format!(
