@@ -32,8 +32,8 @@
 #![forbid(unsafe_code)]
 
 pub use ipam_guard_core::{
-    address, catalogue, field, index, kinds, kube_version, manifests, model, par, rule_id, rules,
-    schema,
+    address, catalogue, declared, field, index, kinds, kube_version, manifests, model, par,
+    rule_id, rules, schema,
 };
 
 pub mod admission;
