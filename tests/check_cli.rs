@@ -726,3 +726,68 @@ kinds:
         stderr(&o)
     );
 }
+
+/// An IPAddress whose `poolRef` names a declared kind is judged against that pool (A8, A9).
+#[test]
+fn addresses_of_a_declared_pool_are_judged_against_it_with_kinds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let kinds = tmp.path().join("kinds.yaml");
+    std::fs::write(
+        &kinds,
+        r#"apiVersion: ipam-guard.io/v1alpha1
+kind: AddressKinds
+kinds:
+- group: ipam.cluster.x-k8s.io
+  kind: InfobloxIPPool
+  versions: [v1alpha1]
+  role: pool
+  addresses: "object.spec.subnets.map(s, s.cidr)"
+"#,
+    )
+    .unwrap();
+    let file = tmp.path().join("addresses.yaml");
+    let address = |name: &str, ip: &str| {
+        format!(
+            "\
+apiVersion: ipam.cluster.x-k8s.io/v1beta2
+kind: IPAddress
+metadata: {{name: {name}, namespace: infra}}
+spec:
+  address: {ip}
+  prefix: 24
+  claimRef: {{name: {name}}}
+  poolRef: {{apiGroup: ipam.cluster.x-k8s.io, kind: InfobloxIPPool, name: pool-a}}
+"
+        )
+    };
+    std::fs::write(
+        &file,
+        format!(
+            "\
+apiVersion: ipam.cluster.x-k8s.io/v1alpha1
+kind: InfobloxIPPool
+metadata: {{name: pool-a, namespace: infra}}
+spec:
+  subnets:
+  - cidr: 10.0.0.0/26
+---
+{}---
+{}---
+{}",
+            address("in-a", "10.0.0.5"),
+            address("in-b", "10.0.0.5"),
+            address("out", "10.0.1.5"),
+        ),
+    )
+    .unwrap();
+    let (kinds, file) = (kinds.to_str().unwrap(), file.to_str().unwrap());
+    let o = check(&["--kinds", kinds, file]);
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert_eq!(code(&o), 1, "{out}{err}");
+    for line in [
+        r#"IPAddress infra/out: spec.address: Invalid value: "10.0.1.5": not an allocatable address of InfobloxIPPool infra/pool-a: 10.0.0.0-10.0.0.63 [A8]"#,
+        r#"IPAddress infra/in-b: spec.address: Duplicate value: "10.0.0.5": 10.0.0.5 is already held by IPAddress infra/in-a [A9]"#,
+    ] {
+        assert!(out.contains(line), "{line}\n{out}");
+    }
+}

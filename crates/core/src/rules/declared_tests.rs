@@ -290,3 +290,58 @@ fn p9_refuses_the_delete_of_a_held_declared_pool_when_the_declaration_asks() {
     let ix = index(&[(metallb, &lb), (Kind::IPAddress, &held)]);
     assert!(delete(metallb, &lb, &ix).allowed());
 }
+
+fn address_in(name: &str, ip: &str, prefix: i64, group: &str, kind: &str, pool: &str) -> Value {
+    json!({"apiVersion": "ipam.cluster.x-k8s.io/v1beta2", "kind": "IPAddress",
+        "metadata": meta(Some("metallb-system"), name),
+        "spec": {"address": ip, "prefix": prefix, "claimRef": {"name": format!("claim-{name}")},
+            "poolRef": {"apiGroup": group, "kind": kind, "name": pool}}})
+}
+
+#[test]
+fn a8_a9_judge_an_ipaddress_whose_pool_ref_names_a_declared_kind() {
+    let (_, metallb) = kinds();
+    let lb = lb_pool("metallb-system", "lb", &["10.1.0.0/28", "fd00::/120"]);
+    let ix = index(&[(metallb, &lb)]);
+    let named =
+        |name, ip, prefix| address_in(name, ip, prefix, "metallb.io", "IPAddressPool", "lb");
+    // Inside either family of the pool: allowed.
+    for (ip, prefix) in [("10.1.0.5", 24), ("fd00::17", 64)] {
+        let v = create(Kind::IPAddress, &named("in", ip, prefix), &ix);
+        assert!(v.allowed(), "{ip}: {:?}", errors(&v));
+    }
+    // Outside: A8, showing the pool's set of the address's family.
+    assert_eq!(
+        errors(&create(
+            Kind::IPAddress,
+            &named("out", "fd00::1:1", 64),
+            &ix
+        )),
+        [
+            r#"spec.address: Invalid value: "fd00::1:1": not an allocatable address of IPAddressPool metallb-system/lb: fd00::-fd00::ff"#
+        ]
+    );
+    assert_eq!(
+        errors(&create(
+            Kind::IPAddress,
+            &named("out", "10.1.0.16", 24),
+            &ix
+        )),
+        [
+            r#"spec.address: Invalid value: "10.1.0.16": not an allocatable address of IPAddressPool metallb-system/lb: 10.1.0.0-10.1.0.15"#
+        ]
+    );
+    // A second holder of one address in the pool's space: A9.
+    let first = named("first", "10.1.0.5", 24);
+    let ix = index(&[(metallb, &lb), (Kind::IPAddress, &first)]);
+    assert_eq!(
+        errors(&create(
+            Kind::IPAddress,
+            &named("second", "10.1.0.5", 24),
+            &ix
+        )),
+        [
+            r#"spec.address: Duplicate value: "10.1.0.5": 10.1.0.5 is already held by IPAddress metallb-system/first"#
+        ]
+    );
+}
