@@ -345,3 +345,21 @@ fn a8_a9_judge_an_ipaddress_whose_pool_ref_names_a_declared_kind() {
         ]
     );
 }
+
+#[test]
+fn cp3_sees_the_second_family_of_a_declared_pool() {
+    let (_, metallb) = kinds();
+    let prod = json!({
+        "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
+        "metadata": {"name": "prod", "namespace": "team-a"},
+        "spec": {"controlPlaneEndpoint": {"host": "fd00::20", "port": 6443}}
+    });
+    let lb = lb_pool("metallb-system", "lb", &["10.1.0.0/28", "fd00::/120"]);
+    let ix = index(&[(Kind::Cluster, &prod)]);
+    assert_eq!(
+        errors(&create(metallb, &lb, &ix)),
+        [
+            r#"spec.addresses[1]: Invalid value: "fd00::/120": can hand out fd00::20, the control-plane endpoint of Cluster team-a/prod: exclude it (narrow the pool's ranges around it)"#
+        ]
+    );
+}
