@@ -49,14 +49,14 @@ pub enum Kind {
     SpiderSubnet,
     SpiderReservedIP,
     /// A pool kind declared in an `AddressKinds` file (docs/kinds.md), named by its number in
-    /// the process's table of declared kinds (`declare`). Not in
-    /// `Kind::ALL` or `KINDS`: those are the kinds ipam-guard is built with.
+    /// the process's table of declared kinds (`declare`). Not in `Kind::ALL` or `KINDS`: those
+    /// are the kinds ipam-guard is built with.
     Declared(u16),
 }
 
 /// What `info()` answers for a declared number nothing was installed under: no group, no
 /// versions, not a pool, so nothing is read or judged as one. Only a `Kind` built by hand can
-/// name such a number; the install hands out installed ones alone.
+/// name such a number: `declare` hands out numbers it has filled.
 static UNDECLARED: KindInfo = KindInfo {
     kind: Kind::Declared(u16::MAX),
     group: "",
