@@ -94,6 +94,7 @@ fn pool(layout: &Layout, key: ObjKey, range: IpRange) -> PoolProj {
         space: Arc::from(DEFAULT_ADDRESS_SPACE),
         family: Some(layout.family),
         allocatable: AddrSet::from_range(layout.family, range),
+        other_family: None,
         gateway: None,
         prefix: None,
         deleting: false,

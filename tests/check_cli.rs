@@ -579,3 +579,215 @@ spec:
         assert!(out.contains(line), "{line}\n{out}");
     }
 }
+
+/// A pool kind ipam-guard is not built with, declared in an `AddressKinds` file (docs/kinds.md):
+/// with `--kinds` its objects are judged as pools (P10 both ways), without it they are skipped.
+#[test]
+fn declared_pools_are_judged_against_the_pools_of_the_tree_with_kinds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let kinds = tmp.path().join("kinds.yaml");
+    std::fs::write(
+        &kinds,
+        r#"apiVersion: ipam-guard.io/v1alpha1
+kind: AddressKinds
+kinds:
+- group: ipam.cluster.x-k8s.io
+  kind: InfobloxIPPool
+  versions: [v1alpha1]
+  role: pool
+  addresses: "object.spec.subnets.map(s, s.cidr)"
+"#,
+    )
+    .unwrap();
+    let tree = tmp.path().join("tree");
+    std::fs::create_dir(&tree).unwrap();
+    let file = tree.join("pools.yaml");
+    std::fs::write(
+        &file,
+        "\
+apiVersion: ipam.cluster.x-k8s.io/v1alpha2
+kind: InClusterIPPool
+metadata: {name: nodes, namespace: team-a}
+spec:
+  addresses: [10.0.0.10-10.0.0.50]
+  gateway: 10.0.0.1
+  prefix: 24
+---
+apiVersion: ipam.cluster.x-k8s.io/v1alpha1
+kind: InfobloxIPPool
+metadata: {name: pool-a, namespace: infra}
+spec:
+  instance: infoblox
+  subnets:
+  - cidr: 192.168.10.0/24
+    gateway: 192.168.10.1
+  - cidr: 10.0.0.0/26
+    gateway: 10.0.0.1
+",
+    )
+    .unwrap();
+    let (kinds, file) = (kinds.to_str().unwrap(), file.to_str().unwrap());
+
+    let o = check(&["--kinds", kinds, file]);
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert_eq!(code(&o), 1, "{out}{err}");
+    assert_eq!(
+        lines(&o),
+        [
+            format!(
+                r#"{file}:5: InClusterIPPool team-a/nodes: spec.addresses[0]: Invalid value: "10.0.0.10-10.0.0.50": overlaps InfobloxIPPool infra/pool-a (10.0.0.10-10.0.0.50) [P10]"#
+            ),
+            format!(
+                r#"{file}:17: InfobloxIPPool infra/pool-a: spec.subnets[1].cidr: Invalid value: "10.0.0.0/26": overlaps InClusterIPPool team-a/nodes (10.0.0.10-10.0.0.50) [P10]"#
+            ),
+        ],
+        "{err}"
+    );
+    assert!(
+        err.contains("read 2 objects from 1 file: 1 InClusterIPPool, 1 InfobloxIPPool"),
+        "{err}"
+    );
+
+    // Without the declaration the kind is one ipam-guard does not judge: skipped, nothing found.
+    let o = check(&[file]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).is_empty(), "{}", stdout(&o));
+
+    // An object the expression cannot read is not judged: an input error, as an unreadable
+    // document is, naming the object and the expression's problem.
+    let broken = tree.join("broken.yaml");
+    std::fs::write(
+        &broken,
+        "\
+apiVersion: ipam.cluster.x-k8s.io/v1alpha1
+kind: InfobloxIPPool
+metadata: {name: broken, namespace: infra}
+spec:
+  cidrs: [10.0.0.0/24]
+",
+    )
+    .unwrap();
+    let broken = broken.to_str().unwrap();
+    let o = check(&["--kinds", kinds, broken]);
+    let err = stderr(&o);
+    assert_eq!(code(&o), 2, "{}{err}", stdout(&o));
+    assert!(
+        err.contains(&format!(
+            "error: {broken}: document 1: InfobloxIPPool infra/broken: not judged: addresses (object.spec.subnets.map(s, s.cidr)): evaluation failed: No such key: subnets"
+        )),
+        "{err}"
+    );
+    assert!(stdout(&o).is_empty(), "{}", stdout(&o));
+}
+
+/// A declaration file that cannot be used stops `check` before anything is judged: exit 2,
+/// every problem named with its file and entry.
+#[test]
+fn a_bad_kinds_file_exits_2_naming_the_file_the_entry_and_the_problem() {
+    let tmp = tempfile::tempdir().unwrap();
+    let kinds = tmp.path().join("kinds.yaml");
+    std::fs::write(
+        &kinds,
+        r#"apiVersion: ipam-guard.io/v1alpha1
+kind: AddressKinds
+kinds:
+- group: ipam.cluster.x-k8s.io
+  kind: InfobloxIPPool
+  versions: [v1alpha1]
+  role: router
+  addresses: "object.spec.subnets.map(s, s.cidr)"
+- group: example.com
+  kind: Pool
+  versions: [v1]
+  role: pool
+  addresses: "object.spec.(addresses"
+"#,
+    )
+    .unwrap();
+    let kinds = kinds.to_str().unwrap();
+    let o = check(&["--kinds", kinds, "examples/manifests"]);
+    let err = stderr(&o);
+    assert_eq!(code(&o), 2, "{}{err}", stdout(&o));
+    for want in [
+        format!(
+            r#"error: {kinds}: kinds[0] (InfobloxIPPool): unknown role "router", expected pool"#
+        ),
+        format!("error: {kinds}: kinds[1] (Pool): addresses: does not compile: "),
+    ] {
+        assert!(err.contains(&want), "{want}\n{err}");
+    }
+    assert!(stdout(&o).is_empty(), "{}", stdout(&o));
+    let missing = tmp.path().join("missing.yaml");
+    let o = check(&["--kinds", missing.to_str().unwrap(), "examples/manifests"]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains(&format!("error: --kinds {}: ", missing.display())),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// An IPAddress whose `poolRef` names a declared kind is judged against that pool (A8, A9).
+#[test]
+fn addresses_of_a_declared_pool_are_judged_against_it_with_kinds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let kinds = tmp.path().join("kinds.yaml");
+    std::fs::write(
+        &kinds,
+        r#"apiVersion: ipam-guard.io/v1alpha1
+kind: AddressKinds
+kinds:
+- group: ipam.cluster.x-k8s.io
+  kind: InfobloxIPPool
+  versions: [v1alpha1]
+  role: pool
+  addresses: "object.spec.subnets.map(s, s.cidr)"
+"#,
+    )
+    .unwrap();
+    let file = tmp.path().join("addresses.yaml");
+    let address = |name: &str, ip: &str| {
+        format!(
+            "\
+apiVersion: ipam.cluster.x-k8s.io/v1beta2
+kind: IPAddress
+metadata: {{name: {name}, namespace: infra}}
+spec:
+  address: {ip}
+  prefix: 24
+  claimRef: {{name: {name}}}
+  poolRef: {{apiGroup: ipam.cluster.x-k8s.io, kind: InfobloxIPPool, name: pool-a}}
+"
+        )
+    };
+    std::fs::write(
+        &file,
+        format!(
+            "\
+apiVersion: ipam.cluster.x-k8s.io/v1alpha1
+kind: InfobloxIPPool
+metadata: {{name: pool-a, namespace: infra}}
+spec:
+  subnets:
+  - cidr: 10.0.0.0/26
+---
+{}---
+{}---
+{}",
+            address("in-a", "10.0.0.5"),
+            address("in-b", "10.0.0.5"),
+            address("out", "10.0.1.5"),
+        ),
+    )
+    .unwrap();
+    let (kinds, file) = (kinds.to_str().unwrap(), file.to_str().unwrap());
+    let o = check(&["--kinds", kinds, file]);
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert_eq!(code(&o), 1, "{out}{err}");
+    for line in [
+        r#"IPAddress infra/out: spec.address: Invalid value: "10.0.1.5": not an allocatable address of InfobloxIPPool infra/pool-a: 10.0.0.0-10.0.0.63 [A8]"#,
+        r#"IPAddress infra/in-b: spec.address: Duplicate value: "10.0.0.5": 10.0.0.5 is already held by IPAddress infra/in-a [A9]"#,
+    ] {
+        assert!(out.contains(line), "{line}\n{out}");
+    }
+}

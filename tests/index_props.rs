@@ -78,6 +78,7 @@ fn pool_with(key: impl Strategy<Value = ObjKey>) -> impl Strategy<Value = PoolPr
             space,
             family: (!allocatable.is_empty()).then(|| allocatable.family()),
             allocatable,
+            other_family: None,
             gateway: None,
             prefix: None,
             deleting,

@@ -80,6 +80,13 @@ pub fn run(args: &CheckArgs) -> i32 {
     }
     let mut err = io::stderr();
     let mut phases = Phases::start();
+    // Before any file is read: the manifests' reader knows a declared kind once it is installed.
+    if let Err(errors) = super::kinds::install(&args.kinds) {
+        for e in errors {
+            let _ = writeln!(err, "error: {e}");
+        }
+        return 2;
+    }
     let gate = match gate_of(args) {
         Ok(g) => g,
         Err(e) => {

@@ -5,6 +5,7 @@ pub mod check;
 pub mod completions;
 pub mod dev_webhooks;
 pub mod explain;
+pub mod kinds;
 pub mod policies;
 pub mod progress;
 pub mod report;
@@ -392,6 +393,11 @@ pub struct CheckArgs {
     /// Take placeholder values from the environment too (a --var wins).
     #[arg(long)]
     pub env: bool,
+    /// Judge the pool kinds declared in this `AddressKinds` file too (repeatable; see
+    /// docs/kinds.md): their objects are read by the file's CEL expressions and judged as pools
+    /// (P10 against every pool of every kind). A file that cannot be used exits 2.
+    #[arg(long = "kinds", value_name = "FILE")]
+    pub kinds: Vec<PathBuf>,
     /// Files or directories of YAML/JSON manifests (multi-document YAML and `kind: List` are
     /// read); `-` reads standard input (e.g. `kustomize build . | ipam-guard check -`).
     #[arg(required = true)]

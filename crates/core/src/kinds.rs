@@ -1,6 +1,8 @@
 //! The kinds ipam-guard serves: one table that dispatch, the manifests test, RBAC and the live
 //! view all read, so the code and the webhook registrations cannot drift apart.
 
+use std::sync::RwLock;
+
 /// API groups, spelled once.
 pub const CAPI_IPAM: &str = "ipam.cluster.x-k8s.io";
 pub const METAL3_IPAM: &str = "ipam.metal3.io";
@@ -46,6 +48,70 @@ pub enum Kind {
     Metal3Cluster,
     SpiderSubnet,
     SpiderReservedIP,
+    /// A pool kind declared in an `AddressKinds` file (docs/kinds.md), named by its number in
+    /// the process's table of declared kinds (`declare`). Not in `Kind::ALL` or `KINDS`: those
+    /// are the kinds ipam-guard is built with.
+    Declared(u16),
+}
+
+/// What `info()` answers for a declared number nothing was installed under: no group, no
+/// versions, not a pool, so nothing is read or judged as one. Only a `Kind` built by hand can
+/// name such a number: `declare` hands out numbers it has filled.
+static UNDECLARED: KindInfo = KindInfo {
+    kind: Kind::Declared(u16::MAX),
+    group: "",
+    name: "(undeclared kind)",
+    plural: "",
+    versions: &[],
+    namespaced: true,
+    pool: false,
+};
+
+/// The facts of every declared kind, `Kind::Declared(n)` at place n (`declare`). Entries are
+/// `'static` (the declared module leaks what it installs): a `Kind` is `Copy` and answers
+/// `&'static` facts, so what it names must outlive every copy of it.
+static DECLARED: RwLock<Vec<&'static KindInfo>> = RwLock::new(Vec::new());
+
+/// Makes a declared kind known to the process (`declared::Registry::install`): `info` with its
+/// `kind` set to the number it is given. A group and kind declared before keeps its number, so an
+/// object filed under it stays its kind, and answers with the new facts from now on.
+pub fn declare(mut info: KindInfo) -> Result<Kind, String> {
+    let mut table = DECLARED
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let place = table
+        .iter()
+        .position(|d| d.group == info.group && d.name == info.name)
+        .unwrap_or(table.len());
+    // `u16::MAX` is `UNDECLARED`'s.
+    let n = u16::try_from(place)
+        .ok()
+        .filter(|n| *n < u16::MAX)
+        .ok_or_else(|| format!("more than {} declared kinds", u16::MAX - 1))?;
+    info.kind = Kind::Declared(n);
+    let info: &'static KindInfo = Box::leak(Box::new(info));
+    match table.get_mut(place) {
+        Some(slot) => *slot = info,
+        None => table.push(info),
+    }
+    Ok(Kind::Declared(n))
+}
+
+fn declared_info(n: u16) -> Option<&'static KindInfo> {
+    let table = DECLARED
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    table.get(usize::from(n)).copied()
+}
+
+fn declared_kind(group: &str, kind: &str) -> Option<Kind> {
+    let table = DECLARED
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    table
+        .iter()
+        .find(|d| d.group == group && d.name == kind)
+        .map(|d| d.kind)
 }
 
 /// Static facts about a kind.
@@ -252,11 +318,49 @@ impl Kind {
     ];
 
     /// A kind is always matched together with its group: Metal3's `IPAddress` is not CAPI's.
+    /// The kinds ipam-guard is built with, then those declared and installed
+    /// (`declared::Registry::install`).
     pub fn from_group_kind(group: &str, kind: &str) -> Option<Kind> {
+        Kind::built_in(group, kind).or_else(|| declared_kind(group, kind))
+    }
+
+    /// One of the kinds ipam-guard is built with, never a declared one.
+    pub fn built_in(group: &str, kind: &str) -> Option<Kind> {
         KINDS
             .iter()
             .find(|k| k.group == group && k.name == kind)
             .map(|k| k.kind)
+    }
+
+    /// The kind's place in `Kind::ALL` (and `KINDS`); None for a declared kind.
+    pub fn built_in_index(self) -> Option<usize> {
+        // Written out (a data-carrying enum has no `as usize`); `table_is_in_enum_order` holds
+        // it to `Kind::ALL`.
+        Some(match self {
+            Kind::IPAddressClaim => 0,
+            Kind::IPAddress => 1,
+            Kind::InClusterIPPool => 2,
+            Kind::GlobalInClusterIPPool => 3,
+            Kind::Metal3IPPool => 4,
+            Kind::Metal3IPClaim => 5,
+            Kind::Metal3IPAddress => 6,
+            Kind::SpiderIPPool => 7,
+            Kind::VSphereMachine => 8,
+            Kind::VSphereMachineTemplate => 9,
+            Kind::InClusterPrefixPool => 10,
+            Kind::GlobalInClusterPrefixPool => 11,
+            Kind::Cluster => 12,
+            Kind::Metal3DataTemplate => 13,
+            Kind::VSphereCluster => 14,
+            Kind::Metal3Cluster => 15,
+            Kind::SpiderSubnet => 16,
+            Kind::SpiderReservedIP => 17,
+            Kind::Declared(_) => return None,
+        })
+    }
+
+    pub fn is_declared(self) -> bool {
+        matches!(self, Kind::Declared(_))
     }
 
     /// Parses `apiVersion` (`group/version`) and `kind` as written in an object.
@@ -266,8 +370,14 @@ impl Kind {
     }
 
     pub fn info(self) -> &'static KindInfo {
-        // KINDS is written in the order of the enum.
-        &KINDS[self as usize]
+        match self {
+            Kind::Declared(n) => declared_info(n).unwrap_or(&UNDECLARED),
+            // KINDS is written in the order of the enum.
+            built_in => built_in
+                .built_in_index()
+                .and_then(|i| KINDS.get(i))
+                .unwrap_or(&UNDECLARED),
+        }
     }
     pub fn group(self) -> &'static str {
         self.info().group
@@ -329,8 +439,9 @@ impl Kind {
     }
     /// How kinds are written in `check` output and messages: bare in Cluster API's IPAM and core
     /// groups, `Kind.group` elsewhere (Metal3's IPAddress must not read as CAPI's).
+    /// A declared kind is written bare, as kubectl prints it (`InfobloxIPPool`).
     pub fn display_name(self) -> String {
-        if self.group() == CAPI_IPAM || self.group() == CAPI_CORE {
+        if self.is_declared() || self.group() == CAPI_IPAM || self.group() == CAPI_CORE {
             self.name().to_string()
         } else {
             format!("{}.{}", self.name(), self.group())
@@ -459,8 +570,9 @@ mod tests {
 
     #[test]
     fn table_is_in_enum_order() {
-        for k in Kind::ALL {
+        for (i, k) in Kind::ALL.into_iter().enumerate() {
             assert_eq!(k.info().kind, k);
+            assert_eq!(k.built_in_index(), Some(i));
         }
         assert_eq!(KINDS.len(), Kind::ALL.len());
     }

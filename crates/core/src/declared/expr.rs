@@ -22,7 +22,7 @@ use kube_cel::cel::common::ast::{EntryExpr, Expr as Ast, IdedExpr};
 use kube_cel::cel::{Context, Program, Value};
 use kube_cel::KubeCelExt;
 
-use crate::address::{parse_entry, AddrSet, Family, Forms};
+use crate::address::{parse_entry, AddrSet, Entry, Family, Forms};
 
 /// The bounds every declared expression runs under.
 #[derive(Debug, Clone, Copy)]
@@ -184,6 +184,18 @@ impl Addresses {
             v6: AddrSet::empty(Family::V6),
         }
     }
+    /// The sets of `entries`, by family.
+    pub fn of(entries: &[(String, Entry)]) -> Addresses {
+        let mut out = Addresses::empty();
+        for (_, entry) in entries {
+            match entry.family {
+                Family::V4 => out.v4.insert(entry.range),
+                Family::V6 => out.v6.insert(entry.range),
+            }
+        }
+        out
+    }
+
     pub fn difference(&self, other: &Addresses) -> Addresses {
         Addresses {
             v4: self.v4.difference(&other.v4),
@@ -402,6 +414,17 @@ impl Expr {
         object: &CelObject,
         limits: &Limits,
     ) -> Result<Addresses, EvalError> {
+        Ok(Addresses::of(&self.eval_entries(field, object, limits)?))
+    }
+
+    /// As `eval`, each entry of the result kept with its text, in the order returned: where a
+    /// finding about one entry says what was written.
+    pub fn eval_entries(
+        &self,
+        field: &'static str,
+        object: &CelObject,
+        limits: &Limits,
+    ) -> Result<Vec<(String, Entry)>, EvalError> {
         let error = |problem: String| EvalError {
             field,
             expression: self.source.clone(),
@@ -423,7 +446,7 @@ impl Expr {
         }))
         .map_err(|_| error("evaluation failed".to_owned()))?
         .map_err(|e| error(format!("evaluation failed: {}", short(&e.to_string()))))?;
-        read_addresses(&result, limits).map_err(error)
+        read_entries(&result, limits).map_err(error)
     }
 }
 
@@ -432,8 +455,8 @@ thread_local! {
     static BASE: Context<'static> = Context::default().with_all();
 }
 
-/// The result as addresses: a list of strings, each an IP, a CIDR or a `first-last` range.
-fn read_addresses(result: &Value, limits: &Limits) -> Result<Addresses, String> {
+/// The result as address entries: a list of strings, each an IP, a CIDR or a `first-last` range.
+fn read_entries(result: &Value, limits: &Limits) -> Result<Vec<(String, Entry)>, String> {
     let Value::List(items) = result else {
         return Err(format!(
             "returned {}, expected a list of strings",
@@ -447,7 +470,7 @@ fn read_addresses(result: &Value, limits: &Limits) -> Result<Addresses, String> 
             limits.max_entries
         ));
     }
-    let mut out = Addresses::empty();
+    let mut out = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let Value::String(text) = item else {
             let hint = match item {
@@ -462,10 +485,7 @@ fn read_addresses(result: &Value, limits: &Limits) -> Result<Addresses, String> 
         let entry = parse_entry(text, Forms::ALL)
             .map_err(|e| format!("[{i}]: Invalid value: {:?}: {e}", short(text)))?
             .value;
-        match entry.family {
-            Family::V4 => out.v4.insert(entry.range),
-            Family::V6 => out.v6.insert(entry.range),
-        }
+        out.push((text.to_string(), entry));
     }
     Ok(out)
 }

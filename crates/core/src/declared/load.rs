@@ -6,6 +6,7 @@ use std::fmt;
 use serde::Deserialize;
 
 use super::expr::{Addresses, CelObject, EvalError, Expr, LIMITS};
+use crate::address::Entry;
 use crate::kinds::Kind;
 
 const API_VERSION: &str = "ipam-guard.io/v1alpha1";
@@ -135,7 +136,7 @@ fn entry(value: serde_yaml_ng::Value) -> Result<Declaration, String> {
     }
     // A second reading of a kind ipam-guard was compiled with would judge its objects twice, the
     // two readings disagreeing.
-    if let Some(k) = Kind::from_group_kind(&doc.group, &doc.kind) {
+    if let Some(k) = Kind::built_in(&doc.group, &doc.kind) {
         return Err(format!(
             "{} of group {} is a kind ipam-guard judges itself ({k}); it cannot be declared",
             doc.kind, doc.group
@@ -190,15 +191,26 @@ pub fn default_plural(kind: &str) -> String {
 impl Declaration {
     /// What a pool of this kind hands out: `addresses` − `excluded`, evaluated over `object`.
     pub fn pool_addresses(&self, object: &serde_json::Value) -> Result<Addresses, EvalError> {
+        let (entries, excluded) = self.pool_entries(object)?;
+        Ok(Addresses::of(&entries).difference(&excluded))
+    }
+
+    /// The entries `addresses` returns over `object`, each with its text, and the addresses
+    /// `excluded` takes out of them (empty without `excluded`).
+    pub fn pool_entries(
+        &self,
+        object: &serde_json::Value,
+    ) -> Result<(Vec<(String, Entry)>, Addresses), EvalError> {
         let cel = CelObject::new(object, &LIMITS).map_err(|problem| EvalError {
             field: "addresses",
             expression: self.addresses.source().to_owned(),
             problem,
         })?;
-        let addresses = self.addresses.eval("addresses", &cel, &LIMITS)?;
-        match &self.excluded {
-            Some(excluded) => Ok(addresses.difference(&excluded.eval("excluded", &cel, &LIMITS)?)),
-            None => Ok(addresses),
-        }
+        let entries = self.addresses.eval_entries("addresses", &cel, &LIMITS)?;
+        let excluded = match &self.excluded {
+            Some(excluded) => excluded.eval("excluded", &cel, &LIMITS)?,
+            None => Addresses::empty(),
+        };
+        Ok((entries, excluded))
     }
 }

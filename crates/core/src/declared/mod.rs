@@ -14,7 +14,7 @@ mod registry;
 
 pub use expr::{Addresses, CelObject, EvalError, Expr, Limits, ObjectStats, LIMITS};
 pub use load::{default_plural, parse, DeclError, Declaration, Role};
-pub use registry::Registry;
+pub use registry::{declaration, Registry};
 
 #[cfg(test)]
 mod tests;

@@ -1,7 +1,29 @@
-//! The declared kinds of every `--kinds` file together: one numbered table, so a kind can later be
-//! named by its index the way a built-in one is named by `Kind`.
+//! The declared kinds of every `--kinds` file together: one numbered table. `install` makes them
+//! known to the process as `Kind::Declared(n)`, so every reader that recognises a kind by group
+//! and kind (`Kind::from_group_kind`: manifests, the model's pool references) and every table that
+//! asks a kind for its facts (`Kind::info`) sees them as it sees the built-in kinds.
 
-use super::load::{parse, DeclError, Declaration};
+use std::sync::RwLock;
+
+use super::load::{parse, DeclError, Declaration, Role};
+use crate::kinds::{declare, Kind, KindInfo};
+
+/// Each declared kind's declaration, at the place of its number (`Kind::Declared(n)`): what
+/// its objects are read by. Leaked as `kinds::declare` leaks the facts, for the same reason; a
+/// kind installed again points at its new declaration.
+static INSTALLED: RwLock<Vec<Option<&'static Declaration>>> = RwLock::new(Vec::new());
+
+/// The declaration of a declared kind; None for a built-in one (or a number nothing was
+/// installed under).
+pub fn declaration(kind: Kind) -> Option<&'static Declaration> {
+    let Kind::Declared(n) = kind else {
+        return None;
+    };
+    let table = INSTALLED
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    table.get(usize::from(n)).copied().flatten()
+}
 
 /// Every declaration of the files read, in file order then entry order.
 #[derive(Debug, Default)]
@@ -82,6 +104,42 @@ impl Registry {
 
     pub fn iter(&self) -> impl Iterator<Item = &Declaration> {
         self.kinds.iter()
+    }
+
+    /// Makes every declaration known to the process (`kinds::declare`), in the registry's
+    /// order, and returns the kind each became. A group and kind installed before keeps its
+    /// number and reads with the new declaration from now on. Each install leaks its
+    /// declarations (a few hundred bytes a kind, once per file read).
+    pub fn install(self) -> Result<Vec<Kind>, String> {
+        // Held while the kinds are declared, so no reader finds a kind without its declaration.
+        let mut table = INSTALLED
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut kinds = Vec::with_capacity(self.kinds.len());
+        for declaration in self.kinds {
+            let declaration: &'static Declaration = Box::leak(Box::new(declaration));
+            let versions: Vec<&'static str> =
+                declaration.versions.iter().map(String::as_str).collect();
+            let kind = declare(KindInfo {
+                kind: Kind::Declared(0),
+                group: &declaration.group,
+                name: &declaration.kind,
+                plural: &declaration.plural,
+                versions: Box::leak(versions.into_boxed_slice()),
+                namespaced: declaration.namespaced,
+                pool: declaration.role == Role::Pool,
+            })?;
+            let Kind::Declared(n) = kind else {
+                return Err(format!("{} was not declared", declaration.kind));
+            };
+            let n = usize::from(n);
+            if table.len() <= n {
+                table.resize(n + 1, None);
+            }
+            table[n] = Some(declaration);
+            kinds.push(kind);
+        }
+        Ok(kinds)
     }
 }
 

@@ -79,6 +79,7 @@ impl Index {
 
         // Counts.
         let mut counts = [0usize; Kind::ALL.len()];
+        let mut declared = vec![0usize; self.declared_counts.len()];
         for k in self
             .pool_ids
             .keys()
@@ -87,9 +88,14 @@ impl Index {
             .chain(self.cluster_ids.keys())
             .chain(self.holder_ids.keys())
         {
-            counts[k.kind as usize] += 1;
+            match (k.kind, k.kind.built_in_index()) {
+                (_, Some(i)) => counts[i] += 1,
+                (Kind::Declared(n), None) => declared[usize::from(n)] += 1,
+                (other, None) => panic!("{other:?} has no place in Kind::ALL"),
+            }
         }
         assert_eq!(counts, self.counts);
+        assert_eq!(declared, self.declared_counts);
 
         // Clusters: ids, and endpoint maps equal to a fresh build.
         assert_eq!(self.cluster_ids.len(), self.clusters.stored.len());

@@ -109,6 +109,8 @@ pub struct Index {
 
     /// Objects per kind, in `Kind::ALL` order, kept up to date so a metrics scrape is O(1).
     counts: [usize; Kind::ALL.len()],
+    /// Objects per declared kind, by its number (`Kind::Declared`), grown as kinds appear.
+    declared_counts: Vec<usize>,
 
     /// Stamped afresh (process-wide) by every change, so two readings with the same stamp saw
     /// the same objects (`Index::version`).
@@ -148,7 +150,9 @@ impl Index {
             Some(&id) => {
                 let old = self.pools.get(id);
                 // Status-only updates are the common case: skip the segment work.
-                let same_ranges = old.space == pool.space && old.allocatable == pool.allocatable;
+                let same_ranges = old.space == pool.space
+                    && old.allocatable == pool.allocatable
+                    && old.other_family == pool.other_family;
                 if !same_ranges {
                     self.unplace_pool(id);
                 }
@@ -274,34 +278,33 @@ impl Index {
 
     fn place_pool(&mut self, id: u32) {
         let pool = self.pools.get(id);
-        let set = &pool.allocatable;
-        if set.is_empty() {
+        if pool.allocatable_sets().all(AddrSet::is_empty) {
             return;
         }
-        let segs = self
-            .spaces
-            .entry(pool.space.clone())
-            .or_default()
-            .get_mut(set.family());
-        for run in set.ranges() {
-            let (s, e) = bounds(run);
-            segs.insert(s, e, id);
+        let space = self.spaces.entry(pool.space.clone()).or_default();
+        for set in pool.allocatable_sets() {
+            let segs = space.get_mut(set.family());
+            for run in set.ranges() {
+                let (s, e) = bounds(run);
+                segs.insert(s, e, id);
+            }
         }
     }
 
     fn unplace_pool(&mut self, id: u32) {
         let pool = self.pools.get(id);
-        let set = &pool.allocatable;
-        if set.is_empty() {
+        if pool.allocatable_sets().all(AddrSet::is_empty) {
             return;
         }
         let Some(space) = self.spaces.get_mut(&*pool.space) else {
             return;
         };
-        let segs = space.get_mut(set.family());
-        for run in set.ranges() {
-            let (s, e) = bounds(run);
-            segs.remove(s, e, id);
+        for set in pool.allocatable_sets() {
+            let segs = space.get_mut(set.family());
+            for run in set.ranges() {
+                let (s, e) = bounds(run);
+                segs.remove(s, e, id);
+            }
         }
         // Spaces come and go with annotations; do not keep empty ones around.
         if space.v4.is_empty() && space.v6.is_empty() {
@@ -822,14 +825,23 @@ impl Index {
     }
 
     /// Objects held per kind, every kind of `Kind::ALL` in that order (zero included, so metric
-    /// series do not vanish).
+    /// series do not vanish), then each declared kind the index has held an object of.
     pub fn counts(&self) -> Vec<(Kind, usize)> {
-        Kind::ALL.iter().copied().zip(self.counts).collect()
+        let declared = (0..self.declared_counts.len())
+            .filter_map(|n| u16::try_from(n).ok())
+            .map(Kind::Declared)
+            .zip(self.declared_counts.iter().copied());
+        Kind::ALL
+            .iter()
+            .copied()
+            .zip(self.counts)
+            .chain(declared)
+            .collect()
     }
 
     /// Total objects held.
     pub fn len(&self) -> usize {
-        self.counts.iter().sum()
+        self.counts.iter().sum::<usize>() + self.declared_counts.iter().sum::<usize>()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -907,7 +919,18 @@ impl Index {
     }
 
     fn count(&mut self, kind: Kind, add: bool) {
-        let c = &mut self.counts[kind as usize];
+        let c = match (kind, kind.built_in_index()) {
+            (_, Some(i)) => &mut self.counts[i],
+            (Kind::Declared(n), None) => {
+                let n = usize::from(n);
+                if self.declared_counts.len() <= n {
+                    self.declared_counts.resize(n + 1, 0);
+                }
+                &mut self.declared_counts[n]
+            }
+            // Every kind but a declared one has a place in `Kind::ALL`.
+            (_, None) => return,
+        };
         if add {
             *c += 1;
         } else {

@@ -40,6 +40,7 @@ fn pool(kind: Kind, ns: Option<&str>, name: &str, space: &str, allocatable: Addr
         space: Arc::from(space),
         family: (!allocatable.is_empty()).then(|| allocatable.family()),
         allocatable,
+        other_family: None,
         gateway: None,
         prefix: None,
         deleting: false,

@@ -9,6 +9,7 @@
 pub mod capi;
 pub mod capv;
 pub mod cluster;
+pub mod declared;
 pub mod holder;
 pub mod incluster;
 pub mod metal3;
@@ -264,6 +265,10 @@ pub struct PoolProj {
     /// declared − excluded − gateway − reserved: what the pool can really hand out. For a prefix
     /// pool, the union of the whole sub-prefixes it can hand out.
     pub allocatable: AddrSet,
+    /// What the pool hands out of the other family, when it hands out both: a declared pool may
+    /// (MetalLB's `IPAddressPool` mixes IPv4 and IPv6); every built-in kind is of one family.
+    /// Boxed: None on all but those, so a pool costs 8 bytes for it.
+    pub other_family: Option<Box<AddrSet>>,
     pub gateway: Option<Ip>,
     /// The prefix of the pool's subnet; for a prefix pool, the length of each sub-prefix it hands
     /// out (`allocationPrefixLength`).
@@ -281,6 +286,14 @@ pub struct PoolProj {
     /// (`spec.addressReuseGracePeriodSeconds` of an in-cluster v1alpha2 pool, R1); None when the
     /// pool does not say (0 included: the pool says addresses are free at once).
     pub reuse_grace: Option<std::time::Duration>,
+}
+
+impl PoolProj {
+    /// What the pool hands out, one set per family it hands out of (`allocatable`, then
+    /// `other_family`): what the index places and overlap (P10) compares.
+    pub fn allocatable_sets(&self) -> impl Iterator<Item = &AddrSet> {
+        std::iter::once(&self.allocatable).chain(self.other_family.as_deref())
+    }
 }
 
 /// What the index keeps of an address object (CAPI IPAddress or Metal3 IPAddress).
@@ -438,6 +451,10 @@ pub fn read_pool(kind: Kind, obj: &Value) -> PoolReading {
         Kind::InClusterPrefixPool | Kind::GlobalInClusterPrefixPool => prefix::read(kind, obj),
         Kind::Metal3IPPool => metal3::read_pool(obj),
         Kind::SpiderIPPool | Kind::SpiderSubnet => spider::read(kind, obj),
+        // An object its declaration cannot read holds nothing (`check` reports it not judged).
+        Kind::Declared(_) => {
+            declared::read(kind, obj).unwrap_or_else(|_| PoolReading::empty(kind, &Meta::read(obj)))
+        }
         _ => PoolReading::empty(kind, &Meta::read(obj)),
     }
 }
@@ -549,7 +566,8 @@ pub fn project_read(kind: Kind, obj: &Value, reading: Option<&PoolReading>) -> O
         | Kind::GlobalInClusterPrefixPool
         | Kind::Metal3IPPool
         | Kind::SpiderIPPool
-        | Kind::SpiderSubnet => Some(Projection::Pool(Box::new(match reading {
+        | Kind::SpiderSubnet
+        | Kind::Declared(_) => Some(Projection::Pool(Box::new(match reading {
             Some(r) => r.proj.clone(),
             None => read_pool(kind, obj).proj,
         }))),

@@ -187,6 +187,7 @@ pub(crate) fn projection(
         space: Arc::from(meta.address_space()),
         family,
         allocatable,
+        other_family: None,
         gateway,
         prefix,
         deleting: meta.deleting,

@@ -21,7 +21,7 @@ use crate::model::pool::PoolReading;
 use crate::model::{project, AddressProj, KeyRef, Meta, ObjKey, Operation, Projection};
 use crate::rule_id::RuleId;
 use crate::rules::conditions::field_at;
-use crate::rules::util::{allocatable_added, in_scope, join_limited, same};
+use crate::rules::util::{allocatable_added_sets, in_scope, join_limited, same};
 use crate::rules::{Call, Ctx, Options, OverlapScope, Validator};
 
 /// `Cluster`: CP1 and CP2.
@@ -298,17 +298,15 @@ pub(crate) fn pool_holds_endpoint(
     if scope == OverlapScope::Off {
         return;
     }
-    let probe = allocatable_added(r, before);
-    if probe.is_empty() {
-        return;
-    }
-    let probe = &*probe;
+    // One probe per family the pool hands out of (a declared pool may hand out both).
+    let probes = allocatable_added_sets(r, before);
     let index = ctx.index;
     let own = &r.proj.key;
     let space = &*r.proj.space;
-    let held: Vec<(Ip, &ClusterProj)> = index
-        .endpoints_in(space, probe)
-        .into_iter()
+    let held: Vec<(Ip, &ClusterProj)> = probes
+        .iter()
+        .filter(|probe| !probe.is_empty())
+        .flat_map(|probe| index.endpoints_in(space, probe))
         .filter_map(|c| Some((c.endpoint?, c)))
         .filter(|(ip, c)| in_scope(scope, own, &c.key) && !claimed_for(index, space, *ip, c))
         .collect();

@@ -32,6 +32,9 @@ pub enum Part {
     /// One field, by its dotted path (`spec.controlPlaneEndpoint`): for kinds whose spec others
     /// write often (Cluster API's controllers write a Cluster's spec on every upgrade).
     Field(&'static str),
+    /// Anything but `metadata`'s bookkeeping (`util::object_changed`): a declared kind's
+    /// expressions may read any of the object.
+    Object,
 }
 
 /// What one kind's rules read on UPDATE and DELETE.
@@ -123,6 +126,11 @@ pub fn reads(kind: Kind) -> Reads {
         // CP1, CP2, CP5: the endpoint, the networks and the address space, nothing else of a
         // Cluster's (or an infrastructure cluster's) spec; one on its way out passes (its
         // finalizers must come off).
+        // As the other pools, but its expressions may read any field (docs/kinds.md).
+        Kind::Declared(_) => Reads {
+            update: &[Part::Object],
+            ..POOL
+        },
         Kind::Cluster | Kind::VSphereCluster | Kind::Metal3Cluster => Reads {
             update: &[
                 Part::Field("spec.controlPlaneEndpoint"),
@@ -141,6 +149,7 @@ pub fn reads(kind: Kind) -> Reads {
 fn changed(part: Part, obj: &Value, old: &Value) -> bool {
     match part {
         Part::Spec => !same(obj.get("spec"), old.get("spec")),
+        Part::Object => crate::rules::util::object_changed(obj, old),
         Part::Field(path) => !same(field_at(obj, path), field_at(old, path)),
         Part::Label(k) => read::entry(obj, meta::LABELS, k) != read::entry(old, meta::LABELS, k),
         Part::Annotation(k) => {
@@ -243,6 +252,9 @@ fn part_changed(part: Part) -> String {
         Part::Spec => "(has(object.spec) != has(oldObject.spec) || (has(object.spec) && object.spec != oldObject.spec))".to_string(),
         Part::Label(k) => entry_changed("labels", k),
         Part::Annotation(k) => entry_changed("annotations", k),
+        // Every update changes `metadata.resourceVersion`: a condition cannot tell bookkeeping
+        // from a change, so it calls for every update (more often than needed, never less).
+        Part::Object => "true".to_string(),
         Part::Field(path) => {
             let keys: Vec<&str> = path.split('.').collect();
             let (now, before) = (present("object", &keys), present("oldObject", &keys));

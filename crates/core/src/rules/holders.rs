@@ -20,7 +20,7 @@ use crate::model::written::Written;
 use crate::model::{project, AddressProj, KeyRef, Meta, ObjKey, Operation, Projection};
 use crate::rule_id::RuleId;
 use crate::rules::cluster::exclude_field;
-use crate::rules::util::{allocatable_added, each_capped, in_scope, join_limited, ratchet};
+use crate::rules::util::{allocatable_added_sets, each_capped, in_scope, join_limited, ratchet};
 use crate::rules::{Call, Ctx, Options, OverlapScope, Validator};
 
 /// `SpiderReservedIP`: RI1-RI3 and RI6.
@@ -327,15 +327,13 @@ pub(crate) fn pool_holds_held(
     if scope == OverlapScope::Off {
         return;
     }
-    let probe = allocatable_added(r, before);
-    if probe.is_empty() {
-        return;
-    }
+    // One probe per family the pool hands out of (a declared pool may hand out both).
+    let probes = allocatable_added_sets(r, before);
     let own = &r.proj.key;
-    let held: Vec<(&HolderProj, AddrSet)> = ctx
-        .index
-        .held_in(&r.proj.space, &probe)
-        .into_iter()
+    let held: Vec<(&HolderProj, AddrSet)> = probes
+        .iter()
+        .filter(|probe| !probe.is_empty())
+        .flat_map(|probe| ctx.index.held_in(&r.proj.space, probe))
         .filter(|(h, _)| !(h.is_reserved() && own.kind.is_spider()))
         .filter(|(h, _)| in_scope(scope, own, &h.key))
         .collect();

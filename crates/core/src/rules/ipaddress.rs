@@ -402,7 +402,13 @@ pub(crate) fn outside_pool(
         };
         return Some(FieldError::invalid(rule, address::ADDRESS, text, detail));
     }
-    (!pool.allocatable.contains(addr)).then(|| {
+    // The set of the address's family: a declared pool may hand out both
+    // (`PoolProj::other_family`); of another family, the pool's own is shown.
+    let set = pool
+        .allocatable_sets()
+        .find(|s| s.family() == addr.family && !s.is_empty())
+        .unwrap_or(&pool.allocatable);
+    (!set.contains(addr)).then(|| {
         FieldError::invalid(
             rule,
             address::ADDRESS,
@@ -410,7 +416,7 @@ pub(crate) fn outside_pool(
             format!(
                 "not an allocatable address of {}: {}",
                 pool.key,
-                pool.allocatable.display_limited(MAX_LISTED)
+                set.display_limited(MAX_LISTED)
             ),
         )
     })

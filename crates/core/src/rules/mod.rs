@@ -6,6 +6,7 @@ pub mod capv;
 pub mod claim;
 pub mod cluster;
 pub mod conditions;
+mod declared_pool;
 pub mod exhaustion;
 pub mod health;
 pub mod holders;
@@ -27,6 +28,8 @@ pub mod validator;
 
 #[cfg(test)]
 mod cluster_tests;
+#[cfg(test)]
+mod declared_tests;
 #[cfg(test)]
 mod holders_tests;
 #[cfg(any(test, feature = "test-support"))]

@@ -19,7 +19,7 @@ use crate::rule_id::RuleId;
 use crate::rules::cluster::pool_holds_endpoint;
 use crate::rules::holders::pool_holds_held;
 use crate::rules::util::{
-    allocatable_added, in_scope, join_limited, join_shown, ratchet, spec_changed, MAX_LISTED,
+    allocatable_added_sets, in_scope, join_limited, join_shown, ratchet, spec_changed, MAX_LISTED,
 };
 use crate::rules::OverlapScope;
 use crate::rules::{Call, Ctx, Options, Validator};
@@ -51,6 +51,12 @@ pub(crate) trait PoolKind {
     /// The kind's own view-reading checks (S9). `before` is the stored reading on an update within
     /// one address space (X5: judge what the update changes), None on a create or a move.
     fn against_view(_r: &PoolReading, _before: Option<&PoolReading>, _ctx: &Ctx, _v: &mut Verdict) {
+    }
+
+    /// Whether an update changed what the kind's rules read (X5: an unchanged object is never
+    /// denied): the spec, for the built-in kinds.
+    fn changed(obj: &Value, old: &Value) -> bool {
+        spec_changed(obj, old)
     }
 
     /// Spec fields the kind never lets an update change (MP4, S5); none by default.
@@ -173,7 +179,7 @@ fn update<K: PoolKind>(call: &Call, obj: &Value, old: &Value, ctx: &Ctx) -> Verd
     if meta.deleting || old_meta.deleting {
         return v;
     }
-    let changed = spec_changed(obj, old);
+    let changed = K::changed(obj, old);
     let space_changed = meta.address_space() != old_meta.address_space();
     if !changed && !space_changed {
         return v;
@@ -280,16 +286,13 @@ fn overlap(r: &PoolReading, before: Option<&PoolReading>, ctx: &Ctx, v: &mut Ver
     if scope == OverlapScope::Off {
         return;
     }
-    let probe = allocatable_added(r, before);
-    if probe.is_empty() {
-        return;
-    }
-    let probe = &*probe;
+    // One probe per family the pool hands out of (a declared pool may hand out both).
+    let probes = allocatable_added_sets(r, before);
     let own = &r.proj.key;
-    let others: Vec<(&ObjKey, AddrSet)> = ctx
-        .index
-        .overlapping_pools(&r.proj.space, probe)
-        .into_iter()
+    let others: Vec<(&ObjKey, AddrSet)> = probes
+        .iter()
+        .filter(|probe| !probe.is_empty())
+        .flat_map(|probe| ctx.index.overlapping_pools(&r.proj.space, probe))
         .filter(|(p, _)| p.key != *own && in_scope(scope, own, &p.key))
         .filter(|(p, _)| !carved_pair(&r.proj, p))
         .map(|(p, shared)| (&p.key, shared))
@@ -319,7 +322,7 @@ fn overlap(r: &PoolReading, before: Option<&PoolReading>, ctx: &Ctx, v: &mut Ver
 
 /// P9, and MP4 for Metal3 pools: a pool that address objects in the view still reference cannot
 /// be deleted. The finding carries `rule`.
-fn delete_held_in_view(rule: RuleId, call: &Call, old: &Value, ctx: &Ctx) -> Verdict {
+pub(crate) fn delete_held_in_view(rule: RuleId, call: &Call, old: &Value, ctx: &Ctx) -> Verdict {
     let meta = Meta::read(old);
     refuse_delete(rule, &meta, || {
         let namespace = call.namespace.or(meta.namespace);

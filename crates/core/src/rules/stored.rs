@@ -95,24 +95,26 @@ pub fn pool_findings(ctx: &Ctx, pool: &PoolProj, out: &mut Vec<(ObjKey, FieldErr
         crate::rules::spider_subnet::stored_findings(pool, ctx, &mut v);
         out.extend(v.errors.into_iter().map(|e| (pool.key.clone(), e)));
     }
-    if pool.allocatable.is_empty() {
-        return;
-    }
-    let parts: Vec<String> = ctx
-        .index
-        .overlapping_pools(&pool.space, &pool.allocatable)
-        .into_iter()
+    let parts: Vec<String> = pool
+        .allocatable_sets()
+        .filter(|set| !set.is_empty())
+        .flat_map(|set| ctx.index.overlapping_pools(&pool.space, set))
         .filter(|(p, _)| p.key != pool.key && in_scope(scope, &pool.key, &p.key))
         .filter(|(p, _)| !crate::model::spider::carved_pair(pool, p))
         .map(|(p, shared)| format!("{} ({})", p.key, shared.display_limited(MAX_LISTED)))
         .collect();
     if !parts.is_empty() {
+        let held: Vec<String> = pool
+            .allocatable_sets()
+            .filter(|set| !set.is_empty())
+            .map(|set| set.display_limited(MAX_LISTED))
+            .collect();
         out.push((
             pool.key.clone(),
             FieldError::invalid(
                 RuleId::P10,
                 "spec",
-                pool.allocatable.display_limited(MAX_LISTED),
+                held.join(", "),
                 format!("overlaps {}", join_limited(&parts)),
             ),
         ));

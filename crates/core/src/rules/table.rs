@@ -4,7 +4,8 @@ use crate::kinds::Kind;
 use crate::rules::mutate::{self, Mutator};
 use crate::rules::validator::Validator;
 use crate::rules::{
-    capv, claim, cluster, holders, ipaddress, metal3, metal3_template, pool, spider, spider_subnet,
+    capv, claim, cluster, declared_pool, holders, ipaddress, metal3, metal3_template, pool, spider,
+    spider_subnet,
 };
 
 fn webhooks(kind: Kind) -> (&'static dyn Validator, &'static dyn Mutator) {
@@ -29,6 +30,7 @@ fn webhooks(kind: Kind) -> (&'static dyn Validator, &'static dyn Mutator) {
             (&cluster::Cluster, &mutate::NoDefaults)
         }
         Kind::Metal3DataTemplate => (&metal3_template::DataTemplate, &mutate::NoDefaults),
+        Kind::Declared(_) => (&declared_pool::DECLARED, &mutate::NoDefaults),
     }
 }
 

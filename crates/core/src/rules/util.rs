@@ -270,6 +270,53 @@ pub(crate) fn allocatable_added<'a>(
     }
 }
 
+/// As `allocatable_added`, for each family the pool hands out of (`PoolProj::allocatable_sets`:
+/// a declared pool may hand out both): what each set holds that no set of `before` held.
+pub(crate) fn allocatable_added_sets<'a>(
+    r: &'a PoolReading,
+    before: Option<&PoolReading>,
+) -> Vec<std::borrow::Cow<'a, AddrSet>> {
+    r.proj
+        .allocatable_sets()
+        .map(|set| match before {
+            // A set of the other family removes nothing, so each set loses what `before` held
+            // of its own family, whichever of its sets that was.
+            Some(b) => std::borrow::Cow::Owned(
+                b.proj
+                    .allocatable_sets()
+                    .fold(set.clone(), |left, held| left.difference(held)),
+            ),
+            None => std::borrow::Cow::Borrowed(set),
+        })
+        .collect()
+}
+
+/// Whether anything but `metadata`'s bookkeeping differs between an update's objects: what a
+/// declared kind's expressions may read (they see the whole object), where the built-in kinds'
+/// rules read the spec alone (`spec_changed`). Labels and annotations count; `resourceVersion`,
+/// `managedFields` and `generation`, which every write changes, do not.
+pub(crate) fn object_changed(new: &Value, old: &Value) -> bool {
+    const BOOKKEEPING: [&str; 3] = ["resourceVersion", "managedFields", "generation"];
+    let keys = |v: &Value| -> BTreeSet<String> {
+        v.as_object()
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default()
+    };
+    let (n, o) = (keys(new), keys(old));
+    n.union(&o).any(|k| {
+        if k != "metadata" {
+            return !same(new.get(k), old.get(k));
+        }
+        let (nm, om) = (new.get(k), old.get(k));
+        let meta_keys = nm.map(keys).unwrap_or_default();
+        let old_keys = om.map(keys).unwrap_or_default();
+        meta_keys
+            .union(&old_keys)
+            .filter(|m| !BOOKKEEPING.contains(&m.as_str()))
+            .any(|m| !same(nm.and_then(|v| v.get(m)), om.and_then(|v| v.get(m))))
+    })
+}
+
 /// Whether two pools can conflict under `--overlap-scope namespace`: namespaced pools only within
 /// their namespace, cluster-scoped pools with every pool.
 pub(crate) fn in_scope(scope: OverlapScope, a: &ObjKey, b: &ObjKey) -> bool {

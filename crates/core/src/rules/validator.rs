@@ -68,6 +68,16 @@ impl<'a> Call<'a> {
             .get_or_init(|| read_judged(self.kind, obj))
     }
 
+    /// As `read_object`, for a declared kind's new object (`model::declared::read`): the
+    /// expression's problem when it cannot read the object, which is then not judged.
+    pub(crate) fn read_declared(&self, obj: &Value) -> Result<&'a PoolReading, String> {
+        if let Some(r) = self.readings.object.get() {
+            return Ok(r);
+        }
+        let r = crate::model::declared::read(self.kind, obj)?;
+        Ok(self.readings.object.get_or_init(|| r))
+    }
+
     /// As `read_object`, for the request's stored object (`oldObject`).
     pub(crate) fn read_old(&self, old: &Value) -> &'a PoolReading {
         self.readings

@@ -18,6 +18,7 @@ use crate::kube_version::KubeVersion;
 use crate::manifests;
 use crate::manifests::template::{self, Vars};
 use crate::model::Projection;
+use crate::rule_id::RuleId;
 use crate::rules::Options;
 use crate::schema::{Lookup, Schemas};
 
@@ -177,6 +178,28 @@ pub fn check_keeping_index(
     };
     let (held, projections): (Vec<Held>, Vec<Option<Projection>>) =
         loaded.manifests.into_iter().unzip();
+    // Objects of a declared kind its declaration cannot read: inputs not judged, as an unreadable
+    // document is (exit 2), naming the object and the expression's problem.
+    let mut unjudged = std::collections::HashSet::new();
+    for h in &held {
+        if let Some(problem) = &h.not_judged {
+            unjudged.insert((h.source.file.clone(), h.source.document, h.source.item));
+            errors.push(Problem {
+                file: h.source.file.clone(),
+                document: h.source.document,
+                line: h.source.line,
+                message: format!(
+                    "{}{}: not judged: {problem}",
+                    h.source
+                        .item
+                        .map(|i| format!("items[{i}]: "))
+                        .unwrap_or_default(),
+                    h.key
+                ),
+            });
+        }
+    }
+    summary.unreadable = errors.len();
     let mut subjects: Vec<Subject> = held
         .iter()
         .map(|h| Subject::at(&h.source, h.key.clone()))
@@ -184,6 +207,14 @@ pub fn check_keeping_index(
     subjects.extend(other_subjects);
     let (objects, mut findings, index) =
         judge_held(held, projections, options, &gate.stored, phases);
+    if !unjudged.is_empty() {
+        // Their validation said the same as an unavailable verdict (X3); the error above stands.
+        findings.retain(|f| {
+            let s = &f.subject;
+            let at = (s.file.clone().unwrap_or_default(), s.document, s.item);
+            f.rule != RuleId::X3.as_str() || !unjudged.contains(&at)
+        });
+    }
     if !other_findings.is_empty() {
         findings.extend(other_findings.into_iter().flatten());
         sort_by_place(&mut findings, &loaded.file_names);

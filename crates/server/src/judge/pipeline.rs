@@ -63,6 +63,10 @@ pub(super) struct Held {
     mutation: Vec<Finding>,
     /// Fields holding unresolved template placeholders, with the placeholder (not judged).
     placeholders: Vec<(String, String)>,
+    /// Why a declared kind's object cannot be read by its declaration (docs/kinds.md): it is not
+    /// judged. Its validation says so too (an unavailable verdict, a denial here), so no caller
+    /// passes it silently; `check` reports it as an input it could not judge instead.
+    pub(super) not_judged: Option<String>,
     /// Taken when the object is judged: the documents are freed while judging goes on, and
     /// the findings reuse their memory (a whole-cluster audit holds 100k of each).
     object: std::sync::Mutex<Option<Packed>>,
@@ -121,7 +125,21 @@ pub(super) fn hold(
             o.remove("status");
         }
     }
-    let projection = steps.time(Step::Project, || crate::model::project(m.kind, &object));
+    // A declared kind's object is read by its declaration's expressions: one that cannot read
+    // it (fails, exceeds a bound) leaves it not judged, said once (`not_judged`).
+    let mut not_judged = None;
+    let projection = steps.time(Step::Project, || {
+        if !m.kind.is_declared() {
+            return crate::model::project(m.kind, &object);
+        }
+        match crate::model::declared::read(m.kind, &object) {
+            Ok(reading) => crate::model::project_read(m.kind, &object, Some(&reading)),
+            Err(problem) => {
+                not_judged = Some(problem);
+                crate::model::project(m.kind, &object)
+            }
+        }
+    });
     let held = Held {
         source: m.source.clone(),
         kind: m.kind,
@@ -130,6 +148,7 @@ pub(super) fn hold(
         schema,
         mutation,
         placeholders,
+        not_judged,
         object: std::sync::Mutex::new(Some(steps.time(Step::Pack, || Packed::new(&object)))),
     };
     (held, projection)

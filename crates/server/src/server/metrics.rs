@@ -223,7 +223,7 @@ impl Metrics {
             .filter(|_| decision == "allowed" && summary.rules.is_empty());
         // Looked up, not indexed: a kind added without a row here is counted the long way.
         let cell = kept.and_then(|kind| {
-            let ops = self.allowed.get(kind as usize)?;
+            let ops = self.allowed.get(kind.built_in_index()?)?;
             Some((kind, ops.get(summary.operation as usize)?))
         });
         if let Some((kind, cell)) = cell {
