@@ -5,10 +5,10 @@ use std::sync::RwLock;
 
 /// API groups, spelled once.
 pub const CAPI_IPAM: &str = "ipam.cluster.x-k8s.io";
-pub const METAL3_IPAM: &str = "ipam.metal3.io";
-pub const SPIDERPOOL: &str = "spiderpool.spidernet.io";
+pub(crate) const METAL3_IPAM: &str = "ipam.metal3.io";
+pub(crate) const SPIDERPOOL: &str = "spiderpool.spidernet.io";
 pub const CAPV: &str = "infrastructure.cluster.x-k8s.io";
-pub const CAPI_CORE: &str = "cluster.x-k8s.io";
+pub(crate) const CAPI_CORE: &str = "cluster.x-k8s.io";
 
 /// Annotation naming the address space a pool belongs to.
 pub const ADDRESS_SPACE_ANNOTATION: &str = "ipam-guard.io/address-space";
@@ -325,7 +325,7 @@ impl Kind {
     }
 
     /// One of the kinds ipam-guard is built with, never a declared one.
-    pub fn built_in(group: &str, kind: &str) -> Option<Kind> {
+    pub(crate) fn built_in(group: &str, kind: &str) -> Option<Kind> {
         KINDS
             .iter()
             .find(|k| k.group == group && k.name == kind)
@@ -416,16 +416,8 @@ impl Kind {
             Kind::InClusterPrefixPool | Kind::GlobalInClusterPrefixPool
         )
     }
-    /// Kinds whose `spec.controlPlaneEndpoint` holds an address (CP1): Cluster API's Cluster and
-    /// the infrastructure clusters ipam-guard knows.
-    pub fn holds_endpoint(self) -> bool {
-        matches!(
-            self,
-            Kind::Cluster | Kind::VSphereCluster | Kind::Metal3Cluster
-        )
-    }
     /// Spiderpool's pool kinds, which declare a `spec.subnet` of their own (S9–S11).
-    pub fn is_spider(self) -> bool {
+    pub(crate) fn is_spider(self) -> bool {
         matches!(self, Kind::SpiderIPPool | Kind::SpiderSubnet)
     }
     /// Kinds that hold addresses outside every pool in their address space (RI4-RI6, SA1-SA3):
@@ -544,7 +536,7 @@ pub fn unjudged(group: Option<&str>, kind: &str) -> Unjudged {
 }
 
 /// Levenshtein distance, for "did you mean" hints.
-pub fn edit_distance(a: &str, b: &str) -> usize {
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
     let mut prev: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.chars().enumerate() {

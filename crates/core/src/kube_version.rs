@@ -29,9 +29,9 @@ const fn v(major: u32, minor: u32) -> KubeVersion {
 
 impl KubeVersion {
     /// The releases the e2e suites run against a real API server (README, "Kubernetes versions").
-    pub const TESTED: [KubeVersion; 2] = [v(1, 20), v(1, 36)];
+    pub(crate) const TESTED: [KubeVersion; 2] = [v(1, 20), v(1, 36)];
     /// What `check` follows without `--kubeconfig` or `--kube-version`.
-    pub const NEWEST_TESTED: KubeVersion = v(1, 36);
+    pub(crate) const NEWEST_TESTED: KubeVersion = v(1, 36);
 
     /// `1.28`, `v1.28`, `v1.28.3`, `v1.28.3-eks-1234`.
     pub fn parse(text: &str) -> Result<KubeVersion, String> {
@@ -67,13 +67,13 @@ impl KubeVersion {
     }
 
     /// Whether strict field validation refuses unknown fields (else the server prunes them).
-    pub fn refuses_unknown_fields(self) -> bool {
+    pub(crate) fn refuses_unknown_fields(self) -> bool {
         self >= v(1, 25)
     }
 
     /// Whether label messages read "a valid label key" and "… bytes" (else "a qualified name" and
     /// "… characters").
-    pub fn newer_label_words(self) -> bool {
+    pub(crate) fn newer_label_words(self) -> bool {
         self >= v(1, 36)
     }
 

@@ -771,7 +771,7 @@ fn is_dns1123_label(s: &str) -> bool {
 
 /// `metadata.name` of a custom resource: a DNS-1123 subdomain (the API server's default name
 /// validation for CRDs).
-pub fn is_dns1123_subdomain(s: &str) -> bool {
+pub(crate) fn is_dns1123_subdomain(s: &str) -> bool {
     s.len() <= 253 && s.split('.').all(is_dns1123_label)
 }
 

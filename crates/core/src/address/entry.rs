@@ -26,7 +26,7 @@ pub struct Entry {
 
 impl Entry {
     /// The entry as a one-run set.
-    pub fn to_set(&self) -> AddrSet {
+    pub(crate) fn to_set(self) -> AddrSet {
         AddrSet::from_range(self.family, self.range)
     }
 }
@@ -64,12 +64,12 @@ impl Cidr {
     }
 
     /// The network address (the masked `ip`).
-    pub fn network_ip(&self) -> Ip {
+    pub(crate) fn network_ip(&self) -> Ip {
         Ip::new(self.ip.family, self.network.start)
     }
 
     /// Whether the address has bits set below the prefix.
-    pub fn has_host_bits(&self) -> bool {
+    pub(crate) fn has_host_bits(&self) -> bool {
         self.ip.value != self.network.start
     }
 

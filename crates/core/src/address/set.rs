@@ -282,7 +282,7 @@ impl AddrSet {
     /// The aligned blocks of `prefix` (every `/64`, say) that lie wholly inside the set: what a
     /// pool handing out whole sub-prefixes can allocate. A block the set only partly covers is
     /// left out. Each run is trimmed inward to block boundaries, so this is O(runs).
-    pub fn whole_blocks(&self, prefix: u8) -> AddrSet {
+    pub(crate) fn whole_blocks(&self, prefix: u8) -> AddrSet {
         let mask = block_mask(self.family, prefix);
         let ranges = self
             .ranges
@@ -309,7 +309,7 @@ impl AddrSet {
 
     /// How many aligned blocks of `prefix` lie wholly inside the set; exact where `len` would
     /// saturate (`::/0` holds 2^64 blocks of /64), saturating only past `u128::MAX`.
-    pub fn count_blocks(&self, prefix: u8) -> u128 {
+    pub(crate) fn count_blocks(&self, prefix: u8) -> u128 {
         let mask = block_mask(self.family, prefix);
         let shift = mask.count_ones();
         self.whole_blocks(prefix).ranges.iter().fold(0u128, |n, r| {

@@ -315,7 +315,7 @@ impl Expr {
         Expr::compile_with(source, &LIMITS)
     }
 
-    pub fn compile_with(source: &str, limits: &Limits) -> Result<Expr, String> {
+    pub(crate) fn compile_with(source: &str, limits: &Limits) -> Result<Expr, String> {
         if source.trim().is_empty() {
             return Err("the expression is empty".to_owned());
         }
@@ -408,7 +408,7 @@ impl Expr {
     }
 
     /// Evaluates the expression over `object`; `field` names it in errors.
-    pub fn eval(
+    pub(crate) fn eval(
         &self,
         field: &'static str,
         object: &CelObject,
@@ -419,7 +419,7 @@ impl Expr {
 
     /// As `eval`, each entry of the result kept with its text, in the order returned: where a
     /// finding about one entry says what was written.
-    pub fn eval_entries(
+    pub(crate) fn eval_entries(
         &self,
         field: &'static str,
         object: &CelObject,

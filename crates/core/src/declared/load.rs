@@ -190,14 +190,18 @@ pub fn default_plural(kind: &str) -> String {
 
 impl Declaration {
     /// What a pool of this kind hands out: `addresses` − `excluded`, evaluated over `object`.
-    pub fn pool_addresses(&self, object: &serde_json::Value) -> Result<Addresses, EvalError> {
+    #[cfg(test)]
+    pub(crate) fn pool_addresses(
+        &self,
+        object: &serde_json::Value,
+    ) -> Result<Addresses, EvalError> {
         let (entries, excluded) = self.pool_entries(object)?;
         Ok(Addresses::of(&entries).difference(&excluded))
     }
 
     /// The entries `addresses` returns over `object`, each with its text, and the addresses
     /// `excluded` takes out of them (empty without `excluded`).
-    pub fn pool_entries(
+    pub(crate) fn pool_entries(
         &self,
         object: &serde_json::Value,
     ) -> Result<(Vec<(String, Entry)>, Addresses), EvalError> {

@@ -58,7 +58,7 @@ impl Index {
 
     /// Every stored claim and every version admitted and not yet stored (X2), in no particular
     /// order.
-    pub fn claims_and_pending(&self) -> impl Iterator<Item = &ClaimProj> + '_ {
+    pub(crate) fn claims_and_pending(&self) -> impl Iterator<Item = &ClaimProj> + '_ {
         self.claims()
             .chain(self.pending_claims.iter().map(|(_, c)| c))
     }

@@ -14,7 +14,7 @@ use super::{FamilySegments, FastMap, Index, PendingId};
 
 impl Index {
     /// Adds or replaces the Cluster with `cluster.key`. Returns the one it replaced.
-    pub fn upsert_cluster(&mut self, mut cluster: ClusterProj) -> Option<ClusterProj> {
+    pub(crate) fn upsert_cluster(&mut self, mut cluster: ClusterProj) -> Option<ClusterProj> {
         self.changed();
         self.strings.key(&mut cluster.key);
         cluster.space = self.strings.get(&cluster.space);
@@ -76,7 +76,7 @@ impl Index {
 
     /// Clusters (stored and pending versions, X2) whose control-plane endpoint in `space` lies
     /// in `set`, sorted by key and endpoint, each pair once.
-    pub fn endpoints_in(&self, space: &str, set: &AddrSet) -> Vec<&ClusterProj> {
+    pub(crate) fn endpoints_in(&self, space: &str, set: &AddrSet) -> Vec<&ClusterProj> {
         let Some(segs) = self.endpoints.get(space).map(|s| s.get(set.family())) else {
             return Vec::new();
         };
@@ -92,7 +92,7 @@ impl Index {
     }
 
     /// Clusters whose control-plane endpoint in `space` is `ip` (`endpoints_in` for one address).
-    pub fn endpoints_at(&self, space: &str, ip: Ip) -> Vec<&ClusterProj> {
+    pub(crate) fn endpoints_at(&self, space: &str, ip: Ip) -> Vec<&ClusterProj> {
         self.endpoints_in(
             space,
             &AddrSet::from_range(ip.family, IpRange::single(ip.value)),
@@ -102,7 +102,7 @@ impl Index {
     /// The address space of `c`'s endpoint: its own, or, for an infrastructure cluster that
     /// names none, that of its Cluster (stored, else the newest pending version; `default` while
     /// neither is held).
-    pub fn space_of_cluster<'a>(&'a self, c: &'a ClusterProj) -> &'a str {
+    pub(crate) fn space_of_cluster<'a>(&'a self, c: &'a ClusterProj) -> &'a str {
         if !c.inherits {
             return &c.space;
         }

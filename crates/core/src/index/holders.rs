@@ -14,7 +14,7 @@ use super::{FamilySegments, FastMap, Index, PendingId};
 
 impl Index {
     /// Adds or replaces the holder with `holder.key`. Returns the one it replaced.
-    pub fn upsert_holder(&mut self, mut holder: HolderProj) -> Option<HolderProj> {
+    pub(crate) fn upsert_holder(&mut self, mut holder: HolderProj) -> Option<HolderProj> {
         self.changed();
         self.strings.key(&mut holder.key);
         holder.space = self.strings.get(&holder.space);
@@ -69,7 +69,7 @@ impl Index {
 
     /// Holders (stored and pending versions, X2) of addresses in `space` that `set` meets, each
     /// with the part of `set` it holds, sorted by key; versions that hold the same part once.
-    pub fn held_in(&self, space: &str, set: &AddrSet) -> Vec<(&HolderProj, AddrSet)> {
+    pub(crate) fn held_in(&self, space: &str, set: &AddrSet) -> Vec<(&HolderProj, AddrSet)> {
         let Some(segs) = self.held.get(space).map(|s| s.get(set.family())) else {
             return Vec::new();
         };
@@ -96,7 +96,7 @@ impl Index {
     }
 
     /// Holders of `ip` in `space` (`held_in` for one address).
-    pub fn held_at(&self, space: &str, ip: Ip) -> Vec<&HolderProj> {
+    pub(crate) fn held_at(&self, space: &str, ip: Ip) -> Vec<&HolderProj> {
         if self.held.is_empty() {
             return Vec::new();
         }

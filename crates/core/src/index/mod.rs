@@ -53,7 +53,7 @@ use slots::{Slab, Slots};
 /// map is seeded at random, as std's are; foldhash resists crafted collisions less, and these
 /// keys are names that only someone allowed to write the objects can choose.
 pub type FastMap<K, V> = HashMap<K, V, RandomState>;
-pub type FastSet<T> = HashSet<T, RandomState>;
+pub(crate) type FastSet<T> = HashSet<T, RandomState>;
 
 /// What the index holds, one variant per projection: the same type `model::project` returns,
 /// so a watched or loaded object goes into the index without conversion.
@@ -193,7 +193,7 @@ impl Index {
     /// Every version of the pool under `key`: the stored one first, then those pending (X2),
     /// newest first. A rule that a later write must pass against whichever version lands (A8)
     /// asks each.
-    pub fn pool_versions<'a>(
+    pub(crate) fn pool_versions<'a>(
         &'a self,
         key: &dyn Keyed,
     ) -> impl Iterator<Item = &'a PoolProj> + use<'a> {
@@ -270,7 +270,7 @@ impl Index {
     }
 
     /// The address space of the pool with `key`: `default` when the pool is unknown.
-    pub fn space_of_pool(&self, key: &impl Keyed) -> &str {
+    pub(crate) fn space_of_pool(&self, key: &impl Keyed) -> &str {
         self.pool(key)
             .map(|p| &*p.space)
             .unwrap_or(DEFAULT_ADDRESS_SPACE)
@@ -781,15 +781,6 @@ impl Index {
                     .is_some_and(|&s| self.holders_held.get(s) == h)
             }
         }
-    }
-
-    /// Whether anything is stored under `key` (pending versions aside).
-    pub fn is_stored(&self, key: &ObjKey) -> bool {
-        self.pool_ids.contains_key(key)
-            || self.address_ids.contains_key(key)
-            || self.claims.contains(key)
-            || self.cluster_ids.contains_key(key)
-            || self.holder_ids.contains_key(key)
     }
 
     /// Pending versions held now, all keys.

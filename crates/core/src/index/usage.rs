@@ -56,7 +56,7 @@ impl PoolUsage {
 
     /// Fullest first (by share used, then by fewer free addresses), then by key: one order for
     /// the table, the JSON and the metrics cut.
-    pub fn fullest_first(a: &PoolUsage, b: &PoolUsage) -> Ordering {
+    pub(crate) fn fullest_first(a: &PoolUsage, b: &PoolUsage) -> Ordering {
         b.share_used()
             .total_cmp(&a.share_used())
             .then_with(|| a.free().cmp(&b.free()))

@@ -245,7 +245,7 @@ pub fn read_paths(paths: &[PathBuf]) -> Loaded {
 
 /// As `read_paths`, leaving out every file or directory whose path as shown (`dir/sub/x.yaml`)
 /// or whose name matches one of `exclude`.
-pub fn read_paths_excluding(paths: &[PathBuf], exclude: &GlobSet) -> Loaded {
+pub(crate) fn read_paths_excluding(paths: &[PathBuf], exclude: &GlobSet) -> Loaded {
     read_paths_each(paths, exclude, |m| m)
 }
 
@@ -262,7 +262,7 @@ pub fn read_paths_each<T: Send>(
 
 /// As `read_paths_each`, keeping in `Loaded::others` the objects of kinds ipam-guard does not
 /// judge for which `keep_other(group, kind)` holds (`check`: the kinds it has a CRD schema for).
-pub fn read_paths_keeping<T: Send>(
+pub(crate) fn read_paths_keeping<T: Send>(
     paths: &[PathBuf],
     exclude: &GlobSet,
     each: impl Fn(Manifest) -> T + Sync,

@@ -45,7 +45,8 @@ impl Vars {
         Ok(Vars { values })
     }
 
-    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Vars {
+    #[cfg(test)]
+    pub(crate) fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Vars {
         Vars {
             values: pairs
                 .into_iter()

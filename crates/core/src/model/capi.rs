@@ -61,7 +61,7 @@ impl<'a> RefReading<'a> {
     /// The group the reference means once mutated (M1): a missing or empty group of an in-cluster
     /// pool kind is `ipam.cluster.x-k8s.io`. The index and the rules compare this, so a claim
     /// stored before the mutating webhook existed still matches its addresses.
-    pub fn effective_group(&self) -> &'a str {
+    pub(crate) fn effective_group(&self) -> &'a str {
         match self.api_group.get() {
             Some(g) if !g.is_empty() => g,
             _ => self
@@ -82,14 +82,14 @@ impl<'a> RefReading<'a> {
     }
 
     /// Whether the reference is `p` as the index keeps it (`pool_ref`), without copying it.
-    pub fn refers_to(&self, p: &PoolRef) -> bool {
+    pub(crate) fn refers_to(&self, p: &PoolRef) -> bool {
         p.api_group == self.effective_group()
             && p.kind == self.kind.get().unwrap_or_default()
             && p.name == self.name.get().unwrap_or_default()
     }
 
     /// Whether the reference names a prefix pool kind (whose addresses are sub-prefixes).
-    pub fn names_prefix_pool(&self) -> bool {
+    pub(crate) fn names_prefix_pool(&self) -> bool {
         self.kind
             .get()
             .and_then(|k| Kind::from_group_kind(self.effective_group(), k))
@@ -102,7 +102,7 @@ impl<'a> RefReading<'a> {
     }
 
     /// As `pool_key`, borrowed: for looking the pool up.
-    pub fn pool_key_ref<'k>(&'k self, namespace: Option<&'k str>) -> Option<KeyRef<'k>> {
+    pub(crate) fn pool_key_ref<'k>(&'k self, namespace: Option<&'k str>) -> Option<KeyRef<'k>> {
         let kind = Kind::from_group_kind(self.effective_group(), self.kind.get()?)?;
         let name = self.name.get().filter(|n| !n.is_empty())?;
         kind.is_pool().then(|| KeyRef::new(kind, namespace, name))
@@ -132,7 +132,7 @@ pub fn project_claim(obj: &Value, key: ObjKey) -> ClaimProj {
 }
 
 /// As `project_claim`, with the reference already read (`read_claim`'s, on admission).
-pub fn project_claim_reading(pool_ref: &RefReading, obj: &Value, key: ObjKey) -> ClaimProj {
+pub(crate) fn project_claim_reading(pool_ref: &RefReading, obj: &Value, key: ObjKey) -> ClaimProj {
     ClaimProj {
         key,
         pool_ref: pool_ref.pool_ref(),
@@ -190,7 +190,7 @@ pub fn read_address(obj: &Value) -> AddressReading<'_> {
 
 /// `project_address` from a reading the rules took already: the X2 record of an admitted
 /// address, which would otherwise read its address, pool and claim a second time.
-pub fn project_reading(r: &AddressReading, key: ObjKey) -> AddressProj {
+pub(crate) fn project_reading(r: &AddressReading, key: ObjKey) -> AddressProj {
     AddressProj {
         pool: r.pool_ref.pool_key(key.namespace.as_deref()),
         ip: r.spec.ip(),

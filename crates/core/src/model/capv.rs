@@ -12,7 +12,7 @@ use crate::model::read;
 
 /// One `addressesFromPools[j]` entry as written.
 #[derive(Debug, Clone, PartialEq)]
-pub struct PoolRefReading<'a> {
+pub(crate) struct PoolRefReading<'a> {
     /// `spec.network.devices[0].addressesFromPools[1]`.
     pub path: String,
     /// The entry is an object; None for anything else (reported by the caller).
@@ -25,7 +25,7 @@ pub struct PoolRefReading<'a> {
 
 impl PoolRefReading<'_> {
     /// The pool kind it names, when group and kind are a known pool kind.
-    pub fn pool_kind(&self) -> Option<Kind> {
+    pub(crate) fn pool_kind(&self) -> Option<Kind> {
         Kind::from_group_kind(self.api_group?, self.kind?).filter(|k| k.is_pool())
     }
 }
@@ -46,7 +46,7 @@ pub fn network(kind: Kind, obj: &Value) -> Option<&Value> {
 
 /// Every pool reference of the object, in device and list order. Entries of the wrong shape are
 /// returned with empty fields so the caller can say so.
-pub fn pool_refs(kind: Kind, obj: &Value) -> Vec<PoolRefReading<'_>> {
+pub(crate) fn pool_refs(kind: Kind, obj: &Value) -> Vec<PoolRefReading<'_>> {
     let base = network_paths(kind).1;
     let devices = read::get(obj, base)
         .and_then(Value::as_array)

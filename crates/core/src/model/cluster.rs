@@ -17,7 +17,7 @@ use crate::model::{read, Meta, ObjKey};
 /// Annotation on an `IPAddressClaim` (or Metal3 `IPClaim`) naming the Cluster, in the claim's
 /// namespace, whose control-plane endpoint the claim asks for: the address it gets is that
 /// endpoint's own, not a second holder of it (CP1, CP4).
-pub const ENDPOINT_CLAIM_ANNOTATION: &str = "ipam-guard.io/control-plane-endpoint-of";
+pub(crate) const ENDPOINT_CLAIM_ANNOTATION: &str = "ipam-guard.io/control-plane-endpoint-of";
 
 /// The label Cluster API puts on the objects of a cluster, naming the Cluster.
 pub const CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";
@@ -68,7 +68,7 @@ pub struct ClusterProj {
 
 impl ClusterProj {
     /// The first of the cluster's own networks holding `ip`.
-    pub fn network_of(&self, ip: Ip) -> Option<(Network, Cidr)> {
+    pub(crate) fn network_of(&self, ip: Ip) -> Option<(Network, Cidr)> {
         self.networks
             .iter()
             .copied()

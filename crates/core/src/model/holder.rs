@@ -39,7 +39,7 @@ impl HolderProj {
 
     /// Whether it is a SpiderReservedIP (RI4, RI5) rather than a machine's static addresses
     /// (SA1, SA2).
-    pub fn is_reserved(&self) -> bool {
+    pub(crate) fn is_reserved(&self) -> bool {
         self.key.kind == Kind::SpiderReservedIP
     }
 }
@@ -48,7 +48,7 @@ impl HolderProj {
 
 /// A `SpiderReservedIP`'s spec as written, each field decoded once.
 #[derive(Debug, Clone)]
-pub struct ReservedSpec<'a> {
+pub(crate) struct ReservedSpec<'a> {
     pub ip_version: Written<'a, i64>,
     /// `spec.ipVersion` as written, for a cause's value.
     pub ip_version_value: Option<&'a Value>,
@@ -62,7 +62,7 @@ fn ip_or_range(text: &str) -> Result<Parsed<Entry>, AddrError> {
 
 impl ReservedSpec<'_> {
     /// The family `ipVersion` names, when it is 4 or 6.
-    pub fn version_family(&self) -> Option<Family> {
+    pub(crate) fn version_family(&self) -> Option<Family> {
         match self.ip_version.get() {
             Some(4) => Some(Family::V4),
             Some(6) => Some(Family::V6),
@@ -90,7 +90,7 @@ impl ReservedSpec<'_> {
 }
 
 /// Decodes the spec of a `SpiderReservedIP`.
-pub fn reserved_spec(obj: &Value) -> ReservedSpec<'_> {
+pub(crate) fn reserved_spec(obj: &Value) -> ReservedSpec<'_> {
     ReservedSpec {
         ip_version: written::integer(obj, fields::IP_VERSION),
         ip_version_value: read::get(obj, fields::IP_VERSION),
@@ -103,14 +103,14 @@ pub fn reserved_spec(obj: &Value) -> ReservedSpec<'_> {
 /// One static address of a machine: `spec.network.devices[i].ipAddrs[j]` in CIDR form; the
 /// address is the part before `/`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct StaticAddress<'a> {
+pub(crate) struct StaticAddress<'a> {
     pub path: String,
     pub text: &'a str,
     pub entry: Entry,
 }
 
 /// The static addresses of a `VSphereMachine` that parse; CAPV's own webhook refuses the others.
-pub fn static_addresses(obj: &Value) -> Vec<StaticAddress<'_>> {
+pub(crate) fn static_addresses(obj: &Value) -> Vec<StaticAddress<'_>> {
     let devices = read::get(obj, capv::DEVICES)
         .and_then(Value::as_array)
         .map(Vec::as_slice)

@@ -79,7 +79,7 @@ pub fn families<'a>(items: impl IntoIterator<Item = &'a ListEntry<'a>>) -> (bool
 impl Spec<'_> {
     /// The prefix as written, when it is an integer; v1alpha1's subnet form reads 0 as unset (Go's
     /// zero value: "take the subnet's").
-    pub fn raw_prefix(&self) -> Option<i64> {
+    pub(crate) fn raw_prefix(&self) -> Option<i64> {
         let p = self.prefix.get()?;
         match self.form {
             Form::Subnet { .. } if p == 0 => None,
@@ -89,7 +89,7 @@ impl Spec<'_> {
 
     /// The subnet form's subnet: the one written, else the one of `prefix` around `start` (what
     /// the provider's defaulting did).
-    pub fn subnet_form_cidr(&self) -> Option<(Family, IpRange, u8)> {
+    pub(crate) fn subnet_form_cidr(&self) -> Option<(Family, IpRange, u8)> {
         let Form::Subnet { subnet, start, .. } = &self.form else {
             return None;
         };
@@ -237,7 +237,7 @@ fn list_reading(
 impl Spec<'_> {
     /// The field the subnet form's addresses come from, and its text: `spec.subnet`, or
     /// `spec.start` when the subnet is made of `start` and `prefix`.
-    pub fn subnet_source(&self) -> (FieldPath, &str) {
+    pub(crate) fn subnet_source(&self) -> (FieldPath, &str) {
         let Form::Subnet { subnet, start, .. } = &self.form else {
             return (fields::ADDRESSES, "");
         };
@@ -253,13 +253,13 @@ impl Spec<'_> {
 
 /// Why a v1alpha1 `start` or `end` is not used as a bound of the subnet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OffBound {
+pub(crate) enum OffBound {
     OtherFamily,
     OutsideSubnet,
 }
 
 /// A v1alpha1 `start` or `end`, as a bound of `subnet` in `family`.
-pub fn subnet_bound(ip: Ip, family: Family, subnet: IpRange) -> Result<u128, OffBound> {
+pub(crate) fn subnet_bound(ip: Ip, family: Family, subnet: IpRange) -> Result<u128, OffBound> {
     if ip.family != family {
         Err(OffBound::OtherFamily)
     } else if !subnet.contains(ip.value) {

@@ -18,7 +18,7 @@ const BY_NAME: [&str; 3] = ["ipAddressFromIPPool", "fromIPPool", "dnsFromIPPool"
 
 /// One pool reference of a template, as written.
 #[derive(Debug, Clone, PartialEq)]
-pub struct TemplateRef<'a> {
+pub(crate) struct TemplateRef<'a> {
     /// `spec.networkData.networks.ipv4[0].fromPoolRef`.
     pub path: String,
     /// The reference as written (an object, or the bare name), for comparing old and new.
@@ -35,7 +35,7 @@ pub struct TemplateRef<'a> {
 impl TemplateRef<'_> {
     /// The kind the reference names: Metal3's `IPPool` for a bare name; None when the group and
     /// kind name no kind ipam-guard knows.
-    pub fn named_kind(&self) -> Option<Kind> {
+    pub(crate) fn named_kind(&self) -> Option<Kind> {
         match (self.api_group, self.kind) {
             (None, None) => Some(Kind::Metal3IPPool),
             (group, Some(kind)) => Kind::from_group_kind(group.unwrap_or_default(), kind),
@@ -45,7 +45,7 @@ impl TemplateRef<'_> {
 }
 
 /// Every pool reference of the template, in document order.
-pub fn pool_refs(obj: &Value) -> Vec<TemplateRef<'_>> {
+pub(crate) fn pool_refs(obj: &Value) -> Vec<TemplateRef<'_>> {
     let mut out = Vec::new();
     let Some(spec) = obj.get("spec") else {
         return out;

@@ -7,13 +7,13 @@
 //! Pure: no I/O.
 
 pub mod capi;
-pub mod capv;
+pub(crate) mod capv;
 pub mod cluster;
 pub mod declared;
 pub mod holder;
 pub mod incluster;
 pub mod metal3;
-pub mod metal3_template;
+pub(crate) mod metal3_template;
 pub mod paths;
 pub mod pool;
 pub mod prefix;
@@ -55,7 +55,7 @@ impl ObjKey {
         }
     }
 
-    pub fn key_ref(&self) -> KeyRef<'_> {
+    pub(crate) fn key_ref(&self) -> KeyRef<'_> {
         KeyRef {
             kind: self.kind,
             namespace: self.namespace.as_deref(),
@@ -103,7 +103,7 @@ impl<'a> KeyRef<'a> {
         }
     }
 
-    pub fn to_key(self) -> ObjKey {
+    pub(crate) fn to_key(self) -> ObjKey {
         ObjKey::new(self.kind, self.namespace, self.name)
     }
 }
@@ -224,7 +224,7 @@ impl<'a> Meta<'a> {
     }
 
     /// Whether the object carries an annotation that switches off delete protection (P9, MP4, S6).
-    pub fn skips_delete_check(&self) -> bool {
+    pub(crate) fn skips_delete_check(&self) -> bool {
         pool::SKIP_DELETE_ANNOTATIONS
             .iter()
             .any(|a| self.annotation(a).is_some())
@@ -291,7 +291,7 @@ pub struct PoolProj {
 impl PoolProj {
     /// What the pool hands out, one set per family it hands out of (`allocatable`, then
     /// `other_family`): what the index places and overlap (P10) compares.
-    pub fn allocatable_sets(&self) -> impl Iterator<Item = &AddrSet> {
+    pub(crate) fn allocatable_sets(&self) -> impl Iterator<Item = &AddrSet> {
         std::iter::once(&self.allocatable).chain(self.other_family.as_deref())
     }
 }
@@ -338,7 +338,7 @@ pub fn endpoint_of(obj: &Value) -> Option<Arc<str>> {
 
 /// The Cluster a claim belongs to: `spec.clusterName` when set and not empty, else the label
 /// `cluster.x-k8s.io/cluster-name`.
-pub fn claim_cluster(obj: &Value) -> Option<Arc<str>> {
+pub(crate) fn claim_cluster(obj: &Value) -> Option<Arc<str>> {
     read::get(obj, paths::claim::CLUSTER_NAME)
         .and_then(Value::as_str)
         .filter(|s| !s.is_empty())
@@ -445,7 +445,7 @@ impl Projection {
 
 /// Reads any pool kind (the one reading every pool kind shares; each kind's reader uses `pool`'s helpers).
 /// A kind that is not a pool gives an empty reading.
-pub fn read_pool(kind: Kind, obj: &Value) -> PoolReading {
+pub(crate) fn read_pool(kind: Kind, obj: &Value) -> PoolReading {
     match kind {
         Kind::InClusterIPPool | Kind::GlobalInClusterIPPool => incluster::read(kind, obj),
         Kind::InClusterPrefixPool | Kind::GlobalInClusterPrefixPool => prefix::read(kind, obj),
@@ -541,7 +541,7 @@ fn pairs_alike(
 
 /// The key `project` files an object of `kind` under: the namespace and name in its metadata;
 /// None without a name.
-pub fn record_key(kind: Kind, obj: &Value) -> Option<ObjKey> {
+pub(crate) fn record_key(kind: Kind, obj: &Value) -> Option<ObjKey> {
     let (namespace, name) = recorded_name(obj)?;
     Some(ObjKey::new(kind, namespace, name))
 }

@@ -19,15 +19,15 @@ pub mod meta {
     use super::*;
     pub const NAME: FieldPath = p("metadata.name");
     pub const NAMESPACE: FieldPath = p("metadata.namespace");
-    pub const LABELS: FieldPath = p("metadata.labels");
-    pub const ANNOTATIONS: FieldPath = p("metadata.annotations");
-    pub const CREATION_TIMESTAMP: FieldPath = p("metadata.creationTimestamp");
+    pub(crate) const LABELS: FieldPath = p("metadata.labels");
+    pub(crate) const ANNOTATIONS: FieldPath = p("metadata.annotations");
+    pub(crate) const CREATION_TIMESTAMP: FieldPath = p("metadata.creationTimestamp");
 }
 
 /// The keys of a typed reference (`poolRef`, Metal3 `pool`), in the reference.
 pub mod reference {
     use super::*;
-    pub const API_GROUP: FieldPath = p("apiGroup");
+    pub(crate) const API_GROUP: FieldPath = p("apiGroup");
     pub const KIND: FieldPath = p("kind");
     pub const NAME: FieldPath = p("name");
     pub const NAMESPACE: FieldPath = p("namespace");
@@ -36,11 +36,11 @@ pub mod reference {
 /// The keys of a label selector (`metav1.LabelSelector`, Spiderpool `spec.podAffinity`), in it.
 pub mod selector {
     use super::*;
-    pub const MATCH_LABELS: FieldPath = p("matchLabels");
-    pub const MATCH_EXPRESSIONS: FieldPath = p("matchExpressions");
+    pub(crate) const MATCH_LABELS: FieldPath = p("matchLabels");
+    pub(crate) const MATCH_EXPRESSIONS: FieldPath = p("matchExpressions");
     /// In an entry of `matchExpressions`.
     pub const KEY: FieldPath = p("key");
-    pub const OPERATOR: FieldPath = p("operator");
+    pub(crate) const OPERATOR: FieldPath = p("operator");
     pub const VALUES: FieldPath = p("values");
 }
 
@@ -48,13 +48,13 @@ pub mod selector {
 pub mod claim {
     use super::*;
     pub const POOL_REF: FieldPath = p("spec.poolRef");
-    pub const POOL_REF_API_GROUP: FieldPath = p("spec.poolRef.apiGroup");
-    pub const POOL_REF_KIND: FieldPath = p("spec.poolRef.kind");
-    pub const POOL_REF_NAME: FieldPath = p("spec.poolRef.name");
-    pub const POOL_REF_NAMESPACE: FieldPath = p("spec.poolRef.namespace");
+    pub(crate) const POOL_REF_API_GROUP: FieldPath = p("spec.poolRef.apiGroup");
+    pub(crate) const POOL_REF_KIND: FieldPath = p("spec.poolRef.kind");
+    pub(crate) const POOL_REF_NAME: FieldPath = p("spec.poolRef.name");
+    pub(crate) const POOL_REF_NAMESPACE: FieldPath = p("spec.poolRef.namespace");
     pub const CLUSTER_NAME: FieldPath = p("spec.clusterName");
-    pub const ADDRESS_REF: FieldPath = p("status.addressRef");
-    pub const ADDRESS_REF_NAME: FieldPath = p("status.addressRef.name");
+    pub(crate) const ADDRESS_REF: FieldPath = p("status.addressRef");
+    pub(crate) const ADDRESS_REF_NAME: FieldPath = p("status.addressRef.name");
 }
 
 /// Cluster API `IPAddress` (`ipam.cluster.x-k8s.io`).
@@ -64,13 +64,13 @@ pub mod address {
     pub const PREFIX: FieldPath = p("spec.prefix");
     pub const GATEWAY: FieldPath = p("spec.gateway");
     pub const CLAIM_REF: FieldPath = p("spec.claimRef");
-    pub const CLAIM_REF_NAME: FieldPath = p("spec.claimRef.name");
-    pub const CLAIM_REF_NAMESPACE: FieldPath = p("spec.claimRef.namespace");
+    pub(crate) const CLAIM_REF_NAME: FieldPath = p("spec.claimRef.name");
+    pub(crate) const CLAIM_REF_NAMESPACE: FieldPath = p("spec.claimRef.namespace");
     pub const POOL_REF: FieldPath = p("spec.poolRef");
-    pub const POOL_REF_NAMESPACE: FieldPath = p("spec.poolRef.namespace");
-    pub const POOL_REF_API_GROUP: FieldPath = p("spec.poolRef.apiGroup");
-    pub const POOL_REF_KIND: FieldPath = p("spec.poolRef.kind");
-    pub const POOL_REF_NAME: FieldPath = p("spec.poolRef.name");
+    pub(crate) const POOL_REF_NAMESPACE: FieldPath = p("spec.poolRef.namespace");
+    pub(crate) const POOL_REF_API_GROUP: FieldPath = p("spec.poolRef.apiGroup");
+    pub(crate) const POOL_REF_KIND: FieldPath = p("spec.poolRef.kind");
+    pub(crate) const POOL_REF_NAME: FieldPath = p("spec.poolRef.name");
 }
 
 /// `InClusterIPPool` and `GlobalInClusterIPPool`, v1alpha1 and v1alpha2.
@@ -80,12 +80,12 @@ pub mod in_cluster {
     pub const GATEWAY: FieldPath = p("spec.gateway");
     pub const PREFIX: FieldPath = p("spec.prefix");
     /// v1alpha2 only, as the two below.
-    pub const EXCLUDED_ADDRESSES: FieldPath = p("spec.excludedAddresses");
-    pub const ALLOCATE_RESERVED: FieldPath = p("spec.allocateReservedIPAddresses");
+    pub(crate) const EXCLUDED_ADDRESSES: FieldPath = p("spec.excludedAddresses");
+    pub(crate) const ALLOCATE_RESERVED: FieldPath = p("spec.allocateReservedIPAddresses");
     pub const REUSE_GRACE: FieldPath = p("spec.addressReuseGracePeriodSeconds");
     /// v1alpha1's other way to declare the addresses.
     pub const SUBNET: FieldPath = p("spec.subnet");
-    pub const START: FieldPath = p("spec.start");
+    pub(crate) const START: FieldPath = p("spec.start");
     pub const END: FieldPath = p("spec.end");
 }
 
@@ -93,8 +93,8 @@ pub mod in_cluster {
 pub mod prefix_pool {
     use super::*;
     pub const PREFIXES: FieldPath = p("spec.prefixes");
-    pub const EXCLUDED_PREFIXES: FieldPath = p("spec.excludedPrefixes");
-    pub const ALLOCATION_PREFIX_LENGTH: FieldPath = p("spec.allocationPrefixLength");
+    pub(crate) const EXCLUDED_PREFIXES: FieldPath = p("spec.excludedPrefixes");
+    pub(crate) const ALLOCATION_PREFIX_LENGTH: FieldPath = p("spec.allocationPrefixLength");
     pub const GATEWAY: FieldPath = p("spec.gateway");
 }
 
@@ -104,27 +104,27 @@ pub mod metal3 {
     pub const POOLS: FieldPath = p("spec.pools");
     pub const PREFIX: FieldPath = p("spec.prefix");
     pub const GATEWAY: FieldPath = p("spec.gateway");
-    pub const DNS_SERVERS: FieldPath = p("spec.dnsServers");
+    pub(crate) const DNS_SERVERS: FieldPath = p("spec.dnsServers");
     pub const PRE_ALLOCATIONS: FieldPath = p("spec.preAllocations");
-    pub const ALLOCATION_STRATEGY: FieldPath = p("spec.allocationStrategy");
-    pub const NAME_PREFIX: FieldPath = p("spec.namePrefix");
+    pub(crate) const ALLOCATION_STRATEGY: FieldPath = p("spec.allocationStrategy");
+    pub(crate) const NAME_PREFIX: FieldPath = p("spec.namePrefix");
     /// In an entry of `spec.pools`.
-    pub const ENTRY_START: FieldPath = p("start");
-    pub const ENTRY_END: FieldPath = p("end");
-    pub const ENTRY_SUBNET: FieldPath = p("subnet");
-    pub const ENTRY_PREFIX: FieldPath = p("prefix");
-    pub const ENTRY_GATEWAY: FieldPath = p("gateway");
-    pub const ENTRY_DNS_SERVERS: FieldPath = p("dnsServers");
+    pub(crate) const ENTRY_START: FieldPath = p("start");
+    pub(crate) const ENTRY_END: FieldPath = p("end");
+    pub(crate) const ENTRY_SUBNET: FieldPath = p("subnet");
+    pub(crate) const ENTRY_PREFIX: FieldPath = p("prefix");
+    pub(crate) const ENTRY_GATEWAY: FieldPath = p("gateway");
+    pub(crate) const ENTRY_DNS_SERVERS: FieldPath = p("dnsServers");
     /// `IPClaim` and `IPAddress`.
-    pub const POOL_NAME: FieldPath = p("spec.pool.name");
-    pub const POOL_NAMESPACE: FieldPath = p("spec.pool.namespace");
+    pub(crate) const POOL_NAME: FieldPath = p("spec.pool.name");
+    pub(crate) const POOL_NAMESPACE: FieldPath = p("spec.pool.namespace");
     /// `IPAddress`.
     pub const ADDRESS: FieldPath = p("spec.address");
-    pub const CLAIM_NAME: FieldPath = p("spec.claim.name");
-    pub const CLAIM_NAMESPACE: FieldPath = p("spec.claim.namespace");
+    pub(crate) const CLAIM_NAME: FieldPath = p("spec.claim.name");
+    pub(crate) const CLAIM_NAMESPACE: FieldPath = p("spec.claim.namespace");
     /// `IPClaim`: the address the provider recorded.
-    pub const STATUS_ADDRESS: FieldPath = p("status.address");
-    pub const STATUS_ADDRESS_NAME: FieldPath = p("status.address.name");
+    pub(crate) const STATUS_ADDRESS: FieldPath = p("status.address");
+    pub(crate) const STATUS_ADDRESS_NAME: FieldPath = p("status.address.name");
 }
 
 /// Spiderpool `SpiderIPPool` (`spiderpool.spidernet.io`).
@@ -135,31 +135,31 @@ pub mod spider {
     pub const IPS: FieldPath = p("spec.ips");
     pub const EXCLUDE_IPS: FieldPath = p("spec.excludeIPs");
     pub const GATEWAY: FieldPath = p("spec.gateway");
-    pub const ROUTES: FieldPath = p("spec.routes");
-    pub const POD_AFFINITY: FieldPath = p("spec.podAffinity");
-    pub const ALLOCATED_IP_COUNT: FieldPath = p("status.allocatedIPCount");
-    pub const ALLOCATED_IPS: FieldPath = p("status.allocatedIPs");
+    pub(crate) const ROUTES: FieldPath = p("spec.routes");
+    pub(crate) const POD_AFFINITY: FieldPath = p("spec.podAffinity");
+    pub(crate) const ALLOCATED_IP_COUNT: FieldPath = p("status.allocatedIPCount");
+    pub(crate) const ALLOCATED_IPS: FieldPath = p("status.allocatedIPs");
     /// In an entry of `spec.routes`.
-    pub const ROUTE_DST: FieldPath = p("dst");
-    pub const ROUTE_GW: FieldPath = p("gw");
+    pub(crate) const ROUTE_DST: FieldPath = p("dst");
+    pub(crate) const ROUTE_GW: FieldPath = p("gw");
 }
 
 /// CAPV `VSphereMachine` and `VSphereMachineTemplate` (`infrastructure.cluster.x-k8s.io`).
-pub mod capv {
+pub(crate) mod capv {
     use super::*;
-    pub const NETWORK: FieldPath = p("spec.network");
+    pub(crate) const NETWORK: FieldPath = p("spec.network");
     pub const DEVICES: FieldPath = p("spec.network.devices");
     /// A template nests the machine spec under `spec.template.spec`.
-    pub const TEMPLATE_NETWORK: FieldPath = p("spec.template.spec.network");
-    pub const TEMPLATE_DEVICES: FieldPath = p("spec.template.spec.network.devices");
+    pub(crate) const TEMPLATE_NETWORK: FieldPath = p("spec.template.spec.network");
+    pub(crate) const TEMPLATE_DEVICES: FieldPath = p("spec.template.spec.network.devices");
     /// In a device.
-    pub const ADDRESSES_FROM_POOLS: FieldPath = p("addressesFromPools");
+    pub(crate) const ADDRESSES_FROM_POOLS: FieldPath = p("addressesFromPools");
     /// In a device: static addresses in CIDR form (SA1-SA3).
-    pub const IP_ADDRS: FieldPath = p("ipAddrs");
+    pub(crate) const IP_ADDRS: FieldPath = p("ipAddrs");
 }
 
 /// Spiderpool `SpiderReservedIP` (`spiderpool.spidernet.io`): addresses Spiderpool never hands out.
-pub mod reserved_ip {
+pub(crate) mod reserved_ip {
     use super::*;
     pub const IP_VERSION: FieldPath = p("spec.ipVersion");
     pub const IPS: FieldPath = p("spec.ips");
@@ -168,9 +168,9 @@ pub mod reserved_ip {
 /// Cluster API `Cluster` (`cluster.x-k8s.io`): the fields that hold or reserve addresses.
 pub mod cluster {
     use super::*;
-    pub const ENDPOINT_HOST: FieldPath = p("spec.controlPlaneEndpoint.host");
-    pub const POD_CIDRS: FieldPath = p("spec.clusterNetwork.pods.cidrBlocks");
-    pub const SERVICE_CIDRS: FieldPath = p("spec.clusterNetwork.services.cidrBlocks");
+    pub(crate) const ENDPOINT_HOST: FieldPath = p("spec.controlPlaneEndpoint.host");
+    pub(crate) const POD_CIDRS: FieldPath = p("spec.clusterNetwork.pods.cidrBlocks");
+    pub(crate) const SERVICE_CIDRS: FieldPath = p("spec.clusterNetwork.services.cidrBlocks");
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ use crate::model::{paths, Meta, ObjKey, PoolProj};
 
 /// Annotations that switch off delete protection (P9): the in-cluster provider's own escape
 /// hatch, and the one `clusterctl move` sets before it deletes the source objects.
-pub const SKIP_DELETE_ANNOTATIONS: [&str; 2] = [
+pub(crate) const SKIP_DELETE_ANNOTATIONS: [&str; 2] = [
     "ipam.cluster.x-k8s.io/skip-validate-delete-webhook",
     "clusterctl.cluster.x-k8s.io/delete-for-move",
 ];
@@ -199,7 +199,7 @@ pub(crate) fn projection(
 }
 
 /// RFC 3021 / RFC 6164 point-to-point and host prefixes: every address is usable.
-pub fn is_point_to_point(family: Family, prefix: u8) -> bool {
+pub(crate) fn is_point_to_point(family: Family, prefix: u8) -> bool {
     match family {
         Family::V4 => prefix >= 31,
         Family::V6 => prefix >= 127,
@@ -207,7 +207,7 @@ pub fn is_point_to_point(family: Family, prefix: u8) -> bool {
 }
 
 /// Whether a prefix leaves room for a subnet with a network address (IPv4 ≤ /30, IPv6 ≤ /126).
-pub fn has_room_for_subnet(family: Family, prefix: u8) -> bool {
+pub(crate) fn has_room_for_subnet(family: Family, prefix: u8) -> bool {
     match family {
         Family::V4 => prefix <= 30,
         Family::V6 => prefix <= 126,
@@ -216,12 +216,12 @@ pub fn has_room_for_subnet(family: Family, prefix: u8) -> bool {
 
 /// IPv6 link-local gateways (`fe80::/10`) come from router advertisements and are exempt from
 /// every inside-the-subnet check.
-pub fn is_link_local_gateway(ip: Ip) -> bool {
+pub(crate) fn is_link_local_gateway(ip: Ip) -> bool {
     ip.family == Family::V6 && std::net::Ipv6Addr::from(ip.value).is_unicast_link_local()
 }
 
 /// `10.0.0.0/24`: a subnet as text.
-pub fn subnet_text(family: Family, subnet: IpRange, prefix: u8) -> String {
+pub(crate) fn subnet_text(family: Family, subnet: IpRange, prefix: u8) -> String {
     format!("{}/{prefix}", Ip::new(family, subnet.start))
 }
 

@@ -21,11 +21,11 @@ use crate::model::written::{self, IpText, Text, Written};
 use crate::model::{read, Meta};
 
 /// What the provider uses when `allocationPrefixLength` is absent (its CRD default as well).
-pub const DEFAULT_ALLOCATION_PREFIX_LENGTH: u8 = 64;
+pub(crate) const DEFAULT_ALLOCATION_PREFIX_LENGTH: u8 = 64;
 
 /// `spec.allocationPrefixLength` as the provider reads it: absent means the default. Returns the
 /// raw value too, for messages. A wrong type is None here (the reader reports it).
-pub fn allocation_length(obj: &Value) -> Option<i64> {
+pub(crate) fn allocation_length(obj: &Value) -> Option<i64> {
     match read::get(obj, fields::ALLOCATION_PREFIX_LENGTH) {
         None => Some(i64::from(DEFAULT_ALLOCATION_PREFIX_LENGTH)),
         Some(v) => v.as_i64(),
@@ -61,7 +61,7 @@ impl Spec<'_> {
     }
 
     /// The IPv6 gateway, when there is one.
-    pub fn gateway_v6(&self) -> Option<crate::address::Ip> {
+    pub(crate) fn gateway_v6(&self) -> Option<crate::address::Ip> {
         self.gateway
             .ok()
             .and_then(Text::value)

@@ -25,7 +25,7 @@ pub const LIST_PROBLEMS: usize = 1_000;
 
 /// The address at `path` when there is one that parses; nothing is reported. What the index keeps
 /// of an address object: one that does not parse holds nothing.
-pub fn ip_value(obj: &Value, path: FieldPath) -> Option<Ip> {
+pub(crate) fn ip_value(obj: &Value, path: FieldPath) -> Option<Ip> {
     get(obj, path)
         .and_then(Value::as_str)
         .and_then(|s| parse_ip(s).ok())
@@ -33,6 +33,6 @@ pub fn ip_value(obj: &Value, path: FieldPath) -> Option<Ip> {
 }
 
 /// A prefix length within the bound of `family`, or of IPv6 when the family is unknown.
-pub fn in_family(raw: i64, family: Option<Family>) -> Option<u8> {
+pub(crate) fn in_family(raw: i64, family: Option<Family>) -> Option<u8> {
     check_prefix(family.unwrap_or(Family::V6), raw).ok()
 }

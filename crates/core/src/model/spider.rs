@@ -53,7 +53,7 @@ pub struct Spec<'a> {
 
 /// Whether two declared subnets are the same subnet (the reading keeps canonical ones only
 /// apart from the address written, which S1 judges).
-pub fn same_subnet(a: &Cidr, b: &Cidr) -> bool {
+pub(crate) fn same_subnet(a: &Cidr, b: &Cidr) -> bool {
     a.network == b.network && a.prefix == b.prefix
 }
 
@@ -71,7 +71,7 @@ pub fn carved(pool: &PoolProj, subnet: &PoolProj) -> bool {
 
 /// Whether one of `a` and `b` is carved from the other ([`carved`]): P10 does not hold them
 /// apart, a subnet being the container of its pools.
-pub fn carved_pair(a: &PoolProj, b: &PoolProj) -> bool {
+pub(crate) fn carved_pair(a: &PoolProj, b: &PoolProj) -> bool {
     carved(a, b) || carved(b, a)
 }
 
@@ -107,7 +107,7 @@ impl<'a> Spec<'a> {
     }
 
     /// The family `ipVersion` names, when it is 4 or 6.
-    pub fn version_family(&self) -> Option<Family> {
+    pub(crate) fn version_family(&self) -> Option<Family> {
         match self.ip_version.get() {
             Some(4) => Some(Family::V4),
             Some(6) => Some(Family::V6),
@@ -203,19 +203,19 @@ impl<'a> Selector<'a> {
     }
 
     /// `matchLabels` when it is a map.
-    pub fn label_map(&self) -> Option<&'a serde_json::Map<String, Value>> {
+    pub(crate) fn label_map(&self) -> Option<&'a serde_json::Map<String, Value>> {
         self.labels.get().and_then(Value::as_object)
     }
 
     /// `matchExpressions` when it is a list; empty otherwise.
-    pub fn expression_list(&self) -> &'a [Value] {
+    pub(crate) fn expression_list(&self) -> &'a [Value] {
         self.expressions.get().unwrap_or_default()
     }
 }
 
 /// One `matchExpressions` requirement; its fields when it is an object.
 #[derive(Debug, Clone)]
-pub struct Expression<'a> {
+pub(crate) struct Expression<'a> {
     pub key: Written<'a, &'a str>,
     pub operator: Written<'a, &'a str>,
     pub values: Written<'a, &'a [Value]>,
@@ -309,7 +309,7 @@ fn reading(kind: Kind, obj: &Value, spec: &Spec) -> PoolReading {
 
 /// The label Spiderpool puts on a pool a SpiderSubnet created for one application; such a pool
 /// selects that application's Pods with the keys Spiderpool derives and nothing else (S8).
-pub const OWNER_APPLICATION_LABEL: &str = "ipam.spidernet.io/owner-application-name";
+pub(crate) const OWNER_APPLICATION_LABEL: &str = "ipam.spidernet.io/owner-application-name";
 
 // === status ===
 
@@ -326,7 +326,7 @@ pub struct AllocatedIp {
 
 impl AllocatedIp {
     /// `default/web-0 (172.18.41.40)`, or the bare key when no pod is recorded.
-    pub fn holder_text(&self) -> String {
+    pub(crate) fn holder_text(&self) -> String {
         match &self.pod {
             Some(pod) => format!("{pod} ({})", self.key),
             None => self.key.clone(),

@@ -76,12 +76,12 @@ impl<'a, T> Written<'a, T> {
         }
     }
 
-    pub fn is_absent(&self) -> bool {
+    pub(crate) fn is_absent(&self) -> bool {
         matches!(self, Written::Absent)
     }
 
     /// The cause for a value of the wrong type, under `rule`; None otherwise.
-    pub fn type_error(&self, rule: RuleId, path: impl Into<String>) -> Option<FieldError> {
+    pub(crate) fn type_error(&self, rule: RuleId, path: impl Into<String>) -> Option<FieldError> {
         match self {
             Written::Wrong(w) => Some(w.error(rule, path)),
             _ => None,
@@ -116,7 +116,7 @@ pub fn string(obj: &Value, path: FieldPath) -> Written<'_, &str> {
 }
 
 /// As [`string`], of a value already found; null is absent, as [`FieldPath::get`] has it.
-pub fn string_of(value: Option<&Value>) -> Written<'_, &str> {
+pub(crate) fn string_of(value: Option<&Value>) -> Written<'_, &str> {
     Written::pick(
         value.filter(|v| !v.is_null()),
         Expected::String,
@@ -152,7 +152,7 @@ pub fn integer(obj: &Value, path: FieldPath) -> Written<'_, i64> {
 
 /// As [`integer`], of a value already found (a reader that also keeps the raw value for a
 /// cause looks it up once); null is absent, as in [`string_of`].
-pub fn integer_of(value: Option<&Value>) -> Written<'_, i64> {
+pub(crate) fn integer_of(value: Option<&Value>) -> Written<'_, i64> {
     Written::pick(value.filter(|v| !v.is_null()), Expected::Integer, |v| {
         let n = v.as_number()?;
         if let Some(i) = n.as_i64() {
@@ -174,7 +174,7 @@ pub struct Text<'a, T> {
     pub parsed: Result<Parsed<T>, AddrError>,
 }
 
-pub type IpText<'a> = Text<'a, Ip>;
+pub(crate) type IpText<'a> = Text<'a, Ip>;
 
 impl<T: Copy> Text<'_, T> {
     /// The value, when the text parses.
@@ -198,14 +198,6 @@ pub fn item<'a, T>(
             value: v,
             expected: Expected::String,
         }),
-    }
-}
-
-/// An IP address's text, parsed.
-pub fn ip_text(text: &str) -> IpText<'_> {
-    Text {
-        text,
-        parsed: parse_ip(text),
     }
 }
 
@@ -269,17 +261,17 @@ impl<'a> AddressFields<'a> {
     }
 
     /// The address as written, when it is a string.
-    pub fn ip_text(&self) -> Option<&'a str> {
+    pub(crate) fn ip_text(&self) -> Option<&'a str> {
         self.address.ok().map(|t| t.text)
     }
 
     /// The gateway, when it parses.
-    pub fn gateway_ip(&self) -> Option<Ip> {
+    pub(crate) fn gateway_ip(&self) -> Option<Ip> {
         self.gateway.ok().and_then(Text::value)
     }
 
     /// The gateway as written, when it is a string.
-    pub fn gateway_text(&self) -> Option<&'a str> {
+    pub(crate) fn gateway_text(&self) -> Option<&'a str> {
         self.gateway.ok().map(|t| t.text)
     }
 

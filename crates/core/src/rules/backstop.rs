@@ -18,12 +18,12 @@ use crate::rule_id::{Effect, RuleId};
 
 /// Namespaces the webhooks skip (manifests/webhooks.yaml): the policies skip them too, or they
 /// would refuse there what the webhook lets through.
-pub const SKIPPED_NAMESPACES: [&str; 2] = ["ipam-guard-system", "kube-system"];
+pub(crate) const SKIPPED_NAMESPACES: [&str; 2] = ["ipam-guard-system", "kube-system"];
 
 /// The first Kubernetes minor release whose CEL has the IP library (`isIP`, `ip()`) in stored
 /// expressions: added in 1.30, usable in 1.31 (a function is usable one release after it appears,
 /// so that a rollback does not meet an expression it cannot compile).
-pub const IP_LIBRARY_SINCE: u32 = 31;
+pub(crate) const IP_LIBRARY_SINCE: u32 = 31;
 /// ValidatingAdmissionPolicy v1 is GA in 1.30.
 pub const POLICIES_SINCE: u32 = 30;
 

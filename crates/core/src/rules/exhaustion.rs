@@ -70,7 +70,7 @@ impl FreeThreshold {
         share.max(self.count)
     }
 
-    pub fn is_low(&self, u: &PoolUsage) -> bool {
+    pub(crate) fn is_low(&self, u: &PoolUsage) -> bool {
         u.free() < self.limit(u.allocatable)
     }
 }

@@ -27,7 +27,7 @@ use crate::rules::exhaustion;
 use crate::rules::Options;
 
 /// `--stuck-after`'s default: a provider serves a claim within seconds when it can.
-pub const DEFAULT_STUCK_AFTER: Duration = Duration::from_secs(600);
+pub(crate) const DEFAULT_STUCK_AFTER: Duration = Duration::from_secs(600);
 
 /// Every H1, H2, H3 and E1 finding over `index` at `now` (Unix seconds), sorted by object.
 pub fn judge(index: &Index, options: Options, now: i64) -> Vec<(ObjKey, Warning)> {
@@ -178,7 +178,7 @@ fn rfc3339(secs: i64) -> String {
 }
 
 /// `10m`, `1h30m`, `45s`: as `--stuck-after` is written.
-pub fn duration_text(d: Duration) -> String {
+pub(crate) fn duration_text(d: Duration) -> String {
     let s = d.as_secs();
     let (h, m, sec) = (s / 3600, s / 60 % 60, s % 60);
     let mut out = String::new();

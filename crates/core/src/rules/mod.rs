@@ -2,7 +2,7 @@
 //! No HTTP and no kube client in here.
 
 pub mod backstop;
-pub mod capv;
+pub(crate) mod capv;
 pub mod claim;
 pub mod cluster;
 pub mod conditions;
@@ -14,13 +14,13 @@ pub mod in_cluster;
 pub mod ipaddress;
 pub mod metal3;
 pub mod metal3_pool;
-pub mod metal3_template;
+pub(crate) mod metal3_template;
 pub mod mutate;
 pub mod pool;
 pub mod prefix_pool;
 pub mod spider;
-pub mod spider_spec;
-pub mod spider_subnet;
+pub(crate) mod spider_spec;
+pub(crate) mod spider_subnet;
 pub mod stored;
 mod table;
 mod util;

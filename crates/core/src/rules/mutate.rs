@@ -19,11 +19,11 @@ pub trait Mutator: Sync {
 }
 
 /// `IPAddressClaim`: M1 on create, M2 on create and update.
-pub struct ClaimDefaults;
+pub(crate) struct ClaimDefaults;
 /// `IPAddress`: M1 on create.
-pub struct AddressDefaults;
+pub(crate) struct AddressDefaults;
 /// Kinds ipam-guard fills nothing in.
-pub struct NoDefaults;
+pub(crate) struct NoDefaults;
 
 impl Mutator for ClaimDefaults {
     fn create(&self, obj: &Value) -> Verdict {

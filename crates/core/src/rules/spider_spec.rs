@@ -21,7 +21,7 @@ use crate::schema::{label_key_problem, label_value_problem};
 const MIXED_GATEWAY: &str = "provided gateway and addresses are of mixed IP families";
 
 /// The matchLabels keys of the podAffinity Spiderpool derives for an application's pool.
-pub const AUTO_POOL_AFFINITY: [&str; 5] = [
+pub(crate) const AUTO_POOL_AFFINITY: [&str; 5] = [
     "ipam.spidernet.io/app-api-group",
     "ipam.spidernet.io/app-api-version",
     "ipam.spidernet.io/app-kind",

@@ -24,7 +24,7 @@ pub use pool::{layout, parse, read_spec, Layout, Placed, PreAllocations, Spec};
 
 /// The annotation ip-address-manager reads on a claim to hand out one particular address
 /// (`IPAddressAnnotation` in its `ipam` package).
-pub const IP_ADDRESS_ANNOTATION: &str = "ipAddress";
+pub(crate) const IP_ADDRESS_ANNOTATION: &str = "ipAddress";
 
 #[cfg(test)]
 mod tests {
