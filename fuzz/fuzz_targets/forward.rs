@@ -366,6 +366,17 @@ fn natural(kind: Option<Kind>) -> u32 {
         Some(Kind::InClusterPrefixPool | Kind::GlobalInClusterPrefixPool) => {
             PREFIXES | ALLOCATION_PREFIX | GATEWAY
         }
+        Some(Kind::SpiderSubnet) => IPS | SUBNET | GATEWAY | IP_VERSION,
+        Some(Kind::SpiderReservedIP) => IPS | IP_VERSION,
+        // Endpoints, templates and declared kinds read fields no flag draws: they get what the
+        // bytes choose beside none of their own.
+        Some(
+            Kind::Cluster
+            | Kind::VSphereCluster
+            | Kind::Metal3Cluster
+            | Kind::Metal3DataTemplate
+            | Kind::Declared(_),
+        ) => 0,
     }
 }
 

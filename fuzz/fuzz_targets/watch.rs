@@ -188,6 +188,12 @@ fn step(
                 } else {
                     None
                 },
+                // A handed-over admission keeps only what is left of its TTL.
+                admitted_ago: if u.ratio(1, 4)? {
+                    std::time::Duration::from_millis(u.int_in_range(0..=6_000u64)?)
+                } else {
+                    std::time::Duration::ZERO
+                },
             };
             if let Some(p) = project(k, &obj) {
                 ledger.admit_write(p, &caller, &basis);
@@ -314,7 +320,9 @@ fn check(ledger: &Ledger, model: &Model) {
             Projection::Address(a) => {
                 want_addresses.insert(ns_name, a.clone());
             }
-            Projection::Claim(_) => unreachable!("the universe has no claims"),
+            Projection::Claim(_) | Projection::Cluster(_) | Projection::Holder(_) => {
+                unreachable!("the universe has no claims, clusters or holders")
+            }
         }
     }
     assert_eq!(
