@@ -16,8 +16,9 @@
 //! What must hold: no panic; a request that decodes re-encodes to a body that decodes equal, and
 //! so does a handover's list; every decoded request gets an answer that decides it (never
 //! `notDecider`, and `unavailable` only when the decider cannot read the object it was sent),
-//! which the follower reads back equal; only an allowed, real CREATE or UPDATE records anything
-//! in the view (a denial, a dry run, a DELETE or an unreadable object leaves it as it was).
+//! which the follower reads back equal; only an allowed, real CREATE or UPDATE, or a pool's
+//! DELETE (held as being deleted), records anything in the view (a denial, a dry run, another
+//! DELETE or an unreadable object leaves it as it was).
 #![no_main]
 
 use std::sync::{Arc, OnceLock};
@@ -114,12 +115,15 @@ impl Decider {
             );
         }
         let recorded = self.ledger.read().version() != before;
+        // What an admitted write holds until the watch shows it (X2): the object of a CREATE or
+        // UPDATE, or a pool marked as being deleted by its DELETE (A8 gives nothing out of it).
         if recorded {
             assert!(
                 answer.unavailable.is_none()
                     && answer.errors.is_empty()
                     && !request.dry_run
-                    && matches!(request.operation, Operation::Create | Operation::Update),
+                    && (matches!(request.operation, Operation::Create | Operation::Update)
+                        || (request.operation == Operation::Delete && request.kind.is_pool())),
                 "recorded in the view: {request:?} answered {answer:?}"
             );
         }
